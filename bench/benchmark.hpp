@@ -1,0 +1,132 @@
+// The benchmark interface, its registry, run settings, and the per-case measurement state a
+// benchmark declares its work to (the framework times it: nvbench's state.exec model).
+#pragma once
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "context.hpp"
+#include "records.hpp"
+
+namespace clusterbench {
+
+/// Where a benchmark runs and what its records' scope is.
+///  node:    on each node's leader (STREAM, fio, dataloader); other ranks wait quietly.
+///  gpu:     on every rank, one GPU each (GEMM, copies); records per rank.
+///  cluster: on every rank together (collectives); one record, the slowest rank's time.
+enum class Level { node, gpu, cluster };
+const char* level_name(Level l);
+
+/// Suite and --set values. Keys are `id.key` for one benchmark or `area.key` for a whole area
+/// (`collectives.path`); the benchmark's own key wins over the area's.
+class Settings {
+ public:
+  Settings() = default;
+  /// `suite`: ci | quick | full. `sets`: "KEY=VALUE" strings. Throws InputError on a malformed one.
+  Settings(std::string suite, const std::vector<std::string>& sets);
+  const std::string& suite() const { return suite_; }
+  /// Picks the suite's default: {ci, quick, full}.
+  template <typename T>
+  T by_suite(T ci, T quick, T full) const {
+    return suite_ == "ci" ? ci : suite_ == "quick" ? quick : full;
+  }
+  bool has(const std::string& bench_id, const std::string& key) const;
+  std::string get(const std::string& bench_id, const std::string& key, const std::string& def) const;
+  double get_double(const std::string& bench_id, const std::string& key, double def) const;
+  /// Size with binary suffixes K, M, G, T (as nccl-tests): "64M" = 64 * 2^20 bytes.
+  long long get_size(const std::string& bench_id, const std::string& key, long long def) const;
+  /// Comma-separated list.
+  std::vector<std::string> get_list(const std::string& bench_id, const std::string& key,
+                                    const std::vector<std::string>& def) const;
+  /// Every KEY of --set, for validation against known benchmarks.
+  const std::map<std::string, std::string>& values() const { return values_; }
+
+ private:
+  const std::string* find(const std::string& bench_id, const std::string& key) const;
+  std::string suite_ = "ci";
+  std::map<std::string, std::string> values_;
+};
+
+/// Parses a size with binary suffix ("8", "4K", "64M", "8G"). Throws InputError naming `what`.
+long long parse_size(const std::string& text, const std::string& what);
+
+/// What a benchmark may look at to decide whether it applies on this node.
+struct NodeEnv {
+  const EnvRecord& env;
+  /// For GPU cases: "run", "waived" or "failed", with the reason (DESIGN.md "GPU plugin").
+  std::string gpu_disposition;
+  std::string gpu_reason;
+  const Context& ctx;
+  const Settings& settings;
+};
+
+/// Per-case measurement state handed to Benchmark::run.
+class CaseRun {
+ public:
+  virtual ~CaseRun() = default;
+  virtual const json& params() const = 0;
+  virtual const Settings& settings() const = 0;
+  virtual const Context& ctx() const = 0;
+  virtual const EnvRecord& env() const = 0;
+  /// Seconds of measurement per case for this suite (Google Benchmark MinTime).
+  virtual double min_time() const = 0;
+  /// Times the work. `batch(n)` performs n operations and returns the seconds it measured itself
+  /// (CUDA events), or a negative value to let the framework time it with steady_clock.
+  /// The framework warms up, picks n so one iteration is long enough to time, and runs Google
+  /// Benchmark iterations in lock-step across the ranks of the case's level (slowest rank's
+  /// time). An exception on any rank makes every rank stop and rethrows it here on that rank;
+  /// the other ranks throw an error that names the failing peer.
+  virtual void exec(const std::function<double(long long n)>& batch) = 0;
+  /// Time per operation after exec: this rank's own samples (per_rank) or the slowest rank's.
+  virtual const TimeStats& stats() const = 0;
+  virtual void add_metric(const std::string& name, double value, const std::string& unit,
+                          bool higher_is_better = true) = 0;
+  /// Benchmark-specific evidence stored in the record's `extra`.
+  virtual void set_extra(const std::string& key, json value) = 0;
+};
+
+/// A registered benchmark. Holds the operation, its FLOP/byte counts and its verification; never
+/// a timing loop or a writer (STYLE.md).
+class Benchmark {
+ public:
+  virtual ~Benchmark() = default;
+  virtual std::string id() const = 0;  ///< "area.name"
+  virtual std::string description() const = 0;
+  virtual Level level() const = 0;
+  /// The parameter combinations planned for these settings (one record each per scope item).
+  virtual std::vector<json> cases(const Settings& s) const = 0;
+  /// Empty string when it can run on this node, else the reason (becomes `waived`).
+  virtual std::string applicable(const NodeEnv& node) const = 0;
+  /// Measures one case. Throw Waived to skip with a reason, anything else to fail the case.
+  virtual void run(CaseRun& run) const = 0;
+  /// The --set keys this benchmark reads (listed by `clusterbench list`).
+  virtual std::vector<std::string> knobs() const { return {}; }
+  /// Whether this benchmark needs a GPU (its cases are waived/failed by the GPU disposition).
+  virtual bool needs_gpu() const { return false; }
+};
+
+/// All benchmarks linked into this binary, registered at static-initialisation time.
+class Registry {
+ public:
+  static Registry& get();
+  void add(std::unique_ptr<Benchmark> b);
+  const std::vector<std::unique_ptr<Benchmark>>& all() const { return benchmarks_; }
+  const Benchmark* find(const std::string& id) const;
+
+ private:
+  std::vector<std::unique_ptr<Benchmark>> benchmarks_;
+};
+
+template <typename T>
+struct Registrar {
+  Registrar() { Registry::get().add(std::make_unique<T>()); }
+};
+
+}  // namespace clusterbench
+
+/// Registers a Benchmark subclass; place once in its .cpp file.
+#define CLUSTERBENCH_REGISTER(Type) \
+  static ::clusterbench::Registrar<Type> cb_registrar_##Type  // NOLINT

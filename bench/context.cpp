@@ -1,0 +1,288 @@
+// MPI context. Every MPI call of the core is here, behind CLUSTERBENCH_HAVE_MPI.
+#include "context.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <map>
+#include <thread>
+
+#include "error.hpp"
+
+#if CLUSTERBENCH_HAVE_MPI
+#include <mpi.h>
+#endif
+
+namespace clusterbench {
+
+namespace {
+Context* g_ctx = nullptr;
+bool g_finalized = false;
+}  // namespace
+
+std::string local_hostname() {
+  if (const char* h = std::getenv("CLUSTERBENCH_HOSTNAME"); h && *h) return h;
+  char buf[256] = {0};
+  if (gethostname(buf, sizeof buf - 1) != 0) return "localhost";
+  return buf;
+}
+
+std::vector<std::string> Context::hosts() const {
+  std::vector<std::string> out;
+  for (const auto& h : rank_hosts_)
+    if (std::find(out.begin(), out.end(), h) == out.end()) out.push_back(h);
+  return out;
+}
+
+Context& Context::get() {
+  if (!g_ctx) throw std::logic_error("Context::get() before Context::init()");
+  return *g_ctx;
+}
+
+#if CLUSTERBENCH_HAVE_MPI
+
+#define CHECK_MPI(call)                                                                     \
+  do {                                                                                      \
+    int cb_rc_ = (call);                                                                    \
+    if (cb_rc_ != MPI_SUCCESS) {                                                            \
+      char cb_msg_[MPI_MAX_ERROR_STRING];                                                   \
+      int cb_len_ = 0;                                                                      \
+      MPI_Error_string(cb_rc_, cb_msg_, &cb_len_);                                          \
+      ::clusterbench::throw_call_error("MPI", std::to_string(cb_rc_),                       \
+                                       std::string(cb_msg_, cb_len_), #call, __FILE__,      \
+                                       __LINE__);                                           \
+    }                                                                                       \
+  } while (0)
+
+namespace {
+MPI_Comm& comm(void* p) { return *static_cast<MPI_Comm*>(p); }
+
+// Waits for a request by polling with a short sleep: the waiting rank leaves the cores free.
+void quiet_wait(MPI_Request& req) {
+  int done = 0;
+  auto sleep = std::chrono::microseconds(200);
+  while (true) {
+    CHECK_MPI(MPI_Test(&req, &done, MPI_STATUS_IGNORE));
+    if (done) return;
+    std::this_thread::sleep_for(sleep);
+    sleep = std::min(sleep * 2, std::chrono::microseconds(20000));
+  }
+}
+}  // namespace
+
+Context& Context::init(int* argc, char*** argv) {
+  if (g_ctx) return *g_ctx;
+  int initialized = 0;
+  MPI_Initialized(&initialized);
+  if (!initialized) {
+    int provided = 0;
+    CHECK_MPI(MPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &provided));
+    (void)provided;  // the watchdog thread only writes files; MPI_Abort is allowed from any thread
+  }
+  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+  auto* c = new Context();
+  CHECK_MPI(MPI_Comm_rank(MPI_COMM_WORLD, &c->world_rank_));
+  CHECK_MPI(MPI_Comm_size(MPI_COMM_WORLD, &c->world_size_));
+  c->host_ = local_hostname();
+  set_error_origin(c->host_, c->world_rank_);
+  g_ctx = c;
+  c->rank_hosts_ = c->allgather(c->host_);
+
+  // Node split: shared-memory communicator, refined by host name so that ranks which share a
+  // kernel but present different host names (network namespaces) count as different nodes.
+  std::map<std::string, int> host_index;
+  for (const auto& h : c->rank_hosts_) host_index.emplace(h, static_cast<int>(host_index.size()));
+  MPI_Comm shared;
+  CHECK_MPI(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, c->world_rank_,
+                                MPI_INFO_NULL, &shared));
+  c->node_comm_ = new MPI_Comm;
+  CHECK_MPI(MPI_Comm_split(shared, host_index[c->host_], c->world_rank_, &comm(c->node_comm_)));
+  MPI_Comm_free(&shared);
+  CHECK_MPI(MPI_Comm_rank(comm(c->node_comm_), &c->local_rank_));
+  CHECK_MPI(MPI_Comm_size(comm(c->node_comm_), &c->local_size_));
+
+  MPI_Comm leaders;
+  CHECK_MPI(MPI_Comm_split(MPI_COMM_WORLD, c->local_rank_ == 0 ? 0 : MPI_UNDEFINED,
+                           c->world_rank_, &leaders));
+  if (c->local_rank_ == 0) {
+    c->leaders_comm_ = new MPI_Comm(leaders);
+    CHECK_MPI(MPI_Comm_rank(leaders, &c->node_index_));
+    CHECK_MPI(MPI_Comm_size(leaders, &c->node_count_));
+  }
+  int idx[2] = {c->node_index_, c->node_count_};
+  CHECK_MPI(MPI_Bcast(idx, 2, MPI_INT, 0, comm(c->node_comm_)));
+  c->node_index_ = idx[0];
+  c->node_count_ = idx[1];
+  return *c;
+}
+
+void Context::finalize() {
+  if (g_finalized) return;
+  g_finalized = true;
+  int initialized = 0, finalized = 0;
+  MPI_Initialized(&initialized);
+  MPI_Finalized(&finalized);
+  if (initialized && !finalized) MPI_Finalize();
+}
+
+double Context::allreduce_max(double v) const {
+  double out = 0;
+  CHECK_MPI(MPI_Allreduce(&v, &out, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD));
+  return out;
+}
+double Context::allreduce_min(double v) const {
+  double out = 0;
+  CHECK_MPI(MPI_Allreduce(&v, &out, 1, MPI_DOUBLE, MPI_MIN, MPI_COMM_WORLD));
+  return out;
+}
+long long Context::allreduce_sum(long long v) const {
+  long long out = 0;
+  CHECK_MPI(MPI_Allreduce(&v, &out, 1, MPI_LONG_LONG, MPI_SUM, MPI_COMM_WORLD));
+  return out;
+}
+void Context::allreduce_max(std::vector<double>& v, bool leaders_only) const {
+  if (leaders_only && !leaders_comm_) throw std::logic_error("leaders reduction on a non-leader");
+  MPI_Comm c = leaders_only ? comm(leaders_comm_) : MPI_COMM_WORLD;
+  CHECK_MPI(MPI_Allreduce(MPI_IN_PLACE, v.data(), static_cast<int>(v.size()), MPI_DOUBLE, MPI_MAX,
+                          c));
+}
+std::string Context::bcast(const std::string& s) const {
+  long long n = static_cast<long long>(s.size());
+  CHECK_MPI(MPI_Bcast(&n, 1, MPI_LONG_LONG, 0, MPI_COMM_WORLD));
+  std::string out = world_rank_ == 0 ? s : std::string(static_cast<size_t>(n), '\0');
+  if (n > 0) CHECK_MPI(MPI_Bcast(out.data(), static_cast<int>(n), MPI_CHAR, 0, MPI_COMM_WORLD));
+  return out;
+}
+
+namespace {
+std::vector<std::string> split_gathered(const std::vector<int>& lens, const std::string& buf) {
+  std::vector<std::string> out;
+  size_t off = 0;
+  for (int len : lens) {
+    out.push_back(buf.substr(off, static_cast<size_t>(len)));
+    off += static_cast<size_t>(len);
+  }
+  return out;
+}
+}  // namespace
+
+std::vector<std::string> Context::gather(const std::string& s) const {
+  int len = static_cast<int>(s.size());
+  std::vector<int> lens(world_rank_ == 0 ? world_size_ : 0);
+  // The root waits quietly: while leaders measure a node-level case it must not spin.
+  MPI_Request req;
+  CHECK_MPI(MPI_Igather(&len, 1, MPI_INT, lens.data(), 1, MPI_INT, 0, MPI_COMM_WORLD, &req));
+  quiet_wait(req);
+  std::vector<int> displs(lens.size(), 0);
+  int total = 0;
+  for (size_t i = 0; i < lens.size(); ++i) displs[i] = total, total += lens[i];
+  std::string buf(static_cast<size_t>(total), '\0');
+  CHECK_MPI(MPI_Igatherv(s.data(), len, MPI_CHAR, buf.data(), lens.data(), displs.data(), MPI_CHAR,
+                         0, MPI_COMM_WORLD, &req));
+  quiet_wait(req);
+  if (world_rank_ != 0) return {};
+  return split_gathered(lens, buf);
+}
+
+std::vector<std::string> Context::allgather(const std::string& s) const {
+  int len = static_cast<int>(s.size());
+  std::vector<int> lens(world_size_);
+  CHECK_MPI(MPI_Allgather(&len, 1, MPI_INT, lens.data(), 1, MPI_INT, MPI_COMM_WORLD));
+  std::vector<int> displs(lens.size(), 0);
+  int total = 0;
+  for (size_t i = 0; i < lens.size(); ++i) displs[i] = total, total += lens[i];
+  std::string buf(static_cast<size_t>(total), '\0');
+  CHECK_MPI(MPI_Allgatherv(s.data(), len, MPI_CHAR, buf.data(), lens.data(), displs.data(),
+                           MPI_CHAR, MPI_COMM_WORLD));
+  return split_gathered(lens, buf);
+}
+
+std::unique_ptr<Group> Context::split(bool member) const {
+  std::unique_ptr<Group> g(new Group());
+  g->member_ = member;
+  MPI_Comm c;
+  CHECK_MPI(MPI_Comm_split(MPI_COMM_WORLD, member ? 0 : MPI_UNDEFINED, world_rank_, &c));
+  if (member) {
+    g->comm_ = new MPI_Comm(c);
+    CHECK_MPI(MPI_Comm_size(c, &g->size_));
+  }
+  return g;
+}
+
+Group::~Group() {
+  if (comm_) {
+    int finalized = 0;
+    MPI_Finalized(&finalized);
+    if (!finalized) MPI_Comm_free(&comm(comm_));
+    delete static_cast<MPI_Comm*>(comm_);
+  }
+}
+
+void Group::allreduce_max(std::vector<double>& v) const {
+  if (!comm_) throw std::logic_error("Group::allreduce_max on a non-member");
+  CHECK_MPI(MPI_Allreduce(MPI_IN_PLACE, v.data(), static_cast<int>(v.size()), MPI_DOUBLE, MPI_MAX,
+                          comm(comm_)));
+}
+
+void Context::quiet_barrier() const {
+  MPI_Request req;
+  CHECK_MPI(MPI_Ibarrier(MPI_COMM_WORLD, &req));
+  quiet_wait(req);
+}
+
+void Context::leaders_barrier() const {
+  if (!leaders_comm_) throw std::logic_error("leaders_barrier on a non-leader rank");
+  MPI_Request req;
+  CHECK_MPI(MPI_Ibarrier(comm(leaders_comm_), &req));
+  quiet_wait(req);
+}
+
+std::string Context::mpi_version() const {
+  char buf[MPI_MAX_LIBRARY_VERSION_STRING];
+  int len = 0;
+  MPI_Get_library_version(buf, &len);
+  std::string v(buf, static_cast<size_t>(len));
+  auto comma = v.find(',');
+  return comma == std::string::npos ? v : v.substr(0, comma);
+}
+
+void Context::abort(int code) const {
+  MPI_Abort(MPI_COMM_WORLD, code);
+  std::_Exit(code);
+}
+
+#else  // single process
+
+Context& Context::init(int*, char***) {
+  if (g_ctx) return *g_ctx;
+  auto* c = new Context();
+  c->host_ = local_hostname();
+  c->rank_hosts_ = {c->host_};
+  set_error_origin(c->host_, 0);
+  g_ctx = c;
+  return *c;
+}
+void Context::finalize() { g_finalized = true; }
+double Context::allreduce_max(double v) const { return v; }
+double Context::allreduce_min(double v) const { return v; }
+long long Context::allreduce_sum(long long v) const { return v; }
+void Context::allreduce_max(std::vector<double>&, bool) const {}
+std::string Context::bcast(const std::string& s) const { return s; }
+std::vector<std::string> Context::gather(const std::string& s) const { return {s}; }
+std::vector<std::string> Context::allgather(const std::string& s) const { return {s}; }
+void Context::quiet_barrier() const {}
+std::unique_ptr<Group> Context::split(bool member) const {
+  std::unique_ptr<Group> g(new Group());
+  g->member_ = member;
+  return g;
+}
+Group::~Group() = default;
+void Group::allreduce_max(std::vector<double>&) const {}
+void Context::leaders_barrier() const {}
+std::string Context::mpi_version() const { return ""; }
+void Context::abort(int code) const { std::_Exit(code); }
+
+#endif
+
+}  // namespace clusterbench

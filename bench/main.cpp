@@ -1,0 +1,120 @@
+// clusterbench: the command line (CLI11). Exit codes: DESIGN.md "Exit codes".
+#include <CLI/CLI.hpp>
+#include <iostream>
+
+#include "benchmark.hpp"
+#include "context.hpp"
+#include "error.hpp"
+#include "inventory.hpp"
+#include "runner.hpp"
+
+using namespace clusterbench;
+
+namespace {
+
+int cmd_inventory(const std::string& fs_root, bool all_nodes) {
+  Context& ctx = Context::get();
+  EnvRecord env;
+  if (ctx.is_leader()) {
+    InventoryOptions io;
+    io.fs_root = fs_root;
+    io.host = ctx.host();
+    env = collect_env(io);
+    env.versions.mpi = ctx.mpi_version();
+    env.versions.clusterbench = std::string(CLUSTERBENCH_VERSION) + "+" + CLUSTERBENCH_GIT_SHA;
+  }
+  auto gathered = ctx.gather(ctx.is_leader() ? json(env).dump() : "");
+  if (ctx.is_root()) {
+    json out = json::array();
+    for (const auto& g : gathered)
+      if (!g.empty()) out.push_back(json::parse(g));
+    std::cout << (all_nodes || out.size() != 1 ? out : out[0]).dump(2) << std::endl;
+  }
+  return 0;
+}
+
+int cmd_list(const std::string& suite) {
+  Settings settings(suite, {});
+  for (const auto& b : Registry::get().all()) {
+    std::cout << b->id() << "  [" << level_name(b->level()) << (b->needs_gpu() ? ", GPU" : "")
+              << "]  " << b->description() << "\n";
+    auto cases = b->cases(settings);
+    std::cout << "    " << cases.size() << " case(s) in suite " << suite;
+    if (!cases.empty()) std::cout << ", e.g. " << cases.front().dump();
+    std::cout << "\n";
+    auto knobs = b->knobs();
+    if (!knobs.empty()) {
+      std::cout << "    knobs:";
+      for (const auto& k : knobs) std::cout << " --set " << b->id() << "." << k << "=...";
+      std::cout << "\n";
+    }
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"clusterbench: does a GPU cluster meet the spec it was bought against?"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version",
+                       std::string("clusterbench ") + CLUSTERBENCH_VERSION + " (git " +
+                           CLUSTERBENCH_GIT_SHA + ")");
+
+  RunOptions ro;
+  auto* run = app.add_subcommand("run", "run the benchmarks on every rank and write a run directory");
+  run->add_option("--suite", ro.suite, "ci | quick | full")->check(CLI::IsMember({"ci", "quick", "full"}));
+  run->add_option("--spec", ro.spec_path, "spec table (default: chosen from the hardware)");
+  run->add_option("--only", ro.only, "glob(s) on benchmark ids, e.g. 'compute.*'");
+  run->add_option("--set", ro.set, "id.key=value or area.key=value");
+  run->add_option("--out", ro.out_dir, "run directory (default results/<run-id>)");
+  run->add_option("--results", ro.results_root, "where default run directories go");
+  run->add_option("--fs-root", ro.fs_root, "read /sys, /proc, /dev below this root");
+  run->add_option("--case-timeout", ro.case_timeout_s, "seconds before a case is declared hung");
+
+  std::string report_dir = "results/latest", report_spec;
+  auto* report = app.add_subcommand("report", "evaluate a run directory against its spec table");
+  report->add_option("dir", report_dir, "run directory (default results/latest)");
+  report->add_option("--spec", report_spec, "spec table (default: the one run.json names)");
+
+  std::string inv_root = "/";
+  bool inv_all = false;
+  auto* inventory = app.add_subcommand("inventory", "print this node's EnvRecord (JSON)");
+  inventory->add_option("--fs-root", inv_root, "read /sys, /proc, /dev below this root");
+  inventory->add_flag("--all", inv_all, "always print an array (one EnvRecord per node)");
+
+  std::string list_suite = "ci";
+  auto* list = app.add_subcommand("list", "list the benchmarks and their cases");
+  list->add_option("--suite", list_suite, "ci | quick | full");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    int rc = app.exit(e);
+    return rc == 0 ? 0 : 2;
+  }
+
+  int code = 0;
+  bool mpi = run->parsed() || inventory->parsed();
+  try {
+    if (mpi) Context::init(&argc, &argv);
+    if (run->parsed()) {
+      ro.argv.assign(argv, argv + argc);
+      code = run_command(ro);
+    } else if (inventory->parsed()) {
+      code = cmd_inventory(inv_root, inv_all);
+    } else if (report->parsed()) {
+      code = report_command(report_dir, report_spec);
+    } else if (list->parsed()) {
+      code = cmd_list(list_suite);
+    }
+  } catch (const InputError& e) {
+    std::cerr << "clusterbench: " << e.what() << std::endl;
+    code = 2;
+  } catch (const std::exception& e) {
+    std::cerr << "clusterbench: error: " << e.what() << std::endl;
+    code = 3;
+  }
+  if (mpi) Context::finalize();
+  return code;
+}

@@ -1,0 +1,312 @@
+// Record and spec types of clusterbench and their JSON conversion (docs/records.md).
+// This library depends on nlohmann/json alone: both the core and reports/ link it.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace clusterbench {
+
+using json = nlohmann::json;
+
+/// Schema identifiers written into every document (DESIGN.md "Schemas").
+inline constexpr const char* kRunSchema = "clusterbench.run/1";
+inline constexpr const char* kEnvSchema = "clusterbench.env/1";
+inline constexpr const char* kResultSchema = "clusterbench.result/1";
+inline constexpr const char* kSpecSchema = "clusterbench.spec/1";
+inline constexpr const char* kReportSchema = "clusterbench.report/1";
+inline constexpr const char* kCompareSchema = "clusterbench.compare/1";
+
+/// Input that cannot be used: a malformed file, an unknown field, a bad option. Maps to exit 2.
+/// The message names the file and the line/column or field.
+class InputError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+/// The units clusterbench writes, exactly these ASCII strings (DESIGN.md "Units").
+/// Returns true when `unit` is one of them.
+bool is_known_unit(const std::string& unit);
+
+// ---------------------------------------------------------------------------------------------
+// EnvRecord: one per node.
+
+struct CpuInfo {
+  std::string model;
+  int sockets = 0;
+  int physical_cores = 0;  ///< cores as vendors count them, not hardware threads
+  int threads = 0;         ///< logical CPUs
+  int numa_nodes = 0;
+  std::string source;  ///< "hwloc"
+};
+
+struct MemoryInfo {
+  double installed_gib = 0;  ///< GiB installed, from `source`
+  double usable_gib = 0;     ///< GiB usable (MemTotal)
+  std::string source;        ///< "dmi" (type 17), "memory_blocks" or "meminfo"
+};
+
+struct PcieLink {
+  int gen_current = 0, gen_max = 0;
+  int width_current = 0, width_max = 0;
+};
+
+struct GpuInfo {
+  int index = 0;        ///< NVML index, or order on the PCI bus
+  std::string name;     ///< NVML name, or "NVIDIA <pci device id>" when seen on PCI only
+  std::string uuid, serial, pci_bus_id, vbios, driver;
+  std::string pci_device_id;  ///< e.g. "0x2330"
+  double memory_gib = 0;
+  PcieLink pcie;
+  int nvlink_links_up = 0;
+  std::string ecc_mode;  ///< "enabled", "disabled" or "" (unknown)
+  int numa_node = -1;
+  std::string source;  ///< "nvml" or "pci"
+};
+
+struct NicInfo {
+  std::string name;        ///< "mlx5_0/1" for IB/RoCE ports, interface name for Ethernet
+  std::string kind;        ///< "ib_port" or "ethernet"
+  std::string link_layer;  ///< "InfiniBand", "Ethernet"
+  std::string state, phys_state;
+  double rate_gbps = 0;  ///< Gb/s
+  std::string firmware;
+  int mtu = 0;
+  std::string netdev;  ///< associated interface, if any
+};
+
+struct BlockDevice {
+  std::string name, model, serial, firmware;
+  double capacity_tb = 0;  ///< 1e12 bytes
+  bool nvme = false;
+  bool rotational = false;
+};
+
+struct Versions {
+  std::string driver, cuda_driver, cuda_runtime, cublas, nccl, mpi, fio, kernel, clusterbench;
+};
+
+struct Tuning {
+  std::string governor;  ///< e.g. "performance", or "no cpufreq driver"
+  long long nr_hugepages = -1;
+  std::string thp;  ///< the selected value of transparent_hugepage/enabled
+  long long net_core_rmem_max = -1, net_core_wmem_max = -1;
+  std::string tcp_rmem, tcp_wmem;  ///< "min default max" as in /proc/sys
+};
+
+/// Status of the GPU stack on a node: decides waived vs failed for GPU cases.
+struct GpuStatus {
+  int on_pci = 0;       ///< NVIDIA display/3D controllers on the PCI bus
+  std::string nvml;     ///< "ok" or the reason NVML could not be used
+  std::string plugin;   ///< "ok", "not built", or the dlopen/CUDA error text
+  int cuda_devices = 0; ///< devices the plugin saw
+};
+
+struct EnvRecord {
+  std::string schema = kEnvSchema;
+  std::string host;
+  std::string collected_at;  ///< ISO 8601 UTC
+  std::string fs_root;       ///< "/" on a live system
+  CpuInfo cpu;
+  MemoryInfo memory;
+  std::vector<GpuInfo> gpus;
+  GpuStatus gpu_status;
+  std::vector<NicInfo> nics;
+  std::vector<BlockDevice> block_devices;
+  Versions versions;
+  Tuning tuning;
+  std::map<std::string, std::string> environment;  ///< allow-listed variables only
+  std::vector<std::string> warnings;               ///< what could not be read, and why
+};
+
+// ---------------------------------------------------------------------------------------------
+// ResultRecord: one per measured case.
+
+struct Metric {
+  std::string name;
+  double value = 0;
+  std::string unit;
+  bool higher_is_better = true;
+};
+
+/// Time per operation, seconds. p95 by nearest rank; spread = (p75 - p25) / median.
+struct TimeStats {
+  int n = 0;
+  double min = 0, median = 0, mean = 0, p95 = 0, max = 0, spread = 0;
+};
+
+/// Computes TimeStats over samples (seconds per operation). Empty input gives n = 0.
+TimeStats compute_stats(std::vector<double> samples);
+
+/// Value at quantile q in [0,1] by nearest rank over sorted values (q = 0.95 -> p95).
+double nearest_rank(const std::vector<double>& sorted, double q);
+
+struct Scope {
+  std::string kind = "node";  ///< gpu | node | link | cluster
+  std::string host;
+  int rank = -1;
+  int gpu_index = -1;
+  std::string uuid, pci_bus_id;
+  std::vector<std::string> hosts;  ///< link: the two hosts
+};
+
+/// Where an error came from (the CHECK macros fill it).
+struct ErrorInfo {
+  std::string library, code, call, where, host;
+  int rank = -1;
+};
+
+struct ResultRecord {
+  std::string schema = kResultSchema;
+  std::string run_id;
+  std::string benchmark;
+  json params = json::object();
+  std::string case_key;
+  std::string status = "ok";  ///< ok | failed | waived
+  std::string message;
+  std::optional<ErrorInfo> error;
+  std::vector<Metric> metrics;
+  TimeStats time;
+  Scope scope;
+  std::string combine = "max";  ///< per_rank | max
+  std::string started_at;
+  double duration_s = 0;
+  json extra = json::object();  ///< benchmark-specific evidence
+};
+
+/// The item a scope names, used in case keys and evidence: "node01", "node01/gpu3[GPU-uuid]",
+/// "node01<->node02", "cluster".
+std::string scope_item(const Scope& s);
+
+/// Case key that `compare` matches on: benchmark, canonical params (sorted keys) and scope item.
+std::string make_case_key(const std::string& benchmark, const json& params, const Scope& s);
+
+// ---------------------------------------------------------------------------------------------
+// RunRecord: results/<run-id>/run.json.
+
+struct PlannedCase {
+  std::string benchmark;
+  json params = json::object();
+  std::string level;                   ///< "node", "gpu", "cluster"
+  std::vector<std::string> case_keys;  ///< the records this case is expected to produce
+};
+
+struct SpecChoice {
+  std::string path, sha256, name;
+  std::string selected_by;  ///< "--spec" or "auto: <reason>"
+};
+
+struct RunRecord {
+  std::string schema = kRunSchema;
+  std::string run_id;
+  std::vector<std::string> argv;
+  std::string version;
+  std::string suite;
+  std::vector<std::string> only;
+  std::vector<std::string> set;
+  SpecChoice spec;
+  int world_size = 1;
+  std::vector<std::string> hosts;
+  std::string started_at, finished_at;
+  std::optional<int> exit_code;
+  bool aborted = false;
+  std::string abort_reason;
+  std::vector<PlannedCase> plan;
+  std::vector<EnvRecord> env;
+};
+
+// JSON conversion (nlohmann ADL hooks).
+void to_json(json& j, const CpuInfo& v);
+void from_json(const json& j, CpuInfo& v);
+void to_json(json& j, const MemoryInfo& v);
+void from_json(const json& j, MemoryInfo& v);
+void to_json(json& j, const PcieLink& v);
+void from_json(const json& j, PcieLink& v);
+void to_json(json& j, const GpuInfo& v);
+void from_json(const json& j, GpuInfo& v);
+void to_json(json& j, const NicInfo& v);
+void from_json(const json& j, NicInfo& v);
+void to_json(json& j, const BlockDevice& v);
+void from_json(const json& j, BlockDevice& v);
+void to_json(json& j, const Versions& v);
+void from_json(const json& j, Versions& v);
+void to_json(json& j, const Tuning& v);
+void from_json(const json& j, Tuning& v);
+void to_json(json& j, const GpuStatus& v);
+void from_json(const json& j, GpuStatus& v);
+void to_json(json& j, const EnvRecord& v);
+void from_json(const json& j, EnvRecord& v);
+void to_json(json& j, const Metric& v);
+void from_json(const json& j, Metric& v);
+void to_json(json& j, const TimeStats& v);
+void from_json(const json& j, TimeStats& v);
+void to_json(json& j, const Scope& v);
+void from_json(const json& j, Scope& v);
+void to_json(json& j, const ErrorInfo& v);
+void from_json(const json& j, ErrorInfo& v);
+void to_json(json& j, const ResultRecord& v);
+void from_json(const json& j, ResultRecord& v);
+void to_json(json& j, const PlannedCase& v);
+void from_json(const json& j, PlannedCase& v);
+void to_json(json& j, const SpecChoice& v);
+void from_json(const json& j, SpecChoice& v);
+void to_json(json& j, const RunRecord& v);
+void from_json(const json& j, RunRecord& v);
+
+// ---------------------------------------------------------------------------------------------
+// Files.
+
+/// Parses a whole JSON file. Throws InputError naming the file and line/column on a parse error,
+/// or naming the file when it cannot be opened.
+json read_json_file(const std::string& path);
+
+/// Writes `text` to `path` atomically: a temporary file beside it, fsync, rename.
+/// Throws std::runtime_error naming the path and errno text.
+void write_file_atomic(const std::string& path, const std::string& text);
+
+/// Result of reading records.jsonl.
+struct RecordsFile {
+  std::vector<ResultRecord> records;
+  std::vector<std::string> warnings;  ///< e.g. a truncated last line
+};
+
+/// Reads records.jsonl. A malformed line other than the last throws InputError naming
+/// file:line and the field; a truncated last line (no trailing newline) is a warning.
+RecordsFile read_records(const std::string& path);
+
+/// A whole run directory: run.json plus records.jsonl.
+struct RunDir {
+  std::string dir;
+  RunRecord run;
+  RecordsFile records;
+};
+
+/// Reads a run directory. Throws InputError when it is missing, empty or malformed.
+RunDir read_run_dir(const std::string& dir);
+
+/// Hex SHA-256 of a file's bytes (FIPS 180-4). Throws InputError if unreadable.
+std::string sha256_file(const std::string& path);
+/// Hex SHA-256 of a byte string.
+std::string sha256_hex(const std::string& data);
+
+/// Current UTC time, ISO 8601 with seconds ("2026-11-30T08:45:00Z").
+std::string utc_now_iso();
+
+/// Looks up a typed field, throwing InputError "<what>: field '<name>' ..." when absent or mistyped.
+template <typename T>
+T require_field(const json& j, const std::string& name, const std::string& what) {
+  if (!j.is_object() || !j.contains(name))
+    throw InputError(what + ": missing field '" + name + "'");
+  try {
+    return j.at(name).get<T>();
+  } catch (const json::exception& e) {
+    throw InputError(what + ": field '" + name + "' has the wrong type (" + e.what() + ")");
+  }
+}
+
+}  // namespace clusterbench

@@ -1,0 +1,275 @@
+// Spec loading with `extends`, row validation, and env-field units (docs/records.md "Spec").
+#include "spec.hpp"
+
+#include <fnmatch.h>
+
+#include <filesystem>
+#include <map>
+#include <regex>
+#include <set>
+
+namespace clusterbench {
+
+namespace {
+
+// Units of the numeric env fields that a spec row may select. String fields have unit "".
+const std::map<std::string, std::string>& env_units() {
+  static const std::map<std::string, std::string> kUnits = {
+      {"/host", ""},
+      {"/cpu/model", ""},
+      {"/cpu/sockets", "count"},
+      {"/cpu/physical_cores", "count"},
+      {"/cpu/threads", "count"},
+      {"/cpu/numa_nodes", "count"},
+      {"/memory/installed_gib", "GiB"},
+      {"/memory/usable_gib", "GiB"},
+      {"/memory/source", ""},
+      {"/gpus/*", "count"},
+      {"/gpus/*/name", ""},
+      {"/gpus/*/uuid", ""},
+      {"/gpus/*/serial", ""},
+      {"/gpus/*/pci_bus_id", ""},
+      {"/gpus/*/pci_device_id", ""},
+      {"/gpus/*/vbios", ""},
+      {"/gpus/*/driver", ""},
+      {"/gpus/*/memory_gib", "GiB"},
+      {"/gpus/*/pcie/gen_current", "count"},
+      {"/gpus/*/pcie/gen_max", "count"},
+      {"/gpus/*/pcie/width_current", "count"},
+      {"/gpus/*/pcie/width_max", "count"},
+      {"/gpus/*/nvlink_links_up", "count"},
+      {"/gpus/*/ecc_mode", ""},
+      {"/nics/*", "count"},
+      {"/nics/*/name", ""},
+      {"/nics/*/kind", ""},
+      {"/nics/*/link_layer", ""},
+      {"/nics/*/state", ""},
+      {"/nics/*/phys_state", ""},
+      {"/nics/*/rate_gbps", "Gb/s"},
+      {"/nics/*/mtu", "B"},
+      {"/block_devices/*", "count"},
+      {"/block_devices/*/capacity_tb", "TB"},
+      {"/block_devices/*/nvme", ""},
+      {"/block_devices/*/model", ""},
+      {"/versions/driver", ""},
+      {"/versions/cuda_driver", ""},
+      {"/versions/cuda_runtime", ""},
+      {"/versions/nccl", ""},
+      {"/versions/kernel", ""},
+      {"/tuning/governor", ""},
+      {"/tuning/nr_hugepages", "count"},
+      {"/tuning/thp", ""},
+      {"/tuning/net_core_rmem_max", "B"},
+      {"/tuning/net_core_wmem_max", "B"},
+      {"/tuning/tcp_rmem", ""},
+      {"/tuning/tcp_wmem", ""},
+  };
+  return kUnits;
+}
+
+const std::set<std::string> kSeverities = {"fail", "warn"};
+const std::set<std::string> kScopes = {"gpu", "node", "link", "cluster"};
+const std::set<std::string> kAggregates = {"each", "min", "max", "median", "count", "sum"};
+const std::set<std::string> kOps = {">=", "<=", "==", "!=", "in", "matches"};
+
+std::string dir_of(const std::string& path) {
+  auto slash = path.rfind('/');
+  return slash == std::string::npos ? "." : path.substr(0, slash);
+}
+
+/// Throws InputError naming `where` when `pattern` is not an ECMAScript regex.
+void check_regex(const std::string& pattern, const std::string& where) {
+  try {
+    std::regex re(pattern, std::regex::ECMAScript);
+  } catch (const std::regex_error& e) {
+    throw InputError(where + " is not a valid regex '" + pattern + "' (" + e.what() + ")");
+  }
+}
+
+Requirement parse_row(const json& r, const std::string& where) {
+  Requirement q;
+  q.id = require_field<std::string>(r, "id", where);
+  std::string row = where + ": requirement '" + q.id + "'";
+  q.title = require_field<std::string>(r, "title", row);
+  q.source = require_field<std::string>(r, "source", row);
+  if (q.source.empty()) throw InputError(row + ": field 'source' is empty; name the threshold's source");
+  q.severity = require_field<std::string>(r, "severity", row);
+  if (!kSeverities.count(q.severity))
+    throw InputError(row + ": field 'severity' is '" + q.severity + "', expected fail or warn");
+  json sel = require_field<json>(r, "select", row);
+  if (!sel.is_object()) throw InputError(row + ": field 'select' must be an object");
+  if (sel.contains("env")) {
+    q.select.env = require_field<std::string>(sel, "env", row + " select");
+  } else {
+    q.select.benchmark = require_field<std::string>(sel, "benchmark", row + " select");
+    q.select.metric = require_field<std::string>(sel, "metric", row + " select");
+    if (sel.contains("params")) q.select.params = sel.at("params");
+    if (!q.select.params.is_object())
+      throw InputError(row + ": field 'select.params' must be an object");
+  }
+  q.scope = require_field<std::string>(r, "scope", row);
+  if (!kScopes.count(q.scope))
+    throw InputError(row + ": field 'scope' is '" + q.scope + "', expected gpu, node, link or cluster");
+  q.aggregate = require_field<std::string>(r, "aggregate", row);
+  if (!kAggregates.count(q.aggregate))
+    throw InputError(row + ": field 'aggregate' is '" + q.aggregate + "'");
+  q.op = require_field<std::string>(r, "op", row);
+  if (!kOps.count(q.op)) throw InputError(row + ": field 'op' is '" + q.op + "'");
+  if (!r.contains("value")) throw InputError(row + ": missing field 'value'");
+  q.value = r.at("value");
+  if (q.op == "in" && !q.value.is_array())
+    throw InputError(row + ": field 'value' must be an array for op 'in'");
+  if (q.op == "matches" && !q.value.is_string())
+    throw InputError(row + ": field 'value' must be a string (regex) for op 'matches'");
+  if (q.op == "matches") check_regex(q.value.get<std::string>(), row + ": field 'value'");
+  if ((q.op == ">=" || q.op == "<=") && !q.value.is_number())
+    throw InputError(row + ": field 'value' must be a number for op '" + q.op + "'");
+  q.unit = require_field<std::string>(r, "unit", row);
+  if (!is_known_unit(q.unit)) throw InputError(row + ": field 'unit' '" + q.unit + "' is not a known unit");
+  if (!q.select.env.empty()) {
+    std::string field_unit;
+    try {
+      field_unit = env_field_unit(q.select.env);
+    } catch (const InputError& e) {
+      throw InputError(row + ": field 'select.env': " + e.what());
+    }
+    std::string expect = q.aggregate == "count" ? "count" : field_unit;
+    if (q.unit != expect)
+      throw InputError(row + ": field 'unit' is '" + q.unit + "' but " + q.select.env +
+                       (q.aggregate == "count" ? " counted" : "") + " is in '" + expect + "'");
+    // A string or boolean field has no order and no sum.
+    bool numeric_agg = q.aggregate == "min" || q.aggregate == "max" || q.aggregate == "median" ||
+                       q.aggregate == "sum";
+    if (expect.empty() && numeric_agg)
+      throw InputError(row + ": field 'aggregate' is '" + q.aggregate + "' but " + q.select.env +
+                       " is not a number");
+    if (expect.empty() && (q.op == ">=" || q.op == "<="))
+      throw InputError(row + ": field 'op' is '" + q.op + "' but " + q.select.env +
+                       " is not a number");
+  } else if (q.aggregate == "count" && q.unit != "count") {
+    throw InputError(row + ": field 'unit' must be 'count' with aggregate 'count'");
+  }
+  return q;
+}
+
+Spec load_one(const std::string& path, std::set<std::string>& seen) {
+  // Canonical names, so that "a/../b.json" and "b.json" are seen as one file in a cycle.
+  std::error_code ec;
+  std::string canonical = std::filesystem::weakly_canonical(path, ec).string();
+  if (ec) canonical = path;
+  if (!seen.insert(canonical).second) throw InputError(path + ": 'extends' forms a cycle");
+  json j = read_json_file(path);
+  if (!j.is_object()) throw InputError(path + ": a spec table must be a JSON object");
+  std::string schema = require_field<std::string>(j, "schema", path);
+  if (schema != kSpecSchema)
+    throw InputError(path + ": field 'schema' is '" + schema + "', expected " + kSpecSchema);
+  Spec spec;
+  if (j.contains("extends")) {
+    std::string parent = require_field<std::string>(j, "extends", path);
+    spec = load_one(parent.starts_with("/") ? parent : dir_of(path) + "/" + parent, seen);
+  }
+  spec.path = path;
+  spec.extends_chain.push_back(path);
+  spec.name = require_field<std::string>(j, "name", path);
+  if (j.contains("title")) spec.title = require_field<std::string>(j, "title", path);
+  if (j.contains("match")) {
+    const json& m = j.at("match");
+    if (!m.is_object()) throw InputError(path + ": field 'match' must be an object");
+    spec.has_match = true;
+    spec.match = SpecMatch{};
+    if (m.contains("no_gpu")) spec.match.no_gpu = require_field<bool>(m, "no_gpu", path + " match");
+    if (m.contains("gpu_name")) {
+      spec.match.gpu_name = require_field<std::string>(m, "gpu_name", path + " match");
+      check_regex(spec.match.gpu_name, path + ": field 'match.gpu_name'");
+    }
+    if (m.contains("pci_device_ids"))
+      spec.match.pci_device_ids =
+          require_field<std::vector<std::string>>(m, "pci_device_ids", path + " match");
+    if (m.contains("gpu_count")) spec.match.gpu_count = require_field<int>(m, "gpu_count", path + " match");
+  }
+  json rows = require_field<json>(j, "requirements", path);
+  if (!rows.is_array()) throw InputError(path + ": field 'requirements' must be an array");
+  std::set<std::string> ids_here;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    std::string where = path + ": requirements[" + std::to_string(i) + "]";
+    // {"id": X, "remove": true} drops an inherited row; it needs no other field.
+    if (rows[i].is_object() && rows[i].contains("remove")) {
+      std::string id = require_field<std::string>(rows[i], "id", where);
+      if (require_field<bool>(rows[i], "remove", where + ": requirement '" + id + "'")) {
+        auto before = spec.requirements.size();
+        std::erase_if(spec.requirements, [&](const Requirement& r) { return r.id == id; });
+        if (spec.requirements.size() == before)
+          throw InputError(where + ": requirement '" + id +
+                           "' has 'remove' but no parent row has it");
+        continue;
+      }
+    }
+    Requirement q = parse_row(rows[i], where);
+    if (!ids_here.insert(q.id).second)
+      throw InputError(where + ": requirement id '" + q.id + "' appears twice in this table");
+    bool replaced = false;
+    for (auto& existing : spec.requirements)
+      if (existing.id == q.id) existing = q, replaced = true;
+    if (!replaced) spec.requirements.push_back(q);
+  }
+  // `remove`: ids inherited from the parent that this table drops.
+  if (j.contains("remove")) {
+    for (const auto& id : require_field<std::vector<std::string>>(j, "remove", path)) {
+      auto before = spec.requirements.size();
+      std::erase_if(spec.requirements, [&](const Requirement& r) { return r.id == id; });
+      if (spec.requirements.size() == before)
+        throw InputError(path + ": field 'remove' names '" + id + "', which no parent row has");
+    }
+  }
+  return spec;
+}
+
+}  // namespace
+
+std::string env_field_unit(const std::string& pointer) {
+  auto it = env_units().find(pointer);
+  if (it == env_units().end())
+    throw InputError("'" + pointer + "' is not a known env field (see docs/records.md)");
+  return it->second;
+}
+
+Spec load_spec(const std::string& path) {
+  std::set<std::string> seen;
+  return load_one(path, seen);
+}
+
+std::vector<std::pair<std::string, json>> expand_pointer(const json& doc,
+                                                         const std::string& pointer) {
+  std::vector<std::pair<std::string, json>> cur = {{"", doc}};
+  size_t pos = 1;
+  while (pos <= pointer.size() && !pointer.empty()) {
+    size_t next = pointer.find('/', pos);
+    std::string seg = pointer.substr(pos, next == std::string::npos ? std::string::npos : next - pos);
+    std::vector<std::pair<std::string, json>> out;
+    for (auto& [path, node] : cur) {
+      if (seg == "*") {
+        if (node.is_array())
+          for (size_t i = 0; i < node.size(); ++i)
+            out.emplace_back(path + "/" + std::to_string(i), node[i]);
+        else if (node.is_object())
+          for (auto& [k, v] : node.items()) out.emplace_back(path + "/" + k, v);
+      } else if (node.is_object() && node.contains(seg)) {
+        out.emplace_back(path + "/" + seg, node.at(seg));
+      } else if (node.is_array() && !seg.empty() &&
+                 seg.find_first_not_of("0123456789") == std::string::npos &&
+                 std::stoul(seg) < node.size()) {
+        out.emplace_back(path + "/" + seg, node.at(std::stoul(seg)));
+      }
+    }
+    cur = std::move(out);
+    if (next == std::string::npos) break;
+    pos = next + 1;
+  }
+  return cur;
+}
+
+bool glob_match(const std::string& pattern, const std::string& text) {
+  return ::fnmatch(pattern.c_str(), text.c_str(), 0) == 0;
+}
+
+}  // namespace clusterbench

@@ -1,0 +1,618 @@
+// The run (runner.hpp): inventory, plan, spec choice, measurement loop, sink, watchdog, report.
+#include "runner.hpp"
+
+#include <benchmark/benchmark.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <exception>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <optional>
+
+#include "error.hpp"
+#include "gpu_plugin.hpp"
+#include "inventory.hpp"
+#include "reports/evaluate.hpp"
+#include "reports/render.hpp"
+#include "reports/select.hpp"
+#include "sink.hpp"
+#include "spec.hpp"
+#include "watchdog.hpp"
+
+namespace clusterbench {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+double suite_min_time(const std::string& suite) {
+  return suite == "ci" ? 0.05 : suite == "quick" ? 0.5 : 2.0;
+}
+
+std::string specs_dir() {
+  if (const char* d = std::getenv("CLUSTERBENCH_SPECS_DIR"); d && *d) return d;
+  return std::string(CLUSTERBENCH_SOURCE_DIR) + "/reports/specs";
+}
+
+std::vector<const Benchmark*> select_benchmarks(const std::vector<std::string>& only) {
+  std::vector<const Benchmark*> out;
+  const auto& all = Registry::get().all();
+  for (const auto& pattern : only) {
+    bool any = std::any_of(all.begin(), all.end(),
+                           [&](const auto& b) { return glob_match(pattern, b->id()); });
+    if (!any) {
+      std::string known;
+      for (const auto& b : all) known += "\n  " + b->id();
+      throw InputError("--only '" + pattern + "' matches no benchmark; known benchmarks:" + known);
+    }
+  }
+  for (const auto& b : all) {
+    bool take = only.empty() || std::any_of(only.begin(), only.end(), [&](const std::string& p) {
+                  return glob_match(p, b->id());
+                });
+    if (take) out.push_back(b.get());
+  }
+  return out;
+}
+
+GpuDisposition gpu_disposition(const EnvRecord& env, bool load_plugin) {
+  GpuDisposition d;
+  if (env.gpu_status.on_pci == 0 && env.gpus.empty()) {
+    d.reason = "no NVIDIA GPU on the PCI bus" +
+               (env.fs_root.empty() || env.fs_root == "/" ? std::string() : " of " + env.fs_root);
+    return d;
+  }
+  if (env.gpu_status.nvml != "ok" && CLUSTERBENCH_HAVE_NVML) {
+    d.status = "failed";
+    d.reason = "NVIDIA GPUs on the PCI bus but NVML failed: " + env.gpu_status.nvml;
+    return d;
+  }
+  if (!load_plugin) {
+    d.status = "run";
+    return d;
+  }
+  const GpuPlugin& p = load_gpu_plugin();
+  if (!p.built) {
+    d.reason = p.error;  // a build without CUDA waives, with the reason
+    return d;
+  }
+  if (!p.initialised) {
+    d.status = "failed";
+    d.reason = "GPU plugin " + p.path + ": " + p.error;
+    d.deployment_error = p.driver_insufficient;
+    return d;
+  }
+  if (p.info.device_count == 0) {
+    d.status = "failed";
+    d.reason = "NVIDIA GPUs on the PCI bus but CUDA sees none";
+    return d;
+  }
+  d.status = "run";
+  return d;
+}
+
+namespace {
+
+/// Collects Google Benchmark's runs of the whole run; rank 0 echoes them to the console.
+class CollectingReporter : public benchmark::BenchmarkReporter {
+ public:
+  explicit CollectingReporter(bool console) : console_(console) {}
+  bool ReportContext(const Context& context) override {
+    if (console_ && !context_printed_) context_printed_ = console_reporter_.ReportContext(context);
+    return true;
+  }
+  void ReportRuns(const std::vector<Run>& runs) override {
+    runs_.insert(runs_.end(), runs.begin(), runs.end());
+    if (console_) console_reporter_.ReportRuns(runs);
+  }
+  /// Writes every collected run once, with Google Benchmark's own JSON reporter.
+  void write_json(const std::string& path) {
+    std::ofstream out(path);
+    benchmark::JSONReporter json_reporter;
+    json_reporter.SetOutputStream(&out);
+    json_reporter.SetErrorStream(&std::cerr);
+    json_reporter.ReportContext(Context());
+    json_reporter.ReportRuns(runs_);
+    json_reporter.Finalize();
+  }
+
+ private:
+  bool console_;
+  bool context_printed_ = false;
+  benchmark::ConsoleReporter console_reporter_;
+  std::vector<Run> runs_;
+};
+
+/// CaseRun for one rank of one case.
+class CaseRunImpl : public CaseRun {
+ public:
+  CaseRunImpl(const Benchmark& b, const json& params, const Settings& s, const Context& c,
+              const EnvRecord& env, const Group& group, CollectingReporter& reporter,
+              bool combine_max)
+      : bench_(b), params_(params), settings_(s), ctx_(c), env_(env), group_(group),
+        reporter_(reporter), combine_max_(combine_max) {}
+
+  const json& params() const override { return params_; }
+  const Settings& settings() const override { return settings_; }
+  const Context& ctx() const override { return ctx_; }
+  const EnvRecord& env() const override { return env_; }
+  double min_time() const override {
+    return settings_.get_double(bench_.id(), "min_time", suite_min_time(settings_.suite()));
+  }
+
+  void exec(const std::function<double(long long)>& batch) override {
+    // Calibrate: one operation (this also warms up), slowest rank's time decides the batch.
+    long long n = 1;
+    double t1 = timed(batch, 1);
+    double target = min_time() / 20.0;
+    if (t1 > 0 && t1 < target) n = static_cast<long long>(std::ceil(target / t1));
+    std::vector<double> nv = {static_cast<double>(n)};
+    group_.allreduce_max(nv);
+    n = static_cast<long long>(nv[0]);
+    batch_ = n;
+
+    std::string name = bench_.id() + "/" + params_.dump();
+    auto* reg = benchmark::RegisterBenchmark(name.c_str(), [&, n](benchmark::State& st) {
+      own_.clear();
+      max_.clear();
+      for (auto _ : st) {
+        std::vector<double> v = {0, 0};
+        try {
+          v[0] = timed(batch, n);
+        } catch (...) {
+          error_ = std::current_exception();
+          v[1] = 1;
+        }
+        double mine = v[0];
+        try {
+          group_.allreduce_max(v);
+        } catch (...) {
+          if (!error_) error_ = std::current_exception();
+          st.SkipWithError("lock-step reduction failed");
+          break;
+        }
+        if (v[1] > 0) {
+          st.SkipWithError("a rank failed");
+          break;
+        }
+        st.SetIterationTime(v[0]);
+        own_.push_back(mine / static_cast<double>(n));
+        max_.push_back(v[0] / static_cast<double>(n));
+      }
+      st.counters["batch"] = static_cast<double>(n);
+    });
+    reg->UseManualTime();
+    reg->MinTime(min_time())->MinWarmUpTime(min_time() / 5)->Unit(benchmark::kMillisecond);
+    benchmark::RunSpecifiedBenchmarks(&reporter_);
+    benchmark::ClearRegisteredBenchmarks();
+    if (error_) std::rethrow_exception(error_);
+    if (own_.empty()) throw std::runtime_error("a peer rank failed this case (see its record)");
+    stats_ = compute_stats(combine_max_ ? max_ : own_);
+  }
+
+  const TimeStats& stats() const override { return stats_; }
+  void add_metric(const std::string& name, double value, const std::string& unit,
+                  bool higher_is_better) override {
+    metrics_.push_back({name, value, unit, higher_is_better});
+  }
+  void set_extra(const std::string& key, json value) override { extra_[key] = std::move(value); }
+
+  std::vector<Metric> metrics_;
+  json extra_ = json::object();
+  long long batch_ = 0;
+
+ private:
+  static double timed(const std::function<double(long long)>& batch, long long n) {
+    auto t0 = Clock::now();
+    double t = batch(n);
+    if (t < 0) t = std::chrono::duration<double>(Clock::now() - t0).count();
+    return t;
+  }
+  const Benchmark& bench_;
+  const json& params_;
+  const Settings& settings_;
+  const Context& ctx_;
+  const EnvRecord& env_;
+  const Group& group_;
+  CollectingReporter& reporter_;
+  bool combine_max_;
+  std::vector<double> own_, max_;
+  std::exception_ptr error_;
+  TimeStats stats_;
+};
+
+std::string make_run_id(const std::string& host) {
+  std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y%m%dT%H%M%SZ", &tm);
+  return std::string(buf) + "-" + host;
+}
+
+/// Scope of this rank's record for a benchmark level.
+Scope scope_for(Level level, const Context& ctx, const EnvRecord& env) {
+  Scope s;
+  s.host = ctx.host();
+  if (level == Level::node) {
+    s.kind = "node";
+  } else if (level == Level::gpu) {
+    s.kind = "gpu";
+    s.rank = ctx.world_rank();
+    s.gpu_index = ctx.local_rank();
+    if (s.gpu_index < static_cast<int>(env.gpus.size())) {
+      s.uuid = env.gpus[static_cast<size_t>(s.gpu_index)].uuid;
+      s.pci_bus_id = env.gpus[static_cast<size_t>(s.gpu_index)].pci_bus_id;
+    }
+  } else {
+    s.kind = "cluster";
+    s.host.clear();
+  }
+  return s;
+}
+
+/// Whether this rank takes part in cases of a level: node cases run on leaders only.
+bool in_domain(Level level, const Context& ctx) {
+  return level != Level::node || ctx.is_leader();
+}
+
+std::string env_of_rank_host(const std::vector<EnvRecord>& envs, const std::string& host,
+                             const EnvRecord*& out) {
+  for (const auto& e : envs)
+    if (e.host == host) {
+      out = &e;
+      return "";
+    }
+  return "no EnvRecord for host " + host;
+}
+
+/// Expected case keys of a planned case across the whole job (rank 0 computes the plan).
+std::vector<std::string> expected_keys(const Benchmark& b, const json& params, const Context& ctx,
+                                       const std::vector<EnvRecord>& envs) {
+  std::vector<std::string> keys;
+  if (b.level() == Level::node) {
+    for (const auto& h : ctx.hosts()) {
+      Scope s;
+      s.kind = "node";
+      s.host = h;
+      keys.push_back(make_case_key(b.id(), params, s));
+    }
+  } else if (b.level() == Level::gpu) {
+    std::map<std::string, int> local;
+    for (int r = 0; r < ctx.world_size(); ++r) {
+      const std::string& h = ctx.rank_hosts()[static_cast<size_t>(r)];
+      Scope s;
+      s.kind = "gpu";
+      s.host = h;
+      s.rank = r;
+      s.gpu_index = local[h]++;
+      const EnvRecord* e = nullptr;
+      env_of_rank_host(envs, h, e);
+      if (e && s.gpu_index < static_cast<int>(e->gpus.size()))
+        s.uuid = e->gpus[static_cast<size_t>(s.gpu_index)].uuid;
+      keys.push_back(make_case_key(b.id(), params, s));
+    }
+  } else {
+    Scope s;
+    s.kind = "cluster";
+    keys.push_back(make_case_key(b.id(), params, s));
+  }
+  return keys;
+}
+
+std::string describe_case(const Benchmark& b, const json& params) {
+  return b.id() + " " + params.dump();
+}
+
+/// What every rank contributes for one case: a serialised record, or "" when not in the domain.
+std::string run_one_case(const Benchmark& b, const json& params, const Settings& settings,
+                         const Context& ctx, const EnvRecord& env, const GpuDisposition& gpu,
+                         const std::string& run_id, CollectingReporter& reporter) {
+  Level level = b.level();
+  bool domain = in_domain(level, ctx);
+  ResultRecord rec;
+  rec.run_id = run_id;
+  rec.benchmark = b.id();
+  rec.params = params;
+  rec.scope = scope_for(level, ctx, env);
+  rec.combine = level == Level::cluster ? "max" : "per_rank";
+  rec.case_key = make_case_key(b.id(), params, rec.scope);
+  rec.started_at = utc_now_iso();
+
+  // Applicability, agreed: a rank that does not apply records why and does not join the group.
+  std::string reason;
+  std::string status = "ok";
+  if (domain) {
+    if (b.needs_gpu() && gpu.status != "run") {
+      status = gpu.status;
+      reason = gpu.reason;
+    } else {
+      NodeEnv node{env, gpu.status, gpu.reason, ctx, settings};
+      try {
+        reason = b.applicable(node);
+      } catch (const std::exception& e) {
+        reason = std::string("applicability check failed: ") + e.what();
+        status = "failed";
+      }
+      if (!reason.empty() && status == "ok") status = "waived";
+    }
+  }
+  if (level == Level::cluster) {
+    // A cluster case runs on every rank or on none.
+    long long skipping = ctx.allreduce_sum(domain && status != "ok" ? 1 : 0);
+    if (skipping > 0 && status == "ok") {
+      status = "waived";
+      reason = "not applicable on another rank (its record says why)";
+    }
+  }
+  bool member = domain && status == "ok";
+  auto group = ctx.split(member);
+  auto t0 = Clock::now();
+  if (member) {
+    CaseRunImpl run(b, params, settings, ctx, env, *group, reporter, level == Level::cluster);
+    try {
+      b.run(run);
+      rec.time = run.stats();
+      rec.metrics = run.metrics_;
+      rec.extra = run.extra_;
+      if (run.batch_ > 0) rec.extra["batch"] = run.batch_;
+    } catch (const Waived& w) {
+      status = "waived";
+      reason = w.what();
+    } catch (const CallError& e) {
+      status = "failed";
+      reason = e.what();
+      rec.error = e.info();
+    } catch (const AbortRun& e) {
+      std::cerr << "clusterbench: " << ctx.host() << " rank " << ctx.world_rank()
+                << ": aborting the run: " << e.what() << std::endl;
+      ctx.abort(3);
+    } catch (const std::exception& e) {
+      status = "failed";
+      reason = e.what();
+      ErrorInfo info;
+      info.host = ctx.host();
+      info.rank = ctx.world_rank();
+      rec.error = info;
+    }
+  }
+  rec.duration_s = std::chrono::duration<double>(Clock::now() - t0).count();
+  rec.status = status;
+  rec.message = reason;
+  if (!domain) return "";
+  if (level == Level::cluster && ctx.world_rank() != 0 && status == "ok") return "";
+  return json(rec).dump();
+}
+
+/// Rank 0: picks the record lines to write for a case from what every rank sent.
+std::vector<std::string> lines_to_write(Level level, const std::vector<std::string>& gathered) {
+  std::vector<std::string> out;
+  if (level != Level::cluster) {
+    for (const auto& g : gathered)
+      if (!g.empty()) out.push_back(g);
+    return out;
+  }
+  // One record for the cluster: the first failed/waived rank's, else rank 0's.
+  for (const auto& g : gathered) {
+    if (g.empty()) continue;
+    auto j = json::parse(g);
+    if (j.value("status", "ok") != "ok") {
+      j["scope"] = json{{"kind", "cluster"}};
+      return {j.dump()};
+    }
+  }
+  if (!gathered.empty() && !gathered[0].empty()) out.push_back(gathered[0]);
+  return out;
+}
+
+}  // namespace
+
+int run_command(const RunOptions& opt) {
+  Context& ctx = Context::get();
+  Settings settings(opt.suite, opt.set);
+  auto benchmarks = select_benchmarks(opt.only);
+  for (const auto& [key, value] : settings.values()) {
+    bool known = key.rfind("run.", 0) == 0;
+    for (const auto& b : Registry::get().all()) {
+      std::string area = b->id().substr(0, b->id().find('.'));
+      if (key.rfind(b->id() + ".", 0) == 0 || key.rfind(area + ".", 0) == 0) known = true;
+    }
+    if (!known) throw InputError("--set " + key + ": no benchmark or area of that name (see `clusterbench list`)");
+  }
+
+  // Inventory: each node's leader collects; everyone learns every node's EnvRecord.
+  EnvRecord env;
+  if (ctx.is_leader()) {
+    InventoryOptions io;
+    io.fs_root = opt.fs_root;
+    io.host = ctx.host();
+    env = collect_env(io);
+    env.versions.mpi = ctx.mpi_version();
+    env.versions.clusterbench = std::string(CLUSTERBENCH_VERSION) + "+" + CLUSTERBENCH_GIT_SHA;
+  }
+  std::vector<std::string> gathered_env = ctx.allgather(ctx.is_leader() ? json(env).dump() : "");
+  std::vector<EnvRecord> envs;
+  for (const auto& g : gathered_env)
+    if (!g.empty()) envs.push_back(json::parse(g).get<EnvRecord>());
+  const EnvRecord* my_env = nullptr;
+  env_of_rank_host(envs, ctx.host(), my_env);
+
+  GpuDisposition gpu = gpu_disposition(*my_env);
+  if (gpu.status == "run") {
+    const GpuPlugin& p = load_gpu_plugin();
+    auto set_device = reinterpret_cast<int (*)(int, char*, size_t)>(p.symbol("cb_gpu_set_device"));
+    char err[512] = {0};
+    int dev = p.info.device_count == 1 ? 0 : ctx.local_rank();  // one visible GPU: device 0
+    if (!set_device || set_device(dev, err, sizeof err) != CB_GPU_OK) {
+      gpu.status = "failed";
+      gpu.reason = std::string("cudaSetDevice(") + std::to_string(dev) + "): " + err;
+    }
+  }
+  // Plugin facts into this node's EnvRecord (leader's view).
+  if (ctx.is_leader() && (env.gpu_status.on_pci > 0 || !env.gpus.empty())) {
+    const GpuPlugin& p = load_gpu_plugin();
+    env.gpu_status.plugin = p.initialised ? "ok" : p.error;
+    env.gpu_status.cuda_devices = p.info.device_count;
+    env.versions.cuda_runtime = cuda_version_string(p.info.runtime_version);
+    if (p.info.cublaslt_version) env.versions.cublas = std::to_string(p.info.cublaslt_version);
+    if (p.info.nccl_version) env.versions.nccl = std::to_string(p.info.nccl_version);
+  } else if (ctx.is_leader()) {
+    env.gpu_status.plugin = CLUSTERBENCH_HAVE_CUDA ? "not loaded: no NVIDIA GPU on the PCI bus"
+                                                   : "not built";
+  }
+  gathered_env = ctx.gather(ctx.is_leader() ? json(env).dump() : "");
+
+  // A driver older than the plugin's CUDA is a deployment error on any rank: exit 2 everywhere.
+  if (ctx.allreduce_sum(gpu.deployment_error ? 1 : 0) > 0) {
+    if (gpu.deployment_error)
+      std::cerr << "clusterbench: " << ctx.host() << ": " << gpu.reason << std::endl;
+    return 2;
+  }
+
+  // Rank 0: run id, directory, spec choice, plan, run.json. Failures here are input errors.
+  RunRecord run;
+  std::unique_ptr<Sink> sink;
+  std::string setup_error;
+  if (ctx.is_root()) {
+    try {
+      run.run_id = make_run_id(ctx.host());
+      run.argv = opt.argv;
+      run.version = std::string(CLUSTERBENCH_VERSION) + "+" + CLUSTERBENCH_GIT_SHA;
+      run.suite = opt.suite;
+      run.only = opt.only;
+      run.set = opt.set;
+      run.world_size = ctx.world_size();
+      run.hosts = ctx.hosts();
+      run.started_at = utc_now_iso();
+      envs.clear();
+      for (const auto& g : gathered_env)
+        if (!g.empty()) envs.push_back(json::parse(g).get<EnvRecord>());
+      run.env = envs;
+      if (!opt.spec_path.empty()) {
+        run.spec.path = opt.spec_path;
+        run.spec.selected_by = "--spec";
+      } else {
+        auto sel = report::select_spec(envs, specs_dir());
+        run.spec.path = sel.path;
+        run.spec.selected_by = "auto: " + sel.reason;
+      }
+      Spec spec = load_spec(run.spec.path);
+      run.spec.path = fs::absolute(run.spec.path).lexically_normal().string();
+      run.spec.name = spec.name;
+      run.spec.sha256 = sha256_file(run.spec.path);
+      for (const Benchmark* b : benchmarks)
+        for (const auto& p : b->cases(settings))
+          run.plan.push_back({b->id(), p, level_name(b->level()), expected_keys(*b, p, ctx, envs)});
+      std::string dir = opt.out_dir;
+      if (dir.empty()) {
+        dir = opt.results_root + "/" + run.run_id;
+        for (int i = 2; fs::exists(dir); ++i) dir = opt.results_root + "/" + run.run_id + "-" + std::to_string(i);
+      }
+      sink = std::make_unique<Sink>(dir);
+      if (fs::exists(dir + "/run.json") || fs::file_size(dir + "/records.jsonl") > 0)
+        throw InputError(dir + ": already holds a run; choose an empty --out directory");
+      sink->write_run(run);
+      if (opt.out_dir.empty()) update_latest_link(opt.results_root, dir);
+      std::cout << "clusterbench " << run.version << ": run " << run.run_id << ", "
+                << ctx.world_size() << " rank(s) on " << run.hosts.size() << " node(s), suite "
+                << run.suite << "\nspec: " << run.spec.path << " (" << run.spec.selected_by
+                << ")\nresults: " << dir << "\n"
+                << std::flush;
+    } catch (const std::exception& e) {
+      setup_error = e.what();
+    }
+  }
+  if (ctx.allreduce_sum(setup_error.empty() ? 0 : 1) > 0) {
+    if (ctx.is_root()) std::cerr << "clusterbench: " << setup_error << std::endl;
+    return 2;
+  }
+  std::string run_id = ctx.bcast(run.run_id);
+
+  // The cases, one at a time, every rank in the same order.
+  CollectingReporter reporter(ctx.is_root());
+  std::mutex run_mu;
+  std::string current_case;
+  std::optional<Watchdog> watchdog;
+  watchdog.emplace([&](const std::string& reason) {
+    if (!ctx.is_root()) {
+      std::cerr << "clusterbench: " << ctx.host() << " rank " << ctx.world_rank() << ": " << reason
+                << std::endl;
+      return;
+    }
+    std::lock_guard<std::mutex> lock(run_mu);
+    run.aborted = true;
+    run.abort_reason = reason;
+    run.finished_at = utc_now_iso();
+    run.exit_code = 3;
+    try {
+      sink->write_run(run);
+    } catch (const std::exception& e) {
+      std::cerr << "clusterbench: " << e.what() << std::endl;
+    }
+    std::cerr << "clusterbench: run aborted: " << reason << std::endl;
+  });
+  double timeout = opt.case_timeout_s > 0 ? opt.case_timeout_s
+                                          : settings.by_suite(300.0, 1200.0, 3600.0);
+  for (const Benchmark* b : benchmarks) {
+    for (const auto& params : b->cases(settings)) {
+      std::string what = describe_case(*b, params);
+      watchdog->arm(what, timeout);
+      std::string line = run_one_case(*b, params, settings, ctx, *my_env, gpu, run_id, reporter);
+      std::vector<std::string> gathered = ctx.gather(line);
+      watchdog->disarm();
+      if (ctx.is_root()) {
+        try {
+          for (const auto& l : lines_to_write(b->level(), gathered)) sink->append_line(l);
+        } catch (const std::exception& e) {
+          std::lock_guard<std::mutex> lock(run_mu);
+          std::cerr << "clusterbench: cannot record " << what << ": " << e.what() << std::endl;
+          run.aborted = true;
+          run.abort_reason = std::string("cannot write records: ") + e.what();
+        }
+      }
+      if (ctx.allreduce_sum(ctx.is_root() && run.aborted ? 1 : 0) > 0) break;
+    }
+  }
+  watchdog.reset();
+
+  // End: run.json completed, Google Benchmark JSON once, the report.
+  int code = 0;
+  if (ctx.is_root()) {
+    try {
+      reporter.write_json(sink->dir() + "/gbench.json");
+      run.finished_at = utc_now_iso();
+      run.exit_code = run.aborted ? 3 : 0;
+      sink->write_run(run);
+      code = report_command(sink->dir(), "", false);
+      if (run.aborted) code = 3;
+      run.exit_code = code;
+      sink->write_run(run);
+    } catch (const InputError& e) {
+      std::cerr << "clusterbench: " << e.what() << std::endl;
+      code = 2;
+    } catch (const std::exception& e) {
+      std::cerr << "clusterbench: " << e.what() << std::endl;
+      code = 3;
+    }
+  }
+  return static_cast<int>(ctx.allreduce_sum(code));
+}
+
+int report_command(const std::string& dir, const std::string& spec_path, bool quiet) {
+  RunDir rd = read_run_dir(dir);
+  std::string path = spec_path.empty() ? rd.run.spec.path : spec_path;
+  if (path.empty()) throw InputError(dir + "/run.json: names no spec table; pass --spec FILE");
+  Spec spec = load_spec(path);
+  report::Report rep = report::evaluate(rd, spec);
+  report::write_reports(rep, rd, dir);
+  if (!quiet) {
+    for (const auto& w : rd.records.warnings) std::cerr << "warning: " << w << "\n";
+    std::cout << report::render_console(rep) << "report: " << dir << "/report.md\n" << std::flush;
+  }
+  return report::exit_code(rep);
+}
+
+}  // namespace clusterbench

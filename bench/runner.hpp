@@ -1,0 +1,58 @@
+// The run: inventory, plan, spec choice, the measurement loop over cases, the record sink, the
+// watchdog, and the report at the end (DESIGN.md "The benchmark interface", "Who writes").
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "benchmark.hpp"
+#include "records.hpp"
+
+namespace clusterbench {
+
+/// Options of `clusterbench run`.
+struct RunOptions {
+  std::string suite = "ci";
+  std::string spec_path;               ///< empty: chosen from the hardware found
+  std::vector<std::string> only;       ///< globs on benchmark ids; empty: all
+  std::vector<std::string> set;        ///< KEY=VALUE
+  std::string out_dir;                 ///< the run directory; empty: results/<run-id>
+  std::string results_root = "results";
+  std::string fs_root = "/";
+  std::vector<std::string> argv;
+  double case_timeout_s = 0;           ///< 0: the suite's default
+};
+
+/// Whether GPU cases run on this rank, and if not, why (DESIGN.md "GPU plugin"):
+/// "run", "waived" (no NVIDIA GPU on the PCI bus; no CUDA in this build) or "failed" (GPUs on the
+/// bus but NVML, the plugin or CUDA failed: the exact error text). `deployment_error` is set for
+/// a plugin built for a newer CUDA than the driver supports (exit 2).
+struct GpuDisposition {
+  std::string status = "waived";
+  std::string reason;
+  bool deployment_error = false;
+};
+
+/// Decides GPU disposition from the node's EnvRecord and (where GPUs are on the bus) the plugin.
+GpuDisposition gpu_disposition(const EnvRecord& env, bool load_plugin = true);
+
+/// Benchmarks selected by `only` globs, in registry order. Throws InputError listing the known
+/// benchmark ids when a pattern matches none.
+std::vector<const Benchmark*> select_benchmarks(const std::vector<std::string>& only);
+
+/// Time per case that Google Benchmark measures for a suite: ci 0.05 s, quick 0.5 s, full 2 s.
+double suite_min_time(const std::string& suite);
+
+/// Runs `clusterbench run` on every rank and returns the exit code (DESIGN.md "Exit codes"), the
+/// same on every rank. Throws InputError (exit 2) for bad options before anything is measured.
+int run_command(const RunOptions& opt);
+
+/// `clusterbench report DIR [--spec F]`: evaluates and renders; returns the exit code.
+/// Throws InputError for a missing/empty/malformed directory or spec.
+int report_command(const std::string& dir, const std::string& spec_path, bool quiet = false);
+
+/// Directory of the seed spec tables: $CLUSTERBENCH_SPECS_DIR, else reports/specs of the source
+/// tree this binary was built from.
+std::string specs_dir();
+
+}  // namespace clusterbench

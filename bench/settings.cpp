@@ -1,0 +1,119 @@
+// Run settings (--suite, --set) and the benchmark registry.
+#include <cctype>
+#include <cmath>
+#include <sstream>
+
+#include "benchmark.hpp"
+
+namespace clusterbench {
+
+const char* level_name(Level l) {
+  switch (l) {
+    case Level::node: return "node";
+    case Level::gpu: return "gpu";
+    case Level::cluster: return "cluster";
+  }
+  return "?";
+}
+
+long long parse_size(const std::string& text, const std::string& what) {
+  size_t pos = 0;
+  double v = 0;
+  try {
+    v = std::stod(text, &pos);
+  } catch (const std::exception&) {
+    throw InputError(what + ": '" + text + "' is not a size (examples: 8, 4K, 64M, 8G)");
+  }
+  std::string suffix = text.substr(pos);
+  double mult = 1;
+  if (suffix.empty() || suffix == "B") mult = 1;
+  else if (suffix == "K" || suffix == "KiB") mult = 1024.0;
+  else if (suffix == "M" || suffix == "MiB") mult = 1024.0 * 1024;
+  else if (suffix == "G" || suffix == "GiB") mult = 1024.0 * 1024 * 1024;
+  else if (suffix == "T" || suffix == "TiB") mult = 1024.0 * 1024 * 1024 * 1024;
+  else
+    throw InputError(what + ": '" + text + "' has an unknown suffix '" + suffix +
+                     "' (K, M, G, T are binary, as in nccl-tests)");
+  if (v < 0 || !std::isfinite(v)) throw InputError(what + ": '" + text + "' must be >= 0");
+  return static_cast<long long>(v * mult);
+}
+
+Settings::Settings(std::string suite, const std::vector<std::string>& sets)
+    : suite_(std::move(suite)) {
+  if (suite_ != "ci" && suite_ != "quick" && suite_ != "full")
+    throw InputError("--suite: '" + suite_ + "' is not one of ci, quick, full");
+  for (const auto& kv : sets) {
+    auto eq = kv.find('=');
+    if (eq == std::string::npos || eq == 0)
+      throw InputError("--set: '" + kv + "' is not KEY=VALUE (e.g. compute.memory_bandwidth.threads=4)");
+    std::string key = kv.substr(0, eq);
+    if (std::count(key.begin(), key.end(), '.') < 1)
+      throw InputError("--set: key '" + key + "' must be id.key or area.key");
+    values_[key] = kv.substr(eq + 1);
+  }
+}
+
+const std::string* Settings::find(const std::string& bench_id, const std::string& key) const {
+  if (auto it = values_.find(bench_id + "." + key); it != values_.end()) return &it->second;
+  auto dot = bench_id.find('.');
+  std::string area = dot == std::string::npos ? bench_id : bench_id.substr(0, dot);
+  if (auto it = values_.find(area + "." + key); it != values_.end()) return &it->second;
+  return nullptr;
+}
+
+bool Settings::has(const std::string& bench_id, const std::string& key) const {
+  return find(bench_id, key) != nullptr;
+}
+
+std::string Settings::get(const std::string& bench_id, const std::string& key,
+                          const std::string& def) const {
+  const std::string* v = find(bench_id, key);
+  return v ? *v : def;
+}
+
+double Settings::get_double(const std::string& bench_id, const std::string& key,
+                            double def) const {
+  const std::string* v = find(bench_id, key);
+  if (!v) return def;
+  try {
+    size_t pos = 0;
+    double d = std::stod(*v, &pos);
+    if (pos != v->size()) throw std::invalid_argument("trailing");
+    return d;
+  } catch (const std::exception&) {
+    throw InputError("--set " + bench_id + "." + key + ": '" + *v + "' is not a number");
+  }
+}
+
+long long Settings::get_size(const std::string& bench_id, const std::string& key,
+                             long long def) const {
+  const std::string* v = find(bench_id, key);
+  return v ? parse_size(*v, "--set " + bench_id + "." + key) : def;
+}
+
+std::vector<std::string> Settings::get_list(const std::string& bench_id, const std::string& key,
+                                            const std::vector<std::string>& def) const {
+  const std::string* v = find(bench_id, key);
+  if (!v) return def;
+  std::vector<std::string> out;
+  std::stringstream ss(*v);
+  std::string item;
+  while (std::getline(ss, item, ','))
+    if (!item.empty()) out.push_back(item);
+  return out;
+}
+
+Registry& Registry::get() {
+  static Registry r;
+  return r;
+}
+
+void Registry::add(std::unique_ptr<Benchmark> b) { benchmarks_.push_back(std::move(b)); }
+
+const Benchmark* Registry::find(const std::string& id) const {
+  for (const auto& b : benchmarks_)
+    if (b->id() == id) return b.get();
+  return nullptr;
+}
+
+}  // namespace clusterbench

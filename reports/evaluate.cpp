@@ -1,0 +1,669 @@
+// Spec evaluation (DESIGN.md "Spec tables", "Exit codes"): rows -> items -> outcomes.
+#include "reports/evaluate.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <optional>
+#include <regex>
+#include <set>
+
+namespace clusterbench::report {
+
+const std::vector<std::string>& outcome_order() {
+  static const std::vector<std::string> kOrder = {kFail, kMissing, kWaived, kWarn, kPass};
+  return kOrder;
+}
+
+int outcome_rank(const std::string& outcome) {
+  const auto& order = outcome_order();
+  auto it = std::find(order.begin(), order.end(), outcome);
+  return it == order.end() ? 0 : static_cast<int>(it - order.begin());
+}
+
+std::string format_number(double v) {
+  if (std::isfinite(v) && v == std::floor(v) && std::fabs(v) < 1e15)
+    return std::to_string(static_cast<long long>(v));
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.6g", v);
+  return buf;
+}
+
+std::string format_value(const json& v, const std::string& unit) {
+  std::string text;
+  if (v.is_null()) return "-";
+  if (v.is_number()) {
+    text = format_number(v.get<double>());
+    if (!unit.empty() && unit != "count") text += " " + unit;
+    return text;
+  }
+  if (v.is_string()) return v.get<std::string>().empty() ? "\"\"" : v.get<std::string>();
+  return v.dump();
+}
+
+std::string format_requirement(const Requirement& req) {
+  return req.aggregate + " " + req.op + " " + format_value(req.value, req.unit);
+}
+
+std::string verdict(int code) {
+  switch (code) {
+    case 0:
+      return "PASS";
+    case 1:
+      return "FAIL";
+    case 3:
+      return "ABORTED";
+    case 4:
+      return "INCOMPLETE";
+    default:
+      return "ERROR";
+  }
+}
+
+std::string exit_code_meaning(int code) {
+  switch (code) {
+    case 0:
+      return "every row PASS or WARN";
+    case 1:
+      return "a requirement failed";
+    case 2:
+      return "bad input";
+    case 3:
+      return "the run was aborted";
+    case 4:
+      return "no failure, but a fail-severity row is MISSING or WAIVED: acceptance incomplete";
+    default:
+      return "unknown exit code";
+  }
+}
+
+int exit_code(const Report& r) {
+  if (r.aborted) return 3;
+  bool incomplete = false;
+  for (const auto& row : r.rows) {
+    if (row.outcome == kFail) return 1;
+    if (row.req.severity == "fail" && (row.outcome == kMissing || row.outcome == kWaived))
+      incomplete = true;
+  }
+  return incomplete ? 4 : 0;
+}
+
+namespace {
+
+// ---------------------------------------------------------------------------------------------
+// Comparison.
+
+bool json_equal(const json& a, const json& b) {
+  if (a.is_number() && b.is_number()) return a.get<double>() == b.get<double>();
+  return a == b;
+}
+
+std::string string_form(const json& v) { return v.is_string() ? v.get<std::string>() : v.dump(); }
+
+/// One row's comparison, with its regex compiled once.
+class Judge {
+ public:
+  Judge(const Requirement& req, const std::string& where) : req_(req), where_(where) {
+    if (req.op == "matches") {
+      try {
+        re_ = std::regex(req.value.get<std::string>(), std::regex::ECMAScript);
+      } catch (const std::exception& e) {
+        throw InputError(where + ": field 'value' is not a valid regex (" + e.what() + ")");
+      }
+    }
+  }
+
+  /// True when `v` satisfies the row. Throws InputError when the types cannot be compared.
+  bool passes(const json& v) const {
+    const std::string& op = req_.op;
+    if (op == ">=" || op == "<=") {
+      if (!v.is_number() || !req_.value.is_number())
+        throw InputError(where_ + ": op '" + op + "' needs numbers, got " + v.dump() + " and " +
+                         req_.value.dump());
+      double x = v.get<double>(), t = req_.value.get<double>();
+      return op == ">=" ? x >= t : x <= t;
+    }
+    if (op == "==") return json_equal(v, req_.value);
+    if (op == "!=") return !json_equal(v, req_.value);
+    if (op == "in") {
+      for (const auto& e : req_.value)
+        if (json_equal(v, e)) return true;
+      return false;
+    }
+    if (op == "matches") return std::regex_search(string_form(v), *re_);
+    throw InputError(where_ + ": field 'op' is '" + op + "'");
+  }
+
+  /// True when value `a` is closer to failing than `b` (only >= and <= order values).
+  bool worse(const json& a, const json& b) const {
+    if (!a.is_number() || !b.is_number()) return false;
+    if (req_.op == ">=") return a.get<double>() < b.get<double>();
+    if (req_.op == "<=") return a.get<double>() > b.get<double>();
+    return false;
+  }
+
+  const std::string& fail_outcome() const {
+    static const std::string kF = kFail, kW = kWarn;
+    return req_.severity == "warn" ? kW : kF;
+  }
+
+ private:
+  const Requirement& req_;
+  std::string where_;
+  std::optional<std::regex> re_;
+};
+
+/// min/max/median/sum over numbers (median of an even count: mean of the middle two).
+double aggregate_numbers(std::vector<double> xs, const std::string& agg) {
+  if (agg == "count") return static_cast<double>(xs.size());
+  if (agg == "sum") {
+    double s = 0;
+    for (double x : xs) s += x;
+    return s;
+  }
+  std::sort(xs.begin(), xs.end());
+  if (agg == "min") return xs.front();
+  if (agg == "max") return xs.back();
+  size_t mid = xs.size() / 2;
+  return xs.size() % 2 ? xs[mid] : 0.5 * (xs[mid - 1] + xs[mid]);  // median
+}
+
+// ---------------------------------------------------------------------------------------------
+// Items.
+
+/// An item being assembled: its key (host/gpuN without the uuid, so that env and records meet),
+/// display name and what was found for it.
+struct Item {
+  std::string key, name;
+  bool expected = false;  ///< from the env (a node or GPU that should have a record)
+  std::vector<const ResultRecord*> records;
+  std::vector<std::string> missing_keys;  ///< planned case keys without a record
+  // Env rows.
+  std::vector<json> values;
+  std::vector<std::string> unknown;  ///< concrete pointers whose value is "" or null
+  bool env_no_match = false;
+};
+
+class Items {
+ public:
+  Item& get(const std::string& key, const std::string& name) {
+    auto it = index_.find(key);
+    if (it != index_.end()) {
+      Item& item = items_[it->second];
+      // A record's name carries the GPU uuid where the env's may not.
+      if (item.name.size() < name.size()) item.name = name;
+      return item;
+    }
+    index_[key] = items_.size();
+    Item item;
+    item.key = key, item.name = name;
+    items_.push_back(std::move(item));
+    return items_.back();
+  }
+  std::vector<Item>& all() { return items_; }
+
+ private:
+  std::vector<Item> items_;
+  std::map<std::string, size_t> index_;
+};
+
+std::string gpu_key(const std::string& host, int index) {
+  return host + "/gpu" + std::to_string(index);
+}
+
+std::string gpu_name(const std::string& host, const GpuInfo& g) {
+  Scope s;
+  s.kind = "gpu", s.host = host, s.gpu_index = g.index, s.uuid = g.uuid;
+  return scope_item(s);
+}
+
+/// Inverse of scope_item(), for the item part of a planned case key.
+Scope parse_item(const std::string& item) {
+  Scope s;
+  if (item == "cluster") {
+    s.kind = "cluster";
+    return s;
+  }
+  if (auto arrow = item.find("<->"); arrow != std::string::npos) {
+    s.kind = "link";
+    s.hosts = {item.substr(0, arrow), item.substr(arrow + 3)};
+    return s;
+  }
+  if (auto g = item.rfind("/gpu"); g != std::string::npos) {
+    size_t digits = g + 4, end = digits;
+    while (end < item.size() && std::isdigit(static_cast<unsigned char>(item[end]))) ++end;
+    if (end > digits) {
+      s.kind = "gpu";
+      s.host = item.substr(0, g);
+      s.gpu_index = std::stoi(item.substr(digits, end - digits));
+      if (end < item.size() && item[end] == '[' && item.back() == ']')
+        s.uuid = item.substr(end + 1, item.size() - end - 2);
+      return s;
+    }
+  }
+  s.kind = "node";
+  s.host = item;
+  return s;
+}
+
+std::string case_key_of(const ResultRecord& r) {
+  return r.case_key.empty() ? make_case_key(r.benchmark, r.params, r.scope) : r.case_key;
+}
+
+bool params_contain(const json& params, const json& subset) {
+  if (!subset.is_object() || subset.empty()) return true;
+  if (!params.is_object()) return false;
+  for (const auto& [k, v] : subset.items()) {
+    auto it = params.find(k);
+    if (it == params.end() || !json_equal(*it, v)) return false;
+  }
+  return true;
+}
+
+const Metric* find_metric(const ResultRecord& r, const std::string& name) {
+  for (const auto& m : r.metrics)
+    if (m.name == name) return &m;
+  return nullptr;
+}
+
+std::string join(const std::vector<std::string>& xs, const std::string& sep) {
+  std::string out;
+  for (size_t i = 0; i < xs.size(); ++i) out += (i ? sep : "") + xs[i];
+  return out;
+}
+
+void add_unique(std::vector<std::string>& xs, const std::string& x) {
+  if (std::find(xs.begin(), xs.end(), x) == xs.end()) xs.push_back(x);
+}
+
+/// The text of a failed record: its message, or its error fields when the message is empty.
+std::string failure_text(const ResultRecord& r) {
+  if (!r.message.empty()) return r.message;
+  if (r.error)
+    return r.error->library + " error " + r.error->code + " in " + r.error->call + " at " +
+           r.error->where;
+  return "failed (no message)";
+}
+
+// ---------------------------------------------------------------------------------------------
+// Row evaluation.
+
+class RowEvaluator {
+ public:
+  RowEvaluator(const RunDir& run, const Spec& spec, const Requirement& req,
+               const std::vector<std::string>& hosts)
+      : run_(run),
+        req_(req),
+        hosts_(hosts),
+        where_((spec.path.empty() ? spec.name : spec.path) + ": spec row '" + req.id + "'"),
+        judge_(req, where_) {}
+
+  RowResult run() {
+    RowResult row;
+    row.req = req_;
+    if (!req_.select.env.empty())
+      collect_env();
+    else
+      collect_records();
+    for (auto& item : items_.all()) {
+      ItemResult r = req_.select.env.empty() ? judge_record_item(item) : judge_env_item(item);
+      for (const auto& k : r.records) add_unique(row.evidence, k);
+      row.items.push_back(std::move(r));
+    }
+    summarize(row);
+    return row;
+  }
+
+ private:
+  // --- env rows -------------------------------------------------------------------------------
+
+  /// The item a concrete env pointer belongs to: a GPU, a NIC, a disk, or the node itself.
+  std::pair<std::string, std::string> env_item(const EnvRecord& env, const std::string& ptr) {
+    auto index_after = [&](const std::string& prefix) -> int {
+      if (ptr.rfind(prefix, 0) != 0) return -1;
+      size_t end = ptr.find('/', prefix.size());
+      std::string num =
+          ptr.substr(prefix.size(), end == std::string::npos ? end : end - prefix.size());
+      if (num.empty() || num.find_first_not_of("0123456789") != std::string::npos) return -1;
+      return std::stoi(num);
+    };
+    if (int i = index_after("/gpus/"); i >= 0 && i < static_cast<int>(env.gpus.size()))
+      return {gpu_key(env.host, env.gpus[i].index), gpu_name(env.host, env.gpus[i])};
+    if (int i = index_after("/nics/"); i >= 0 && i < static_cast<int>(env.nics.size())) {
+      std::string n = env.host + "/nic[" + env.nics[i].name + "]";
+      return {n, n};
+    }
+    if (int i = index_after("/block_devices/");
+        i >= 0 && i < static_cast<int>(env.block_devices.size())) {
+      std::string n = env.host + "/disk[" + env.block_devices[i].name + "]";
+      return {n, n};
+    }
+    return {env.host + ":" + ptr, env.host + ":" + ptr};
+  }
+
+  static bool unknown_value(const json& v) {
+    return v.is_null() || (v.is_string() && v.get<std::string>().empty());
+  }
+
+  void collect_env() {
+    try {
+      env_field_unit(req_.select.env);
+    } catch (const InputError& e) {
+      throw InputError(where_ + ": field 'select.env': " + e.what());
+    }
+    const std::string& ptr = req_.select.env;
+    bool wildcard = ptr.find('*') != std::string::npos;
+    bool per_match = req_.aggregate == "each" && wildcard;
+    for (const auto& env : run_.run.env) {
+      auto matches = expand_pointer(json(env), ptr);
+      if (per_match) {
+        if (matches.empty()) {
+          Item& item = items_.get(env.host, env.host);
+          item.env_no_match = true;
+        }
+        for (const auto& [concrete, value] : matches) {
+          auto [key, name] = env_item(env, concrete);
+          add_env_value(items_.get(key, name), concrete, value);
+        }
+        continue;
+      }
+      std::string key = req_.scope == "cluster" ? "cluster" : env.host;
+      Item& item = items_.get(key, key);
+      if (matches.empty() && req_.aggregate != "count") item.env_no_match = true;
+      for (const auto& [concrete, value] : matches)
+        add_env_value(item, env.host + ":" + concrete, value);
+    }
+  }
+
+  static void add_env_value(Item& item, const std::string& where, const json& value) {
+    if (unknown_value(value))
+      item.unknown.push_back(where);
+    else
+      item.values.push_back(value);
+  }
+
+  ItemResult judge_env_item(const Item& item) {
+    ItemResult r;
+    r.item = item.name;
+    if (req_.aggregate == "count") {
+      // Unknown values are not counted: an unreadable GPU name is not a GPU we can vouch for.
+      r.value = item.values.size();
+      return judged(r, {r.value}, "count ");
+    }
+    if (item.env_no_match && item.values.empty() && item.unknown.empty()) {
+      r.outcome = kMissing;
+      r.message = item.name + ": " + req_.select.env + " matches nothing in the env record";
+      return r;
+    }
+    if (!item.unknown.empty()) {
+      r.outcome = kMissing;
+      r.message = item.name + ": unknown (empty) value at " + join(item.unknown, ", ");
+      return r;
+    }
+    if (req_.aggregate == "each") return judged(r, item.values, "");
+    std::vector<double> xs;
+    for (const auto& v : item.values) {
+      if (!v.is_number())
+        throw InputError(where_ + ": field 'aggregate' '" + req_.aggregate +
+                         "' needs numbers, but " + req_.select.env + " has " + v.dump());
+      xs.push_back(v.get<double>());
+    }
+    r.value = aggregate_numbers(xs, req_.aggregate);
+    return judged(r, {r.value}, req_.aggregate + " ");
+  }
+
+  /// Compares every value; the item takes the worst one (a failing one before any passing one).
+  ItemResult judged(ItemResult r, const std::vector<json>& values, const std::string& prefix) {
+    std::optional<json> worst;
+    bool worst_fails = false;
+    for (const auto& v : values) {
+      bool fails = !judge_.passes(v);
+      if (!worst || (fails && !worst_fails) || (fails == worst_fails && judge_.worse(v, *worst)))
+        worst = v, worst_fails = fails;
+    }
+    r.value = worst ? *worst : json(nullptr);
+    r.outcome = worst_fails ? judge_.fail_outcome() : std::string(kPass);
+    std::string what = prefix;
+    if (prefix.empty() && values.size() > 1)
+      what = "worst of " + std::to_string(values.size()) + " ";
+    r.message = what + format_value(r.value, req_.unit) + " on " + r.item + " (" + req_.op + " " +
+                format_value(req_.value, req_.unit) + ")";
+    return r;
+  }
+
+  // --- record rows ----------------------------------------------------------------------------
+
+  /// The item keys a record (or a planned case's scope) belongs to in this row.
+  std::vector<std::pair<std::string, std::string>> keys_for(const Scope& s) {
+    if (req_.scope == "cluster") return {{"cluster", "cluster"}};
+    if (req_.scope == "gpu") {
+      if (s.kind == "gpu") return {{gpu_key(s.host, s.gpu_index), scope_item(s)}};
+      if (!s.host.empty()) {
+        // A node-level record (e.g. "no GPU plugin") stands for each GPU the env lists there.
+        std::vector<std::pair<std::string, std::string>> out;
+        for (const auto& env : run_.run.env)
+          if (env.host == s.host)
+            for (const auto& g : env.gpus)
+              out.emplace_back(gpu_key(env.host, g.index), gpu_name(env.host, g));
+        if (!out.empty()) return out;
+        return {{s.host, s.host}};
+      }
+      return {{scope_item(s), scope_item(s)}};
+    }
+    if (req_.scope == "node" && !s.host.empty()) return {{s.host, s.host}};
+    std::string item = scope_item(s);
+    return {{item, item}};
+  }
+
+  void collect_records() {
+    const Select& sel = req_.select;
+    // Expected items: every node (node scope) or GPU (gpu scope) the env describes.
+    if (req_.scope == "node") {
+      for (const auto& h : hosts_) items_.get(h, h).expected = true;
+    } else if (req_.scope == "gpu") {
+      for (const auto& env : run_.run.env)
+        for (const auto& g : env.gpus)
+          items_.get(gpu_key(env.host, g.index), gpu_name(env.host, g)).expected = true;
+    }
+    std::set<std::string> present;
+    for (const auto& r : run_.records.records) {
+      present.insert(case_key_of(r));
+      if (r.benchmark != sel.benchmark || !params_contain(r.params, sel.params)) continue;
+      if (r.status == "ok") {
+        const Metric* m = find_metric(r, sel.metric);
+        if (m && req_.aggregate != "count" && m->unit != req_.unit)
+          throw InputError(where_ + ": field 'unit' is '" + req_.unit + "' but metric '" +
+                           sel.metric + "' of " + sel.benchmark + " is in '" + m->unit +
+                           "' (record " + case_key_of(r) + ")");
+      }
+      for (const auto& [key, name] : keys_for(r.scope)) items_.get(key, name).records.push_back(&r);
+    }
+    for (const auto& pc : run_.run.plan) {
+      if (pc.benchmark != sel.benchmark || !params_contain(pc.params, sel.params)) continue;
+      for (const auto& ck : pc.case_keys) {
+        if (present.count(ck)) continue;
+        auto bar = ck.rfind('|');
+        Scope s = parse_item(bar == std::string::npos ? ck : ck.substr(bar + 1));
+        for (const auto& [key, name] : keys_for(s))
+          items_.get(key, name).missing_keys.push_back(ck);
+      }
+    }
+  }
+
+  ItemResult judge_record_item(const Item& item) {
+    ItemResult r;
+    r.item = item.name;
+    std::vector<const ResultRecord*> failed, waived, lacking;
+    std::vector<json> values;
+    for (const ResultRecord* rec : item.records) {
+      r.records.push_back(case_key_of(*rec));
+      if (rec->status == "failed") {
+        failed.push_back(rec);
+      } else if (rec->status == "waived") {
+        waived.push_back(rec);
+      } else if (const Metric* m = find_metric(*rec, req_.select.metric)) {
+        values.push_back(m->value);
+      } else {
+        lacking.push_back(rec);
+      }
+    }
+    // Candidates: failed records, missing planned cases, the comparison (or the waivers when
+    // nothing ran); the worst one is the item's outcome, the first on a tie.
+    std::vector<ItemResult> cands;
+    if (!failed.empty()) {
+      ItemResult c = r;
+      c.outcome = judge_.fail_outcome();
+      c.message = item.name + ": failed: " + failure_text(*failed.front());
+      if (failed.size() > 1)
+        c.message += " (and " + std::to_string(failed.size() - 1) + " more failed records)";
+      cands.push_back(std::move(c));
+    }
+    if (!item.missing_keys.empty()) {
+      ItemResult c = r;
+      c.outcome = kMissing;
+      c.message = item.name + ": no record for planned case " + item.missing_keys.front();
+      if (item.missing_keys.size() > 1)
+        c.message += " (and " + std::to_string(item.missing_keys.size() - 1) + " more)";
+      c.message += "; the run ended before it finished";
+      cands.push_back(std::move(c));
+    }
+    if (!values.empty()) {
+      if (req_.aggregate == "each") {
+        cands.push_back(judged(r, values, ""));
+      } else {
+        std::vector<double> xs;
+        for (const auto& v : values) xs.push_back(v.get<double>());
+        json agg = aggregate_numbers(xs, req_.aggregate);
+        if (req_.aggregate == "count") agg = xs.size();
+        cands.push_back(judged(r, {agg}, req_.aggregate + " "));
+      }
+    } else if (!waived.empty() && failed.empty()) {
+      ItemResult c = r;
+      c.outcome = kWaived;
+      std::vector<std::string> reasons;
+      for (const auto* w : waived)
+        add_unique(reasons, w->message.empty() ? "no reason" : w->message);
+      c.message = item.name + ": waived: " + join(reasons, "; ");
+      cands.push_back(std::move(c));
+    }
+    if (cands.empty()) {
+      if (req_.aggregate == "count") return judged(r, {json(0)}, "count ");
+      r.outcome = kMissing;
+      if (!lacking.empty())
+        r.message = item.name + ": record " + case_key_of(*lacking.front()) + " has no metric '" +
+                    req_.select.metric + "'";
+      else
+        r.message =
+            item.name + ": no record of " + req_.select.benchmark + " " + req_.select.params.dump();
+      return r;
+    }
+    size_t best = 0;
+    for (size_t i = 1; i < cands.size(); ++i)
+      if (outcome_rank(cands[i].outcome) < outcome_rank(cands[best].outcome)) best = i;
+    return cands[best];
+  }
+
+  // --- row --------------------------------------------------------------------------------------
+
+  void summarize(RowResult& row) {
+    if (row.items.empty()) {
+      row.outcome = kMissing;
+      if (!req_.select.env.empty())
+        row.message = run_.run.env.empty() ? "no env record in run.json"
+                                           : req_.select.env + " matches nothing";
+      else
+        row.message = "no record of " + req_.select.benchmark + " " + req_.select.params.dump() +
+                      " and no planned case: not run";
+      return;
+    }
+    const ItemResult* worst = nullptr;
+    for (const auto& it : row.items) {
+      if (!worst) {
+        worst = &it;
+        continue;
+      }
+      int a = outcome_rank(it.outcome), b = outcome_rank(worst->outcome);
+      if (a < b || (a == b && judge_.worse(it.value, worst->value))) worst = &it;
+    }
+    row.outcome = worst->outcome;
+    row.value = worst->value;
+    row.worst_item = worst->item;
+    row.message = worst->message;
+    if (row.items.size() > 1) {
+      std::map<std::string, int> n;
+      for (const auto& it : row.items) ++n[it.outcome];
+      std::vector<std::string> parts;
+      for (const auto& o : outcome_order())
+        if (n[o]) parts.push_back(std::to_string(n[o]) + " " + o);
+      row.message += "; " + std::to_string(row.items.size()) + " items: " + join(parts, ", ");
+    }
+  }
+
+  const RunDir& run_;
+  const Requirement& req_;
+  const std::vector<std::string>& hosts_;
+  std::string where_;
+  Judge judge_;
+  Items items_;
+};
+
+std::vector<std::string> collect_hosts(const RunDir& run) {
+  std::vector<std::string> hosts;
+  for (const auto& env : run.run.env)
+    if (!env.host.empty()) add_unique(hosts, env.host);
+  for (const auto& h : run.run.hosts)
+    if (!h.empty()) add_unique(hosts, h);
+  for (const auto& r : run.records.records) {
+    if (!r.scope.host.empty()) add_unique(hosts, r.scope.host);
+    for (const auto& h : r.scope.hosts) add_unique(hosts, h);
+  }
+  return hosts;
+}
+
+void collect_warnings(const RunDir& run, const Spec& spec, Report& rep) {
+  for (const auto& w : run.records.warnings) rep.warnings.push_back(w);
+  if (!run.run.aborted && run.run.finished_at.empty())
+    rep.warnings.push_back(
+        "run.json has no finished_at: the run did not finish (killed?); cases it had not "
+        "reached are MISSING");
+  std::set<std::string> foreign;
+  for (const auto& r : run.records.records)
+    if (!r.run_id.empty() && r.run_id != run.run.run_id) foreign.insert(r.run_id);
+  for (const auto& id : foreign)
+    rep.warnings.push_back("records.jsonl holds records of another run id '" + id + "'");
+  if (!spec.path.empty()) {
+    try {
+      rep.spec_sha256 = sha256_file(spec.path);
+    } catch (const InputError& e) {
+      rep.warnings.push_back(std::string("spec sha256: ") + e.what());
+    }
+  }
+  if (rep.spec_sha256.empty() && run.run.spec.path == spec.path)
+    rep.spec_sha256 = run.run.spec.sha256;
+  if (!rep.spec_sha256.empty() && run.run.spec.path == spec.path && !run.run.spec.sha256.empty() &&
+      run.run.spec.sha256 != rep.spec_sha256)
+    rep.warnings.push_back("spec " + spec.path + " changed since the run (run.json sha256 " +
+                           run.run.spec.sha256 + ", now " + rep.spec_sha256 + ")");
+}
+
+}  // namespace
+
+Report evaluate(const RunDir& run, const Spec& spec) {
+  Report rep;
+  rep.run_id = run.run.run_id;
+  rep.spec_name = spec.name;
+  rep.spec_path = spec.path;
+  rep.aborted = run.run.aborted;
+  rep.abort_reason = run.run.abort_reason;
+  rep.hosts = collect_hosts(run);
+  collect_warnings(run, spec, rep);
+  for (const auto& o : outcome_order()) rep.counts[o] = 0;
+  for (const auto& req : spec.requirements) {
+    rep.rows.push_back(RowEvaluator(run, spec, req, rep.hosts).run());
+    ++rep.counts[rep.rows.back().outcome];
+  }
+  rep.exit_code = exit_code(rep);
+  return rep;
+}
+
+}  // namespace clusterbench::report

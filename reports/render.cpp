@@ -1,0 +1,323 @@
+// Renderers: Markdown, JSON, JUnit XML, console. They format; every judgement is in evaluate.cpp.
+#include "reports/render.hpp"
+
+#include <algorithm>
+#include <filesystem>
+#include <map>
+#include <sstream>
+
+namespace clusterbench::report {
+
+namespace {
+
+std::string join(const std::vector<std::string>& xs, const std::string& sep) {
+  std::string out;
+  for (size_t i = 0; i < xs.size(); ++i) out += (i ? sep : "") + xs[i];
+  return out;
+}
+
+/// A Markdown table cell: no pipes or line breaks.
+std::string cell(const std::string& text) {
+  std::string out;
+  for (char c : text) {
+    if (c == '|')
+      out += "\\|";
+    else if (c == '\n' || c == '\r')
+      out += ' ';
+    else
+      out += c;
+  }
+  return out.empty() ? "-" : out;
+}
+
+/// Inline code that survives backticks in the text.
+std::string code(const std::string& text) {
+  return text.find('`') == std::string::npos ? "`" + text + "`" : "``" + text + " ``";
+}
+
+std::string counts_text(const Report& r) {
+  std::vector<std::string> parts;
+  for (const auto& o : outcome_order()) {
+    auto it = r.counts.find(o);
+    if (it != r.counts.end() && it->second > 0)
+      parts.push_back(std::to_string(it->second) + " " + o);
+  }
+  return parts.empty() ? "no rows" : join(parts, ", ");
+}
+
+std::string or_unknown(const std::string& s) { return s.empty() ? "unknown" : s; }
+
+std::string gib(double v) { return format_number(v) + " GiB"; }
+
+void env_summary(std::ostringstream& md, const EnvRecord& e) {
+  md << "### " << e.host << "\n\n";
+  md << "- CPU: " << or_unknown(e.cpu.model) << ", " << e.cpu.physical_cores << " physical cores, "
+     << e.cpu.sockets << " sockets, " << e.cpu.threads << " threads, " << e.cpu.numa_nodes
+     << " NUMA nodes\n";
+  md << "- Memory: " << gib(e.memory.installed_gib) << " installed (source "
+     << or_unknown(e.memory.source) << "), " << gib(e.memory.usable_gib) << " usable\n";
+  if (e.gpus.empty()) {
+    md << "- GPUs: none (" << e.gpu_status.on_pci << " on PCI; NVML "
+       << or_unknown(e.gpu_status.nvml) << "; plugin " << or_unknown(e.gpu_status.plugin) << ")\n";
+  } else {
+    // Group identical models: "8 x NVIDIA H100 80GB HBM3, 79.6 GiB".
+    std::map<std::string, int> models;
+    for (const auto& g : e.gpus) ++models[g.name + ", " + gib(g.memory_gib)];
+    std::vector<std::string> parts;
+    for (const auto& [m, n] : models) parts.push_back(std::to_string(n) + " x " + m);
+    md << "- GPUs: " << join(parts, "; ") << " (NVML " << or_unknown(e.gpu_status.nvml)
+       << ", plugin " << or_unknown(e.gpu_status.plugin) << ")\n";
+    for (const auto& g : e.gpus)
+      md << "  - gpu" << g.index << " " << or_unknown(g.uuid) << " " << g.pci_bus_id
+         << ": PCIe gen " << g.pcie.gen_current << "/" << g.pcie.gen_max << " x"
+         << g.pcie.width_current << "/" << g.pcie.width_max << ", NVLink up " << g.nvlink_links_up
+         << ", ECC " << or_unknown(g.ecc_mode) << ", source " << g.source << "\n";
+  }
+  if (e.nics.empty()) md << "- NICs: none\n";
+  for (const auto& n : e.nics)
+    md << "- NIC " << n.name << " (" << n.kind << ", " << n.link_layer
+       << "): " << format_number(n.rate_gbps) << " Gb/s, " << n.state << ", firmware "
+       << or_unknown(n.firmware) << "\n";
+  if (e.block_devices.empty()) md << "- Block devices: none\n";
+  for (const auto& b : e.block_devices)
+    md << "- Disk " << b.name << ": " << or_unknown(b.model) << ", " << format_number(b.capacity_tb)
+       << " TB" << (b.nvme ? ", NVMe" : "") << (b.rotational ? ", rotational" : "") << "\n";
+  const Tuning& t = e.tuning;
+  md << "- Tuning: governor " << or_unknown(t.governor) << ", nr_hugepages " << t.nr_hugepages
+     << ", THP " << or_unknown(t.thp) << ", net.core.rmem_max " << t.net_core_rmem_max
+     << ", net.core.wmem_max " << t.net_core_wmem_max << ", tcp_rmem \"" << t.tcp_rmem
+     << "\", tcp_wmem \"" << t.tcp_wmem << "\"\n";
+  const Versions& v = e.versions;
+  md << "- Versions: driver " << or_unknown(v.driver) << ", CUDA runtime "
+     << or_unknown(v.cuda_runtime) << ", NCCL " << or_unknown(v.nccl) << ", kernel "
+     << or_unknown(v.kernel) << "\n";
+  for (const auto& w : e.warnings) md << "- Warning: " << w << "\n";
+  md << "\n";
+}
+
+std::string metrics_text(const ResultRecord& r) {
+  std::vector<std::string> parts;
+  for (const auto& m : r.metrics) parts.push_back(m.name + " " + format_value(m.value, m.unit));
+  return join(parts, ", ");
+}
+
+}  // namespace
+
+std::string xml_escape(const std::string& text) {
+  std::string out;
+  out.reserve(text.size());
+  for (unsigned char c : text) {
+    switch (c) {
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      case '\'':
+        out += "&apos;";
+        break;
+      default:
+        // XML 1.0 allows only tab, newline and carriage return below 0x20.
+        if (c < 0x20 && c != '\t' && c != '\n' && c != '\r')
+          out += '?';
+        else
+          out += static_cast<char>(c);
+    }
+  }
+  return out;
+}
+
+std::string render_markdown(const Report& r, const RunDir& run) {
+  std::ostringstream md;
+  int code_ = r.exit_code;
+  md << "# clusterbench report: " << r.spec_name << "\n\n";
+  md << "**Verdict: " << verdict(code_) << "** (exit " << code_ << ": " << exit_code_meaning(code_)
+     << "). Rows: " << counts_text(r) << ".\n\n";
+  if (r.aborted) md << "**The run was aborted:** " << or_unknown(r.abort_reason) << "\n\n";
+  md << "- Run: " << code(r.run_id) << ", started " << or_unknown(run.run.started_at)
+     << ", finished " << (run.run.finished_at.empty() ? "never" : run.run.finished_at) << "\n";
+  md << "- Hosts: " << (r.hosts.empty() ? "none" : join(r.hosts, ", ")) << "\n";
+  md << "- Spec: " << code(r.spec_name) << " at " << code(r.spec_path) << ", sha256 "
+     << code(r.spec_sha256.empty() ? "unknown" : r.spec_sha256) << "\n";
+  if (!run.run.version.empty()) md << "- clusterbench: " << run.run.version << "\n";
+  md << "\n## Requirements\n\n";
+  md << "| row | title | outcome | value | requirement | worst item | source |\n";
+  md << "|---|---|---|---|---|---|---|\n";
+  for (const auto& row : r.rows) {
+    std::string outcome = row.outcome == kPass ? row.outcome : "**" + row.outcome + "**";
+    std::string sev = row.req.severity == "warn" ? " (warn)" : "";
+    md << "| " << cell(row.req.id) << " | " << cell(row.req.title) << " | " << outcome << " | "
+       << cell(format_value(row.value, row.req.unit)) << " | "
+       << cell(format_requirement(row.req) + sev) << " | " << cell(row.worst_item) << " | "
+       << cell(row.req.source) << " |\n";
+  }
+  bool any_finding = false;
+  for (const auto& row : r.rows) {
+    if (row.outcome == kPass) continue;
+    if (!any_finding) md << "\n## Findings\n";
+    any_finding = true;
+    md << "\n### " << row.req.id << ": " << row.outcome << "\n\n";
+    md << row.req.title << ". Requirement: " << format_requirement(row.req) << ", severity "
+       << row.req.severity << ", scope " << row.req.scope << "; selects "
+       << (row.req.select.env.empty()
+               ? code(row.req.select.benchmark + " " + row.req.select.params.dump() + " metric " +
+                      row.req.select.metric)
+               : code(row.req.select.env))
+       << ". Source: " << row.req.source << ".\n\n";
+    md << "- " << row.message << "\n";
+    // Item messages name their item; a one-item row's message is its item's message.
+    for (const auto& it : row.items) {
+      if (it.outcome == kPass || row.items.size() == 1) continue;
+      md << "- " << it.outcome << ": " << it.message << "\n";
+      for (const auto& k : it.records) md << "  - record " << code(k) << "\n";
+    }
+    if (!row.evidence.empty()) {
+      md << "- Evidence:";
+      for (const auto& k : row.evidence) md << " " << code(k);
+      md << "\n";
+    }
+  }
+  if (!r.warnings.empty()) {
+    md << "\n## Warnings\n\n";
+    for (const auto& w : r.warnings) md << "- " << w << "\n";
+  }
+  md << "\n## Environment\n\n";
+  if (run.run.env.empty()) md << "No env record in run.json.\n\n";
+  for (const auto& e : run.run.env) env_summary(md, e);
+  md << "## Records\n\n";
+  if (run.records.records.empty()) {
+    md << "No records.\n";
+  } else {
+    md << "| benchmark | params | item | status | metrics / message |\n|---|---|---|---|---|\n";
+    for (const auto& rec : run.records.records)
+      md << "| " << cell(rec.benchmark) << " | " << cell(rec.params.dump()) << " | "
+         << cell(scope_item(rec.scope)) << " | " << rec.status << " | "
+         << cell(rec.status == "ok" ? metrics_text(rec) : rec.message) << " |\n";
+  }
+  return md.str();
+}
+
+json render_json(const Report& r) {
+  json j;
+  j["schema"] = kReportSchema;
+  j["run_id"] = r.run_id;
+  j["spec"] = {{"name", r.spec_name}, {"path", r.spec_path}, {"sha256", r.spec_sha256}};
+  j["verdict"] = verdict(r.exit_code);
+  j["exit_code"] = r.exit_code;
+  j["aborted"] = r.aborted;
+  j["abort_reason"] = r.abort_reason;
+  j["hosts"] = r.hosts;
+  json rows = json::array();
+  for (const auto& row : r.rows) {
+    json items = json::array();
+    for (const auto& it : row.items)
+      items.push_back({{"item", it.item},
+                       {"outcome", it.outcome},
+                       {"value", it.value},
+                       {"records", it.records},
+                       {"message", it.message}});
+    rows.push_back({{"id", row.req.id},
+                    {"title", row.req.title},
+                    {"source", row.req.source},
+                    {"severity", row.req.severity},
+                    {"scope", row.req.scope},
+                    {"aggregate", row.req.aggregate},
+                    {"outcome", row.outcome},
+                    {"value", row.value},
+                    {"unit", row.req.unit},
+                    {"op", row.req.op},
+                    {"threshold", row.req.value},
+                    {"worst_item", row.worst_item},
+                    {"message", row.message},
+                    {"evidence", row.evidence},
+                    {"items", items}});
+  }
+  j["rows"] = rows;
+  j["counts"] = r.counts;
+  j["warnings"] = r.warnings;
+  return j;
+}
+
+std::string render_junit(const Report& r) {
+  int failures = 0, skipped = 0;
+  for (const auto& row : r.rows) {
+    if (row.outcome == kFail) ++failures;
+    if (row.outcome == kWaived || row.outcome == kMissing) ++skipped;
+  }
+  std::string suite = xml_escape("clusterbench." + r.spec_name);
+  std::string cls = xml_escape(r.spec_name);
+  std::ostringstream x;
+  x << "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
+  x << "<testsuites name=\"clusterbench\" tests=\"" << r.rows.size() << "\" failures=\"" << failures
+    << "\" errors=\"0\" skipped=\"" << skipped << "\">\n";
+  x << "  <testsuite name=\"" << suite << "\" tests=\"" << r.rows.size() << "\" failures=\""
+    << failures << "\" errors=\"0\" skipped=\"" << skipped << "\">\n";
+  x << "    <properties>\n";
+  x << "      <property name=\"run_id\" value=\"" << xml_escape(r.run_id) << "\"/>\n";
+  x << "      <property name=\"spec_path\" value=\"" << xml_escape(r.spec_path) << "\"/>\n";
+  x << "      <property name=\"spec_sha256\" value=\"" << xml_escape(r.spec_sha256) << "\"/>\n";
+  x << "      <property name=\"verdict\" value=\"" << verdict(r.exit_code) << "\"/>\n";
+  x << "      <property name=\"exit_code\" value=\"" << r.exit_code << "\"/>\n";
+  x << "    </properties>\n";
+  for (const auto& row : r.rows) {
+    x << "    <testcase classname=\"" << cls << "\" name=\"" << xml_escape(row.req.id) << "\">\n";
+    std::string msg = xml_escape(row.message);
+    std::string detail;
+    for (const auto& it : row.items)
+      if (it.outcome != kPass) detail += it.outcome + ": " + it.message + "\n";
+    if (row.outcome == kFail)
+      x << "      <failure message=\"" << msg << "\" type=\"FAIL\">" << xml_escape(detail)
+        << "</failure>\n";
+    else if (row.outcome == kWaived || row.outcome == kMissing)
+      x << "      <skipped message=\"" << xml_escape(row.outcome + ": " + row.message) << "\"/>\n";
+    else if (row.outcome == kWarn)
+      x << "      <system-out>WARN: " << msg << "\n" << xml_escape(detail) << "</system-out>\n";
+    x << "    </testcase>\n";
+  }
+  if (r.aborted)
+    x << "    <system-err>run aborted: " << xml_escape(r.abort_reason) << "</system-err>\n";
+  x << "  </testsuite>\n</testsuites>\n";
+  return x.str();
+}
+
+std::string render_console(const Report& r) {
+  size_t w_id = 3, w_val = 5, w_req = 11;
+  for (const auto& row : r.rows) {
+    w_id = std::max(w_id, row.req.id.size());
+    w_val = std::max(w_val, format_value(row.value, row.req.unit).size());
+    w_req = std::max(w_req, format_requirement(row.req).size());
+  }
+  auto pad = [](const std::string& s, size_t w) {
+    return s + std::string(w - std::min(w, s.size()), ' ');
+  };
+  std::ostringstream out;
+  out << pad("ROW", w_id) << "  " << pad("OUTCOME", 7) << "  " << pad("VALUE", w_val) << "  "
+      << pad("REQUIREMENT", w_req) << "  WORST ITEM\n";
+  for (const auto& row : r.rows)
+    out << pad(row.req.id, w_id) << "  " << pad(row.outcome, 7) << "  "
+        << pad(format_value(row.value, row.req.unit), w_val) << "  "
+        << pad(format_requirement(row.req), w_req) << "  " << row.worst_item << "\n";
+  for (const auto& w : r.warnings) out << "warning: " << w << "\n";
+  out << "VERDICT: " << verdict(r.exit_code) << " (exit " << r.exit_code << "): " << counts_text(r);
+  if (r.aborted) out << "; aborted: " << or_unknown(r.abort_reason);
+  out << "\n";
+  return out.str();
+}
+
+void write_reports(const Report& r, const RunDir& run, const std::string& dir) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) throw std::runtime_error(dir + ": cannot create directory (" + ec.message() + ")");
+  write_file_atomic(dir + "/report.md", render_markdown(r, run));
+  write_file_atomic(dir + "/report.json", render_json(r).dump(2) + "\n");
+  write_file_atomic(dir + "/junit.xml", render_junit(r));
+}
+
+}  // namespace clusterbench::report

@@ -1,0 +1,355 @@
+// Records library: JSON round trips, statistics, case keys, and the run-directory files.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "records.hpp"
+
+namespace clusterbench {
+namespace {
+
+const std::string kResults = std::string(CB_FIXTURES) + "/results/";
+
+template <typename F>
+std::string input_error(F f) {
+  try {
+    f();
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  ADD_FAILURE() << "expected InputError";
+  return "";
+}
+
+std::string temp_dir(const std::string& name) {
+  std::string dir = ::testing::TempDir() + "cb_records_" + name;
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  return dir;
+}
+
+std::string slurp(const std::string& path) {
+  std::stringstream ss;
+  ss << std::ifstream(path).rdbuf();
+  return ss.str();
+}
+
+ResultRecord gemm_record() {
+  ResultRecord r;
+  r.run_id = "20261201T101500Z-gpu01";
+  r.benchmark = "compute.gemm";
+  r.params = {{"n", 8192}, {"m", 8192}, {"k", 8192}, {"dtype", "bf16"}};
+  r.scope.kind = "gpu";
+  r.scope.host = "gpu01";
+  r.scope.rank = 3;
+  r.scope.gpu_index = 3;
+  r.scope.uuid = "GPU-5d2f8a3c-71e4-4b09-8c6a-0e9b1f2a3c43";
+  r.scope.pci_bus_id = "00000000:61:00.0";
+  r.case_key = make_case_key(r.benchmark, r.params, r.scope);
+  r.metrics.push_back({"throughput", 710.0, "TFLOP/s", true});
+  r.time = compute_stats({0.001549, 0.001541, 0.001566});
+  r.combine = "per_rank";
+  r.started_at = "2026-12-01T10:15:14Z";
+  r.duration_s = 2.1;
+  r.extra = {{"algo", "cublasLt heuristic 0"}};
+  return r;
+}
+
+// --- statistics ---------------------------------------------------------------------------------
+
+TEST(ComputeStats, OddCount) {
+  // Sorted 1 2 3 4 5: median 3, mean 3, p95 = rank ceil(4.75) = 5 -> 5,
+  // p75 = rank ceil(3.75) = 4 -> 4, p25 = rank ceil(1.25) = 2 -> 2, spread (4 - 2) / 3.
+  TimeStats s = compute_stats({4, 1, 3, 5, 2});
+  EXPECT_EQ(s.n, 5);
+  EXPECT_DOUBLE_EQ(s.min, 1);
+  EXPECT_DOUBLE_EQ(s.max, 5);
+  EXPECT_DOUBLE_EQ(s.mean, 3);
+  EXPECT_DOUBLE_EQ(s.median, 3);
+  EXPECT_DOUBLE_EQ(s.p95, 5);
+  EXPECT_DOUBLE_EQ(s.spread, 2.0 / 3.0);
+}
+
+TEST(ComputeStats, EvenCount) {
+  // Sorted 1 2 3 4 10 20: median (3 + 4) / 2 = 3.5, mean 40 / 6, p95 = rank ceil(5.7) = 6 -> 20,
+  // p75 = rank ceil(4.5) = 5 -> 10, p25 = rank ceil(1.5) = 2 -> 2, spread 8 / 3.5.
+  TimeStats s = compute_stats({20, 1, 10, 2, 4, 3});
+  EXPECT_EQ(s.n, 6);
+  EXPECT_DOUBLE_EQ(s.median, 3.5);
+  EXPECT_DOUBLE_EQ(s.mean, 40.0 / 6.0);
+  EXPECT_DOUBLE_EQ(s.p95, 20);
+  EXPECT_DOUBLE_EQ(s.spread, 8.0 / 3.5);
+}
+
+TEST(ComputeStats, TwentySamplesP95IsTheNineteenth) {
+  // 0.001 .. 0.020: p95 = rank ceil(19) = 19 -> 0.019; median (0.010 + 0.011) / 2.
+  std::vector<double> xs;
+  for (int i = 20; i >= 1; --i) xs.push_back(i / 1000.0);
+  TimeStats s = compute_stats(xs);
+  EXPECT_DOUBLE_EQ(s.p95, 0.019);
+  EXPECT_NEAR(s.median, 0.0105, 1e-15);
+  EXPECT_DOUBLE_EQ(s.min, 0.001);
+  EXPECT_DOUBLE_EQ(s.max, 0.020);
+  // p75 = rank 15 -> 0.015, p25 = rank 5 -> 0.005: spread 0.010 / 0.0105.
+  EXPECT_NEAR(s.spread, 0.010 / 0.0105, 1e-12);
+}
+
+TEST(ComputeStats, EmptyAndSingle) {
+  TimeStats e = compute_stats({});
+  EXPECT_EQ(e.n, 0);
+  EXPECT_EQ(e.median, 0);
+  TimeStats one = compute_stats({0.25});
+  EXPECT_EQ(one.n, 1);
+  EXPECT_DOUBLE_EQ(one.median, 0.25);
+  EXPECT_DOUBLE_EQ(one.p95, 0.25);
+  EXPECT_DOUBLE_EQ(one.spread, 0);
+}
+
+TEST(NearestRank, Quantiles) {
+  std::vector<double> v = {10, 20, 30, 40};
+  EXPECT_DOUBLE_EQ(nearest_rank(v, 0.0), 10);  // rank clamps to 1
+  EXPECT_DOUBLE_EQ(nearest_rank(v, 0.25), 10);
+  EXPECT_DOUBLE_EQ(nearest_rank(v, 0.26), 20);
+  EXPECT_DOUBLE_EQ(nearest_rank(v, 0.5), 20);
+  EXPECT_DOUBLE_EQ(nearest_rank(v, 1.0), 40);
+  EXPECT_DOUBLE_EQ(nearest_rank({}, 0.5), 0);
+}
+
+// --- scopes and case keys -----------------------------------------------------------------------
+
+TEST(ScopeItem, EachKind) {
+  Scope g;
+  g.kind = "gpu", g.host = "node01", g.gpu_index = 3, g.uuid = "GPU-abc";
+  EXPECT_EQ(scope_item(g), "node01/gpu3[GPU-abc]");
+  g.uuid.clear();
+  EXPECT_EQ(scope_item(g), "node01/gpu3");
+  Scope n;
+  n.host = "node01";
+  EXPECT_EQ(scope_item(n), "node01");
+  Scope l;
+  l.kind = "link", l.hosts = {"node01", "node02"};
+  EXPECT_EQ(scope_item(l), "node01<->node02");
+  Scope c;
+  c.kind = "cluster";
+  EXPECT_EQ(scope_item(c), "cluster");
+}
+
+TEST(CaseKey, ParamsAreCanonical) {
+  Scope s;
+  s.host = "node01";
+  json a = json::parse(R"({"threads": 64, "kernel": "triad"})");
+  json b = json::parse(R"({"kernel": "triad", "threads": 64})");
+  EXPECT_EQ(make_case_key("compute.memory_bandwidth", a, s),
+            R"(compute.memory_bandwidth|{"kernel":"triad","threads":64}|node01)");
+  EXPECT_EQ(make_case_key("compute.memory_bandwidth", a, s),
+            make_case_key("compute.memory_bandwidth", b, s));
+}
+
+// --- JSON round trips ---------------------------------------------------------------------------
+
+TEST(RoundTrip, ResultRecord) {
+  ResultRecord r = gemm_record();
+  r.status = "failed";
+  r.message = "cuBLAS error 13 (CUBLAS_STATUS_EXECUTION_FAILED) in cublasLtMatmul";
+  r.error = ErrorInfo{"cublas", "13", "cublasLtMatmul(...)", "compute/gemm.cpp:88", "gpu01", 3};
+  json j = r;
+  EXPECT_EQ(j["schema"], "clusterbench.result/1");
+  EXPECT_EQ(j["scope"]["gpu_index"], 3);
+  EXPECT_FALSE(j["scope"].contains("hosts"));  // empty fields of a scope are left out
+  ResultRecord back = j.get<ResultRecord>();
+  EXPECT_EQ(back.benchmark, r.benchmark);
+  EXPECT_EQ(back.params, r.params);
+  EXPECT_EQ(
+      back.case_key,
+      R"(compute.gemm|{"dtype":"bf16","k":8192,"m":8192,"n":8192}|gpu01/gpu3[GPU-5d2f8a3c-71e4-4b09-8c6a-0e9b1f2a3c43])");
+  EXPECT_EQ(back.status, "failed");
+  EXPECT_EQ(back.message, r.message);
+  ASSERT_TRUE(back.error.has_value());
+  EXPECT_EQ(back.error->where, "compute/gemm.cpp:88");
+  EXPECT_EQ(back.error->rank, 3);
+  ASSERT_EQ(back.metrics.size(), 1u);
+  EXPECT_EQ(back.metrics[0].unit, "TFLOP/s");
+  EXPECT_DOUBLE_EQ(back.metrics[0].value, 710.0);
+  EXPECT_EQ(back.time.n, 3);
+  EXPECT_DOUBLE_EQ(back.time.median, 0.001549);
+  EXPECT_EQ(back.scope.uuid, r.scope.uuid);
+  EXPECT_EQ(back.scope.pci_bus_id, "00000000:61:00.0");
+  EXPECT_EQ(back.combine, "per_rank");
+  EXPECT_EQ(back.extra, r.extra);
+  EXPECT_EQ(json(back), j);
+}
+
+TEST(RoundTrip, ResultRecordRejectsBadStatusAndSchema) {
+  json j = gemm_record();
+  j["status"] = "skipped";
+  EXPECT_NE(input_error([&] { j.get<ResultRecord>(); }).find("field 'status' is 'skipped'"),
+            std::string::npos);
+  j["status"] = "ok";
+  j["schema"] = "clusterbench.result/9";
+  EXPECT_NE(input_error([&] { j.get<ResultRecord>(); }).find("schema 'clusterbench.result/9'"),
+            std::string::npos);
+  j.erase("schema");
+  EXPECT_NE(input_error([&] { j.get<ResultRecord>(); }).find("missing field 'schema'"),
+            std::string::npos);
+}
+
+TEST(RoundTrip, RunRecordWithEnv) {
+  RunDir rd = read_run_dir(kResults + "gpu-killed");
+  json j = rd.run;
+  RunRecord back = j.get<RunRecord>();
+  EXPECT_EQ(json(back), j);
+  EXPECT_FALSE(back.exit_code.has_value());
+  EXPECT_TRUE(j["exit_code"].is_null());
+  ASSERT_EQ(back.env.size(), 1u);
+  const EnvRecord& e = back.env[0];
+  EXPECT_EQ(e.host, "gpu01");
+  EXPECT_EQ(e.cpu.physical_cores, 112);
+  EXPECT_DOUBLE_EQ(e.memory.installed_gib, 2048);
+  ASSERT_EQ(e.gpus.size(), 8u);
+  EXPECT_EQ(e.gpus[3].pcie.gen_current, 4);
+  EXPECT_EQ(e.gpus[7].uuid, "GPU-5d2f8a3c-71e4-4b09-8c6a-0e9b1f2a3c47");
+  EXPECT_EQ(e.gpu_status.cuda_devices, 8);
+  EXPECT_EQ(e.nics[1].rate_gbps, 400);
+  EXPECT_EQ(e.tuning.net_core_rmem_max, 2147483647);
+  EXPECT_EQ(e.environment.at("NCCL_SOCKET_IFNAME"), "ib0");
+  ASSERT_EQ(back.plan.size(), 3u);
+  EXPECT_EQ(back.plan[1].case_keys.size(), 8u);
+
+  back.exit_code = 4;
+  EXPECT_EQ(json(back)["exit_code"], 4);
+}
+
+TEST(RoundTrip, OldFilesWithoutNewFieldsStillRead) {
+  json j = json::parse(R"({"schema": "clusterbench.env/1", "host": "n1", "cpu": {"model": "x"}})");
+  EnvRecord e = j.get<EnvRecord>();
+  EXPECT_EQ(e.host, "n1");
+  EXPECT_EQ(e.cpu.physical_cores, 0);
+  EXPECT_EQ(e.tuning.nr_hugepages, -1);
+  EXPECT_TRUE(e.gpus.empty());
+}
+
+// --- files --------------------------------------------------------------------------------------
+
+TEST(ReadRecords, WholeFile) {
+  RecordsFile f = read_records(kResults + "cpu-pass/records.jsonl");
+  ASSERT_EQ(f.records.size(), 6u);
+  EXPECT_TRUE(f.warnings.empty());
+  EXPECT_DOUBLE_EQ(f.records[1].metrics[0].value, 298.7);
+  EXPECT_EQ(f.records[4].status, "waived");
+  EXPECT_EQ(f.records[4].message, "no NVIDIA GPU on the PCI bus");
+}
+
+TEST(ReadRecords, TruncatedLastLineIsAWarning) {
+  std::string path = kResults + "truncated-last/records.jsonl";
+  RecordsFile f = read_records(path);
+  ASSERT_EQ(f.records.size(), 2u);
+  EXPECT_DOUBLE_EQ(f.records[1].metrics[0].value, 18.31);
+  ASSERT_EQ(f.warnings.size(), 1u);
+  EXPECT_NE(f.warnings[0].find(path + ":3: truncated last record ignored"), std::string::npos)
+      << f.warnings[0];
+}
+
+TEST(ReadRecords, MalformedMiddleLineIsAnInputErrorNamingFileAndLine) {
+  std::string path = kResults + "malformed-middle/records.jsonl";
+  std::string m = input_error([&] { read_records(path); });
+  EXPECT_EQ(m.rfind(path + ":2: ", 0), 0u) << m;
+  EXPECT_NE(m.find("parse error"), std::string::npos) << m;
+}
+
+TEST(ReadRecords, BadFieldInAMiddleLineNamesTheField) {
+  std::string path = temp_dir("badfield") + "/records.jsonl";
+  json good = gemm_record();
+  json bad = good;
+  bad["status"] = "done";
+  std::ofstream(path) << good.dump() << "\n" << bad.dump() << "\n" << good.dump() << "\n";
+  std::string m = input_error([&] { read_records(path); });
+  EXPECT_NE(m.find(path + ":2: "), std::string::npos) << m;
+  EXPECT_NE(m.find("field 'status' is 'done'"), std::string::npos) << m;
+}
+
+TEST(ReadRecords, BlankLinesAreSkipped) {
+  std::string path = temp_dir("blank") + "/records.jsonl";
+  std::ofstream(path) << "\n" << json(gemm_record()).dump() << "\n   \n";
+  RecordsFile f = read_records(path);
+  EXPECT_EQ(f.records.size(), 1u);
+  EXPECT_TRUE(f.warnings.empty());
+}
+
+TEST(ReadRunDir, FixtureAndErrors) {
+  RunDir rd = read_run_dir(kResults + "cpu-pass");
+  EXPECT_EQ(rd.run.run_id, "20261130T084500Z-node01");
+  EXPECT_EQ(rd.run.hosts, (std::vector<std::string>{"node01", "node02"}));
+  EXPECT_EQ(rd.records.records.size(), 6u);
+  EXPECT_EQ(rd.run.spec.selected_by, "auto: no NVIDIA GPU on the PCI bus");
+  ASSERT_TRUE(rd.run.exit_code.has_value());
+  EXPECT_EQ(*rd.run.exit_code, 0);
+
+  RunDir ab = read_run_dir(kResults + "aborted");
+  EXPECT_TRUE(ab.run.aborted);
+  ASSERT_TRUE(ab.records.records[2].error.has_value());
+  EXPECT_EQ(ab.records.records[2].error->where, "collectives/mpi_backend.cpp:74");
+
+  EXPECT_NE(input_error([] { read_run_dir(kResults + "no-such-run"); }).find("does not exist"),
+            std::string::npos);
+  std::string empty = temp_dir("empty");
+  EXPECT_NE(input_error([&] { read_run_dir(empty); }).find("no run.json here"), std::string::npos);
+
+  // A run.json with a plan but no records.jsonl: killed before the first case finished.
+  std::string early = temp_dir("early");
+  std::filesystem::copy_file(kResults + "gpu-killed/run.json", early + "/run.json");
+  RunDir e = read_run_dir(early);
+  EXPECT_TRUE(e.records.records.empty());
+  ASSERT_EQ(e.records.warnings.size(), 1u);
+  EXPECT_NE(e.records.warnings[0].find("records.jsonl: missing; no case finished"),
+            std::string::npos);
+}
+
+TEST(ReadJsonFile, ParseErrorNamesFileAndLine) {
+  std::string path = temp_dir("json") + "/run.json";
+  std::ofstream(path) << "{\n  \"schema\": \"clusterbench.run/1\",\n  \"run_id\": \n}\n";
+  std::string m = input_error([&] { read_json_file(path); });
+  EXPECT_EQ(m.rfind(path + ": ", 0), 0u) << m;
+  EXPECT_NE(m.find("line 4"), std::string::npos) << m;
+}
+
+TEST(Files, WriteFileAtomicAndSha256) {
+  std::string dir = temp_dir("atomic");
+  write_file_atomic(dir + "/a.txt", "abc");
+  EXPECT_EQ(slurp(dir + "/a.txt"), "abc");
+  write_file_atomic(dir + "/a.txt", "replaced");
+  EXPECT_EQ(slurp(dir + "/a.txt"), "replaced");
+  // No temporary file is left beside it.
+  int files = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) (void)entry, ++files;
+  EXPECT_EQ(files, 1);
+  EXPECT_THROW(write_file_atomic(dir + "/no/such/dir/a.txt", "x"), std::runtime_error);
+
+  // FIPS 180-4 test vectors.
+  EXPECT_EQ(sha256_hex("abc"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+  EXPECT_EQ(sha256_hex(""), "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+  write_file_atomic(dir + "/a.txt", "abc");
+  EXPECT_EQ(sha256_file(dir + "/a.txt"), sha256_hex("abc"));
+  EXPECT_THROW(sha256_file(dir + "/missing"), InputError);
+}
+
+TEST(Units, Known) {
+  for (const char* u : {"GB/s", "Gb/s", "TFLOP/s", "us", "s", "B", "GiB", "TB", "IOPS", "samples/s",
+                        "C", "W", "MHz", "%", "count", "ratio"})
+    EXPECT_TRUE(is_known_unit(u)) << u;
+  EXPECT_FALSE(is_known_unit("MB/s"));
+  EXPECT_FALSE(is_known_unit("GiB/s"));
+  EXPECT_FALSE(is_known_unit("gb/s"));
+}
+
+TEST(UtcNow, Iso8601) {
+  std::string t = utc_now_iso();
+  ASSERT_EQ(t.size(), 20u);
+  EXPECT_EQ(t[4], '-');
+  EXPECT_EQ(t[10], 'T');
+  EXPECT_EQ(t.back(), 'Z');
+}
+
+}  // namespace
+}  // namespace clusterbench

@@ -1,0 +1,595 @@
+// Spec evaluation and renderers over hand-written run directories (tests/fixtures/results).
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "reports/evaluate.hpp"
+#include "reports/render.hpp"
+
+namespace clusterbench::report {
+namespace {
+
+const std::string kFixtures = CB_FIXTURES;
+const std::string kSpecs = kFixtures + "/specs/";
+
+const std::string kTriadNode01 =
+    R"(compute.memory_bandwidth|{"kernel":"triad","threads":64}|node01)";
+const std::string kTriadNode02 =
+    R"(compute.memory_bandwidth|{"kernel":"triad","threads":64}|node02)";
+const std::string kGpu7 = "gpu01/gpu7[GPU-5d2f8a3c-71e4-4b09-8c6a-0e9b1f2a3c47]";
+const std::string kGpu5 = "gpu01/gpu5[GPU-5d2f8a3c-71e4-4b09-8c6a-0e9b1f2a3c45]";
+const std::string kGpu3 = "gpu01/gpu3[GPU-5d2f8a3c-71e4-4b09-8c6a-0e9b1f2a3c43]";
+const std::string kGpu2 = "gpu01/gpu2[GPU-5d2f8a3c-71e4-4b09-8c6a-0e9b1f2a3c42]";
+
+RunDir fixture_run(const std::string& name) { return read_run_dir(kFixtures + "/results/" + name); }
+
+std::string temp_dir(const std::string& name) {
+  std::string dir = ::testing::TempDir() + "cb_report_" + name;
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  return dir;
+}
+
+/// A spec made of `rows`, written to a file and loaded the way `report` loads one.
+Spec spec_of(const std::string& name, const json& rows) {
+  json doc = {{"schema", kSpecSchema}, {"name", name}, {"requirements", rows}};
+  std::string path = temp_dir("spec_" + name) + "/" + name + ".json";
+  std::ofstream(path) << doc.dump(2);
+  return load_spec(path);
+}
+
+/// A spec row with the usual defaults; `over` overrides fields.
+json row(const std::string& id, const json& select, const json& over) {
+  json r = {{"id", id},
+            {"title", id + " title"},
+            {"source", "test source"},
+            {"severity", "fail"},
+            {"select", select},
+            {"scope", "node"},
+            {"aggregate", "each"},
+            {"op", ">="},
+            {"value", 0},
+            {"unit", ""}};
+  r.update(over);
+  return r;
+}
+
+const json kTriad = {{"benchmark", "compute.memory_bandwidth"},
+                     {"params", {{"kernel", "triad"}}},
+                     {"metric", "bandwidth"}};
+const json kGemm = {
+    {"benchmark", "compute.gemm"}, {"params", {{"dtype", "bf16"}}}, {"metric", "throughput"}};
+
+const RowResult& find_row(const Report& r, const std::string& id) {
+  for (const auto& row : r.rows)
+    if (row.req.id == id) return row;
+  throw std::runtime_error("no row " + id);
+}
+
+const ItemResult& find_item(const RowResult& row, const std::string& item) {
+  for (const auto& it : row.items)
+    if (it.item == item) return it;
+  throw std::runtime_error("no item " + item + " in row " + row.req.id);
+}
+
+int count_of(const std::string& text, const std::string& needle) {
+  int n = 0;
+  for (size_t pos = text.find(needle); pos != std::string::npos; pos = text.find(needle, pos + 1))
+    ++n;
+  return n;
+}
+
+// --- whole spec files over whole fixtures -----------------------------------------------------
+
+TEST(Evaluate, CpuNodeSpecPassesEveryRowOnHealthyCpuNodes) {
+  RunDir run = fixture_run("cpu-pass");
+  Spec spec = load_spec(kSpecs + "cpu-node.json");
+  Report r = evaluate(run, spec);
+  ASSERT_EQ(r.rows.size(), 7u);
+  for (const auto& row : r.rows)
+    EXPECT_EQ(row.outcome, "PASS") << row.req.id << ": " << row.message;
+  EXPECT_EQ(r.counts.at("PASS"), 7);
+  EXPECT_EQ(r.counts.at("FAIL"), 0);
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_EQ(exit_code(r), 0);
+  EXPECT_EQ(r.run_id, "20261130T084500Z-node01");
+  EXPECT_EQ(r.spec_name, "cpu-node");
+  EXPECT_EQ(r.spec_sha256, sha256_file(kSpecs + "cpu-node.json"));
+  EXPECT_EQ(r.spec_sha256.size(), 64u);
+  EXPECT_EQ(r.hosts, (std::vector<std::string>{"node01", "node02"}));
+  EXPECT_TRUE(r.warnings.empty());
+
+  const RowResult& triad = find_row(r, "compute.membw.triad");
+  EXPECT_DOUBLE_EQ(triad.value.get<double>(), 298.7);  // min over node02's one record
+  EXPECT_EQ(triad.worst_item, "node02");
+  EXPECT_EQ(triad.message, "min 298.7 GB/s on node02 (>= 245 GB/s); 2 items: 2 PASS");
+  // The copy records share the benchmark but not the params subset: not evidence.
+  EXPECT_EQ(triad.evidence, (std::vector<std::string>{kTriadNode01, kTriadNode02}));
+  EXPECT_DOUBLE_EQ(find_item(triad, "node01").value.get<double>(), 312.4);
+
+  // Overridden by id in cpu-node.json: warn severity, 32 cores, still the first row.
+  EXPECT_EQ(r.rows[0].req.id, "host.cpu.cores");
+  EXPECT_EQ(r.rows[0].req.severity, "warn");
+  EXPECT_EQ(r.rows[0].value, 64);
+
+  // max over the node's disks: node01 has 3.84 TB NVMe and a 0.48 TB SATA boot disk.
+  const RowResult& nvme = find_row(r, "host.nvme.capacity");
+  EXPECT_DOUBLE_EQ(find_item(nvme, "node01").value.get<double>(), 3.84);
+  EXPECT_DOUBLE_EQ(find_row(r, "host.ib.rate").value.get<double>(), 200);
+}
+
+TEST(Evaluate, StrictSpecFailsTheSlowNodeWithExit1) {
+  Report r = evaluate(fixture_run("cpu-pass"), load_spec(kSpecs + "cpu-strict.json"));
+  ASSERT_EQ(r.rows.size(), 5u);  // 7 inherited, host.ib.rate and host.tuning.hugepages removed
+  const RowResult& triad = find_row(r, "compute.membw.triad");
+  EXPECT_EQ(triad.outcome, "FAIL");
+  EXPECT_DOUBLE_EQ(triad.value.get<double>(), 298.7);
+  EXPECT_EQ(triad.worst_item, "node02");
+  EXPECT_EQ(triad.message, "298.7 GB/s on node02 (>= 300 GB/s); 2 items: 1 FAIL, 1 PASS");
+  EXPECT_EQ(find_item(triad, "node01").outcome, "PASS");
+  EXPECT_EQ(find_item(triad, "node02").outcome, "FAIL");
+  EXPECT_EQ(find_item(triad, "node02").records, (std::vector<std::string>{kTriadNode02}));
+  EXPECT_EQ(r.counts.at("FAIL"), 1);
+  EXPECT_EQ(r.counts.at("PASS"), 4);
+  EXPECT_EQ(r.exit_code, 1);
+}
+
+TEST(Evaluate, KilledGpuRunIsIncompleteWithMissingGpuAndPlannedCase) {
+  RunDir run = fixture_run("gpu-killed");
+  Report r = evaluate(run, load_spec(kSpecs + "h100-sxm-80g-8x.json"));
+  ASSERT_EQ(r.rows.size(), 13u);
+  EXPECT_EQ(r.counts.at("PASS"), 10);
+  EXPECT_EQ(r.counts.at("WARN"), 1);
+  EXPECT_EQ(r.counts.at("MISSING"), 2);
+  EXPECT_EQ(r.counts.at("FAIL"), 0);
+  EXPECT_EQ(r.exit_code, 4);
+
+  // 7 of 8 GPUs have a GEMM record: the 8th is MISSING, never PASS.
+  const RowResult& gemm = find_row(r, "gpu.gemm.bf16");
+  EXPECT_EQ(gemm.outcome, "MISSING");
+  EXPECT_EQ(gemm.worst_item, kGpu7);
+  ASSERT_EQ(gemm.items.size(), 8u);
+  EXPECT_EQ(find_item(gemm, kGpu7).outcome, "MISSING");
+  EXPECT_NE(find_item(gemm, kGpu7).message.find(R"(compute.gemm|{"dtype":"bf16","k":8192,)"),
+            std::string::npos);
+  EXPECT_NE(gemm.message.find("8 items: 1 MISSING, 7 PASS"), std::string::npos) << gemm.message;
+  EXPECT_DOUBLE_EQ(find_item(gemm, kGpu5).value.get<double>(), 689.9);
+  EXPECT_EQ(gemm.evidence.size(), 7u);
+
+  // The all_reduce case was planned; the kill came first. Only the plan knows it.
+  const RowResult& ar = find_row(r, "nccl.all_reduce.busbw");
+  EXPECT_EQ(ar.outcome, "MISSING");
+  EXPECT_EQ(ar.worst_item, "cluster");
+  EXPECT_NE(
+      ar.message.find(
+          R"(collectives.all_reduce|{"bytes":1073741824,"dtype":"float","op":"sum"}|cluster)"),
+      std::string::npos)
+      << ar.message;
+
+  // gpu3 trained at Gen4: a warn row gives WARN, naming that GPU.
+  const RowResult& gen = find_row(r, "gpu.pcie.gen");
+  EXPECT_EQ(gen.outcome, "WARN");
+  EXPECT_EQ(gen.worst_item, kGpu3);
+  EXPECT_EQ(gen.value, 4);
+
+  EXPECT_EQ(find_row(r, "gpu.count").value, 8);
+  EXPECT_EQ(find_row(r, "gpu.count").outcome, "PASS");
+  EXPECT_EQ(find_row(r, "gpu.memory").items.size(), 8u);
+
+  ASSERT_FALSE(r.warnings.empty());
+  EXPECT_NE(r.warnings[0].find("no finished_at"), std::string::npos);
+}
+
+TEST(Evaluate, AbortedRunExits3EvenWithAFailedRow) {
+  RunDir run = fixture_run("aborted");
+  json rows = json::array(
+      {row("compute.membw.triad", kTriad, {{"aggregate", "min"}, {"value", 245}, {"unit", "GB/s"}}),
+       row("nccl.all_reduce.busbw",
+           {{"benchmark", "collectives.all_reduce"},
+            {"params", {{"op", "sum"}}},
+            {"metric", "busbw"}},
+           {{"scope", "cluster"}, {"value", 10}, {"unit", "GB/s"}})});
+  Report r = evaluate(run, spec_of("aborted", rows));
+  EXPECT_TRUE(r.aborted);
+  EXPECT_NE(r.abort_reason.find("no progress for 120 s"), std::string::npos);
+  EXPECT_EQ(find_row(r, "compute.membw.triad").outcome, "PASS");
+  EXPECT_DOUBLE_EQ(find_row(r, "compute.membw.triad").value.get<double>(), 301.2);
+  const RowResult& ar = find_row(r, "nccl.all_reduce.busbw");
+  EXPECT_EQ(ar.outcome, "FAIL");
+  EXPECT_EQ(ar.worst_item, "cluster");
+  EXPECT_NE(ar.message.find("watchdog: no progress for 120 s in MPI_Allreduce"), std::string::npos);
+  EXPECT_EQ(r.exit_code, 3);
+}
+
+// --- outcomes, one at a time ------------------------------------------------------------------
+
+TEST(Evaluate, WarnSeverityTurnsAFailingComparisonIntoWarn) {
+  Spec spec =
+      spec_of("warn", json::array({row("triad.warn", kTriad,
+                                       {{"severity", "warn"}, {"value", 300}, {"unit", "GB/s"}})}));
+  Report r = evaluate(fixture_run("cpu-pass"), spec);
+  EXPECT_EQ(r.rows[0].outcome, "WARN");
+  EXPECT_EQ(r.rows[0].worst_item, "node02");
+  EXPECT_DOUBLE_EQ(r.rows[0].value.get<double>(), 298.7);
+  EXPECT_EQ(r.counts.at("WARN"), 1);
+  EXPECT_EQ(r.exit_code, 0);
+}
+
+TEST(Evaluate, WaivedRecordsMakeAFailRowWaivedAndTheRunIncomplete) {
+  Spec spec = spec_of(
+      "waived",
+      json::array({row("gemm", kGemm, {{"scope", "gpu"}, {"value", 600}, {"unit", "TFLOP/s"}})}));
+  Report r = evaluate(fixture_run("cpu-pass"), spec);
+  const RowResult& g = r.rows[0];
+  EXPECT_EQ(g.outcome, "WAIVED");
+  ASSERT_EQ(g.items.size(), 2u);  // no GPU in the env: the node-level waivers are the items
+  EXPECT_EQ(g.items[0].item, "node01");
+  EXPECT_EQ(g.items[0].outcome, "WAIVED");
+  EXPECT_EQ(g.items[0].message, "node01: waived: no NVIDIA GPU on the PCI bus");
+  EXPECT_EQ(g.evidence.size(), 2u);
+  EXPECT_EQ(r.exit_code, 4);
+
+  // The same waiver in a warn row leaves the acceptance complete.
+  Spec warn = spec_of(
+      "waived_warn",
+      json::array(
+          {row("gemm", kGemm,
+               {{"scope", "gpu"}, {"severity", "warn"}, {"value", 600}, {"unit", "TFLOP/s"}})}));
+  Report w = evaluate(fixture_run("cpu-pass"), warn);
+  EXPECT_EQ(w.rows[0].outcome, "WAIVED");
+  EXPECT_EQ(w.exit_code, 0);
+}
+
+TEST(Evaluate, FailedRecordInAWarnRowIsWarn) {
+  json sel = {{"benchmark", "collectives.all_reduce"}, {"metric", "busbw"}};
+  Spec spec = spec_of(
+      "failwarn",
+      json::array(
+          {row("ar", sel,
+               {{"scope", "cluster"}, {"severity", "warn"}, {"value", 10}, {"unit", "GB/s"}})}));
+  RunDir run = fixture_run("aborted");
+  run.run.aborted = false;  // judge the row alone
+  Report r = evaluate(run, spec);
+  EXPECT_EQ(r.rows[0].outcome, "WARN");
+  EXPECT_EQ(r.exit_code, 0);
+}
+
+TEST(Evaluate, ExpectedGpuWithoutRecordIsMissingEvenWithoutAPlan) {
+  RunDir run = fixture_run("gpu-killed");
+  run.run.plan.clear();
+  Spec spec = spec_of(
+      "gpus",
+      json::array({row("gemm", kGemm, {{"scope", "gpu"}, {"value", 600}, {"unit", "TFLOP/s"}})}));
+  Report r = evaluate(run, spec);
+  EXPECT_EQ(r.rows[0].outcome, "MISSING");
+  EXPECT_EQ(r.rows[0].worst_item, kGpu7);
+  EXPECT_EQ(find_item(r.rows[0], kGpu7).message,
+            kGpu7 + R"(: no record of compute.gemm {"dtype":"bf16"})");
+  EXPECT_EQ(r.exit_code, 4);
+
+  // With only 7 GPUs in the env every item passes; the worst is the slowest GPU.
+  run.run.env[0].gpus.resize(7);
+  Report p = evaluate(run, spec);
+  EXPECT_EQ(p.rows[0].outcome, "PASS");
+  EXPECT_EQ(p.rows[0].worst_item, kGpu5);
+  EXPECT_DOUBLE_EQ(p.rows[0].value.get<double>(), 689.9);
+  EXPECT_EQ(p.rows[0].message, "689.9 TFLOP/s on " + kGpu5 + " (>= 600 TFLOP/s); 7 items: 7 PASS");
+  EXPECT_EQ(p.exit_code, 0);
+}
+
+TEST(Evaluate, RowWithNoRecordsAndNoPlanIsMissing) {
+  json sel = {
+      {"benchmark", "io.fio"}, {"params", {{"profile", "seqread"}}}, {"metric", "bandwidth"}};
+  Spec spec = spec_of(
+      "notrun",
+      json::array({row("fio", sel, {{"scope", "cluster"}, {"value", 5}, {"unit", "GB/s"}})}));
+  Report r = evaluate(fixture_run("cpu-pass"), spec);
+  EXPECT_EQ(r.rows[0].outcome, "MISSING");
+  EXPECT_TRUE(r.rows[0].items.empty());
+  EXPECT_EQ(r.rows[0].message,
+            R"(no record of io.fio {"profile":"seqread"} and no planned case: not run)");
+  EXPECT_EQ(r.exit_code, 4);
+}
+
+TEST(Evaluate, AggregatesWithinANode) {
+  RunDir run = fixture_run("gpu-killed");
+  run.run.plan.clear();
+  json rows = json::array(
+      {row("median", kGemm, {{"aggregate", "median"}, {"value", 700}, {"unit", "TFLOP/s"}}),
+       row("sum", kGemm, {{"aggregate", "sum"}, {"value", 5000}, {"unit", "TFLOP/s"}}),
+       row("count", kGemm, {{"aggregate", "count"}, {"op", "=="}, {"value", 8}, {"unit", "count"}}),
+       row("cluster.min", kGemm,
+           {{"scope", "cluster"}, {"aggregate", "min"}, {"value", 600}, {"unit", "TFLOP/s"}})});
+  Report r = evaluate(run, spec_of("aggregates", rows));
+  // Sorted: 689.9 698.7 701.3 705.1 707.6 710.0 712.4.
+  EXPECT_DOUBLE_EQ(r.rows[0].value.get<double>(), 705.1);
+  EXPECT_EQ(r.rows[0].outcome, "PASS");
+  EXPECT_EQ(r.rows[0].message, "median 705.1 TFLOP/s on gpu01 (>= 700 TFLOP/s)");
+  EXPECT_NEAR(r.rows[1].value.get<double>(), 4925.0, 1e-9);
+  EXPECT_EQ(r.rows[1].outcome, "FAIL");
+  EXPECT_EQ(r.rows[2].value, 7);
+  EXPECT_EQ(r.rows[2].outcome, "FAIL");
+  EXPECT_DOUBLE_EQ(r.rows[3].value.get<double>(), 689.9);
+  EXPECT_EQ(r.rows[3].worst_item, "cluster");
+  EXPECT_EQ(r.rows[3].outcome, "PASS");
+  EXPECT_EQ(r.rows[3].evidence.size(), 7u);
+  EXPECT_EQ(r.exit_code, 1);
+}
+
+TEST(Evaluate, EnvRows) {
+  RunDir run = fixture_run("cpu-pass");
+  json rows = json::array(
+      {row("gpu.count", {{"env", "/gpus/*"}},
+           {{"aggregate", "count"}, {"op", "=="}, {"value", 8}, {"unit", "count"}}),
+       row("gpu.memory", {{"env", "/gpus/*/memory_gib"}},
+           {{"scope", "gpu"}, {"value", 79}, {"unit", "GiB"}}),
+       row("cores.sum", {{"env", "/cpu/physical_cores"}},
+           {{"scope", "cluster"},
+            {"aggregate", "sum"},
+            {"op", "=="},
+            {"value", 128},
+            {"unit", "count"}}),
+       row("cpu.model", {{"env", "/cpu/model"}}, {{"op", "matches"}, {"value", "Xeon.*8358"}}),
+       row("thp", {{"env", "/tuning/thp"}}, {{"op", "in"}, {"value", {"madvise", "never"}}}),
+       row("nic.state", {{"env", "/nics/*/state"}}, {{"op", "in"}, {"value", {"ACTIVE", "up"}}}),
+       row("governor", {{"env", "/tuning/governor"}}, {{"op", "!="}, {"value", "powersave"}})});
+  Report r = evaluate(run, spec_of("env", rows));
+
+  EXPECT_EQ(r.rows[0].outcome, "FAIL");  // no GPU counted as 0, not as unknown
+  EXPECT_EQ(r.rows[0].value, 0);
+  EXPECT_EQ(r.rows[0].message, "count 0 on node01 (== 8); 2 items: 2 FAIL");
+
+  EXPECT_EQ(r.rows[1].outcome, "MISSING");
+  EXPECT_EQ(r.rows[1].items.size(), 2u);
+  EXPECT_EQ(r.rows[1].items[0].message,
+            "node01: /gpus/*/memory_gib matches nothing in the env record");
+
+  EXPECT_EQ(r.rows[2].outcome, "PASS");
+  EXPECT_EQ(r.rows[2].value, 128);
+  EXPECT_EQ(r.rows[2].worst_item, "cluster");
+
+  EXPECT_EQ(r.rows[3].outcome, "PASS");
+
+  EXPECT_EQ(r.rows[4].outcome, "FAIL");  // node02 runs THP "always"
+  EXPECT_EQ(r.rows[4].worst_item, "node02");
+  EXPECT_EQ(r.rows[4].value, "always");
+
+  EXPECT_EQ(r.rows[5].outcome, "PASS");
+  ASSERT_EQ(r.rows[5].items.size(), 4u);
+  EXPECT_EQ(r.rows[5].items[0].item, "node01/nic[mlx5_0/1]");
+  EXPECT_EQ(r.rows[5].items[1].item, "node01/nic[eno1]");
+
+  EXPECT_EQ(r.rows[6].outcome, "PASS");
+  EXPECT_EQ(r.exit_code, 1);
+}
+
+TEST(Evaluate, EmptyEnvStringIsUnknownAndMissing) {
+  RunDir run = fixture_run("gpu-killed");
+  run.run.env[0].gpus[2].ecc_mode = "";
+  Report r = evaluate(run, load_spec(kSpecs + "h100-sxm-80g-8x.json"));
+  const RowResult& ecc = find_row(r, "gpu.ecc");
+  EXPECT_EQ(ecc.outcome, "MISSING");
+  EXPECT_EQ(ecc.worst_item, kGpu2);
+  EXPECT_EQ(find_item(ecc, kGpu2).message, kGpu2 + ": unknown (empty) value at /gpus/2/ecc_mode");
+  EXPECT_EQ(find_item(ecc, "gpu01/gpu1[GPU-5d2f8a3c-71e4-4b09-8c6a-0e9b1f2a3c41]").outcome, "PASS");
+}
+
+TEST(Evaluate, WorstPassingItemIsTheOneClosestToFailing) {
+  // <= row: the highest value is the worst.
+  Spec spec = spec_of(
+      "le",
+      json::array({row("triad.le", kTriad, {{"op", "<="}, {"value", 400}, {"unit", "GB/s"}})}));
+  Report r = evaluate(fixture_run("cpu-pass"), spec);
+  EXPECT_EQ(r.rows[0].outcome, "PASS");
+  EXPECT_EQ(r.rows[0].worst_item, "node01");
+  EXPECT_DOUBLE_EQ(r.rows[0].value.get<double>(), 312.4);
+}
+
+// --- errors -------------------------------------------------------------------------------------
+
+TEST(Evaluate, UnitMismatchIsAnInputErrorNamingSpecRowAndField) {
+  Spec spec = spec_of(
+      "units",
+      json::array({row("compute.membw.triad", kTriad, {{"value", 245}, {"unit", "Gb/s"}})}));
+  try {
+    evaluate(fixture_run("cpu-pass"), spec);
+    FAIL() << "expected InputError";
+  } catch (const InputError& e) {
+    std::string m = e.what();
+    EXPECT_NE(m.find("units.json"), std::string::npos) << m;
+    EXPECT_NE(m.find("spec row 'compute.membw.triad'"), std::string::npos) << m;
+    EXPECT_NE(m.find("field 'unit' is 'Gb/s'"), std::string::npos) << m;
+    EXPECT_NE(m.find("metric 'bandwidth' of compute.memory_bandwidth is in 'GB/s'"),
+              std::string::npos)
+        << m;
+  }
+}
+
+TEST(Evaluate, UnknownEnvPointerIsAnInputError) {
+  Spec spec;
+  spec.name = "hand";
+  spec.path = "hand.json";
+  Requirement q;
+  q.id = "gpu.clock";
+  q.select.env = "/gpus/*/frobnicate";
+  q.value = 1980;
+  q.unit = "MHz";
+  spec.requirements.push_back(q);
+  try {
+    evaluate(fixture_run("gpu-killed"), spec);
+    FAIL() << "expected InputError";
+  } catch (const InputError& e) {
+    std::string m = e.what();
+    EXPECT_NE(m.find("gpu.clock"), std::string::npos) << m;
+    EXPECT_NE(m.find("/gpus/*/frobnicate"), std::string::npos) << m;
+  }
+}
+
+// --- exit codes ---------------------------------------------------------------------------------
+
+Report report_with(std::vector<std::pair<std::string, std::string>> rows /* outcome, severity */,
+                   bool aborted) {
+  Report r;
+  r.aborted = aborted;
+  for (auto& [outcome, severity] : rows) {
+    RowResult row;
+    row.outcome = outcome;
+    row.req.severity = severity;
+    r.rows.push_back(row);
+  }
+  return r;
+}
+
+TEST(ExitCode, PrecedenceIsAbortedThenFailThenIncompleteThenPass) {
+  EXPECT_EQ(exit_code(report_with({{"PASS", "fail"}, {"WARN", "warn"}}, false)), 0);
+  EXPECT_EQ(exit_code(report_with({{"WARN", "fail"}}, false)), 0);
+  EXPECT_EQ(exit_code(report_with({{"MISSING", "warn"}, {"WAIVED", "warn"}}, false)), 0);
+  EXPECT_EQ(exit_code(report_with({{"MISSING", "fail"}, {"PASS", "fail"}}, false)), 4);
+  EXPECT_EQ(exit_code(report_with({{"WAIVED", "fail"}}, false)), 4);
+  EXPECT_EQ(exit_code(report_with({{"MISSING", "fail"}, {"FAIL", "fail"}}, false)), 1);
+  EXPECT_EQ(exit_code(report_with({{"FAIL", "fail"}, {"MISSING", "fail"}}, true)), 3);
+  EXPECT_EQ(exit_code(report_with({}, true)), 3);
+  EXPECT_EQ(exit_code(report_with({}, false)), 0);
+  EXPECT_EQ(verdict(0), "PASS");
+  EXPECT_EQ(verdict(1), "FAIL");
+  EXPECT_EQ(verdict(3), "ABORTED");
+  EXPECT_EQ(verdict(4), "INCOMPLETE");
+}
+
+// --- renderers ----------------------------------------------------------------------------------
+
+TEST(Render, MarkdownHasVerdictTableFindingsAndEnvironment) {
+  RunDir run = fixture_run("cpu-pass");
+  Report r = evaluate(run, load_spec(kSpecs + "cpu-strict.json"));
+  std::string md = render_markdown(r, run);
+  EXPECT_NE(md.find("**Verdict: FAIL** (exit 1: a requirement failed)"), std::string::npos) << md;
+  EXPECT_NE(md.find("`20261130T084500Z-node01`"), std::string::npos);
+  EXPECT_NE(md.find(r.spec_sha256), std::string::npos);
+  EXPECT_NE(md.find("| row | title | outcome | value | requirement | worst item | source |"),
+            std::string::npos);
+  EXPECT_NE(md.find("| compute.membw.triad | Host memory bandwidth, STREAM triad (after the DIMM "
+                    "upgrade) | **FAIL** | 298.7 GB/s | each >= 300 GB/s | node02 |"),
+            std::string::npos)
+      << md;
+  EXPECT_NE(md.find("| host.memory.installed | Installed memory | PASS | 1024 GiB |"),
+            std::string::npos)
+      << md;
+  EXPECT_NE(md.find("### compute.membw.triad: FAIL"), std::string::npos);
+  EXPECT_NE(md.find("`" + kTriadNode02 + "`"), std::string::npos);
+  EXPECT_NE(md.find("### node02"), std::string::npos);
+  EXPECT_NE(md.find("- CPU: Intel(R) Xeon(R) Platinum 8358 CPU @ 2.60GHz, 64 physical cores"),
+            std::string::npos);
+  EXPECT_NE(md.find("- Memory: 1024 GiB installed (source dmi)"), std::string::npos);
+  EXPECT_NE(md.find("- Disk nvme0n1: SAMSUNG MZQL23T8HCLS-00A07, 3.84 TB, NVMe"),
+            std::string::npos);
+  EXPECT_NE(md.find("| compute.gemm | {\"dtype\":\"bf16\",\"k\":8192,\"m\":8192,\"n\":8192} | "
+                    "node01 | waived | no NVIDIA GPU on the PCI bus |"),
+            std::string::npos)
+      << md;
+  // Only the FAIL row gets a findings section.
+  EXPECT_EQ(count_of(md, "\n### compute."), 1);
+}
+
+TEST(Render, MarkdownOfAnIncompleteRun) {
+  RunDir run = fixture_run("gpu-killed");
+  Report r = evaluate(run, load_spec(kSpecs + "h100-sxm-80g-8x.json"));
+  std::string md = render_markdown(r, run);
+  EXPECT_NE(md.find("**Verdict: INCOMPLETE** (exit 4"), std::string::npos);
+  EXPECT_NE(md.find("| gpu.gemm.bf16 | BF16 GEMM throughput per GPU | **MISSING** | - |"),
+            std::string::npos)
+      << md;
+  EXPECT_NE(md.find("- GPUs: 8 x NVIDIA H100 80GB HBM3, 79.6 GiB"), std::string::npos) << md;
+  EXPECT_NE(md.find("## Warnings"), std::string::npos);
+}
+
+TEST(Render, JunitHasOneTestcasePerRowAndEscapes) {
+  RunDir run = fixture_run("gpu-killed");
+  Report r = evaluate(run, load_spec(kSpecs + "h100-sxm-80g-8x.json"));
+  r.rows[0].outcome = "FAIL";
+  r.rows[0].message = "a <b> & \"c\" 'd'\x01";
+  std::string x = render_junit(r);
+  EXPECT_EQ(x.rfind("<?xml version=\"1.0\" encoding=\"UTF-8\"?>", 0), 0u);
+  EXPECT_EQ(count_of(x, "<testcase "), 13);
+  EXPECT_EQ(count_of(x, "</testcase>"), 13);
+  EXPECT_EQ(count_of(x, "<testsuite "), 1);
+  EXPECT_NE(x.find("<testsuite name=\"clusterbench.h100-sxm-80g-8x\" tests=\"13\" failures=\"1\" "
+                   "errors=\"0\" skipped=\"2\">"),
+            std::string::npos)
+      << x;
+  EXPECT_NE(x.find("<testcase classname=\"h100-sxm-80g-8x\" name=\"gpu.gemm.bf16\">"),
+            std::string::npos);
+  EXPECT_EQ(count_of(x, "<failure "), 1);
+  EXPECT_EQ(count_of(x, "<skipped "), 2);
+  EXPECT_NE(x.find("<failure message=\"a &lt;b&gt; &amp; &quot;c&quot; &apos;d&apos;?\""),
+            std::string::npos)
+      << x;
+  EXPECT_NE(x.find("<system-out>WARN: "), std::string::npos);
+  EXPECT_EQ(x.find('\x01'), std::string::npos);
+  EXPECT_EQ(xml_escape("<&>\"'"), "&lt;&amp;&gt;&quot;&apos;");
+}
+
+TEST(Render, JsonCarriesVerdictRowsAndCounts) {
+  RunDir run = fixture_run("cpu-pass");
+  Report r = evaluate(run, load_spec(kSpecs + "cpu-strict.json"));
+  json j = render_json(r);
+  EXPECT_EQ(j["schema"], "clusterbench.report/1");
+  EXPECT_EQ(j["run_id"], "20261130T084500Z-node01");
+  EXPECT_EQ(j["spec"]["name"], "cpu-strict");
+  EXPECT_EQ(j["spec"]["sha256"], r.spec_sha256);
+  EXPECT_EQ(j["verdict"], "FAIL");
+  EXPECT_EQ(j["exit_code"], 1);
+  EXPECT_EQ(j["counts"]["FAIL"], 1);
+  EXPECT_EQ(j["counts"]["PASS"], 4);
+  ASSERT_EQ(j["rows"].size(), 5u);
+  const json& triad = j["rows"][4];
+  EXPECT_EQ(triad["id"], "compute.membw.triad");
+  EXPECT_EQ(triad["outcome"], "FAIL");
+  EXPECT_DOUBLE_EQ(triad["value"].get<double>(), 298.7);
+  EXPECT_EQ(triad["unit"], "GB/s");
+  EXPECT_EQ(triad["op"], ">=");
+  EXPECT_EQ(triad["threshold"], 300);
+  EXPECT_EQ(triad["severity"], "fail");
+  EXPECT_EQ(triad["worst_item"], "node02");
+  EXPECT_EQ(triad["evidence"], json({kTriadNode01, kTriadNode02}));
+  ASSERT_EQ(triad["items"].size(), 2u);
+  EXPECT_EQ(triad["items"][1]["item"], "node02");
+  EXPECT_EQ(triad["items"][1]["outcome"], "FAIL");
+  EXPECT_TRUE(j["warnings"].is_array());
+}
+
+TEST(Render, ConsoleEndsWithTheVerdictLine) {
+  RunDir run = fixture_run("cpu-pass");
+  Report r = evaluate(run, load_spec(kSpecs + "cpu-strict.json"));
+  std::string c = render_console(r);
+  EXPECT_NE(c.find("\nVERDICT: FAIL (exit 1): 1 FAIL, 4 PASS\n"), std::string::npos) << c;
+  EXPECT_NE(c.find("compute.membw.triad    FAIL     298.7 GB/s"), std::string::npos) << c;
+
+  Report k = evaluate(fixture_run("gpu-killed"), load_spec(kSpecs + "h100-sxm-80g-8x.json"));
+  EXPECT_NE(render_console(k).find("VERDICT: INCOMPLETE (exit 4): 2 MISSING, 1 WARN, 10 PASS"),
+            std::string::npos);
+}
+
+TEST(Render, WriteReportsWritesTheThreeFiles) {
+  RunDir run = fixture_run("aborted");
+  Report r = evaluate(run, load_spec(kSpecs + "cpu-node.json"));
+  std::string dir = temp_dir("write") + "/out";
+  write_reports(r, run, dir);
+  std::ifstream js(dir + "/report.json");
+  json j = json::parse(js);
+  EXPECT_EQ(j["verdict"], "ABORTED");
+  EXPECT_EQ(j["exit_code"], 3);
+  EXPECT_EQ(j["aborted"], true);
+  std::stringstream md, xml;
+  md << std::ifstream(dir + "/report.md").rdbuf();
+  xml << std::ifstream(dir + "/junit.xml").rdbuf();
+  EXPECT_NE(md.str().find("**Verdict: ABORTED** (exit 3: the run was aborted)"), std::string::npos);
+  EXPECT_NE(md.str().find("**The run was aborted:** collectives.all_reduce: no progress"),
+            std::string::npos);
+  EXPECT_EQ(count_of(xml.str(), "<testcase "), static_cast<int>(r.rows.size()));
+  EXPECT_NE(xml.str().find("<system-err>run aborted: "), std::string::npos);
+}
+
+}  // namespace
+}  // namespace clusterbench::report

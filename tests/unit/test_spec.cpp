@@ -1,0 +1,298 @@
+// Spec tables: loading, `extends`, validation errors, env pointers (bench/records/spec.cpp).
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "spec.hpp"
+
+namespace clusterbench {
+namespace {
+
+const std::string kSpecs = std::string(CB_FIXTURES) + "/specs/";
+
+/// Message of the InputError that `f` throws; fails the test when it throws none.
+template <typename F>
+std::string input_error(F f) {
+  try {
+    f();
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  ADD_FAILURE() << "expected InputError";
+  return "";
+}
+
+std::string temp_dir(const std::string& name) {
+  std::string dir = ::testing::TempDir() + "cb_spec_" + name;
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  return dir;
+}
+
+/// A valid row; tests break one field at a time.
+json good_row() {
+  return {{"id", "host.cpu.cores"},
+          {"title", "CPU physical cores"},
+          {"source", "seed guide"},
+          {"severity", "fail"},
+          {"select", {{"env", "/cpu/physical_cores"}}},
+          {"scope", "node"},
+          {"aggregate", "each"},
+          {"op", ">="},
+          {"value", 64},
+          {"unit", "count"}};
+}
+
+std::string write_spec(const std::string& name, const json& rows) {
+  std::string path = temp_dir(name) + "/" + name + ".json";
+  std::ofstream(path)
+      << json({{"schema", "clusterbench.spec/1"}, {"name", name}, {"requirements", rows}}).dump(2);
+  return path;
+}
+
+std::string row_error(const std::string& name, const json& row) {
+  std::string path = write_spec(name, json::array({row}));
+  return input_error([&] { load_spec(path); });
+}
+
+TEST(LoadSpec, HostBaseRows) {
+  Spec s = load_spec(kSpecs + "host-base.json");
+  EXPECT_EQ(s.name, "host-base");
+  EXPECT_EQ(s.schema, "clusterbench.spec/1");
+  EXPECT_FALSE(s.has_match);
+  ASSERT_EQ(s.requirements.size(), 6u);
+  const Requirement& mem = s.requirements[1];
+  EXPECT_EQ(mem.id, "host.memory.installed");
+  EXPECT_EQ(mem.select.env, "/memory/installed_gib");
+  EXPECT_EQ(mem.scope, "node");
+  EXPECT_EQ(mem.aggregate, "each");
+  EXPECT_EQ(mem.op, ">=");
+  EXPECT_DOUBLE_EQ(mem.value.get<double>(), 476.8);
+  EXPECT_EQ(mem.unit, "GiB");
+  EXPECT_EQ(s.requirements[4].value, "performance");
+  EXPECT_EQ(s.requirements[4].severity, "warn");
+}
+
+TEST(LoadSpec, ExtendsOverridesById) {
+  Spec s = load_spec(kSpecs + "cpu-node.json");
+  EXPECT_EQ(s.name, "cpu-node");
+  EXPECT_EQ(s.path, kSpecs + "cpu-node.json");
+  EXPECT_EQ(s.extends_chain,
+            (std::vector<std::string>{kSpecs + "host-base.json", kSpecs + "cpu-node.json"}));
+  EXPECT_TRUE(s.has_match);
+  EXPECT_TRUE(s.match.no_gpu);
+  ASSERT_EQ(s.requirements.size(), 7u);
+  // Overridden in place: same position, the child's fields.
+  EXPECT_EQ(s.requirements[0].id, "host.cpu.cores");
+  EXPECT_EQ(s.requirements[0].severity, "warn");
+  EXPECT_EQ(s.requirements[0].value, 32);
+  EXPECT_EQ(s.requirements[6].id, "compute.membw.triad");
+  EXPECT_EQ(s.requirements[6].select.benchmark, "compute.memory_bandwidth");
+  EXPECT_EQ(s.requirements[6].select.params, json({{"kernel", "triad"}}));
+  EXPECT_EQ(s.requirements[6].select.metric, "bandwidth");
+  EXPECT_TRUE(s.requirements[6].select.env.empty());
+}
+
+TEST(LoadSpec, TwoLevelsOfExtendsWithRemove) {
+  Spec s = load_spec(kSpecs + "cpu-strict.json");
+  ASSERT_EQ(s.extends_chain.size(), 3u);
+  EXPECT_EQ(s.extends_chain[0], kSpecs + "host-base.json");
+  std::vector<std::string> ids;
+  for (const auto& r : s.requirements) ids.push_back(r.id);
+  EXPECT_EQ(ids, (std::vector<std::string>{"host.cpu.cores", "host.memory.installed",
+                                           "host.nvme.capacity", "host.tuning.governor",
+                                           "compute.membw.triad"}));
+  EXPECT_EQ(s.requirements[4].aggregate, "each");
+  EXPECT_EQ(s.requirements[4].value, 300);
+  // Inherited through cpu-node.json.
+  EXPECT_TRUE(s.has_match);
+  EXPECT_TRUE(s.match.no_gpu);
+}
+
+TEST(LoadSpec, GpuTableMatch) {
+  Spec s = load_spec(kSpecs + "h100-sxm-80g-8x.json");
+  EXPECT_EQ(s.match.gpu_name, "H100.*HBM3");
+  EXPECT_EQ(s.match.gpu_count, 8);
+  EXPECT_EQ(s.match.pci_device_ids, (std::vector<std::string>{"0x2330"}));
+  EXPECT_EQ(s.requirements.size(), 13u);
+}
+
+TEST(LoadSpec, MalformedJsonNamesFileAndLine) {
+  std::string m = input_error([] { load_spec(kSpecs + "malformed.json"); });
+  EXPECT_NE(m.find("malformed.json"), std::string::npos) << m;
+  EXPECT_NE(m.find("line 5"), std::string::npos) << m;
+}
+
+TEST(LoadSpec, UnknownEnvPointerIsAnError) {
+  std::string m = input_error([] { load_spec(kSpecs + "bad-env-pointer.json"); });
+  EXPECT_NE(m.find("bad-env-pointer.json"), std::string::npos) << m;
+  EXPECT_NE(m.find("requirement 'gpu.clock'"), std::string::npos) << m;
+  EXPECT_NE(m.find("field 'select.env'"), std::string::npos) << m;
+  EXPECT_NE(m.find("'/gpus/*/frobnicate' is not a known env field"), std::string::npos) << m;
+}
+
+TEST(LoadSpec, ExtendsCycleIsAnError) {
+  std::string m = input_error([] { load_spec(kSpecs + "cycle-a.json"); });
+  EXPECT_NE(m.find("'extends' forms a cycle"), std::string::npos) << m;
+}
+
+TEST(LoadSpec, MissingFileAndMissingParent) {
+  EXPECT_NE(
+      input_error([] { load_spec(kSpecs + "no-such.json"); }).find("no-such.json: cannot open"),
+      std::string::npos);
+  std::string path = temp_dir("orphan") + "/orphan.json";
+  std::ofstream(path) << R"({"schema": "clusterbench.spec/1", "name": "orphan",
+                             "extends": "gone.json", "requirements": []})";
+  EXPECT_NE(input_error([&] { load_spec(path); }).find("gone.json: cannot open"),
+            std::string::npos);
+}
+
+TEST(LoadSpec, WrongSchemaIsAnError) {
+  std::string path = temp_dir("schema") + "/s.json";
+  std::ofstream(path) << R"({"schema": "clusterbench.spec/2", "name": "s", "requirements": []})";
+  EXPECT_NE(input_error([&] { load_spec(path); }).find("field 'schema' is 'clusterbench.spec/2'"),
+            std::string::npos);
+}
+
+TEST(ValidateRow, GoodRowLoads) {
+  Spec s = load_spec(write_spec("good", json::array({good_row()})));
+  ASSERT_EQ(s.requirements.size(), 1u);
+  EXPECT_EQ(s.requirements[0].value, 64);
+}
+
+TEST(ValidateRow, EachBadFieldIsNamed) {
+  struct Case {
+    std::string field;
+    json value;
+    std::string expect;
+  };
+  std::vector<Case> cases = {
+      {"severity", "fatal", "field 'severity' is 'fatal', expected fail or warn"},
+      {"scope", "rack", "field 'scope' is 'rack'"},
+      {"aggregate", "mean", "field 'aggregate' is 'mean'"},
+      {"op", ">", "field 'op' is '>'"},
+      {"unit", "MB/s", "field 'unit' 'MB/s' is not a known unit"},
+      {"unit", "GiB", "field 'unit' is 'GiB' but /cpu/physical_cores is in 'count'"},
+      {"source", "", "field 'source' is empty"},
+      {"value", "64", "field 'value' must be a number for op '>='"},
+  };
+  for (const auto& c : cases) {
+    json r = good_row();
+    r[c.field] = c.value;
+    std::string m = row_error("bad_" + c.field, r);
+    EXPECT_NE(m.find("requirement 'host.cpu.cores'"), std::string::npos) << m;
+    EXPECT_NE(m.find(c.expect), std::string::npos) << c.field << ": " << m;
+  }
+  json no_title = good_row();
+  no_title.erase("title");
+  EXPECT_NE(row_error("no_title", no_title).find("missing field 'title'"), std::string::npos);
+}
+
+TEST(ValidateRow, OpsCheckTheirValues) {
+  json in = good_row();
+  in["op"] = "in";
+  EXPECT_NE(row_error("in", in).find("must be an array for op 'in'"), std::string::npos);
+  json re = good_row();
+  re["select"] = {{"env", "/cpu/model"}};
+  re["unit"] = "";
+  re["op"] = "matches";
+  re["value"] = "Xeon(";
+  EXPECT_NE(row_error("regex", re).find("field 'value' is not a valid regex"), std::string::npos);
+  re["value"] = "Xeon|EPYC";
+  EXPECT_EQ(load_spec(write_spec("regex_ok", json::array({re}))).requirements[0].op, "matches");
+}
+
+TEST(ValidateRow, StringEnvFieldsHaveNoOrder) {
+  json r = good_row();
+  r["select"] = {{"env", "/tuning/governor"}};
+  r["unit"] = "";
+  r["aggregate"] = "max";
+  r["op"] = "==";
+  r["value"] = "performance";
+  EXPECT_NE(row_error("strmax", r)
+                .find("field 'aggregate' is 'max' but /tuning/governor is not a number"),
+            std::string::npos);
+  r["aggregate"] = "count";
+  r["unit"] = "count";
+  r["value"] = 1;
+  EXPECT_EQ(load_spec(write_spec("strcount", json::array({r}))).requirements[0].aggregate, "count");
+}
+
+TEST(ValidateRow, CountNeedsCountUnit) {
+  json r = good_row();
+  r["select"] = {{"benchmark", "compute.gemm"}, {"metric", "throughput"}};
+  r["aggregate"] = "count";
+  r["unit"] = "TFLOP/s";
+  EXPECT_NE(row_error("count", r).find("must be 'count' with aggregate 'count'"),
+            std::string::npos);
+}
+
+TEST(ValidateRow, DuplicateIdInOneTableIsAnError) {
+  std::string path = write_spec("dup", json::array({good_row(), good_row()}));
+  std::string m = input_error([&] { load_spec(path); });
+  EXPECT_NE(m.find("requirements[1]: requirement id 'host.cpu.cores' appears twice"),
+            std::string::npos)
+      << m;
+}
+
+TEST(ValidateRow, RemoveOfAnUnknownRowIsAnError) {
+  std::string dir = temp_dir("rm");
+  std::filesystem::copy_file(kSpecs + "host-base.json", dir + "/host-base.json");
+  std::ofstream(dir + "/child.json") << R"({"schema": "clusterbench.spec/1", "name": "child",
+      "extends": "host-base.json", "requirements": [{"id": "host.nope", "remove": true}]})";
+  EXPECT_NE(input_error([&] {
+              load_spec(dir + "/child.json");
+            }).find("requirement 'host.nope' has 'remove' but no parent row has it"),
+            std::string::npos);
+  std::ofstream(dir + "/child2.json") << R"({"schema": "clusterbench.spec/1", "name": "child2",
+      "extends": "host-base.json", "remove": ["host.nope"], "requirements": []})";
+  EXPECT_NE(input_error([&] {
+              load_spec(dir + "/child2.json");
+            }).find("field 'remove' names 'host.nope', which no parent row has"),
+            std::string::npos);
+}
+
+TEST(EnvFieldUnit, KnownAndUnknown) {
+  EXPECT_EQ(env_field_unit("/cpu/physical_cores"), "count");
+  EXPECT_EQ(env_field_unit("/memory/installed_gib"), "GiB");
+  EXPECT_EQ(env_field_unit("/nics/*/rate_gbps"), "Gb/s");
+  EXPECT_EQ(env_field_unit("/block_devices/*/capacity_tb"), "TB");
+  EXPECT_EQ(env_field_unit("/gpus/*/ecc_mode"), "");
+  EXPECT_THROW(env_field_unit("/gpus/*/frobnicate"), InputError);
+  EXPECT_THROW(env_field_unit("/gpus/0/memory_gib"), InputError);  // tables use `*`
+}
+
+TEST(ExpandPointer, WildcardsOverArraysAndObjects) {
+  json doc = {{"gpus",
+               {{{"memory_gib", 79.6}, {"pcie", {{"width_current", 16}}}},
+                {{"memory_gib", 79.6}, {"pcie", {{"width_current", 8}}}}}},
+              {"environment", {{"NCCL_IB_DISABLE", "0"}, {"CUDA_VISIBLE_DEVICES", "0,1"}}},
+              {"cpu", {{"physical_cores", 112}}}};
+  auto w = expand_pointer(doc, "/gpus/*/pcie/width_current");
+  ASSERT_EQ(w.size(), 2u);
+  EXPECT_EQ(w[0].first, "/gpus/0/pcie/width_current");
+  EXPECT_EQ(w[0].second, 16);
+  EXPECT_EQ(w[1].first, "/gpus/1/pcie/width_current");
+  EXPECT_EQ(w[1].second, 8);
+  auto e = expand_pointer(doc, "/environment/*");
+  ASSERT_EQ(e.size(), 2u);
+  EXPECT_EQ(e[0].first, "/environment/CUDA_VISIBLE_DEVICES");  // object keys sorted
+  auto c = expand_pointer(doc, "/cpu/physical_cores");
+  ASSERT_EQ(c.size(), 1u);
+  EXPECT_EQ(c[0].second, 112);
+  EXPECT_EQ(expand_pointer(doc, "/gpus/1/memory_gib").at(0).second, 79.6);
+  EXPECT_TRUE(expand_pointer(doc, "/gpus/2/memory_gib").empty());
+  EXPECT_TRUE(expand_pointer(doc, "/nics/*/rate_gbps").empty());
+  EXPECT_EQ(expand_pointer(doc, "/gpus/*").size(), 2u);
+}
+
+TEST(GlobMatch, BenchmarkIds) {
+  EXPECT_TRUE(glob_match("collectives.*", "collectives.all_reduce"));
+  EXPECT_FALSE(glob_match("collectives.*", "compute.gemm"));
+  EXPECT_TRUE(glob_match("compute.gem?", "compute.gemm"));
+  EXPECT_TRUE(glob_match("*", "io.fio"));
+}
+
+}  // namespace
+}  // namespace clusterbench
