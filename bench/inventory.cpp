@@ -146,6 +146,13 @@ class Topology {
         warnings.push_back("hwloc: fs_root " + fs_root + " is not a directory");
         return;
       }
+      // Without it hwloc's Linux discovery aborts and the no_os component counts this host's
+      // processors (sysconf) instead: report nothing rather than the wrong machine.
+      std::string cpu_dir = under(fs_root, "/sys/devices/system/cpu");
+      if (!fs::is_directory(cpu_dir, ec)) {
+        warnings.push_back("hwloc: no " + cpu_dir + "; topology not loaded");
+        return;
+      }
     }
     // HWLOC_FSROOT is read when the Linux component is instantiated, inside hwloc_topology_load.
     static std::mutex env_mutex;
@@ -402,7 +409,6 @@ std::optional<std::uint64_t> mem_total(const std::string& fs_root,
     if (line.rfind("MemTotal:", 0) != 0) continue;
     std::istringstream f(line.substr(9));
     unsigned long long kb = 0;
-    std::string unit;
     if (f >> kb) return kb * 1024ull;  // the kernel's "kB" is KiB
   }
   warnings.push_back("memory: no MemTotal in " + path);

@@ -88,7 +88,7 @@ class Nvml {
   /// "ok"; dlerror()'s text; "<library>: lacks nvmlInit_v2"; "nvmlInit: Driver Not Loaded";
   /// or the compiled-out message.
   const std::string& status() const { return status_; }
-  /// The library path dlopen'ed (or last tried).
+  /// The library path dlopen'ed; when none opened, the first one tried.
   const std::string& library() const { return library_; }
   /// nvmlErrorString(code), or "NVML error <code>" when the library lacks it.
   std::string error_string(int code) const;

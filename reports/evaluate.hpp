@@ -72,7 +72,11 @@ struct Report {
 /// Ops: >= <= on numbers; == != on numbers or strings; `in` (the value array holds the item
 /// value); `matches`: ECMAScript regex with std::regex_search semantics on the string form (the
 /// pattern may match anywhere: anchor it with ^...$ for a full match).
-/// Empty strings and nulls in env fields are unknown: such an item is MISSING.
+/// Env rows: `each` over a pointer with `*` makes every match an item (a GPU, "host/nic[name]",
+/// "host/disk[name]"); other aggregates reduce the matches per node, or over all nodes at
+/// cluster scope. `count` counts known matches (no match is 0); a node where the pointer matches
+/// nothing is MISSING for the other aggregates. Empty strings and nulls in env fields are
+/// unknown: such an item is MISSING.
 ///
 /// Throws InputError (exit 2) when a record metric's unit differs from a row's unit, naming the
 /// spec file, row id and field, or when a row's env pointer names no known field.

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cstdlib>
 #include <string>
 #include <vector>
@@ -52,6 +53,29 @@ TEST(InventoryCpu, MissingRootWarnsAndCountsNothing) {
   EXPECT_EQ(c.physical_cores, 0);
   EXPECT_EQ(c.sockets, 0);
   EXPECT_TRUE(has_warning(w, "does-not-exist")) << joined(w);
+}
+
+TEST(InventoryCpu, TreeWithoutCpuTopologyCountsNothing) {
+  // hwloc would fall back to counting this host's processors: the collector must not.
+  std::vector<std::string> w;
+  CpuInfo c = collect_cpu(kRoot + "meminfo-only", w);
+  EXPECT_EQ(c.threads, 0);
+  EXPECT_EQ(c.physical_cores, 0);
+  EXPECT_EQ(c.numa_nodes, 0);
+  EXPECT_TRUE(has_warning(w, "/sys/devices/system/cpu")) << joined(w);
+}
+
+TEST(InventoryCpu, HwlocFsrootOfTheCallerIsRestoredAndNotUsedForTheLiveSystem) {
+  std::vector<std::string> w;
+  CpuInfo live = collect_cpu("/", w);
+  setenv("HWLOC_FSROOT", kTwoSocket.c_str(), 1);
+  CpuInfo live_again = collect_cpu("/", w);  // "/" means this system, whatever the env says
+  CpuInfo fixture = collect_cpu(kRoot + "dmi-exceeds-memtotal", w);  // no cpu dir: nothing
+  EXPECT_STREQ(std::getenv("HWLOC_FSROOT"), kTwoSocket.c_str());
+  unsetenv("HWLOC_FSROOT");
+  EXPECT_EQ(live_again.threads, live.threads);
+  EXPECT_EQ(live_again.model, live.model);
+  EXPECT_EQ(fixture.threads, 0);
 }
 
 TEST(InventoryCpu, LiveSystem) {
@@ -378,6 +402,9 @@ TEST(InventoryEnv, LiveSystem) {
   EXPECT_GT(r.memory.usable_gib, 0.0);
   EXPECT_FALSE(r.host.empty());
   EXPECT_FALSE(r.versions.kernel.empty());
+  // `fio --version` prints "fio-3.33"; without fio the field stays empty.
+  EXPECT_TRUE(r.versions.fio.empty() || std::isdigit(static_cast<unsigned char>(r.versions.fio[0])))
+      << r.versions.fio;
 }
 
 }  // namespace

@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Installs what clusterbench needs on Debian 12 and does nothing when everything is there.
+#   apt: compilers, CMake, OpenMPI, fio, nlohmann-json, CLI11, Google Benchmark, GoogleTest,
+#        hwloc, OpenBLAS, iproute2 (and OpenSSL for SHA-256, pkg-config, python3-pip).
+#   pip: nvidia-nvml-dev for nvml.h, into .deps/python of this checkout. Without it NVML support
+#        is compiled out (GPUs are still seen on the PCI bus) and this script says so.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+APT_PACKAGES=(
+  build-essential g++ cmake make pkg-config git python3 python3-pip
+  libopenmpi-dev openmpi-bin fio nlohmann-json3-dev libcli11-dev libbenchmark-dev
+  libgtest-dev libgmock-dev libhwloc-dev hwloc libopenblas-dev libssl-dev iproute2 procps
+)
+
+missing=()
+for p in "${APT_PACKAGES[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+if ((${#missing[@]})); then
+  echo "setup: installing ${missing[*]}"
+  SUDO=""
+  if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+# nvml.h: the official header from PyPI (nvidia-nvml-dev), kept inside this checkout.
+NVML_DIR=.deps/python
+if [ -z "$(find "$NVML_DIR" -name nvml.h -path "*include*" 2>/dev/null | head -n 1)" ]; then
+  echo "setup: fetching nvml.h (pip: nvidia-nvml-dev)"
+  if ! python3 -m pip install --quiet --disable-pip-version-check --no-deps --target "$NVML_DIR" \
+      nvidia-nvml-dev >/dev/null 2>&1; then
+    echo "setup: nvidia-nvml-dev could not be installed: NVML support will be compiled out" \
+         "(GPUs are still inventoried from the PCI bus)"
+  fi
+fi
+if command -v nvcc >/dev/null 2>&1 || [ -x /usr/local/cuda/bin/nvcc ]; then
+  :
+else
+  echo "setup: nvcc not found: the GPU plugin will not be built (GPU cases are waived)"
+fi
+exit 0

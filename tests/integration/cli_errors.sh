@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# Bad input: each case exits 2 with an error naming the file and line/column or field.
+source "$(dirname "$0")/lib.sh"
+
+# A malformed spec: file and line/column.
+printf '{\n  "schema": "clusterbench.spec/1",\n  "name": "x",\n  "requirements": [ oops ]\n}\n' >"$TMP/bad.json"
+expect_rc 2 "$CB_BIN" run --suite ci --spec "$TMP/bad.json" --out "$TMP/r0"
+expect_out "bad.json: .*line 4, column"
+ok "malformed spec names file, line and column"
+
+# A spec row missing a field: file, row and field.
+cat >"$TMP/nofield.json" <<'J'
+{"schema": "clusterbench.spec/1", "name": "x", "requirements": [
+ {"id": "r1", "title": "t", "source": "s", "severity": "fail",
+  "select": {"env": "/cpu/physical_cores"}, "scope": "node", "aggregate": "each", "op": ">="}]}
+J
+expect_rc 2 "$CB_BIN" run --suite ci --spec "$TMP/nofield.json" --out "$TMP/r1"
+expect_out "nofield.json: .*requirement 'r1': missing field 'value'"
+ok "spec row without a value names the row and field"
+
+# A spec row whose unit differs from its env field's unit.
+sed 's/"op": ">="}/"op": ">=", "value": 64, "unit": "GiB"}/' "$TMP/nofield.json" >"$TMP/unit.json"
+expect_rc 2 "$CB_BIN" run --suite ci --spec "$TMP/unit.json" --out "$TMP/r2"
+expect_out "requirement 'r1': field 'unit' is 'GiB' but /cpu/physical_cores is in 'count'"
+ok "env unit mismatch is an error"
+
+# An unknown --only pattern lists the known benchmarks.
+expect_rc 2 "$CB_BIN" run --suite ci --only 'nosuch.*' --out "$TMP/r3"
+expect_out "matches no benchmark; known benchmarks:"
+expect_out "compute.memory_bandwidth"
+ok "unknown --only lists the known benchmarks"
+
+# A malformed --set.
+expect_rc 2 "$CB_BIN" run --suite ci --set nonsense --out "$TMP/r4"
+expect_out "--set: 'nonsense' is not KEY=VALUE"
+expect_rc 2 "$CB_BIN" run --suite ci --set nosuch.key=1 --out "$TMP/r4"
+expect_out "--set nosuch.key: no benchmark or area"
+ok "bad --set is refused"
+
+# Results directory missing, empty, or with a malformed record.
+expect_rc 2 "$CB_BIN" report "$TMP/does-not-exist"
+expect_out "does-not-exist: results directory does not exist"
+mkdir -p "$TMP/empty"
+expect_rc 2 "$CB_BIN" report "$TMP/empty"
+expect_out "empty: no run.json here"
+ok "missing and empty results directories"
+
+# A real run, then a record broken in the middle of records.jsonl: file:line and the field.
+expect_rc 1 "$CB_BIN" run --suite ci --set compute.memory_bandwidth.array_bytes=8M --out "$TMP/run"
+cp -r "$TMP/run" "$TMP/broken"
+python3 - "$TMP/broken/records.jsonl" <<'P'
+import sys
+p = sys.argv[1]
+lines = open(p).read().splitlines()
+lines[1] = lines[1].replace('"status":"ok"', '"status":"maybe"')
+open(p, "w").write("\n".join(lines) + "\n")
+P
+expect_rc 2 "$CB_BIN" report "$TMP/broken"
+expect_out "broken/records.jsonl:2: .*field 'status' is 'maybe'"
+printf '{"schema": "clusterbench.run/1",\n "run_id": \n' >"$TMP/broken/run.json"
+expect_rc 2 "$CB_BIN" report "$TMP/broken"
+expect_out "broken/run.json: .*line 3, column"
+ok "malformed results files name file and line"
+
+# A record whose metric unit differs from the spec row's: an error, not a conversion.
+cp -r "$TMP/run" "$TMP/units"
+sed -i 's/"unit":"GB\/s"/"unit":"MB\/s"/g' "$TMP/units/records.jsonl"
+expect_rc 2 "$CB_BIN" report "$TMP/units"
+expect_out "host.memory_bandwidth_triad"
+expect_out "MB/s"
+ok "record unit mismatch is an error"
+
+# A node with GPUs that match no table: exit 2 asking for --spec (one H100 on the PCI bus of
+# the two-socket fixture, where the tables want 8).
+CLUSTERBENCH_NVML_LIB=/nonexistent/libnvidia-ml.so.1 \
+  expect_rc 2 "$CB_BIN" run --suite ci --fs-root "$CB_FIXTURES/fsroot/two-socket" --out "$TMP/r5"
+expect_out "which no spec table in .* matches; pass --spec FILE"
+ok "unmatched GPUs ask for --spec"
+
+echo "$PASSES passed, 0 failed"

@@ -1,0 +1,34 @@
+# Shared helpers of the integration tests (sourced). Each test gets a scratch directory that is
+# removed on exit, and fails loudly with what it expected.
+set -uo pipefail
+: "${CB_BIN:?CB_BIN must name the clusterbench binary}"
+CB_SOURCE_DIR=${CB_SOURCE_DIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
+CB_FIXTURES=${CB_FIXTURES:-$CB_SOURCE_DIR/tests/fixtures}
+SPECS=$CB_SOURCE_DIR/reports/specs
+TMP=$(mktemp -d /tmp/cbtest.XXXXXX)
+trap 'rm -rf "$TMP"' EXIT
+PASSES=0
+
+fail() { echo "FAIL: $*" >&2; exit 1; }
+ok() { PASSES=$((PASSES + 1)); echo "ok: $*"; }
+
+# expect_rc WANT CMD...: runs CMD, output in $TMP/out, and checks its exit code.
+expect_rc() {
+  local want=$1; shift
+  "$@" >"$TMP/out" 2>&1
+  local rc=$?
+  if [ "$rc" -ne "$want" ]; then
+    cat "$TMP/out" >&2
+    fail "expected exit $want, got $rc: $*"
+  fi
+}
+# expect_out REGEX: the last command's output matches.
+expect_out() { grep -Eq -- "$1" "$TMP/out" || { cat "$TMP/out" >&2; fail "output lacks /$1/"; }; }
+
+# py EXPR...: evaluates Python with json loaded; for assertions on result files.
+py() { python3 -c "import json,sys,os
+$1" "${@:2}" || fail "python check failed: $1"; }
+
+# The mpirun flags DESIGN.md gives: root, and no binding for threaded host benchmarks.
+MPIRUN=(mpirun --bind-to none --oversubscribe)
+[ "$(id -u)" -eq 0 ] && MPIRUN+=(--allow-run-as-root)
