@@ -6,6 +6,7 @@
 #include <hwloc.h>
 #include <omp.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
@@ -114,7 +115,9 @@ class MemoryBandwidth : public Benchmark {
   std::vector<json> cases(const Settings& s) const override {
     std::vector<json> out;
     for (const auto& k : s.get_list(id(), "kernels", kKernels)) {
-      stream_bytes_per_element(k);  // validates the name
+      if (std::find(kKernels.begin(), kKernels.end(), k) == kKernels.end())
+        throw InputError("--set " + id() + ".kernels: unknown kernel '" + k +
+                         "' (copy, scale, add, triad)");
       out.push_back({{"kernel", k}});
     }
     return out;

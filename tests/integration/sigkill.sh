@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# Nothing measured is lost: a run killed with SIGKILL after its first case leaves a directory that
+# `report` reads; finished cases are reported, the rest of the plan is MISSING, and a truncated
+# last line is a warning, not a crash.
+source "$(dirname "$0")/lib.sh"
+
+# A table with one fail row per kernel, thresholds any machine meets.
+python3 - "$TMP/spec.json" <<'P'
+import json, sys
+rows = [{"id": "bw." + k, "title": k, "source": "test", "severity": "fail",
+         "select": {"benchmark": "compute.memory_bandwidth", "params": {"kernel": k}, "metric": "bandwidth"},
+         "scope": "node", "aggregate": "each", "op": ">=", "value": 0.001, "unit": "GB/s"}
+        for k in ("copy", "scale", "add", "triad")]
+json.dump({"schema": "clusterbench.spec/1", "name": "kill-test", "requirements": rows}, open(sys.argv[1], "w"))
+P
+
+# Cases of about 1.5 s each; kill -9 once the first record is on disk.
+"$CB_BIN" run --suite ci --spec "$TMP/spec.json" --set compute.memory_bandwidth.min_time=1.5 \
+  --set compute.memory_bandwidth.array_bytes=8M --out "$TMP/run" >"$TMP/run.log" 2>&1 &
+pid=$!
+for _ in $(seq 1 300); do
+  [ -s "$TMP/run/records.jsonl" ] && break
+  sleep 0.1
+done
+[ -s "$TMP/run/records.jsonl" ] || { kill -9 $pid; fail "no record after 30 s"; }
+kill -9 $pid
+wait $pid 2>/dev/null
+n=$(wc -l <"$TMP/run/records.jsonl")
+[ "$n" -ge 1 ] && [ "$n" -lt 4 ] || fail "expected 1..3 records after the kill, got $n"
+
+# run.json was written before the first case, with the plan; it has no end.
+py "
+run = json.load(open(sys.argv[1] + '/run.json'))
+assert len(run['plan']) == 4 and run['exit_code'] is None and not run['finished_at'], run
+" "$TMP/run"
+
+# The report: finished kernels PASS, the others MISSING -> exit 4 (no FAIL, incomplete).
+expect_rc 4 "$CB_BIN" report "$TMP/run"
+expect_out "bw.copy +PASS"
+expect_out "bw.triad +MISSING"
+expect_out "VERDICT: INCOMPLETE \(exit 4\)"
+py "
+rep = json.load(open(sys.argv[1] + '/report.json'))
+rows = {r['id']: r['outcome'] for r in rep['rows']}
+assert rows['bw.copy'] == 'PASS' and rows['bw.triad'] == 'MISSING', rows
+assert list(rows.values()).count('PASS') == int(sys.argv[2]), (rows, sys.argv[2])
+assert any('finished' in w or 'killed' in w for w in rep['warnings']), rep['warnings']
+" "$TMP/run" "$n"
+ok "killed after $n case(s): finished cases reported, the rest MISSING, exit 4"
+
+# A truncated last line (the write the kill interrupted) is a warning.
+printf '{"schema":"clusterbench.result/1","benchmark":"compute.memory_bandwidth","status":"o' >>"$TMP/run/records.jsonl"
+expect_rc 4 "$CB_BIN" report "$TMP/run"
+expect_out "warning: .*records.jsonl:$((n + 1)): truncated last record ignored"
+ok "truncated last line: warning, same verdict"
+echo "$PASSES passed, 0 failed"

@@ -1,0 +1,87 @@
+// Settings (--suite, --set), sizes, --only globs and the registry.
+#include <gtest/gtest.h>
+
+#include "benchmark.hpp"
+#include "runner.hpp"
+#include "spec.hpp"
+
+using namespace clusterbench;
+
+TEST(ParseSize, BinarySuffixesAsNcclTests) {
+  EXPECT_EQ(parse_size("8", "x"), 8);
+  EXPECT_EQ(parse_size("4K", "x"), 4096);
+  EXPECT_EQ(parse_size("64M", "x"), 64LL * 1024 * 1024);
+  EXPECT_EQ(parse_size("8G", "x"), 8LL * 1024 * 1024 * 1024);
+  EXPECT_EQ(parse_size("1.5K", "x"), 1536);
+  EXPECT_THROW(parse_size("12Q", "--set a.b"), InputError);
+  EXPECT_THROW(parse_size("big", "--set a.b"), InputError);
+  try {
+    parse_size("12Q", "--set a.b");
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("--set a.b: '12Q' has an unknown suffix 'Q'"),
+              std::string::npos);
+  }
+}
+
+TEST(Settings, BenchmarkKeyWinsOverAreaKey) {
+  Settings s("quick", {"collectives.path=network", "collectives.all_reduce.path=nvlink",
+                       "collectives.all_reduce.maxbytes=1G"});
+  EXPECT_EQ(s.get("collectives.all_reduce", "path", "x"), "nvlink");
+  EXPECT_EQ(s.get("collectives.broadcast", "path", "x"), "network");
+  EXPECT_EQ(s.get("compute.gemm", "path", "x"), "x");
+  EXPECT_EQ(s.get_size("collectives.all_reduce", "maxbytes", 0), 1LL << 30);
+  EXPECT_EQ(s.by_suite(1, 2, 3), 2);
+}
+
+TEST(Settings, TypedValuesAndErrors) {
+  Settings s("ci", {"compute.memory_bandwidth.threads=4", "compute.memory_bandwidth.kernels=copy,triad",
+                    "compute.memory_bandwidth.min_time=abc"});
+  EXPECT_DOUBLE_EQ(s.get_double("compute.memory_bandwidth", "threads", 1), 4);
+  EXPECT_EQ(s.get_list("compute.memory_bandwidth", "kernels", {}),
+            (std::vector<std::string>{"copy", "triad"}));
+  EXPECT_THROW(s.get_double("compute.memory_bandwidth", "min_time", 0), InputError);
+  EXPECT_THROW(Settings("nightly", {}), InputError);
+  EXPECT_THROW(Settings("ci", {"noequals"}), InputError);
+  EXPECT_THROW(Settings("ci", {"nodot=1"}), InputError);
+}
+
+TEST(Only, GlobsSelectAndUnknownPatternsListKnownBenchmarks) {
+  EXPECT_TRUE(glob_match("compute.*", "compute.memory_bandwidth"));
+  EXPECT_FALSE(glob_match("collectives.*", "compute.memory_bandwidth"));
+  auto all = select_benchmarks({});
+  EXPECT_EQ(all.size(), Registry::get().all().size());
+  auto some = select_benchmarks({"compute.memory_*"});
+  ASSERT_EQ(some.size(), 1u);
+  EXPECT_EQ(some[0]->id(), "compute.memory_bandwidth");
+  try {
+    select_benchmarks({"nosuch.*"});
+    FAIL() << "expected InputError";
+  } catch (const InputError& e) {
+    std::string what = e.what();
+    EXPECT_NE(what.find("'nosuch.*' matches no benchmark"), std::string::npos) << what;
+    EXPECT_NE(what.find("compute.memory_bandwidth"), std::string::npos) << what;
+  }
+}
+
+TEST(Suites, MinTimePerSuite) {
+  EXPECT_DOUBLE_EQ(suite_min_time("ci"), 0.05);
+  EXPECT_DOUBLE_EQ(suite_min_time("quick"), 0.5);
+  EXPECT_DOUBLE_EQ(suite_min_time("full"), 2.0);
+}
+
+TEST(GpuDisposition, WaivedWithoutGpuFailedWhenNvmlFails) {
+  EnvRecord none;
+  none.fs_root = "/";
+  auto d = gpu_disposition(none, false);
+  EXPECT_EQ(d.status, "waived");
+  EXPECT_EQ(d.reason, "no NVIDIA GPU on the PCI bus");
+
+  EnvRecord broken;
+  broken.gpu_status.on_pci = 8;
+  broken.gpu_status.nvml = "nvmlInit: Driver Not Loaded";
+  d = gpu_disposition(broken, false);
+  if (CLUSTERBENCH_HAVE_NVML) {
+    EXPECT_EQ(d.status, "failed");
+    EXPECT_EQ(d.reason, "NVIDIA GPUs on the PCI bus but NVML failed: nvmlInit: Driver Not Loaded");
+  }
+}
