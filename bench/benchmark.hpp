@@ -86,6 +86,11 @@ class CaseRun {
                           bool higher_is_better = true) = 0;
   /// Benchmark-specific evidence stored in the record's `extra`.
   virtual void set_extra(const std::string& key, json value) = 0;
+  /// Cluster-level cases: one more record for one item of the case (a link: scope kind "link",
+  /// hosts {a, b}), written after the case's own record when the case ends ok, with the case's
+  /// params and its own metrics, time statistics and extra. Only world rank 0's are written.
+  virtual void add_record(const Scope& scope, std::vector<Metric> metrics, const TimeStats& time,
+                          json extra) = 0;
 };
 
 /// A registered benchmark. Holds the operation, its FLOP/byte counts and its verification; never
@@ -106,6 +111,11 @@ class Benchmark {
   virtual std::vector<std::string> knobs() const { return {}; }
   /// Whether this benchmark needs a GPU (its cases are waived/failed by the GPU disposition).
   virtual bool needs_gpu() const { return false; }
+  /// Per-case refinements for a benchmark whose cases differ by backend (compute.gemm:
+  /// backend=cublaslt runs per GPU and needs one; backend=openblas runs once per node on the CPU).
+  /// Defaults: the benchmark-wide level() and needs_gpu().
+  virtual Level case_level(const json& /*params*/) const { return level(); }
+  virtual bool case_needs_gpu(const json& /*params*/) const { return needs_gpu(); }
 };
 
 /// All benchmarks linked into this binary, registered at static-initialisation time.

@@ -199,6 +199,16 @@ class CaseRunImpl : public CaseRun {
     metrics_.push_back({name, value, unit, higher_is_better});
   }
   void set_extra(const std::string& key, json value) override { extra_[key] = std::move(value); }
+  void add_record(const Scope& scope, std::vector<Metric> metrics, const TimeStats& time,
+                  json extra) override {
+    ResultRecord r;
+    r.scope = scope;
+    r.metrics = std::move(metrics);
+    r.time = time;
+    r.extra = std::move(extra);
+    more_.push_back(std::move(r));
+  }
+  std::vector<ResultRecord> more_;  ///< add_record's, completed by run_one_case
 
   std::vector<Metric> metrics_;
   json extra_ = json::object();
@@ -269,18 +279,18 @@ std::string env_of_rank_host(const std::vector<EnvRecord>& envs, const std::stri
   return "no EnvRecord for host " + host;
 }
 
-/// Expected case keys of a planned case across the whole job (rank 0 computes the plan).
-std::vector<std::string> expected_keys(const Benchmark& b, const json& params, const Context& ctx,
-                                       const std::vector<EnvRecord>& envs) {
-  std::vector<std::string> keys;
-  if (b.level() == Level::node) {
+/// Expected scopes of a planned case across the whole job (rank 0 computes the plan).
+std::vector<Scope> expected_scopes(const Benchmark& b, const json& params, const Context& ctx,
+                                   const std::vector<EnvRecord>& envs) {
+  std::vector<Scope> scopes;
+  if (b.case_level(params) == Level::node) {
     for (const auto& h : ctx.hosts()) {
       Scope s;
       s.kind = "node";
       s.host = h;
-      keys.push_back(make_case_key(b.id(), params, s));
+      scopes.push_back(s);
     }
-  } else if (b.level() == Level::gpu) {
+  } else if (b.case_level(params) == Level::gpu) {
     std::map<std::string, int> local;
     for (int r = 0; r < ctx.world_size(); ++r) {
       const std::string& h = ctx.rank_hosts()[static_cast<size_t>(r)];
@@ -291,15 +301,25 @@ std::vector<std::string> expected_keys(const Benchmark& b, const json& params, c
       s.gpu_index = local[h]++;
       const EnvRecord* e = nullptr;
       env_of_rank_host(envs, h, e);
-      if (e && s.gpu_index < static_cast<int>(e->gpus.size()))
+      if (e && s.gpu_index < static_cast<int>(e->gpus.size())) {
         s.uuid = e->gpus[static_cast<size_t>(s.gpu_index)].uuid;
-      keys.push_back(make_case_key(b.id(), params, s));
+        s.pci_bus_id = e->gpus[static_cast<size_t>(s.gpu_index)].pci_bus_id;
+      }
+      scopes.push_back(s);
     }
   } else {
     Scope s;
     s.kind = "cluster";
-    keys.push_back(make_case_key(b.id(), params, s));
+    scopes.push_back(s);
   }
+  return scopes;
+}
+
+std::vector<std::string> expected_keys(const Benchmark& b, const json& params, const Context& ctx,
+                                       const std::vector<EnvRecord>& envs) {
+  std::vector<std::string> keys;
+  for (const auto& s : expected_scopes(b, params, ctx, envs))
+    keys.push_back(make_case_key(b.id(), params, s));
   return keys;
 }
 
@@ -311,7 +331,7 @@ std::string describe_case(const Benchmark& b, const json& params) {
 std::string run_one_case(const Benchmark& b, const json& params, const Settings& settings,
                          const Context& ctx, const EnvRecord& env, const GpuDisposition& gpu,
                          const std::string& run_id, CollectingReporter& reporter) {
-  Level level = b.level();
+  Level level = b.case_level(params);
   bool domain = in_domain(level, ctx);
   ResultRecord rec;
   rec.run_id = run_id;
@@ -326,7 +346,7 @@ std::string run_one_case(const Benchmark& b, const json& params, const Settings&
   std::string reason;
   std::string status = "ok";
   if (domain) {
-    if (b.needs_gpu() && gpu.status != "run") {
+    if (b.case_needs_gpu(params) && gpu.status != "run") {
       status = gpu.status;
       reason = gpu.reason;
     } else {
@@ -351,6 +371,7 @@ std::string run_one_case(const Benchmark& b, const json& params, const Settings&
   bool member = domain && status == "ok";
   auto group = ctx.split(member);
   auto t0 = Clock::now();
+  std::vector<ResultRecord> more;
   if (member) {
     CaseRunImpl run(b, params, settings, ctx, env, *group, reporter, level == Level::cluster);
     try {
@@ -359,6 +380,7 @@ std::string run_one_case(const Benchmark& b, const json& params, const Settings&
       rec.metrics = run.metrics_;
       rec.extra = run.extra_;
       if (run.batch_ > 0) rec.extra["batch"] = run.batch_;
+      more = std::move(run.more_);
     } catch (const Waived& w) {
       status = "waived";
       reason = w.what();
@@ -384,7 +406,17 @@ std::string run_one_case(const Benchmark& b, const json& params, const Settings&
   rec.message = reason;
   if (!domain) return "";
   if (level == Level::cluster && ctx.world_rank() != 0 && status == "ok") return "";
-  return json(rec).dump();
+  std::string lines = json(rec).dump();
+  // add_record's records, one per line after the case's own (JSON text holds no raw newline).
+  for (auto& m : more) {
+    if (status != "ok" || level != Level::cluster) break;
+    m.run_id = rec.run_id, m.benchmark = rec.benchmark, m.params = rec.params;
+    m.combine = rec.combine, m.status = "ok", m.started_at = rec.started_at;
+    m.duration_s = rec.duration_s;
+    m.case_key = make_case_key(b.id(), params, m.scope);
+    lines += "\n" + json(m).dump();
+  }
+  return lines;
 }
 
 /// Rank 0: picks the record lines to write for a case from what every rank sent.
@@ -398,13 +430,18 @@ std::vector<std::string> lines_to_write(Level level, const std::vector<std::stri
   // One record for the cluster: the first failed/waived rank's, else rank 0's.
   for (const auto& g : gathered) {
     if (g.empty()) continue;
-    auto j = json::parse(g);
+    auto j = json::parse(g.substr(0, g.find('\n')));
     if (j.value("status", "ok") != "ok") {
       j["scope"] = json{{"kind", "cluster"}};
       return {j.dump()};
     }
   }
-  if (!gathered.empty() && !gathered[0].empty()) out.push_back(gathered[0]);
+  if (!gathered.empty() && !gathered[0].empty())
+    for (size_t pos = 0; pos < gathered[0].size();) {
+      size_t nl = std::min(gathered[0].find('\n', pos), gathered[0].size());
+      out.push_back(gathered[0].substr(pos, nl - pos));
+      pos = nl + 1;
+    }
   return out;
 }
 
@@ -487,15 +524,14 @@ int run_command(const RunOptions& opt) {
       run.world_size = ctx.world_size();
       run.hosts = ctx.hosts();
       run.started_at = utc_now_iso();
-      envs.clear();
+      // The EnvRecords with the plugin's facts (`envs` stays as it is: my_env points into it).
       for (const auto& g : gathered_env)
-        if (!g.empty()) envs.push_back(json::parse(g).get<EnvRecord>());
-      run.env = envs;
+        if (!g.empty()) run.env.push_back(json::parse(g).get<EnvRecord>());
       if (!opt.spec_path.empty()) {
         run.spec.path = opt.spec_path;
         run.spec.selected_by = "--spec";
       } else {
-        auto sel = report::select_spec(envs, specs_dir());
+        auto sel = report::select_spec(run.env, specs_dir());
         run.spec.path = sel.path;
         run.spec.selected_by = "auto: " + sel.reason;
       }
@@ -505,7 +541,7 @@ int run_command(const RunOptions& opt) {
       run.spec.sha256 = sha256_file(run.spec.path);
       for (const Benchmark* b : benchmarks)
         for (const auto& p : b->cases(settings))
-          run.plan.push_back({b->id(), p, level_name(b->level()), expected_keys(*b, p, ctx, envs)});
+          run.plan.push_back({b->id(), p, level_name(b->case_level(p)), expected_keys(*b, p, ctx, envs)});
       std::string dir = opt.out_dir;
       if (dir.empty()) {
         dir = opt.results_root + "/" + run.run_id;
@@ -534,7 +570,7 @@ int run_command(const RunOptions& opt) {
   // The cases, one at a time, every rank in the same order.
   CollectingReporter reporter(ctx.is_root());
   std::mutex run_mu;
-  std::string current_case;
+  std::vector<ResultRecord> in_progress;  // rank 0: what the watchdog records if a case hangs
   std::optional<Watchdog> watchdog;
   watchdog.emplace([&](const std::string& reason) {
     if (!ctx.is_root()) {
@@ -543,6 +579,15 @@ int run_command(const RunOptions& opt) {
       return;
     }
     std::lock_guard<std::mutex> lock(run_mu);
+    for (auto& rec : in_progress) {
+      rec.status = "failed";
+      rec.message = "aborted: " + reason;
+      try {
+        sink->append(rec);
+      } catch (const std::exception& e) {
+        std::cerr << "clusterbench: " << e.what() << std::endl;
+      }
+    }
     run.aborted = true;
     run.abort_reason = reason;
     run.finished_at = utc_now_iso();
@@ -559,15 +604,30 @@ int run_command(const RunOptions& opt) {
   for (const Benchmark* b : benchmarks) {
     for (const auto& params : b->cases(settings)) {
       std::string what = describe_case(*b, params);
+      if (ctx.is_root()) {
+        std::lock_guard<std::mutex> lock(run_mu);
+        in_progress.clear();
+        for (const auto& scope : expected_scopes(*b, params, ctx, envs)) {
+          ResultRecord rec;
+          rec.run_id = run_id;
+          rec.benchmark = b->id();
+          rec.params = params;
+          rec.scope = scope;
+          rec.case_key = make_case_key(b->id(), params, scope);
+          rec.started_at = utc_now_iso();
+          in_progress.push_back(rec);
+        }
+      }
       watchdog->arm(what, timeout);
       std::string line = run_one_case(*b, params, settings, ctx, *my_env, gpu, run_id, reporter);
       std::vector<std::string> gathered = ctx.gather(line);
       watchdog->disarm();
       if (ctx.is_root()) {
+        std::lock_guard<std::mutex> lock(run_mu);
+        in_progress.clear();
         try {
-          for (const auto& l : lines_to_write(b->level(), gathered)) sink->append_line(l);
+          for (const auto& l : lines_to_write(b->case_level(params), gathered)) sink->append_line(l);
         } catch (const std::exception& e) {
-          std::lock_guard<std::mutex> lock(run_mu);
           std::cerr << "clusterbench: cannot record " << what << ": " << e.what() << std::endl;
           run.aborted = true;
           run.abort_reason = std::string("cannot write records: ") + e.what();
