@@ -1,12 +1,17 @@
 // clusterbench: the command line (CLI11). Exit codes: DESIGN.md "Exit codes".
 #include <CLI/CLI.hpp>
+#include <filesystem>
 #include <iostream>
+#include <set>
 
 #include "benchmark.hpp"
 #include "context.hpp"
 #include "error.hpp"
 #include "inventory.hpp"
+#include "io/make_dataset_command.hpp"
 #include "runner.hpp"
+#include "reports/compare.hpp"
+#include "reports/html.hpp"
 
 using namespace clusterbench;
 
@@ -36,9 +41,15 @@ int cmd_inventory(const std::string& fs_root, bool all_nodes) {
 int cmd_list(const std::string& suite) {
   Settings settings(suite, {});
   for (const auto& b : Registry::get().all()) {
-    std::cout << b->id() << "  [" << level_name(b->level()) << (b->needs_gpu() ? ", GPU" : "")
-              << "]  " << b->description() << "\n";
+    // Levels and GPU need can differ per case (compute.gemm: openblas per node, cuBLASLt per GPU).
     auto cases = b->cases(settings);
+    std::set<std::string> kinds;
+    for (const auto& c : cases)
+      kinds.insert(std::string(level_name(b->case_level(c))) + (b->case_needs_gpu(c) ? " GPU" : ""));
+    std::string shown;
+    for (const auto& k : kinds) shown += (shown.empty() ? "" : ", ") + k;
+    std::cout << b->id() << "  [" << (shown.empty() ? level_name(b->level()) : shown) << "]  "
+              << b->description() << "\n";
     std::cout << "    " << cases.size() << " case(s) in suite " << suite;
     if (!cases.empty()) std::cout << ", e.g. " << cases.front().dump();
     std::cout << "\n";
@@ -76,6 +87,17 @@ int main(int argc, char** argv) {
   auto* report = app.add_subcommand("report", "evaluate a run directory against its spec table");
   report->add_option("dir", report_dir, "run directory (default results/latest)");
   report->add_option("--spec", report_spec, "spec table (default: the one run.json names)");
+  std::string report_html, report_pdf;
+  report->add_option("--html", report_html, "also copy report.html to this file");
+  report->add_option("--pdf", report_pdf, "print report.html to this PDF (headless Chromium)");
+
+  std::string cmp_base, cmp_cur, cmp_out;
+  std::vector<std::string> cmp_tol;
+  auto* compare = app.add_subcommand("compare", "compare two run directories: what regressed");
+  compare->add_option("baseline", cmp_base, "baseline run directory")->required();
+  compare->add_option("current", cmp_cur, "current run directory")->required();
+  compare->add_option("--tolerance", cmp_tol, "KEY=PCT, KEY a unit or benchmark glob[:metric]");
+  compare->add_option("--out", cmp_out, "where compare.{md,json,junit.xml} go (default CURRENT)");
 
   std::string inv_root = "/";
   bool inv_all = false;
@@ -86,6 +108,8 @@ int main(int argc, char** argv) {
   std::string list_suite = "ci";
   auto* list = app.add_subcommand("list", "list the benchmarks and their cases");
   list->add_option("--suite", list_suite, "ci | quick | full");
+
+  io::IoCommand io_cmd = io::add_io_command(app);
 
   try {
     app.parse(argc, argv);
@@ -105,6 +129,18 @@ int main(int argc, char** argv) {
       code = cmd_inventory(inv_root, inv_all);
     } else if (report->parsed()) {
       code = report_command(report_dir, report_spec);
+      if (!report_html.empty())
+        std::filesystem::copy_file(report_dir + "/report.html", report_html,
+                                   std::filesystem::copy_options::overwrite_existing);
+      if (!report_pdf.empty()) {
+        std::string err = report::print_pdf(report_dir + "/report.html", report_pdf);
+        if (!err.empty()) throw InputError(err);
+        std::cout << "pdf: " << report_pdf << "\n";
+      }
+    } else if (compare->parsed()) {
+      code = report::compare_command(cmp_base, cmp_cur, cmp_tol, cmp_out);
+    } else if (io_cmd.parsed()) {
+      code = io_cmd.run();
     } else if (list->parsed()) {
       code = cmd_list(list_suite);
     }

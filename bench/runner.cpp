@@ -9,9 +9,11 @@
 #include <cstdlib>
 #include <exception>
 #include <filesystem>
+#include <functional>
 #include <fstream>
 #include <iostream>
 #include <optional>
+#include <thread>
 
 #include "error.hpp"
 #include "gpu_plugin.hpp"
@@ -327,6 +329,10 @@ std::string describe_case(const Benchmark& b, const json& params) {
   return b.id() + " " + params.dump();
 }
 
+/// While cases run: records an abort as the watchdog does (rank 0 writes the case's failed
+/// record and run.json; other ranks give it time to), for a benchmark that throws AbortRun.
+const std::function<void(const std::string&)>* g_record_abort = nullptr;
+
 /// What every rank contributes for one case: a serialised record, or "" when not in the domain.
 std::string run_one_case(const Benchmark& b, const json& params, const Settings& settings,
                          const Context& ctx, const EnvRecord& env, const GpuDisposition& gpu,
@@ -391,6 +397,7 @@ std::string run_one_case(const Benchmark& b, const json& params, const Settings&
     } catch (const AbortRun& e) {
       std::cerr << "clusterbench: " << ctx.host() << " rank " << ctx.world_rank()
                 << ": aborting the run: " << e.what() << std::endl;
+      if (g_record_abort) (*g_record_abort)(e.what());
       ctx.abort(3);
     } catch (const std::exception& e) {
       status = "failed";
@@ -572,10 +579,13 @@ int run_command(const RunOptions& opt) {
   std::mutex run_mu;
   std::vector<ResultRecord> in_progress;  // rank 0: what the watchdog records if a case hangs
   std::optional<Watchdog> watchdog;
-  watchdog.emplace([&](const std::string& reason) {
+  const std::function<void(const std::string&)> record_abort = [&](const std::string& reason) {
     if (!ctx.is_root()) {
       std::cerr << "clusterbench: " << ctx.host() << " rank " << ctx.world_rank() << ": " << reason
                 << std::endl;
+      // Every rank's deadline passes at about the same time: give rank 0 time to write the
+      // failed record and run.json before this rank's MPI_Abort kills it.
+      std::this_thread::sleep_for(std::chrono::seconds(3));
       return;
     }
     std::lock_guard<std::mutex> lock(run_mu);
@@ -598,7 +608,9 @@ int run_command(const RunOptions& opt) {
       std::cerr << "clusterbench: " << e.what() << std::endl;
     }
     std::cerr << "clusterbench: run aborted: " << reason << std::endl;
-  });
+  };
+  g_record_abort = &record_abort;
+  watchdog.emplace(record_abort);
   double timeout = opt.case_timeout_s > 0 ? opt.case_timeout_s
                                           : settings.by_suite(300.0, 1200.0, 3600.0);
   for (const Benchmark* b : benchmarks) {
@@ -637,6 +649,7 @@ int run_command(const RunOptions& opt) {
     }
   }
   watchdog.reset();
+  g_record_abort = nullptr;
 
   // End: run.json completed, Google Benchmark JSON once, the report.
   int code = 0;

@@ -8,6 +8,8 @@
 #include <regex>
 #include <set>
 
+#include "reports/ifname.hpp"
+
 namespace clusterbench::report {
 
 const std::vector<std::string>& outcome_order() {
@@ -355,7 +357,12 @@ class RowEvaluator {
     bool wildcard = ptr.find('*') != std::string::npos;
     bool per_match = req_.aggregate == "each" && wildcard;
     for (const auto& env : run_.run.env) {
-      auto matches = expand_pointer(json(env), ptr);
+      json doc = json(env);
+      auto matches = expand_pointer(doc, ptr);
+      if (!req_.select.where.empty())
+        matches.erase(std::remove_if(matches.begin(), matches.end(),
+                                     [&](const auto& m) { return !where_holds(doc, env, m.first); }),
+                      matches.end());
       if (per_match) {
         if (matches.empty()) {
           Item& item = items_.get(env.host, env.host);
@@ -373,6 +380,47 @@ class RowEvaluator {
       for (const auto& [concrete, value] : matches)
         add_env_value(item, env.host + ":" + concrete, value);
     }
+  }
+
+  /// select.where over the element of `concrete` (the prefix the last `*` of select.env names).
+  bool where_holds(const json& doc, const EnvRecord& env, const std::string& concrete) const {
+    const std::string& ptr = req_.select.env;
+    size_t segments = std::count(ptr.begin(), ptr.begin() + static_cast<long>(ptr.rfind("/*") + 2), '/');
+    size_t end = 0;
+    for (size_t i = 0; i < segments && end != std::string::npos; ++i)
+      end = concrete.find('/', end + 1);
+    std::string element = concrete.substr(0, end);
+    for (const auto& [key, cond] : req_.select.where.items()) {
+      auto found = expand_pointer(doc, element + key);
+      json v = found.empty() ? json(nullptr) : found.front().second;
+      std::string op = cond.is_object() ? cond.begin().key() : "==";
+      const json& target = cond.is_object() ? cond.begin().value() : cond;
+      if (!condition_holds(op, v, target, env)) return false;
+    }
+    return true;
+  }
+
+  static bool condition_holds(const std::string& op, const json& v, const json& target,
+                              const EnvRecord& env) {
+    if (op == "nccl_ifname") {
+      if (!v.is_string() || v.get<std::string>().empty()) return false;
+      auto it = env.environment.find(target.get<std::string>());
+      std::string list = it == env.environment.end() ? kNcclDefaultIfname : it->second;
+      return ifname_matches(parse_ifname_list(list), v.get<std::string>());
+    }
+    if (op == ">=" || op == "<=") {
+      if (!v.is_number()) return false;
+      return op == ">=" ? v.get<double>() >= target.get<double>()
+                        : v.get<double>() <= target.get<double>();
+    }
+    if (op == "==") return json_equal(v, target);
+    if (op == "!=") return !json_equal(v, target);
+    if (op == "in") {
+      for (const auto& e : target)
+        if (json_equal(v, e)) return true;
+      return false;
+    }
+    return std::regex_search(string_form(v), std::regex(target.get<std::string>()));  // matches
   }
 
   static void add_env_value(Item& item, const std::string& where, const json& value) {

@@ -6,6 +6,11 @@
 #include <map>
 #include <sstream>
 
+#include "reports/charts.hpp"
+#include "reports/fleet.hpp"
+#include "reports/html.hpp"
+#include "reports/links.hpp"
+
 namespace clusterbench::report {
 
 namespace {
@@ -188,6 +193,9 @@ std::string render_markdown(const Report& r, const RunDir& run) {
     md << "\n## Warnings\n\n";
     for (const auto& w : r.warnings) md << "- " << w << "\n";
   }
+  md << "\n" << render_fleet_markdown(fleet_view(run, r));
+  if (auto links = render_link_matrices_markdown(run.records.records); !links.empty())
+    md << "\n" << links;
   md << "\n## Environment\n\n";
   if (run.run.env.empty()) md << "No env record in run.json.\n\n";
   for (const auto& e : run.run.env) env_summary(md, e);
@@ -316,8 +324,13 @@ void write_reports(const Report& r, const RunDir& run, const std::string& dir) {
   std::filesystem::create_directories(dir, ec);
   if (ec) throw std::runtime_error(dir + ": cannot create directory (" + ec.message() + ")");
   write_file_atomic(dir + "/report.md", render_markdown(r, run));
-  write_file_atomic(dir + "/report.json", render_json(r).dump(2) + "\n");
+  FleetView fleet = fleet_view(run, r);
+  json j = render_json(r);
+  j["fleet"] = fleet_json(fleet);
+  write_file_atomic(dir + "/report.json", j.dump(2) + "\n");
   write_file_atomic(dir + "/junit.xml", render_junit(r));
+  write_file_atomic(dir + "/failing-hosts.txt", render_failing_hosts(fleet));
+  write_file_atomic(dir + "/report.html", render_html(r, run, fleet, find_gnuplot()));
 }
 
 }  // namespace clusterbench::report

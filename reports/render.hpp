@@ -27,7 +27,8 @@ std::string render_junit(const Report& report);
 /// Console summary: one line per row, then "VERDICT: FAIL (exit 1): 3 FAIL, 1 MISSING, 5 PASS".
 std::string render_console(const Report& report);
 
-/// Writes report.md, report.json and junit.xml into `dir` (created if absent), each atomically.
+/// Writes report.md, report.json (with "fleet"), junit.xml, failing-hosts.txt and report.html
+/// (charts when gnuplot is on PATH) into `dir` (created if absent), each atomically.
 /// Throws std::runtime_error naming the path on a write error.
 void write_reports(const Report& report, const RunDir& run, const std::string& dir);
 

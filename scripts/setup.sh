@@ -11,6 +11,7 @@ APT_PACKAGES=(
   build-essential g++ cmake make pkg-config git python3 python3-pip
   libopenmpi-dev openmpi-bin fio nlohmann-json3-dev libcli11-dev libbenchmark-dev
   libgtest-dev libgmock-dev libhwloc-dev hwloc libopenblas-dev libssl-dev iproute2 procps
+  gnuplot-nox
 )
 
 missing=()

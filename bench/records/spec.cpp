@@ -47,6 +47,7 @@ const std::map<std::string, std::string>& env_units() {
       {"/nics/*/phys_state", ""},
       {"/nics/*/rate_gbps", "Gb/s"},
       {"/nics/*/mtu", "B"},
+      {"/nics/*/netdev", ""},
       {"/block_devices/*", "count"},
       {"/block_devices/*/capacity_tb", "TB"},
       {"/block_devices/*/nvme", ""},
@@ -86,6 +87,43 @@ void check_regex(const std::string& pattern, const std::string& where) {
   }
 }
 
+/// Validates select.where: an object of relative pointers into the element that the last `*`
+/// of `env` names, each a known env field, with a value or a {OP: value} condition.
+void check_where(const std::string& env, const json& where, const std::string& row) {
+  if (!where.is_object()) throw InputError(row + ": field 'select.where' must be an object");
+  if (where.empty()) return;
+  auto star = env.rfind("/*");
+  if (star == std::string::npos)
+    throw InputError(row + ": field 'select.where' needs a '*' in select.env");
+  std::string element = env.substr(0, star + 2);
+  for (const auto& [key, cond] : where.items()) {
+    std::string at = row + ": field 'select.where' key '" + key + "'";
+    if (key.empty() || key[0] != '/') throw InputError(at + " must start with '/'");
+    try {
+      env_field_unit(element + key);
+    } catch (const InputError& e) {
+      throw InputError(at + ": " + e.what());
+    }
+    if (!cond.is_object()) continue;
+    if (cond.size() != 1) throw InputError(at + ": a condition object holds exactly one op");
+    const std::string& op = cond.begin().key();
+    const json& v = cond.begin().value();
+    if (op == "nccl_ifname") {
+      if (!v.is_string() || v.get<std::string>().empty())
+        throw InputError(at + ": op 'nccl_ifname' needs an environment variable name");
+    } else if (!kOps.count(op)) {
+      throw InputError(at + ": op '" + op + "' is not one of >= <= == != in matches nccl_ifname");
+    } else if (op == "in" && !v.is_array()) {
+      throw InputError(at + ": op 'in' needs an array");
+    } else if ((op == ">=" || op == "<=") && !v.is_number()) {
+      throw InputError(at + ": op '" + op + "' needs a number");
+    } else if (op == "matches") {
+      if (!v.is_string()) throw InputError(at + ": op 'matches' needs a regex string");
+      check_regex(v.get<std::string>(), at);
+    }
+  }
+}
+
 Requirement parse_row(const json& r, const std::string& where) {
   Requirement q;
   q.id = require_field<std::string>(r, "id", where);
@@ -100,6 +138,8 @@ Requirement parse_row(const json& r, const std::string& where) {
   if (!sel.is_object()) throw InputError(row + ": field 'select' must be an object");
   if (sel.contains("env")) {
     q.select.env = require_field<std::string>(sel, "env", row + " select");
+    if (sel.contains("where")) q.select.where = sel.at("where");
+    check_where(q.select.env, q.select.where, row);
   } else {
     q.select.benchmark = require_field<std::string>(sel, "benchmark", row + " select");
     q.select.metric = require_field<std::string>(sel, "metric", row + " select");

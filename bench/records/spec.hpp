@@ -15,6 +15,12 @@ struct Select {
   std::string benchmark;              ///< e.g. "compute.memory_bandwidth"
   json params = json::object();       ///< subset that a record's params must contain
   std::string metric;                 ///< metric name within the record
+  /// Env rows only: conditions on sibling fields of each match, keyed by a pointer relative to
+  /// the element the last `*` names ({"/state": "ACTIVE", "/rate_gbps": {">=": 200}}). A
+  /// condition is a value (==) or {OP: value} with OP one of the row ops or "nccl_ifname" (the
+  /// value names an allow-listed environment variable holding an NCCL interface list, e.g.
+  /// "NCCL_SOCKET_IFNAME"; reports/ifname.hpp). Matches failing a condition are left out.
+  json where = json::object();
 };
 
 /// One row of a spec table.

@@ -5,7 +5,7 @@ source "$(dirname "$0")/lib.sh"
 [ "${CB_HAVE_MPI:-1}" = "1" ] || { echo "SKIP: built without MPI"; exit 77; }
 command -v mpirun >/dev/null || { echo "SKIP: no mpirun"; exit 77; }
 
-expect_rc 1 "${MPIRUN[@]}" -np 2 "$CB_BIN" run --suite ci \
+expect_rc 1 "${MPIRUN[@]}" -np 2 "$CB_BIN" run --suite ci --only compute.memory_bandwidth \
   --set compute.memory_bandwidth.array_bytes=16M --out "$TMP/run"
 expect_out "2 rank\(s\) on 1 node\(s\)"
 [ "$(grep -c 'VERDICT:' "$TMP/out")" -eq 1 ] || fail "console output must come from rank 0 only"

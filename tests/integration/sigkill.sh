@@ -15,7 +15,7 @@ json.dump({"schema": "clusterbench.spec/1", "name": "kill-test", "requirements":
 P
 
 # Cases of about 1.5 s each; kill -9 once the first record is on disk.
-"$CB_BIN" run --suite ci --spec "$TMP/spec.json" --set compute.memory_bandwidth.min_time=1.5 \
+"$CB_BIN" run --suite ci --only compute.memory_bandwidth --spec "$TMP/spec.json" --set compute.memory_bandwidth.min_time=1.5 \
   --set compute.memory_bandwidth.array_bytes=8M --out "$TMP/run" >"$TMP/run.log" 2>&1 &
 pid=$!
 for _ in $(seq 1 300); do

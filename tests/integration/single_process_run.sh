@@ -42,7 +42,7 @@ assert rep['exit_code'] == 1 and rep['verdict'] == 'FAIL'
 }
 
 # 1. The MPI build run without mpirun (singleton).
-expect_rc 1 "$CB_BIN" run --suite ci --set compute.memory_bandwidth.array_bytes=16M --out "$TMP/run"
+expect_rc 1 "$CB_BIN" run --suite ci --only compute.memory_bandwidth --set compute.memory_bandwidth.array_bytes=16M --out "$TMP/run"
 expect_out "VERDICT: FAIL \(exit 1\)"
 check_run "$TMP/run"
 ok "single process run writes a complete, consistent run directory"
@@ -52,7 +52,7 @@ expect_out "VERDICT: FAIL \(exit 1\)"
 ok "report re-renders with the same verdict"
 
 # Default directory: results/<run-id> with results/latest pointing at it.
-( cd "$TMP" && "$CB_BIN" run --suite ci --set compute.memory_bandwidth.array_bytes=8M >/dev/null 2>&1 )
+( cd "$TMP" && "$CB_BIN" run --suite ci --only compute.memory_bandwidth --set compute.memory_bandwidth.array_bytes=8M >/dev/null 2>&1 )
 [ -L "$TMP/results/latest" ] || fail "results/latest is not a symlink"
 [ -s "$TMP/results/latest/run.json" ] || fail "results/latest/run.json missing"
 id=$(basename "$(readlink "$TMP/results/latest")")
@@ -65,7 +65,7 @@ cmake -S "$CB_SOURCE_DIR" -B "$NOMPI" -DCLUSTERBENCH_MPI=OFF -DCLUSTERBENCH_CUDA
   -DCLUSTERBENCH_TESTS=OFF -DCMAKE_BUILD_TYPE=Release >"$TMP/cmake.log" 2>&1 || { cat "$TMP/cmake.log"; fail "configure without MPI"; }
 cmake --build "$NOMPI" --target clusterbench -j2 >"$TMP/build.log" 2>&1 || { tail -30 "$TMP/build.log"; fail "build without MPI"; }
 if ldd "$NOMPI/clusterbench" | grep -q libmpi; then fail "the MPI=OFF binary links libmpi"; fi
-expect_rc 1 "$NOMPI/clusterbench" run --suite ci --set compute.memory_bandwidth.array_bytes=16M --out "$TMP/nompi"
+expect_rc 1 "$NOMPI/clusterbench" run --suite ci --only compute.memory_bandwidth --set compute.memory_bandwidth.array_bytes=16M --out "$TMP/nompi"
 check_run "$TMP/nompi"
 ok "-DCLUSTERBENCH_MPI=OFF builds a single-process binary that runs the suite"
 

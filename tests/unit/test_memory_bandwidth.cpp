@@ -40,6 +40,5 @@ TEST(Stream, RegisteredWithOneCasePerKernel) {
   auto two = b->cases(Settings("ci", {"compute.memory_bandwidth.kernels=copy,add"}));
   ASSERT_EQ(two.size(), 2u);
   EXPECT_EQ(two[1], json({{"kernel", "add"}}));
-  EXPECT_THROW(b->cases(Settings("ci", {"compute.memory_bandwidth.kernels=copy,fma"})),
-               InputError);
+  EXPECT_THROW(b->cases(Settings("ci", {"compute.memory_bandwidth.kernels=copy,fma"})), InputError);
 }

@@ -34,8 +34,9 @@ TEST(Settings, BenchmarkKeyWinsOverAreaKey) {
 }
 
 TEST(Settings, TypedValuesAndErrors) {
-  Settings s("ci", {"compute.memory_bandwidth.threads=4", "compute.memory_bandwidth.kernels=copy,triad",
-                    "compute.memory_bandwidth.min_time=abc"});
+  Settings s("ci",
+             {"compute.memory_bandwidth.threads=4", "compute.memory_bandwidth.kernels=copy,triad",
+              "compute.memory_bandwidth.min_time=abc"});
   EXPECT_DOUBLE_EQ(s.get_double("compute.memory_bandwidth", "threads", 1), 4);
   EXPECT_EQ(s.get_list("compute.memory_bandwidth", "kernels", {}),
             (std::vector<std::string>{"copy", "triad"}));

@@ -1,0 +1,169 @@
+// Collectives: what every collective shares. Element types and their sums, the per-collective
+// description (counts, busbw factor, expected results), the size sweep, nccl-tests' algbw/busbw
+// arithmetic, and the backend interface. Formulas: docs/metrics.md "Collectives" (nccl-tests
+// doc/PERFORMANCE.md); guide: docs/collectives.md.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "benchmark.hpp"
+
+namespace clusterbench::collectives {
+
+/// Element types of the sweep. Reductions use the sum.
+enum class Dtype { f32, f16, bf16 };
+
+/// "float" | "half" | "bfloat16" (nccl-tests' names). Throws InputError naming `what` otherwise.
+Dtype parse_dtype(const std::string& name, const std::string& what);
+const char* dtype_name(Dtype t);
+/// Bytes per element: 4, 2, 2.
+std::size_t dtype_size(Dtype t);
+
+/// IEEE 754 binary16 from a float, rounding to nearest even; overflow gives infinity.
+std::uint16_t float_to_half(float f);
+float half_to_float(std::uint16_t h);
+/// bfloat16 (the top 16 bits of a float) from a float, rounding to nearest even; NaN stays NaN.
+std::uint16_t float_to_bf16(float f);
+float bf16_to_float(std::uint16_t b);
+
+/// Element i of an array of type `t`, as a double.
+double load(Dtype t, const void* data, long long i);
+/// Stores `v` (rounded to nearest even in half/bfloat16) as element i.
+void store(Dtype t, void* data, long long i, double v);
+/// inout[i] = inout[i] + in[i] for `count` elements, each sum computed in float and rounded to
+/// `t`: the reduction the MPI backend registers for half and bfloat16 (MPI has no such types).
+void sum_into(Dtype t, const void* in, void* inout, long long count);
+
+/// Element counts of one operation on one rank, as nccl-tests' getCollByteCount gives them.
+/// `block` is the per-rank block (count / n) for the gathering and scattering collectives, else
+/// the count. In-place, send and receive share one buffer and start at the two offsets (elements).
+struct Layout {
+  long long send_count = 0;
+  long long recv_count = 0;
+  long long block = 0;
+  long long send_offset_inplace = 0;
+  long long recv_offset_inplace = 0;
+};
+
+/// One collective: its counts, its busbw factor and the results it must produce.
+struct Collective {
+  const char* name;  ///< "all_reduce"; the benchmark id is "collectives." + name
+  bool rooted;       ///< broadcast, reduce: root 0 (nccl-tests' -r 0)
+  bool reduces;      ///< uses the reduction op (sum)
+  /// Counts for `count` = requested bytes / element size on `rank` of `n`.
+  Layout (*layout)(long long count, int rank, int n);
+  /// busbw = algbw x factor(n) (DESIGN.md / nccl-tests PERFORMANCE.md).
+  double (*factor)(int n);
+  /// Expected result element i on `rank` of `n` after one operation whose inputs are
+  /// input_value(r, j) on rank r; NaN where this rank holds no result (reduce off the root).
+  double (*expected)(int rank, int n, long long i, long long block, int root);
+};
+
+/// The seven collectives, each defined in its own file (collectives/<name>.cpp).
+extern const Collective kAllReduce, kAllGather, kReduceScatter, kBroadcast, kReduce, kAlltoall,
+    kSendrecv;
+
+/// What rank r puts into send element i: integers 1..5, so that sums over up to 51 ranks are exact
+/// in float, half and bfloat16, and expected values are computed independently of any backend.
+double input_value(int rank, long long i);
+
+/// Bytes S of one operation, nccl-tests' size column: max(send, recv) count x element size
+/// (all_gather and reduce_scatter: the total gathered size; alltoall: what one rank sends).
+long long op_bytes(const Layout& l, Dtype t);
+/// algbw = S / t in GB/s (1e9 B/s). `seconds` > 0.
+double algbw_gbs(double bytes, double seconds);
+/// busbw = algbw x factor(n) in GB/s.
+double busbw_gbs(const Collective& c, double bytes, double seconds, int n);
+
+/// Sizes of the sweep: minbytes, minbytes x stepfactor, ... up to maxbytes (nccl-tests -b -e -f),
+/// each rounded down to a whole byte. Throws InputError naming `what` unless
+/// 0 < minbytes <= maxbytes and stepfactor > 1.
+std::vector<long long> sweep(long long minbytes, long long maxbytes, double stepfactor,
+                             const std::string& what);
+
+/// Relative tolerance of a sum over n ranks in `t`: n half-ulps of its format (exact for the small
+/// integers input_value gives; a margin for reductions done in another order).
+double tolerance(Dtype t, int n);
+
+/// Counts result elements that differ from `c.expected` beyond tolerance(t, n) on this rank.
+long long count_wrong(const Collective& c, Dtype t, const void* result, long long count, int rank,
+                      int n, long long block, int root);
+
+/// A collective library on one kind of buffer. Every rank of the world calls run() together.
+/// Errors throw CallError; a communicator that can no longer be trusted (deadline, async error)
+/// throws AbortRun, which ends the run with exit 3.
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual std::string name() const = 0;
+  virtual int rank() const = 0;
+  virtual int size() const = 0;
+  /// A buffer of `bytes` in the backend's memory (host for MPI, device for NCCL).
+  virtual void* alloc(std::size_t bytes) = 0;
+  virtual void release(void* p) = 0;
+  /// Copies between host memory and the backend's memory.
+  virtual void upload(void* dst, const void* host, std::size_t bytes) = 0;
+  virtual void download(void* host, const void* src, std::size_t bytes) = 0;
+  /// `ops` operations of `c` on `t`, sum, with `send`/`recv` laid out as `l`. In-place, both
+  /// point into one buffer at l's in-place offsets. Returns the seconds the backend measured
+  /// itself (CUDA events), or -1 for the caller's clock.
+  virtual double run(const Collective& c, Dtype t, const void* send, void* recv, const Layout& l,
+                     int root, bool inplace, long long ops) = 0;
+  /// Whether `c` has an in-place form here (MPI: sendrecv has none, the buffers may not overlap).
+  virtual bool supports_inplace(const Collective& c) const = 0;
+  /// Where an in-place result starts in the shared buffer, elements (MPI's in-place
+  /// reduce_scatter leaves its block at the start; NCCL's at rank x block).
+  virtual long long inplace_result_offset(const Collective& c, const Layout& l) const = 0;
+  /// Facts for the record's extra (library version, NCCL environment of the path preset).
+  virtual json facts() const { return json::object(); }
+};
+
+/// The MPI backend on host buffers over MPI_COMM_WORLD (collectives/mpi_backend.cpp). Null in a
+/// build without MPI.
+Backend* mpi_backend();
+
+/// NCCL path presets (`--set collectives.path=...`): the NCCL environment each sets.
+///  nvlink: NCCL's defaults; network: P2P and SHM off, so traffic goes through the NICs even
+///  inside a node (GPUDirect RDMA allowed); internode: NCCL's defaults, one rank per node.
+/// Throws InputError for another name.
+json path_env(const std::string& path);
+
+/// The NCCL backend through the GPU plugin (collectives/nccl_host.cpp), created on first use by
+/// every rank together: rank 0's ncclUniqueId is broadcast with Context::bcast, the path's
+/// environment set, and each wait bounded by `timeout_s`. Throws CallError when the plugin lacks
+/// NCCL or init fails; AbortRun when init passes the deadline.
+Backend& nccl_backend(const Context& ctx, const std::string& path, double timeout_s);
+
+/// The benchmark of one collective: one case per (backend, dtype, size); each case times the
+/// out-of-place and the in-place operation, verifies both, and prints nccl-tests' table row.
+class CollectiveBenchmark : public Benchmark {
+ public:
+  explicit CollectiveBenchmark(const Collective& c) : coll_(c) {}
+  std::string id() const override { return std::string("collectives.") + coll_.name; }
+  std::string description() const override;
+  Level level() const override { return Level::cluster; }
+  std::vector<std::string> knobs() const override {
+    return {"minbytes", "maxbytes", "stepfactor", "dtypes",  "backends",
+            "path",     "timeout",  "fault",      "min_time"};
+  }
+  std::vector<json> cases(const Settings& s) const override;
+  std::string applicable(const NodeEnv& node) const override;
+  void run(CaseRun& run) const override;
+
+ private:
+  const Collective& coll_;
+  mutable std::string last_header_;  ///< console: a new header when the backend changes
+};
+
+/// nccl-tests' table header (three comment lines) and one row; `inplace_*` < 0 prints "n/a".
+std::string table_header();
+std::string table_row(long long bytes, long long count, const std::string& type,
+                      const std::string& redop, int root, double time_us, double algbw,
+                      double busbw, long long wrong, double inplace_time_us, double inplace_algbw,
+                      double inplace_busbw, long long inplace_wrong);
+
+}  // namespace clusterbench::collectives

@@ -1,0 +1,151 @@
+// The MPI backend of the collectives (collective.hpp): host buffers, blocking MPI collectives on a
+// duplicate of MPI_COMM_WORLD, so its timings are a plain MPI timing loop's. MPI has no half or
+// bfloat16 type: those travel as MPI_UINT16_T and reduce with user-defined sum ops (sum_into).
+// This file is the backend, so its MPI calls live here rather than in bench/context.cpp.
+// A hung peer blocks a call here; the run's watchdog (--case-timeout) ends the run (exit 3).
+#include "collectives/collective.hpp"
+
+#if CLUSTERBENCH_HAVE_MPI
+#include <mpi.h>
+
+#include <algorithm>
+#include <climits>
+#include <cstdlib>
+#include <cstring>
+#include <new>
+
+#include "error.hpp"
+
+#define CHECK_COLL_MPI(call)                                                                      \
+  do {                                                                                            \
+    int cb_rc_ = (call);                                                                          \
+    if (cb_rc_ != MPI_SUCCESS) {                                                                  \
+      char cb_msg_[MPI_MAX_ERROR_STRING];                                                         \
+      int cb_len_ = 0;                                                                            \
+      MPI_Error_string(cb_rc_, cb_msg_, &cb_len_);                                                \
+      ::clusterbench::throw_call_error("MPI", std::to_string(cb_rc_),                             \
+                                       std::string(cb_msg_, static_cast<size_t>(cb_len_)), #call, \
+                                       __FILE__, __LINE__);                                       \
+    }                                                                                             \
+  } while (0)
+
+namespace clusterbench::collectives {
+
+namespace {
+
+void half_sum(void* in, void* inout, int* len, MPI_Datatype*) {
+  sum_into(Dtype::f16, in, inout, *len);
+}
+void bf16_sum(void* in, void* inout, int* len, MPI_Datatype*) {
+  sum_into(Dtype::bf16, in, inout, *len);
+}
+
+class MpiBackend : public Backend {
+ public:
+  MpiBackend() {
+    CHECK_COLL_MPI(MPI_Comm_dup(MPI_COMM_WORLD, &comm_));
+    CHECK_COLL_MPI(MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN));
+    CHECK_COLL_MPI(MPI_Comm_rank(comm_, &rank_));
+    CHECK_COLL_MPI(MPI_Comm_size(comm_, &size_));
+    CHECK_COLL_MPI(MPI_Op_create(half_sum, 1, &half_op_));
+    CHECK_COLL_MPI(MPI_Op_create(bf16_sum, 1, &bf16_op_));
+  }
+  std::string name() const override { return "mpi"; }
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+  bool supports_inplace(const Collective& c) const override {
+    return std::strcmp(c.name, "sendrecv") != 0;
+  }
+  long long inplace_result_offset(const Collective& c, const Layout& l) const override {
+    // MPI_Reduce_scatter_block with MPI_IN_PLACE leaves the block at the buffer's start.
+    return std::strcmp(c.name, "reduce_scatter") == 0 ? 0 : l.recv_offset_inplace;
+  }
+
+  void* alloc(std::size_t bytes) override {
+    void* p = std::malloc(bytes > 0 ? bytes : 1);
+    if (!p) throw std::bad_alloc();
+    return p;
+  }
+  void release(void* p) override { std::free(p); }
+  void upload(void* dst, const void* host, std::size_t bytes) override {
+    std::memcpy(dst, host, bytes);
+  }
+  void download(void* host, const void* src, std::size_t bytes) override {
+    std::memcpy(host, src, bytes);
+  }
+  json facts() const override {
+    char v[MPI_MAX_LIBRARY_VERSION_STRING];
+    int len = 0;
+    MPI_Get_library_version(v, &len);
+    std::string s(v, static_cast<size_t>(len));
+    return {{"backend_version", s.substr(0, s.find('\n'))}};
+  }
+  double run(const Collective& c, Dtype t, const void* send, void* recv, const Layout& l, int root,
+             bool inplace, long long ops) override {
+    for (long long k = 0; k < ops; ++k) one(c, t, send, recv, l, root, inplace);
+    return -1;
+  }
+
+ private:
+  void one(const Collective& c, Dtype t, const void* send, void* recv, const Layout& l, int root,
+           bool inplace) {
+    if (std::max(l.send_count, l.recv_count) > INT_MAX)
+      throw Waived("MPI backend: " + std::to_string(std::max(l.send_count, l.recv_count)) +
+                   " elements exceed MPI's int count (OpenMPI 4 has no large-count calls)");
+    MPI_Datatype ty = t == Dtype::f32 ? MPI_FLOAT : MPI_UINT16_T;
+    MPI_Op op = t == Dtype::f32 ? MPI_SUM : t == Dtype::f16 ? half_op_ : bf16_op_;
+    const void* sb = inplace ? MPI_IN_PLACE : send;
+    int block = static_cast<int>(l.block);
+    int cnt = static_cast<int>(l.send_count);
+    const std::string name = c.name;
+    if (name == "all_reduce") {
+      CHECK_COLL_MPI(MPI_Allreduce(sb, recv, cnt, ty, op, comm_));
+    } else if (name == "all_gather") {
+      // In-place: this rank's block already sits at rank x block of the receive buffer.
+      CHECK_COLL_MPI(MPI_Allgather(sb, block, ty, recv, block, ty, comm_));
+    } else if (name == "reduce_scatter") {
+      // In-place: the whole input is in the buffer that `send` points at.
+      void* rb = inplace ? const_cast<void*>(send) : recv;
+      CHECK_COLL_MPI(MPI_Reduce_scatter_block(sb, rb, block, ty, op, comm_));
+    } else if (name == "alltoall") {
+      CHECK_COLL_MPI(MPI_Alltoall(sb, block, ty, recv, block, ty, comm_));
+    } else if (name == "broadcast") {
+      // NCCL's out-of-place broadcast leaves the root's data in the root's receive buffer too.
+      if (!inplace && rank_ == root)
+        std::memcpy(recv, send, static_cast<size_t>(l.recv_count) * dtype_size(t));
+      CHECK_COLL_MPI(MPI_Bcast(recv, cnt, ty, root, comm_));
+    } else if (name == "reduce") {
+      // MPI_IN_PLACE is the root's alone; the other ranks send from the shared buffer.
+      const void* s = inplace && rank_ != root ? send : sb;
+      CHECK_COLL_MPI(MPI_Reduce(s, recv, cnt, ty, op, root, comm_));
+    } else if (name == "sendrecv") {
+      int next = (rank_ + 1) % size_, prev = (rank_ - 1 + size_) % size_;
+      CHECK_COLL_MPI(
+          MPI_Sendrecv(send, cnt, ty, next, 0, recv, cnt, ty, prev, 0, comm_, MPI_STATUS_IGNORE));
+    } else {
+      throw std::logic_error("MPI backend: unknown collective " + name);
+    }
+  }
+
+  MPI_Comm comm_ = MPI_COMM_NULL;
+  MPI_Op half_op_ = MPI_OP_NULL, bf16_op_ = MPI_OP_NULL;
+  int rank_ = 0, size_ = 1;
+};
+
+}  // namespace
+
+Backend* mpi_backend() {
+  // Created on first use, which every rank reaches in the same collective case.
+  static MpiBackend backend;
+  return &backend;
+}
+
+}  // namespace clusterbench::collectives
+
+#else  // built without MPI
+
+namespace clusterbench::collectives {
+Backend* mpi_backend() { return nullptr; }
+}  // namespace clusterbench::collectives
+
+#endif

@@ -1,0 +1,461 @@
+// compute.gemm: C = A B rate in TFLOP/s (docs/metrics.md "GEMM", docs/gemm.md).
+//  backend=cublaslt: per GPU (Level::gpu), through the GPU plugin (compute/gemm_gpu.cpp), with
+//    NVML telemetry sampled while the timed region runs.
+//  backend=openblas: once per node on every core (Level::node): the host's rate, and the path CI
+//    runs for real on GPU-less machines.
+// Inputs are random and never zero; the product is checked on sampled elements against a
+// long-double reference before timing; a failed check fails the case and gives no rate.
+#include "compute/gemm.hpp"
+
+#include <cblas.h>
+#include <dlfcn.h>
+
+#include <cstring>
+#include <memory>
+#include <stdexcept>
+
+#include "benchmark.hpp"
+#include "compute/gpu_telemetry.hpp"
+#include "error.hpp"
+#include "gpu_plugin.hpp"
+
+namespace clusterbench::compute {
+
+double gemm_flop(const GemmShape& s) {
+  return 2.0 * static_cast<double>(s.m) * static_cast<double>(s.n) * static_cast<double>(s.k);
+}
+
+double gemm_tflops(double flop, double seconds) {
+  if (!(seconds > 0)) throw std::invalid_argument("GEMM time must be > 0 s");
+  return flop / seconds / 1e12;
+}
+
+const std::vector<GemmShape>& transformer_shapes() {
+  static const std::vector<GemmShape> shapes = {
+      // Llama-2-7B: hidden 4096, 32 heads (QKV 3 x 4096), FFN 11008 (gate + up = 22016).
+      {8192, 12288, 4096},
+      {8192, 4096, 4096},
+      {8192, 22016, 4096},
+      {8192, 4096, 11008},
+      // Llama-2-70B: hidden 8192, 64 query + 2 x 8 KV heads of 128 (QKV 10240), FFN 28672.
+      {8192, 10240, 8192},
+      {8192, 8192, 8192},
+      {8192, 57344, 8192},
+      {8192, 8192, 28672},
+  };
+  return shapes;
+}
+
+namespace {
+
+long long parse_dim(const std::string& text, const std::string& entry) {
+  size_t used = 0;
+  long long v = 0;
+  try {
+    v = std::stoll(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used != text.size() || text.empty() || v <= 0)
+    throw std::invalid_argument(
+        "GEMM shape '" + entry +
+        "': sizes must be positive integers (N, MxNxK, A..B or transformer)");
+  return v;
+}
+
+bool power_of_two(long long v) { return v > 0 && (v & (v - 1)) == 0; }
+
+}  // namespace
+
+std::vector<GemmShape> parse_gemm_shapes(const std::vector<std::string>& entries) {
+  std::vector<GemmShape> out;
+  auto add = [&](GemmShape s) {
+    if (std::find(out.begin(), out.end(), s) == out.end()) out.push_back(s);
+  };
+  for (const auto& e : entries) {
+    if (e == "transformer") {
+      for (const auto& s : transformer_shapes()) add(s);
+    } else if (auto dots = e.find(".."); dots != std::string::npos) {
+      long long lo = parse_dim(e.substr(0, dots), e), hi = parse_dim(e.substr(dots + 2), e);
+      if (!power_of_two(lo) || !power_of_two(hi) || lo > hi)
+        throw std::invalid_argument("GEMM shape range '" + e +
+                                    "': both ends must be powers of two, first <= last");
+      for (long long v = lo; v <= hi; v *= 2) add({v, v, v});
+    } else if (e.find('x') != std::string::npos) {
+      size_t a = e.find('x'), b = e.find('x', a + 1);
+      if (b == std::string::npos || e.find('x', b + 1) != std::string::npos)
+        throw std::invalid_argument("GEMM shape '" + e + "': expected MxNxK");
+      add({parse_dim(e.substr(0, a), e), parse_dim(e.substr(a + 1, b - a - 1), e),
+           parse_dim(e.substr(b + 1), e)});
+    } else {
+      long long v = parse_dim(e, e);
+      add({v, v, v});
+    }
+  }
+  if (out.empty()) throw std::invalid_argument("no GEMM shape given");
+  return out;
+}
+
+double gemm_error_bound(const std::string& dtype) {
+  if (dtype == "fp64") return 1e-12;
+  if (dtype == "fp32") return 1e-5;
+  if (dtype == "tf32" || dtype == "fp16") return 5e-3;
+  if (dtype == "bf16" || dtype == "fp8_e4m3") return 2e-2;
+  throw std::invalid_argument("unknown GEMM dtype '" + dtype + "'");
+}
+
+const std::vector<std::string>& cublaslt_dtypes() {
+  static const std::vector<std::string> d = {"fp16", "bf16", "tf32", "fp32", "fp8_e4m3"};
+  return d;
+}
+
+const std::vector<std::string>& openblas_dtypes() {
+  static const std::vector<std::string> d = {"fp32", "fp64", "bf16"};
+  return d;
+}
+
+std::string openblas_bf16_waiver(const void* sbgemm, const std::string& config) {
+  if (sbgemm) return "";
+  return "the loaded OpenBLAS (" + config +
+         ") does not export cblas_sbgemm (Debian's 0.3.21 declares it in cblas.h but builds "
+         "without BUILD_BFLOAT16), so BF16 GEMM cannot run on the CPU";
+}
+
+std::string GemmVerification::failure_message(const std::string& dtype, const GemmShape& s) const {
+  char buf[320];
+  std::snprintf(buf, sizeof buf,
+                "%s %lldx%lldx%lld: sampled relative error %.3e at C(%lld,%lld) exceeds the bound "
+                "%.0e (%d samples); the product is wrong and no rate is reported",
+                dtype.c_str(), s.m, s.n, s.k, max_rel_error, worst_i, worst_j, bound, samples);
+  return buf;
+}
+
+GemmVerification verify_gemm(const GemmShape& s, const GemmElement& a, const GemmElement& b,
+                             const GemmElement& c, int samples, std::uint64_t seed, double bound) {
+  GemmVerification v;
+  v.bound = bound;
+  for (const auto& [i, j] : gemm_sample_points(s, samples, seed)) {
+    double e = gemm_sample_error(
+        s.k, [&](long long p) { return a(i, p); }, [&](long long p) { return b(p, j); }, c(i, j));
+    if (v.samples == 0 || !(e <= v.max_rel_error)) {
+      v.max_rel_error = e;
+      v.worst_i = i;
+      v.worst_j = j;
+    }
+    ++v.samples;
+  }
+  return v;
+}
+
+std::uint16_t float_to_bf16(float f) {
+  std::uint32_t u;
+  std::memcpy(&u, &f, 4);
+  u += 0x7FFF + ((u >> 16) & 1);  // round to nearest even (inputs here are finite)
+  return static_cast<std::uint16_t>(u >> 16);
+}
+
+float bf16_to_float(std::uint16_t h) {
+  std::uint32_t u = static_cast<std::uint32_t>(h) << 16;
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+
+namespace {
+
+using SbgemmFn = void (*)(enum CBLAS_ORDER, enum CBLAS_TRANSPOSE, enum CBLAS_TRANSPOSE, blasint,
+                          blasint, blasint, float, const std::uint16_t*, blasint,
+                          const std::uint16_t*, blasint, float, float*, blasint);
+
+constexpr std::uint64_t kDefaultSeed = 20261130;
+
+/// A freshly drawn column-major matrix of `rows` x `cols` in type T (T = uint16_t: BF16 bits).
+template <class T>
+std::vector<T> draw(long long rows, long long cols, std::uint64_t seed, int which) {
+  std::vector<T> out(static_cast<size_t>(rows * cols));
+  for (size_t i = 0; i < out.size(); ++i) {
+    double v = gemm_input_value(seed, which, i);
+    if constexpr (std::is_same_v<T, std::uint16_t>)
+      out[i] = float_to_bf16(static_cast<float>(v));
+    else
+      out[i] = static_cast<T>(v);
+  }
+  return out;
+}
+
+template <class T>
+double as_double(T v) {
+  if constexpr (std::is_same_v<T, std::uint16_t>)
+    return bf16_to_float(v);
+  else
+    return static_cast<double>(v);
+}
+
+struct PluginGemmDeleter {
+  void (*destroy)(cb_gemm*) = nullptr;
+  void operator()(cb_gemm* g) const {
+    if (g && destroy) destroy(g);
+  }
+};
+
+class Gemm : public Benchmark {
+ public:
+  std::string id() const override { return "compute.gemm"; }
+  std::string description() const override {
+    return "matrix product rate: cuBLASLt per GPU (fp16 bf16 tf32 fp32 fp8_e4m3), OpenBLAS per "
+           "node (fp32 fp64 bf16)";
+  }
+  Level level() const override { return Level::gpu; }
+  bool needs_gpu() const override { return true; }
+  Level case_level(const json& p) const override {
+    return p.value("backend", "") == "openblas" ? Level::node : Level::gpu;
+  }
+  bool case_needs_gpu(const json& p) const override { return p.value("backend", "") != "openblas"; }
+  std::vector<std::string> knobs() const override {
+    return {"backends", "dtypes",  "shapes", "cpu_shapes", "algos",
+            "samples",  "threads", "seed",   "min_time"};
+  }
+
+  std::vector<json> cases(const Settings& s) const override {
+    auto backends = s.get_list(id(), "backends", {"cublaslt", "openblas"});
+    std::vector<std::string> wanted = s.get_list(id(), "dtypes", {});
+    for (const auto& d : wanted) {
+      bool known = std::count(cublaslt_dtypes().begin(), cublaslt_dtypes().end(), d) +
+                   std::count(openblas_dtypes().begin(), openblas_dtypes().end(), d);
+      if (!known)
+        throw InputError("--set " + id() + ".dtypes: unknown dtype '" + d +
+                         "' (fp16, bf16, tf32, fp32, fp64, fp8_e4m3)");
+    }
+    std::vector<json> out;
+    for (const auto& backend : backends) {
+      bool gpu = backend == "cublaslt";
+      if (!gpu && backend != "openblas")
+        throw InputError("--set " + id() + ".backends: unknown backend '" + backend +
+                         "' (cublaslt, openblas)");
+      std::string key = gpu ? "shapes" : "cpu_shapes";
+      std::string def =
+          gpu ? s.by_suite<std::string>("8192", "8192", "8192,1024..16384,transformer")
+              : s.by_suite<std::string>("256..1024", "4096", "1024..8192");
+      std::vector<GemmShape> shapes;
+      try {
+        shapes = parse_gemm_shapes(s.get_list(id(), key, split(def)));
+      } catch (const std::invalid_argument& e) {
+        throw InputError("--set " + id() + "." + key + ": " + e.what());
+      }
+      for (const auto& dtype : gpu ? cublaslt_dtypes() : openblas_dtypes()) {
+        if (!wanted.empty() && std::find(wanted.begin(), wanted.end(), dtype) == wanted.end())
+          continue;
+        for (const auto& sh : shapes)
+          out.push_back(
+              {{"backend", backend}, {"dtype", dtype}, {"m", sh.m}, {"n", sh.n}, {"k", sh.k}});
+      }
+    }
+    return out;
+  }
+
+  std::string applicable(const NodeEnv&) const override { return ""; }
+
+  void run(CaseRun& run) const override {
+    const json& p = run.params();
+    GemmShape shape{p.at("m").get<long long>(), p.at("n").get<long long>(),
+                    p.at("k").get<long long>()};
+    std::string dtype = p.at("dtype");
+    if (p.at("backend") == "openblas")
+      run_openblas(run, dtype, shape);
+    else
+      run_cublaslt(run, dtype, shape);
+  }
+
+ private:
+  static std::vector<std::string> split(const std::string& csv) {
+    std::vector<std::string> out;
+    size_t start = 0;
+    while (start <= csv.size()) {
+      size_t end = csv.find(',', start);
+      if (end == std::string::npos) end = csv.size();
+      out.push_back(csv.substr(start, end - start));
+      start = end + 1;
+    }
+    return out;
+  }
+
+  std::uint64_t seed(const CaseRun& run) const {
+    return static_cast<std::uint64_t>(run.settings().get_double(id(), "seed", kDefaultSeed));
+  }
+  int samples(const CaseRun& run) const {
+    return static_cast<int>(run.settings().get_double(id(), "samples", 64));
+  }
+
+  void record_rate(CaseRun& run, const GemmShape& shape, const std::string& dtype,
+                   const GemmVerification& ver) const {
+    double flop = gemm_flop(shape);
+    const TimeStats& t = run.stats();
+    run.add_metric("tflops", gemm_tflops(flop, t.median), "TFLOP/s");
+    run.add_metric("tflops_best", gemm_tflops(flop, t.min), "TFLOP/s");
+    run.set_extra("flop_per_op", flop);
+    run.set_extra("verification", {{"samples", ver.samples},
+                                   {"max_rel_error", ver.max_rel_error},
+                                   {"bound", ver.bound},
+                                   {"worst", {ver.worst_i, ver.worst_j}},
+                                   {"reference", "long double over the stored inputs"}});
+    run.set_extra("dtype", dtype);
+  }
+
+  template <class In, class Out, class Gemm3>
+  void openblas_case(CaseRun& run, const std::string& dtype, const GemmShape& s,
+                     const Gemm3& product) const {
+    std::uint64_t sd = seed(run);
+    std::vector<In> a = draw<In>(s.m, s.k, sd, 0), b = draw<In>(s.k, s.n, sd, 1);
+    std::vector<Out> c(static_cast<size_t>(s.m * s.n), Out(0));
+    product(a.data(), b.data(), c.data());
+    GemmVerification ver = verify_gemm(
+        s, [&](long long i, long long q) { return as_double(a[static_cast<size_t>(i + q * s.m)]); },
+        [&](long long q, long long j) { return as_double(b[static_cast<size_t>(q + j * s.k)]); },
+        [&](long long i, long long j) {
+          return static_cast<double>(c[static_cast<size_t>(i + j * s.m)]);
+        },
+        samples(run), sd, gemm_error_bound(dtype));
+    CHECK_MSG(ver.passed(), "OpenBLAS", ver.failure_message(dtype, s));
+    run.exec([&](long long ops) {
+      for (long long i = 0; i < ops; ++i) product(a.data(), b.data(), c.data());
+      return -1.0;
+    });
+    record_rate(run, s, dtype, ver);
+  }
+
+  void run_openblas(CaseRun& run, const std::string& dtype, const GemmShape& s) const {
+    std::string config = openblas_get_config();
+    SbgemmFn sbgemm = nullptr;
+    if (dtype == "bf16") {
+      sbgemm = reinterpret_cast<SbgemmFn>(dlsym(RTLD_DEFAULT, "cblas_sbgemm"));
+      std::string why = openblas_bf16_waiver(reinterpret_cast<void*>(sbgemm), config);
+      if (!why.empty()) throw Waived(why);
+    }
+    int cores = run.env().cpu.physical_cores > 0 ? run.env().cpu.physical_cores : 1;
+    int threads = static_cast<int>(run.settings().get_double(id(), "threads", cores));
+    if (threads < 1) threads = 1;
+    openblas_set_num_threads(threads);
+    auto m = static_cast<blasint>(s.m), n = static_cast<blasint>(s.n),
+         k = static_cast<blasint>(s.k);
+    if (dtype == "fp32") {
+      openblas_case<float, float>(run, dtype, s, [&](const float* a, const float* b, float* c) {
+        cblas_sgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, m, n, k, 1.0f, a, m, b, k, 0.0f, c,
+                    m);
+      });
+    } else if (dtype == "fp64") {
+      openblas_case<double, double>(run, dtype, s,
+                                    [&](const double* a, const double* b, double* c) {
+                                      cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, m, n,
+                                                  k, 1.0, a, m, b, k, 0.0, c, m);
+                                    });
+    } else if (dtype == "bf16") {
+      openblas_case<std::uint16_t, float>(
+          run, dtype, s, [&](const std::uint16_t* a, const std::uint16_t* b, float* c) {
+            sbgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, m, n, k, 1.0f, a, m, b, k, 0.0f, c,
+                   m);
+          });
+    } else {
+      throw InputError("compute.gemm: dtype '" + dtype + "' is not an OpenBLAS dtype");
+    }
+    run.set_extra("backend", {{"library", "OpenBLAS"},
+                              {"config", config},
+                              {"core", openblas_get_corename()},
+                              {"threads", threads},
+                              {"function", dtype == "fp32"   ? "cblas_sgemm"
+                                           : dtype == "fp64" ? "cblas_dgemm"
+                                                             : "cblas_sbgemm"}});
+    run.set_extra("input_type", dtype);
+    run.set_extra("output_type", dtype == "bf16" ? "fp32" : dtype);
+    run.set_extra("compute_type", dtype == "fp64" ? "fp64" : "fp32");
+    run.set_extra("layout", "column-major, C = A B (NN)");
+  }
+
+  void run_cublaslt(CaseRun& run, const std::string& dtype, const GemmShape& s) const {
+    const GpuPlugin& plugin = load_gpu_plugin();
+    using CreateFn = int (*)(const cb_gemm_params*, cb_gemm**, cb_gemm_info*, char*, size_t);
+    using RunFn = int (*)(cb_gemm*, long long, double*, char*, size_t);
+    using DestroyFn = void (*)(cb_gemm*);
+    auto create = reinterpret_cast<CreateFn>(plugin.symbol("cb_gpu_gemm_create"));
+    auto run_fn = reinterpret_cast<RunFn>(plugin.symbol("cb_gpu_gemm_run"));
+    auto destroy = reinterpret_cast<DestroyFn>(plugin.symbol("cb_gpu_gemm_destroy"));
+    CHECK_MSG(
+        create && run_fn && destroy, "GPU plugin",
+        plugin.path + " lacks cb_gpu_gemm_create/run/destroy (a plugin older than compute.gemm)");
+    cb_gemm_params prm{};
+    prm.dtype = dtype.c_str();
+    prm.m = s.m;
+    prm.n = s.n;
+    prm.k = s.k;
+    prm.max_algos = static_cast<int>(run.settings().get_double(id(), "algos", 8));
+    prm.verify_samples = samples(run);
+    prm.seed = seed(run);
+    cb_gemm_info info{};
+    cb_gemm* raw = nullptr;
+    char err[1024] = {0};
+    int rc = create(&prm, &raw, &info, err, sizeof err);
+    std::unique_ptr<cb_gemm, PluginGemmDeleter> g(raw, PluginGemmDeleter{destroy});
+    if (rc == CB_GPU_UNSUPPORTED) throw Waived(err);
+    if (rc != CB_GPU_OK)
+      throw_call_error("cuBLASLt", std::to_string(rc), err, "cb_gpu_gemm_create", __FILE__,
+                       __LINE__);
+    GemmVerification ver;
+    ver.samples = info.samples_checked;
+    ver.max_rel_error = info.max_rel_error;
+    ver.worst_i = info.worst_i;
+    ver.worst_j = info.worst_j;
+    ver.bound = gemm_error_bound(dtype);
+    CHECK_MSG(ver.samples > 0 && ver.passed(), "cuBLASLt", ver.failure_message(dtype, s));
+
+    int nvml_index = nvml_index_for_bus_id(run.env(), info.pci_bus_id);
+    std::string why_not =
+        nvml_index >= 0 ? ""
+        : Nvml::get().ok()
+            ? std::string("no NVML GPU has the CUDA device's bus id ") + info.pci_bus_id
+            : "running without telemetry: NVML " + Nvml::get().status();
+    TelemetrySampler sampler(nvml_index, 0.05, why_not);
+    run.exec([&](long long ops) {
+      double seconds = -1;
+      char e[1024] = {0};
+      int r = run_fn(g.get(), ops, &seconds, e, sizeof e);
+      if (r != CB_GPU_OK)
+        throw_call_error("cuBLASLt", std::to_string(r), e, "cb_gpu_gemm_run", __FILE__, __LINE__);
+      return seconds;
+    });
+    json tel = sampler.stop();
+    record_rate(run, s, dtype, ver);
+    run.set_extra("telemetry", tel);
+    if (tel.value("samples", 0) > 0) {
+      if (tel["sm_clock_mhz"].is_object())
+        run.add_metric("sm_clock_median", tel["sm_clock_mhz"]["median"].get<double>(), "MHz");
+      if (tel["temperature_c_max"].is_number())
+        run.add_metric("temperature_max", tel["temperature_c_max"].get<double>(), "C", false);
+      if (tel["power_w_max"].is_number())
+        run.add_metric("power_max", tel["power_w_max"].get<double>(), "W", false);
+      run.add_metric("slowdown_samples", tel["slowdown_samples"].get<int>(), "count", false);
+    }
+    run.set_extra("backend", {{"library", "cuBLASLt"},
+                              {"device", info.device_name},
+                              {"pci_bus_id", info.pci_bus_id},
+                              {"compute_capability",
+                               std::to_string(info.sm_major) + "." + std::to_string(info.sm_minor)},
+                              {"workspace_bytes", info.workspace_bytes}});
+    run.set_extra("algorithm", {{"id", info.algo_id},
+                                {"tile", info.algo_tile},
+                                {"stages", info.algo_stages},
+                                {"splitk", info.algo_splitk},
+                                {"swizzle", info.algo_swizzle},
+                                {"reduction_scheme", info.algo_reduction},
+                                {"heuristic_returned", info.algos_returned},
+                                {"tried", info.algos_tried},
+                                {"selection_seconds_per_op", info.algo_best_seconds}});
+    run.set_extra("input_type", info.input_type);
+    run.set_extra("output_type", info.output_type);
+    run.set_extra("compute_type", info.compute_type);
+    run.set_extra("layout", "column-major, D = A^T B (TN), beta = 0");
+  }
+};
+
+CLUSTERBENCH_REGISTER(Gemm);
+
+}  // namespace
+}  // namespace clusterbench::compute

@@ -1,0 +1,139 @@
+// compute.gemm: matrix product rate on each GPU (cuBLASLt, in the GPU plugin) and on the host CPU
+// (OpenBLAS). Formulas: docs/metrics.md "GEMM"; guide: docs/gemm.md. The inline functions here are
+// shared with the plugin's compute/gemm_gpu.cpp, so both sides draw and check the same way.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace clusterbench::compute {
+
+/// One product's shape: C (M x N) = A (M x K) B (K x N).
+struct GemmShape {
+  long long m = 0, n = 0, k = 0;
+  bool operator==(const GemmShape&) const = default;
+};
+
+/// FLOP of one product: 2 M N K (K multiplies and K adds per output; docs/metrics.md "GEMM").
+double gemm_flop(const GemmShape& s);
+
+/// Rate in TFLOP/s = flop / seconds / 1e12. Throws std::invalid_argument unless seconds > 0.
+double gemm_tflops(double flop, double seconds);
+
+/// The transformer-layer shapes of the `transformer` entry: the four products of one layer
+/// (QKV projection, attention output, MLP up with gate, MLP down) for 8192 tokens, of
+/// Llama-2-7B (hidden 4096, FFN 11008) and Llama-2-70B (hidden 8192, FFN 28672, 8 KV heads).
+/// M = tokens, N = output features, K = input features.
+const std::vector<GemmShape>& transformer_shapes();
+
+/// Parses a `shapes` setting: comma-separated entries, each
+///   "8192"          a cube (M = N = K),
+///   "4096x8192x1024" M x N x K,
+///   "1024..16384"   the cubes of every power of two from the first to the last (both powers of
+///                   two, first <= last),
+///   "transformer"   transformer_shapes().
+/// Duplicates are dropped, order kept. Throws std::invalid_argument naming the bad entry
+/// (zero or negative sizes, a non-power-of-two range end, unknown words).
+std::vector<GemmShape> parse_gemm_shapes(const std::vector<std::string>& entries);
+
+/// Relative-error bound of the sampled verification per dtype, on the error measure of
+/// gemm_sample_error(). The bound is a few times the output type's unit roundoff plus the
+/// compute type's accumulation error (docs/gemm.md "Verification"): fp64 1e-12, fp32 1e-5,
+/// tf32 5e-3, fp16 5e-3, bf16 2e-2, fp8_e4m3 2e-2. Throws std::invalid_argument on an unknown
+/// dtype.
+double gemm_error_bound(const std::string& dtype);
+
+/// The dtypes of each backend, in case order.
+const std::vector<std::string>& cublaslt_dtypes();  ///< fp16 bf16 tf32 fp32 fp8_e4m3
+const std::vector<std::string>& openblas_dtypes();  ///< fp32 fp64 bf16
+
+/// Why BF16 cannot run on the OpenBLAS backend, or "" when `sbgemm` (the address dlsym gave for
+/// cblas_sbgemm) is non-null. `config` is openblas_get_config()'s text.
+std::string openblas_bf16_waiver(const void* sbgemm, const std::string& config);
+
+/// Input element `index` of matrix `which` (0 = A, 1 = B) for `seed`: magnitude in [0.25, 1) with
+/// a random sign (splitmix64), so never zero, and still non-zero after rounding to any dtype here
+/// (FP8 E4M3's smallest normal is 2^-6). Callers round it to their storage type and verify
+/// against the rounded values they stored.
+inline double gemm_input_value(std::uint64_t seed, int which, std::uint64_t index) {
+  std::uint64_t z =
+      seed * 0x9E3779B97F4A7C15ULL + (static_cast<std::uint64_t>(which) << 62) + index;
+  z += 0x9E3779B97F4A7C15ULL;
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+  z ^= z >> 31;
+  double u = static_cast<double>(z >> 11) * 0x1.0p-53;  // [0, 1)
+  double mag = 0.25 + 0.75 * u;
+  return (z & 1) ? -mag : mag;
+}
+
+/// Error of one output element against a long-double reference:
+/// |c - sum_p a_p b_p| / sum_p |a_p b_p|, where a_p and b_p are the K stored (already rounded)
+/// inputs of that element. Normalising by the absolute sum keeps the measure meaningful when
+/// the sum cancels. Returns +inf for a NaN c.
+template <class GetA, class GetB>
+double gemm_sample_error(long long k, const GetA& a, const GetB& b, double c) {
+  long double ref = 0, abs_sum = 0;
+  for (long long p = 0; p < k; ++p) {
+    long double prod = static_cast<long double>(a(p)) * static_cast<long double>(b(p));
+    ref += prod;
+    abs_sum += std::fabs(prod);
+  }
+  if (std::isnan(c)) return INFINITY;
+  if (abs_sum == 0) return c == 0 ? 0 : INFINITY;
+  return static_cast<double>(std::fabs(static_cast<long double>(c) - ref) / abs_sum);
+}
+
+/// Output elements to sample: (0,0), (M-1,N-1), then pseudo-random (i, j) from `seed`;
+/// `count` pairs in all (fewer only when M N is smaller).
+inline std::vector<std::pair<long long, long long>> gemm_sample_points(const GemmShape& s,
+                                                                       int count,
+                                                                       std::uint64_t seed) {
+  std::vector<std::pair<long long, long long>> out;
+  long long total = s.m * s.n;
+  if (count <= 0 || total <= 0) return out;
+  out.emplace_back(0, 0);
+  if (count > 1 && total > 1) out.emplace_back(s.m - 1, s.n - 1);
+  for (std::uint64_t t = 0; static_cast<long long>(out.size()) < std::min<long long>(count, total);
+       ++t) {
+    double u = (std::fabs(gemm_input_value(seed ^ 0x5A5A5A5AULL, 0, t)) - 0.25) / 0.75;
+    double v = (std::fabs(gemm_input_value(seed ^ 0xA5A5A5A5ULL, 1, t)) - 0.25) / 0.75;
+    long long i = std::min(s.m - 1, static_cast<long long>(u * static_cast<double>(s.m)));
+    long long j = std::min(s.n - 1, static_cast<long long>(v * static_cast<double>(s.n)));
+    bool seen = false;
+    for (const auto& q : out) seen = seen || (q.first == i && q.second == j);
+    if (!seen || t > static_cast<std::uint64_t>(16 * count)) out.emplace_back(i, j);
+  }
+  return out;
+}
+
+/// Result of the sampled verification.
+struct GemmVerification {
+  int samples = 0;
+  double max_rel_error = 0;
+  long long worst_i = 0, worst_j = 0;
+  double bound = 0;
+  bool passed() const { return max_rel_error <= bound; }
+  /// "fp32 1024x1024x1024: sampled relative error 3.1e-01 at C(5,7) exceeds the bound 1e-05
+  /// (64 samples)"; for a failed record's message.
+  std::string failure_message(const std::string& dtype, const GemmShape& s) const;
+};
+
+/// Element accessor of a matrix: (row, column) -> value as stored, widened to double.
+using GemmElement = std::function<double(long long, long long)>;
+
+/// Checks C = A B on gemm_sample_points(s, samples, seed): for each sampled (i, j) the error
+/// gemm_sample_error over row i of A and column j of B. `bound` is gemm_error_bound(dtype).
+GemmVerification verify_gemm(const GemmShape& s, const GemmElement& a, const GemmElement& b,
+                             const GemmElement& c, int samples, std::uint64_t seed, double bound);
+
+/// BF16 bits of a float, rounded to nearest even (finite inputs), and back.
+std::uint16_t float_to_bf16(float f);
+float bf16_to_float(std::uint16_t h);
+
+}  // namespace clusterbench::compute

@@ -1,0 +1,55 @@
+// NVML telemetry sampled on a background thread while a GPU benchmark's timed region runs
+// (issue #3 item 5; docs/metrics.md "GPU telemetry"). Core side: NVML is the core's dlopen.
+#pragma once
+
+#include <atomic>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "nvml.hpp"
+#include "records.hpp"
+
+namespace clusterbench::compute {
+
+/// Clocks-event reason bits that mean the GPU slowed down for heat or a hardware signal, not for
+/// its power cap: hw_slowdown 0x8, sw_thermal_slowdown 0x20, hw_thermal_slowdown 0x40,
+/// hw_power_brake_slowdown 0x80 (nvml.h nvmlClocksEventReason*). sw_power_cap (0x4) is normal
+/// for a GEMM at TDP and is not counted.
+inline constexpr unsigned long long kSlowdownReasonMask = 0x8 | 0x20 | 0x40 | 0x80;
+
+/// Summary of samples, as stored in a record's extra.telemetry:
+/// {"nvml_index", "samples", "status", "sm_clock_mhz": {min, median, max},
+///  "temperature_c_max", "power_w_max", "power_limit_w", "clock_event_reasons" (OR of the
+///  masks), "clock_event_reason_names", "slowdown_samples"}. Values NVML could not give are
+/// null. With no valid sample, {"samples": 0, "status": why}.
+json summarize_telemetry(const std::vector<GpuTelemetry>& samples, int nvml_index,
+                         const std::string& status);
+
+/// NVML index of the GPU whose PCI bus id (any case, 4- or 8-digit domain) is `bus_id`, by the
+/// env's GPUs (NVML's index order); -1 when none matches or `bus_id` is empty.
+int nvml_index_for_bus_id(const EnvRecord& env, const std::string& bus_id);
+
+/// Samples GPU `nvml_index` every `period_s` seconds from construction to stop(). With index -1
+/// it samples nothing and stop() says why (`why_not`).
+class TelemetrySampler {
+ public:
+  TelemetrySampler(int nvml_index, double period_s, std::string why_not = "");
+  ~TelemetrySampler();
+  TelemetrySampler(const TelemetrySampler&) = delete;
+  TelemetrySampler& operator=(const TelemetrySampler&) = delete;
+  /// Stops the thread (idempotent) and returns summarize_telemetry() of what it saw.
+  json stop();
+
+ private:
+  int index_;
+  std::string why_not_;
+  std::atomic<bool> stop_{false};
+  std::mutex mu_;
+  std::vector<GpuTelemetry> samples_;
+  std::string status_;
+  std::thread thread_;
+};
+
+}  // namespace clusterbench::compute

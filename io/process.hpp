@@ -1,0 +1,28 @@
+// Running an external tool (fio) and capturing what it printed: io benchmarks invoke tools, they
+// never reimplement them.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace clusterbench::io {
+
+/// What a finished child process left.
+struct ProcessResult {
+  int exit_code = -1;    ///< exit status, or 128 + signal number when killed by a signal
+  std::string out, err;  ///< everything it wrote to stdout and stderr
+};
+
+/// Full path of an executable: `name` itself when it holds a '/', else the first match on $PATH.
+/// Empty when none is found or it is not executable.
+std::string find_on_path(const std::string& name);
+
+/// Runs `argv` (argv[0] a path) in `cwd` with this process's environment plus `env` (which wins),
+/// waits, and returns its output. stdout/stderr go through files in `capture_dir`, so a tool
+/// that prints a lot cannot block on a pipe. Throws CallError when it cannot be started.
+ProcessResult run_process(const std::vector<std::string>& argv,
+                          const std::map<std::string, std::string>& env, const std::string& cwd,
+                          const std::string& capture_dir);
+
+}  // namespace clusterbench::io

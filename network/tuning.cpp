@@ -1,0 +1,435 @@
+// network.tuning: the seed's host tuning measured as A/B pairs, each side's setting recorded.
+// Effects: thp_madvise (random 8-byte reads over a region with MADV_NOHUGEPAGE vs MADV_HUGEPAGE;
+// the global THP switch is never flipped), hugetlb (the same reads, normal pages vs MAP_HUGETLB
+// from the reserved pool), tcp_buffers (loopback TCP throughput with the namespace's tcp_rmem /
+// tcp_wmem vs the seed's), governor (a fixed compute loop under the current governor vs
+// performance). A setting is changed only with --set network.tuning.allow_changes=true and is
+// restored when the case ends, on exit and on SIGINT/SIGTERM/SIGHUP. Formulas: docs/tuning.md.
+#include "network/tuning.hpp"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+#include <thread>
+
+#include "benchmark.hpp"
+#include "error.hpp"
+
+namespace clusterbench::network {
+
+namespace {
+double nearest_rank(const std::vector<double>& sorted, double p) {
+  size_t rank = static_cast<size_t>(std::ceil(p / 100.0 * static_cast<double>(sorted.size())));
+  return sorted[std::clamp<size_t>(rank, 1, sorted.size()) - 1];
+}
+}  // namespace
+
+AbRatio ab_ratio(const std::vector<double>& a, const std::vector<double>& b) {
+  if (a.size() != b.size() || a.empty())
+    throw std::invalid_argument("A/B needs equal, non-zero numbers of repeats");
+  AbRatio r;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (a[i] <= 0 || b[i] <= 0) throw std::invalid_argument("A/B times must be positive");
+    r.ratios.push_back(a[i] / b[i]);
+  }
+  std::vector<double> s = r.ratios;
+  std::sort(s.begin(), s.end());
+  size_t n = s.size();
+  r.ratio = n % 2 ? s[n / 2] : (s[n / 2 - 1] + s[n / 2]) / 2;
+  r.spread = (nearest_rank(s, 75) - nearest_rank(s, 25)) / r.ratio;
+  return r;
+}
+
+std::string normalise_sysctl(const std::string& text) {
+  std::istringstream in(text);
+  std::string word, out;
+  while (in >> word) out += (out.empty() ? "" : " ") + word;
+  return out;
+}
+
+namespace {
+
+const std::vector<std::string> kEffects = {"thp_madvise", "hugetlb", "tcp_buffers", "governor"};
+constexpr const char* kSeedTcpRmem = "4096 87380 2147483647";
+constexpr const char* kSeedTcpWmem = "4096 65536 2147483647";
+constexpr long long kHugePage = 2LL << 20;
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return "";
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// --- settings restored on every exit path -------------------------------------------------------
+
+/// Saved (path, old value) pairs in static storage, written back by restore_all(): from the
+/// guard's destructor, atexit, and the signal handler (open/write only: async-signal-safe).
+struct Saved {
+  char path[256];
+  char value[256];
+  std::atomic<bool> live{false};
+};
+Saved g_saved[8];
+
+void restore_all() {
+  for (auto& s : g_saved) {
+    if (!s.live.exchange(false)) continue;
+    int fd = ::open(s.path, O_WRONLY | O_TRUNC);
+    if (fd < 0) continue;
+    ssize_t w = ::write(fd, s.value, std::strlen(s.value));
+    (void)w;
+    ::close(fd);
+  }
+}
+
+void on_signal(int sig) {
+  restore_all();
+  ::signal(sig, SIG_DFL);
+  ::raise(sig);
+}
+
+/// Changes sysctl/sysfs files for one case and restores them when it goes out of scope.
+class SettingGuard {
+ public:
+  SettingGuard() {
+    static bool installed = [] {
+      std::atexit(restore_all);
+      for (int sig : {SIGINT, SIGTERM, SIGHUP}) ::signal(sig, on_signal);
+      return true;
+    }();
+    (void)installed;
+  }
+  ~SettingGuard() { restore_all(); }
+  SettingGuard(const SettingGuard&) = delete;
+  SettingGuard& operator=(const SettingGuard&) = delete;
+
+  /// Writes `value` to `path` after saving the old text. Throws Waived when it cannot.
+  void set(const std::string& path, const std::string& value) {
+    std::string old = read_text(path);
+    Saved* slot = nullptr;
+    bool saved = false;  // already saved by this case: keep the first (original) value
+    for (auto& s : g_saved)
+      if (s.live && path == s.path) slot = &s, saved = true;
+    for (auto& s : g_saved)
+      if (!slot && !s.live) slot = &s;
+    if (!slot || path.size() >= sizeof slot->path || old.size() >= sizeof slot->value)
+      throw std::runtime_error("cannot save " + path + " for restoring");
+    if (!saved) {
+      std::snprintf(slot->path, sizeof slot->path, "%s", path.c_str());
+      std::snprintf(slot->value, sizeof slot->value, "%s", old.c_str());
+      slot->live = true;
+    }
+    std::ofstream out(path);
+    out << value << "\n";
+    out.close();
+    if (!out || normalise_sysctl(read_text(path)) != normalise_sysctl(value)) {
+      int err = errno;
+      if (!saved) slot->live = false;
+      throw Waived("cannot change " + path + " to '" + value + "' (" + std::strerror(err) +
+                   "): this process may not change it");
+    }
+  }
+};
+
+// --- workloads ----------------------------------------------------------------------------------
+
+struct Region {
+  void* p = MAP_FAILED;
+  size_t bytes = 0;
+  ~Region() {
+    if (p != MAP_FAILED) ::munmap(p, bytes);
+  }
+};
+
+/// Anonymous region of `bytes`, 2 MiB aligned, advised, touched. `hugetlb` maps from the pool.
+void map_region(Region& r, long long bytes, int advice, bool hugetlb) {
+  r.bytes = static_cast<size_t>(bytes);
+  int flags = MAP_PRIVATE | MAP_ANONYMOUS | (hugetlb ? MAP_HUGETLB : 0);
+  if (hugetlb) {
+    r.p = ::mmap(nullptr, r.bytes, PROT_READ | PROT_WRITE, flags, -1, 0);
+  } else {
+    // Over-allocate so the used part starts on a 2 MiB boundary (THP needs aligned extents).
+    r.bytes += static_cast<size_t>(kHugePage);
+    r.p = ::mmap(nullptr, r.bytes, PROT_READ | PROT_WRITE, flags, -1, 0);
+  }
+  CHECK_MSG(r.p != MAP_FAILED, "libc",
+            std::string("mmap of ") + std::to_string(bytes) + " bytes: " + std::strerror(errno));
+  if (advice >= 0) CHECK_SYS(::madvise(r.p, r.bytes, advice));
+  std::memset(r.p, 1, r.bytes);
+}
+
+uint64_t* aligned(const Region& r) {
+  auto a = reinterpret_cast<uintptr_t>(r.p);
+  return reinterpret_cast<uint64_t*>((a + kHugePage - 1) & ~static_cast<uintptr_t>(kHugePage - 1));
+}
+
+/// Bytes of region `p` backed by transparent hugepages (AnonHugePages in /proc/self/smaps).
+long long thp_bytes(const void* p) {
+  std::ifstream in("/proc/self/smaps");
+  std::string line;
+  auto addr = reinterpret_cast<uintptr_t>(p);
+  bool inside = false;
+  while (std::getline(in, line)) {
+    unsigned long lo = 0, hi = 0;
+    if (std::sscanf(line.c_str(), "%lx-%lx ", &lo, &hi) == 2 && line.find(':') > line.find(' ')) {
+      inside = addr >= lo && addr < hi;
+      continue;
+    }
+    long long kb = 0;
+    if (inside && std::sscanf(line.c_str(), "AnonHugePages: %lld kB", &kb) == 1) return kb * 1024;
+  }
+  return 0;
+}
+
+/// n dependent random 8-byte reads over `words` (each index depends on the last value read, so
+/// the reads are latency- and TLB-bound). Returns a checksum so the loads stay.
+uint64_t random_reads(const uint64_t* data, size_t words, long long n) {
+  uint64_t x = 88172645463325252ULL, sum = 0;
+  for (long long i = 0; i < n; ++i) {
+    x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+    sum += data[(x + sum) % words];
+  }
+  return sum;
+}
+
+std::atomic<uint64_t> g_sink{0};
+
+/// Loopback TCP: a receiver thread drains; the sender sends `bytes` per operation and waits for
+/// a one-byte ack. New sockets per side, so they take the current tcp_rmem/tcp_wmem.
+class Loopback {
+ public:
+  explicit Loopback(long long bytes) : bytes_(bytes), buf_(1 << 20, 'x') {
+    int ls = ::socket(AF_INET, SOCK_STREAM, 0);
+    CHECK_SYS(ls);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    CHECK_SYS(::bind(ls, reinterpret_cast<sockaddr*>(&a), sizeof a));
+    CHECK_SYS(::listen(ls, 1));
+    socklen_t len = sizeof a;
+    CHECK_SYS(::getsockname(ls, reinterpret_cast<sockaddr*>(&a), &len));
+    send_fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
+    CHECK_SYS(send_fd_);
+    CHECK_SYS(::connect(send_fd_, reinterpret_cast<sockaddr*>(&a), sizeof a));
+    recv_fd_ = ::accept(ls, nullptr, nullptr);
+    ::close(ls);
+    CHECK_SYS(recv_fd_);
+    receiver_ = std::thread([this] { drain(); });
+  }
+  ~Loopback() {
+    ::shutdown(send_fd_, SHUT_WR);
+    receiver_.join();
+    ::close(send_fd_);
+    ::close(recv_fd_);
+  }
+  void transfer(long long n) {
+    for (long long i = 0; i < n; ++i) {
+      for (long long left = bytes_; left > 0;) {
+        ssize_t w = ::send(send_fd_, buf_.data(), std::min<long long>(left, buf_.size()), 0);
+        CHECK_SYS(w);
+        left -= w;
+      }
+      char ack;
+      CHECK_SYS(::recv(send_fd_, &ack, 1, MSG_WAITALL));
+    }
+  }
+
+ private:
+  void drain() {
+    std::vector<char> in(1 << 20);
+    long long got = 0;
+    for (;;) {
+      ssize_t r = ::recv(recv_fd_, in.data(), in.size(), 0);
+      if (r <= 0) return;
+      got += r;
+      while (got >= bytes_) {
+        got -= bytes_;
+        char ack = 1;
+        if (::send(recv_fd_, &ack, 1, 0) != 1) return;
+      }
+    }
+  }
+  long long bytes_;
+  std::vector<char> buf_;
+  int send_fd_ = -1, recv_fd_ = -1;
+  std::thread receiver_;
+};
+
+class Tuning : public Benchmark {
+ public:
+  std::string id() const override { return "network.tuning"; }
+  std::string description() const override {
+    return "host tuning A/B effects: THP madvise, hugetlb, TCP buffers, governor (ratio)";
+  }
+  Level level() const override { return Level::node; }
+  std::vector<std::string> knobs() const override {
+    return {"effects", "allow_changes", "repeats", "bytes", "tcp_bytes", "min_time"};
+  }
+  std::vector<json> cases(const Settings& s) const override {
+    std::vector<json> out;
+    for (const auto& e : s.get_list(id(), "effects", kEffects)) {
+      if (std::find(kEffects.begin(), kEffects.end(), e) == kEffects.end())
+        throw InputError("--set " + id() + ".effects: unknown effect '" + e +
+                         "' (thp_madvise, hugetlb, tcp_buffers, governor)");
+      out.push_back({{"effect", e}});
+    }
+    return out;
+  }
+  std::string applicable(const NodeEnv&) const override { return ""; }
+
+  void run(CaseRun& run) const override {
+    const std::string effect = run.params().at("effect");
+    const Settings& s = run.settings();
+    bool allow = s.get(id(), "allow_changes", "false") == "true";
+    int repeats = static_cast<int>(s.get_double(id(), "repeats", 5));
+    if (repeats < 5) throw InputError("--set " + id() + ".repeats must be at least 5");
+    long long bytes = s.get_size(id(), "bytes", s.by_suite(256LL << 20, 1LL << 30, 4LL << 30));
+    bytes = std::max(bytes / kHugePage, 1LL) * kHugePage;
+    const std::string refuse = "; --set " + id() +
+                               ".allow_changes=true lets the case change it "
+                               "for the measurement and restore it";
+    SettingGuard guard;
+    // Each side: prepare (changes a setting), measure with run.exec, return seconds per op.
+    std::function<void(bool)> side;
+    std::function<double(long long)> work;
+    json setting_a, setting_b;
+    std::string unit_note;
+    Region ra, rb;
+    std::unique_ptr<Loopback> loop;
+    // State the side/work lambdas read: declared here so that it outlives them.
+    bool use_b = false, huge = effect == "hugetlb";
+    size_t words = static_cast<size_t>(bytes) / sizeof(uint64_t);
+
+    if (effect == "thp_madvise" || effect == "hugetlb") {
+      std::string thp = read_text("/sys/kernel/mm/transparent_hugepage/enabled");
+      if (!huge && thp.find("[never]") != std::string::npos)
+        throw Waived("transparent hugepages are [never] here: madvise has no effect");
+      if (huge) {
+        long long free_pages = 0, total = 0;
+        std::ifstream mi("/proc/meminfo");
+        std::string k;
+        long long v;
+        std::string u;
+        while (mi >> k >> v) {
+          if (k == "HugePages_Free:") free_pages = v;
+          if (k == "HugePages_Total:") total = v;
+          std::getline(mi, u);
+        }
+        long long need = bytes / kHugePage;
+        if (free_pages < need) {
+          if (!allow)
+            throw Waived("needs " + std::to_string(need) +
+                         " free 2 MiB hugepages (vm.nr_hugepages " + std::to_string(total) + ", " +
+                         std::to_string(free_pages) + " free)" + refuse);
+          guard.set("/proc/sys/vm/nr_hugepages", std::to_string(total + need - free_pages));
+        }
+      }
+      map_region(ra, bytes, MADV_NOHUGEPAGE, false);
+      if (huge)
+        map_region(rb, bytes, -1, true);
+      else
+        map_region(rb, bytes, MADV_HUGEPAGE, false);
+      setting_a = {{"pages", "4 KiB (MADV_NOHUGEPAGE)"}, {"thp_enabled", normalise_sysctl(thp)}};
+      setting_b = huge ? json{{"pages", "2 MiB (MAP_HUGETLB)"}}
+                       : json{{"pages", "THP (MADV_HUGEPAGE)"},
+                              {"thp_enabled", normalise_sysctl(thp)},
+                              {"anon_huge_bytes", thp_bytes(aligned(rb))}};
+      side = [&](bool b) { use_b = b; };
+      work = [&](long long n) {
+        const uint64_t* d =
+            use_b ? (huge ? static_cast<uint64_t*>(rb.p) : aligned(rb)) : aligned(ra);
+        g_sink += random_reads(d, words, n);
+        return -1.0;
+      };
+      unit_note = "random 8-byte reads";
+    } else if (effect == "tcp_buffers") {
+      const std::string rp = "/proc/sys/net/ipv4/tcp_rmem", wp = "/proc/sys/net/ipv4/tcp_wmem";
+      std::string cur_r = normalise_sysctl(read_text(rp)), cur_w = normalise_sysctl(read_text(wp));
+      if (cur_r.empty()) throw Waived("no " + rp + " here");
+      if (!allow)
+        throw Waived("changes net.ipv4.tcp_rmem/tcp_wmem (of this network namespace)" + refuse);
+      long long tcp_bytes =
+          s.get_size(id(), "tcp_bytes", s.by_suite(16LL << 20, 64LL << 20, 256LL << 20));
+      setting_a = {{"tcp_rmem", cur_r},
+                   {"tcp_wmem", cur_w},
+                   {"rmem_max", normalise_sysctl(read_text("/proc/sys/net/core/rmem_max"))}};
+      setting_b = {{"tcp_rmem", kSeedTcpRmem},
+                   {"tcp_wmem", kSeedTcpWmem},
+                   {"rmem_max", setting_a["rmem_max"]}};
+      side = [&, tcp_bytes, rp, wp, cur_r, cur_w](bool b) {
+        loop.reset();
+        guard.set(rp, b ? kSeedTcpRmem : cur_r);
+        guard.set(wp, b ? kSeedTcpWmem : cur_w);
+        loop = std::make_unique<Loopback>(tcp_bytes);
+      };
+      work = [&](long long n) {
+        loop->transfer(n);
+        return -1.0;
+      };
+      run.set_extra("bytes_per_op", tcp_bytes);
+      unit_note = "loopback TCP transfers";
+    } else {  // governor
+      std::string gov = "/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor";
+      std::string cur = normalise_sysctl(read_text(gov));
+      if (cur.empty())
+        throw Waived("no cpufreq driver (" + gov + " is absent): the governor cannot be set here");
+      if (!allow) throw Waived("changes the CPU frequency governor" + refuse);
+      int cpus = static_cast<int>(std::thread::hardware_concurrency());
+      setting_a = {{"governor", cur}};
+      setting_b = {{"governor", "performance"}};
+      side = [&, cpus, cur](bool b) {
+        for (int c = 0; c < cpus; ++c)
+          guard.set("/sys/devices/system/cpu/cpu" + std::to_string(c) + "/cpufreq/scaling_governor",
+                    b ? "performance" : cur);
+      };
+      work = [](long long n) {
+        double x = 1.0;
+        for (long long i = 0; i < n * 100000; ++i) x = x * 1.0000001 + 1e-9;
+        g_sink += static_cast<uint64_t>(x);
+        return -1.0;
+      };
+      unit_note = "fixed compute loops";
+    }
+
+    // Alternating repeats: A, B, A, B, ... (ABAB rather than AABB, so drift hits both sides).
+    std::vector<double> ta, tb;
+    for (int r = 0; r < repeats; ++r) {
+      for (bool b : {false, true}) {
+        side(b);
+        run.exec(work);
+        (b ? tb : ta).push_back(run.stats().median);
+      }
+    }
+    if (loop) loop.reset();
+    AbRatio ab = ab_ratio(ta, tb);
+    run.add_metric("ratio", ab.ratio, "ratio", true);
+    run.add_metric("ratio_spread", ab.spread, "ratio", false);
+    run.set_extra("a", {{"setting", setting_a}, {"seconds_per_op", ta}});
+    run.set_extra("b", {{"setting", setting_b}, {"seconds_per_op", tb}});
+    run.set_extra("ratios", ab.ratios);
+    run.set_extra("ratio_definition",
+                  "t_A / t_B per repeat (median), " + unit_note + "; > 1: B is faster");
+    if (std::fabs(ab.ratio - 1) <= ab.spread)
+      run.set_extra("effect", "none measurable here: |ratio - 1| within the spread");
+  }
+};
+
+CLUSTERBENCH_REGISTER(Tuning);
+
+}  // namespace
+}  // namespace clusterbench::network

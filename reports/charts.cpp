@@ -1,0 +1,373 @@
+// Charts for report.html, drawn by gnuplot as an external process (docs/report.md "Charts").
+#include "reports/charts.hpp"
+
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+
+extern char** environ;
+
+namespace clusterbench::report {
+
+namespace {
+
+std::string read_text(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  std::ostringstream s;
+  s << f.rdbuf();
+  return s.str();
+}
+
+/// Text safe inside a gnuplot double-quoted string and an SVG title.
+std::string gp_text(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    if (c == '"' || c == '\\')
+      out += '\'';
+    else if (c == '\n' || c == '\r')
+      out += ' ';
+    else
+      out += c;
+  }
+  return out;
+}
+
+std::string num(double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.10g", v);
+  return buf;
+}
+
+std::string short_item(const Scope& s) {
+  if (s.kind == "gpu") return s.host + "/gpu" + std::to_string(s.gpu_index);
+  return scope_item(s);
+}
+
+/// "{"dtype":"bf16"}" -> "dtype=bf16"; without `drop`.
+std::string params_label(const json& params, const std::string& drop = "") {
+  std::string out;
+  for (const auto& [k, v] : params.items()) {
+    if (k == drop) continue;
+    out += (out.empty() ? "" : " ") + k + "=" + (v.is_string() ? v.get<std::string>() : v.dump());
+  }
+  return out.empty() ? "-" : out;
+}
+
+bool has_number(const json& params, const char* key) {
+  return params.contains(key) && params.at(key).is_number();
+}
+
+/// Spec rows that put a numeric line on a chart of (benchmark, metric).
+std::vector<SpecLine> spec_lines(const Report& report, const std::string& bench,
+                                 const std::string& metric) {
+  std::vector<SpecLine> out;
+  for (const auto& row : report.rows) {
+    const auto& r = row.req;
+    if (r.select.benchmark != bench || r.select.metric != metric) continue;
+    if ((r.op != ">=" && r.op != "<=") || !r.value.is_number()) continue;
+    std::string sel = r.select.params.empty() ? "" : " (" + params_label(r.select.params) + ")";
+    out.push_back({"spec " + r.id + sel + " " + r.op + " " + format_number(r.value.get<double>()) +
+                       " " + r.unit,
+                   r.value.get<double>()});
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<Chart> build_charts(const RunDir& run, const Report& report) {
+  // The last record of a case wins.
+  std::map<std::string, const ResultRecord*> last;
+  std::vector<const ResultRecord*> recs;
+  for (const auto& r : run.records.records) last[r.case_key] = &r;
+  for (const auto& r : run.records.records)
+    if (r.status == "ok" && last[r.case_key] == &r) recs.push_back(&r);
+
+  std::vector<Chart> charts;
+  std::set<std::string> done;  // benchmark|metric drawn by a special chart
+
+  // busbw against message size, every collective on one chart.
+  {
+    Chart c;
+    c.title = "Collectives: bus bandwidth against message size";
+    c.kind = "lines";
+    c.logx = true;
+    c.xlabel = "message size (bytes, log2)";
+    c.ylabel = "busbw (GB/s)";
+    std::map<std::string, Series> series;
+    for (const auto* r : recs) {
+      if (r->benchmark.rfind("collectives.", 0) != 0 || !has_number(r->params, "bytes")) continue;
+      for (const auto& m : r->metrics) {
+        if (m.name != "busbw") continue;
+        std::string name = r->benchmark.substr(12) + " " + params_label(r->params, "bytes");
+        series[name].name = name;
+        series[name].points.push_back({r->params["bytes"].get<double>(), m.value});
+        ++c.records;
+        done.insert(r->benchmark + "|busbw");
+      }
+    }
+    for (auto& [n, s] : series) {
+      std::sort(s.points.begin(), s.points.end());
+      c.series.push_back(s);
+    }
+    if (c.records) charts.push_back(std::move(c));
+  }
+  // Dataloader samples/s against workers, one series per host.
+  {
+    Chart c;
+    c.title = "Dataloader: samples/s against workers";
+    c.kind = "lines";
+    c.xlabel = "workers";
+    c.ylabel = "samples/s";
+    std::map<std::string, Series> series;
+    for (const auto* r : recs) {
+      if (r->benchmark != "io.dataloader" || !has_number(r->params, "workers")) continue;
+      for (const auto& m : r->metrics) {
+        if (m.unit != "samples/s") continue;
+        std::string name = short_item(r->scope) + " " + params_label(r->params, "workers");
+        if (!series.count(name) && series.size() >= 16) continue;
+        series[name].name = name;
+        series[name].points.push_back({r->params["workers"].get<double>(), m.value});
+        ++c.records;
+        done.insert(r->benchmark + "|" + m.name);
+      }
+    }
+    for (auto& [n, s] : series) {
+      std::sort(s.points.begin(), s.points.end());
+      c.series.push_back(s);
+    }
+    if (c.records) charts.push_back(std::move(c));
+  }
+  // Everything else: one bar per item, one series per params variant.
+  struct Pending {
+    std::string bench, metric, unit, scope;
+    std::vector<std::string> labels;
+    std::map<std::string, size_t> label_index;
+    std::map<std::string, Series> series;
+    int records = 0;
+  };
+  std::map<std::string, Pending> pend;
+  std::vector<std::string> order;
+  for (const auto* r : recs) {
+    for (const auto& m : r->metrics) {
+      std::string key = r->benchmark + "|" + m.name;
+      if (done.count(key)) continue;
+      if (!pend.count(key)) order.push_back(key);
+      Pending& p = pend[key];
+      p.bench = r->benchmark;
+      p.metric = m.name;
+      p.unit = m.unit;
+      p.scope = r->scope.kind;
+      bool cluster = r->scope.kind == "cluster";
+      std::string label = cluster ? params_label(r->params) : short_item(r->scope);
+      std::string sname = cluster ? m.name : params_label(r->params);
+      auto [it, fresh] = p.label_index.emplace(label, p.labels.size());
+      if (fresh) p.labels.push_back(label);
+      p.series[sname].name = sname;
+      p.series[sname].points.push_back({static_cast<double>(it->second), m.value});
+      ++p.records;
+    }
+  }
+  for (const auto& key : order) {
+    Pending& p = pend[key];
+    Chart c;
+    const char* per = p.scope == "gpu"    ? " per GPU"
+                      : p.scope == "node" ? " per node"
+                      : p.scope == "link" ? " per link"
+                                          : "";
+    c.title = p.bench + " " + p.metric + per;
+    c.kind = p.labels.size() > kMaxBars ? "points" : "bars";
+    c.xlabel = p.scope == "cluster" ? "case" : p.scope;
+    if (c.kind == "points") c.xlabel += " (in host order)";
+    c.ylabel = p.metric + " (" + p.unit + ")";
+    c.labels = p.labels;
+    for (auto& [n, s] : p.series) c.series.push_back(s);
+    c.spec_lines = spec_lines(report, p.bench, p.metric);
+    c.records = p.records;
+    charts.push_back(std::move(c));
+  }
+  for (size_t i = 0; i < charts.size(); ++i) charts[i].id = "chart-" + std::to_string(i + 1);
+  return charts;
+}
+
+std::string gnuplot_script(const Chart& c, const std::string& output) {
+  std::ostringstream g;
+  std::string block = "$";
+  for (char ch : c.id)
+    if (std::isalnum(static_cast<unsigned char>(ch))) block += ch;
+  block += "_";
+  g << "reset\n";
+  g << "set terminal svg size 960,420 dynamic noenhanced font 'sans,11' background rgb 'white'\n";
+  if (!output.empty()) g << "set output \"" << gp_text(output) << "\"\n";
+  g << "set title \"" << gp_text(c.title) << "\"\n";
+  g << "set xlabel \"" << gp_text(c.xlabel) << "\"\nset ylabel \"" << gp_text(c.ylabel) << "\"\n";
+  g << "set grid ytics\nset key outside right top\nset yrange [0:*]\n";
+  for (size_t s = 0; s < c.series.size(); ++s) {
+    g << block << s << " << EOD\n";
+    for (const auto& [x, y] : c.series[s].points) g << num(x) << " " << num(y) << "\n";
+    g << "EOD\n";
+  }
+  std::vector<std::string> plots;
+  if (c.kind == "lines") {
+    if (c.logx) g << "set logscale x 2\nset format x '%.0b%BB'\n";
+    for (size_t s = 0; s < c.series.size(); ++s)
+      plots.push_back(block + std::to_string(s) +
+                      " using 1:2 with linespoints pt 7 ps 0.8 title \"" +
+                      gp_text(c.series[s].name) + "\"");
+  } else {
+    size_t n = c.labels.size();
+    g << "set xrange [-0.6:" << num(n - 0.4) << "]\n";
+    if (c.kind == "bars") {
+      g << "set xtics rotate by -45 font ',9' (";
+      for (size_t i = 0; i < n; ++i)
+        g << (i ? ", " : "") << "\"" << gp_text(c.labels[i]) << "\" " << i;
+      g << ")\n";
+      double w = 0.8 / std::max<size_t>(1, c.series.size());
+      g << "set style fill solid 0.8 border -1\nset boxwidth " << num(w) << " absolute\n";
+      for (size_t s = 0; s < c.series.size(); ++s) {
+        double off = -0.4 + w * (s + 0.5);
+        plots.push_back(block + std::to_string(s) + " using ($1+" + num(off) +
+                        "):2 with boxes title \"" + gp_text(c.series[s].name) + "\"");
+      }
+    } else {
+      g << "set xtics out\n";
+      for (size_t s = 0; s < c.series.size(); ++s)
+        plots.push_back(block + std::to_string(s) + " using 1:2 with points pt 7 ps 0.5 title \"" +
+                        gp_text(c.series[s].name) + "\"");
+    }
+  }
+  for (const auto& l : c.spec_lines)
+    plots.push_back(num(l.value) + " with lines dt 2 lw 2 lc rgb 'red' title \"" +
+                    gp_text(l.label) + "\"");
+  g << "plot ";
+  for (size_t i = 0; i < plots.size(); ++i) g << (i ? ", \\\n     " : "") << plots[i];
+  g << "\n";
+  if (!output.empty()) g << "unset output\n";
+  return g.str();
+}
+
+std::string find_gnuplot() {
+  const char* path = std::getenv("PATH");
+  std::stringstream ss(path ? path : "/usr/bin:/bin");
+  std::string dir;
+  while (std::getline(ss, dir, ':')) {
+    std::string p = (dir.empty() ? "." : dir) + "/gnuplot";
+    if (::access(p.c_str(), X_OK) == 0) return p;
+  }
+  return "";
+}
+
+int run_process(const std::vector<std::string>& argv, const std::string& out_path,
+                std::string* err) {
+  char tmpl[] = "/tmp/clusterbench-stderr.XXXXXX";
+  int efd = ::mkstemp(tmpl);
+  if (efd < 0) {
+    if (err) *err = "cannot create a temporary file";
+    return -1;
+  }
+  ::close(efd);
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_addopen(&fa, 1, out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_addopen(&fa, 2, tmpl, O_WRONLY | O_TRUNC, 0600);
+  std::vector<char*> args;
+  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  pid_t pid = 0;
+  int rc = posix_spawnp(&pid, args[0], &fa, nullptr, args.data(), environ);
+  posix_spawn_file_actions_destroy(&fa);
+  int status = -1;
+  if (rc != 0) {
+    if (err) *err = argv[0] + ": cannot start (" + std::strerror(rc) + ")";
+  } else {
+    int ws = 0;
+    while (::waitpid(pid, &ws, 0) < 0 && errno == EINTR) {
+    }
+    status = WIFEXITED(ws) ? WEXITSTATUS(ws) : 128 + WTERMSIG(ws);
+    if (err) *err = read_text(tmpl);
+  }
+  ::unlink(tmpl);
+  return status;
+}
+
+namespace {
+
+std::string strip_prolog(const std::string& svg) {
+  auto at = svg.find("<svg");
+  return at == std::string::npos ? "" : svg.substr(at);
+}
+
+struct TempDir {
+  std::string path;
+  TempDir() {
+    char t[] = "/tmp/clusterbench-charts.XXXXXX";
+    if (::mkdtemp(t)) path = t;
+  }
+  ~TempDir() {
+    std::error_code ec;
+    if (!path.empty()) std::filesystem::remove_all(path, ec);
+  }
+};
+
+}  // namespace
+
+std::optional<std::string> render_svg(const Chart& chart, const std::string& gnuplot,
+                                      std::string* error) {
+  std::vector<std::string> errors;
+  auto out = render_svgs({chart}, gnuplot, &errors);
+  if (error && !errors.empty()) *error = errors[0];
+  return out[0];
+}
+
+std::vector<std::optional<std::string>> render_svgs(const std::vector<Chart>& charts,
+                                                    const std::string& gnuplot,
+                                                    std::vector<std::string>* errors) {
+  std::vector<std::optional<std::string>> out(charts.size());
+  std::vector<std::string> errs(charts.size());
+  TempDir tmp;
+  auto finish = [&]() {
+    if (errors) *errors = errs;
+    return out;
+  };
+  if (tmp.path.empty()) {
+    for (auto& e : errs) e = "cannot create a temporary directory";
+    return finish();
+  }
+  auto draw = [&](size_t from, size_t to) {
+    std::string script_path = tmp.path + "/charts.gp";
+    std::ofstream s(script_path);
+    for (size_t i = from; i < to; ++i)
+      s << gnuplot_script(charts[i], tmp.path + "/" + std::to_string(i) + ".svg");
+    s.close();
+    std::string err;
+    int rc = run_process({gnuplot, script_path}, tmp.path + "/stdout.txt", &err);
+    for (size_t i = from; i < to; ++i) {
+      std::string svg =
+          rc == 0 ? strip_prolog(read_text(tmp.path + "/" + std::to_string(i) + ".svg")) : "";
+      if (!svg.empty())
+        out[i] = svg;
+      else
+        errs[i] = rc < 0 ? err : "gnuplot exit " + std::to_string(rc) + ": " + err;
+    }
+    return rc == 0;
+  };
+  if (!draw(0, charts.size()))
+    for (size_t i = 0; i < charts.size(); ++i) draw(i, i + 1);
+  return finish();
+}
+
+}  // namespace clusterbench::report

@@ -1,0 +1,75 @@
+// Charts of a run for report.html (docs/report.md "Charts"): which charts the records allow, and
+// their SVG drawn by gnuplot, run as an external process (DESIGN.md: reports/ never links it).
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "records.hpp"
+#include "reports/evaluate.hpp"
+
+namespace clusterbench::report {
+
+/// One data series. Line charts use (x, y); bar and point charts use the index into
+/// Chart::labels as x.
+struct Series {
+  std::string name;
+  std::vector<std::pair<double, double>> points;
+};
+
+/// A horizontal requirement line: a spec row's threshold.
+struct SpecLine {
+  std::string label;  ///< "spec gemm.bf16 >= 600 TFLOP/s"
+  double value = 0;
+};
+
+struct Chart {
+  std::string id;     ///< "chart-1", ...
+  std::string title;  ///< "compute.gemm tflops per GPU"
+  std::string kind;   ///< "lines" (x numeric), "bars" (x = labels), "points" (many labels)
+  std::string xlabel, ylabel;
+  bool logx = false;                ///< log2 x axis (message sizes)
+  std::vector<std::string> labels;  ///< bars/points: the x categories
+  std::vector<Series> series;
+  std::vector<SpecLine> spec_lines;
+  int records = 0;  ///< records plotted: one mark per record
+};
+
+/// Bars are drawn up to this many categories; beyond it a chart becomes points.
+inline constexpr size_t kMaxBars = 64;
+
+/// The charts that `run`'s ok records allow, in this order:
+/// - collectives.* busbw against the `bytes` param (log2 x), one series per benchmark + params;
+/// - io.dataloader samples/s against `workers`, one series per host (the first 16 hosts);
+/// - for every other (benchmark, metric) of ok records: one bar per item (GPU "node01/gpu3",
+///   node, link; params label at cluster scope), one series per params variant. Spec lines come
+///   from `report` rows that select the benchmark + metric with a numeric >= or <= value.
+/// Each chart's `records` counts the records it plots.
+std::vector<Chart> build_charts(const RunDir& run, const Report& report);
+
+/// The gnuplot script for a chart (SVG terminal, data inline as datablocks named after the chart
+/// id, noenhanced text), writing to `output` (a file path; empty: gnuplot's stdout).
+std::string gnuplot_script(const Chart& chart, const std::string& output = "");
+
+/// Path of gnuplot on PATH, or "" when absent.
+std::string find_gnuplot();
+
+/// Draws a chart with gnuplot: the <svg> element alone (XML prolog stripped). Returns nullopt and
+/// sets `error` (gnuplot's stderr, or why it could not run) on failure.
+std::optional<std::string> render_svg(const Chart& chart, const std::string& gnuplot,
+                                      std::string* error);
+
+/// Draws every chart in one gnuplot process (one `set output` per chart); when that process
+/// fails, each chart is drawn on its own so that one bad chart costs only itself. Element i is
+/// nullopt where chart i failed, with the reason in errors[i].
+std::vector<std::optional<std::string>> render_svgs(const std::vector<Chart>& charts,
+                                                    const std::string& gnuplot,
+                                                    std::vector<std::string>* errors);
+
+/// Runs `argv` (no shell), stdin from /dev/null, stdout to `out_path`, stderr captured into
+/// `err`. Returns the exit status (128 + signal, or -1 when it cannot start).
+int run_process(const std::vector<std::string>& argv, const std::string& out_path,
+                std::string* err);
+
+}  // namespace clusterbench::report

@@ -1,0 +1,294 @@
+// Fleet view and fleet outliers (docs/report.md "Fleet").
+#include "reports/fleet.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+#include <sstream>
+#include <unordered_map>
+
+#include "reports/render.hpp"
+#include "spec.hpp"
+
+namespace clusterbench::report {
+
+namespace {
+
+std::string pct(double fraction) {
+  std::string s = format_number(std::round(fraction * 1e4) / 100) + "%";
+  return fraction > 0 ? "+" + s : s;
+}
+
+double median_of(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  size_t n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+double outlier_tolerance(const std::vector<ToleranceRule>& rules, const std::string& benchmark,
+                         const std::string& metric, const std::string& unit) {
+  const ToleranceRule* by_bench = nullptr;
+  const ToleranceRule* by_unit = nullptr;
+  for (const auto& r : rules) {
+    if (is_known_unit(r.key)) {
+      if (r.key == unit) by_unit = &r;
+      continue;
+    }
+    auto colon = r.key.find(':');
+    if (colon != std::string::npos && r.key.substr(colon + 1) != metric) continue;
+    if (glob_match(r.key.substr(0, colon), benchmark)) by_bench = &r;
+  }
+  if (by_bench) return by_bench->fraction;
+  if (by_unit) return by_unit->fraction;
+  return default_outlier_tolerance(benchmark);
+}
+
+/// The hosts an item of a report row belongs to: "node01/gpu3[...]" -> node01, "a<->b" -> a, b.
+std::vector<std::string> item_hosts(const std::string& item) {
+  if (item == "cluster") return {};
+  auto link = item.find("<->");
+  if (link != std::string::npos) return {item.substr(0, link), item.substr(link + 3)};
+  return {item.substr(0, item.find('/'))};
+}
+
+struct Group {
+  std::vector<const ResultRecord*> recs;
+  std::vector<double> values;
+  const Metric* proto = nullptr;
+};
+
+}  // namespace
+
+double default_outlier_tolerance(const std::string& benchmark) {
+  if (benchmark == "compute.gemm" || benchmark == "compute.gpu_memory_bandwidth") return 0.05;
+  if (benchmark.rfind("io.", 0) == 0) return 0.15;
+  return 0.10;
+}
+
+std::vector<Outlier> find_outliers(const std::vector<ResultRecord>& records,
+                                   const std::vector<EnvRecord>& env,
+                                   const std::vector<ToleranceRule>& rules, int min_items) {
+  // The last record of a case wins (a resumed run may repeat one).
+  std::unordered_map<std::string, const ResultRecord*> last;
+  std::vector<std::string> order;
+  for (const auto& r : records) {
+    const auto& k = r.scope.kind;
+    if (k != "gpu" && k != "node" && k != "link") continue;
+    std::string key =
+        r.case_key.empty() ? make_case_key(r.benchmark, r.params, r.scope) : r.case_key;
+    if (!last.count(key)) order.push_back(key);
+    last[key] = &r;
+  }
+  std::map<std::string, Group> groups;  // ordered: deterministic output
+  for (const auto& key : order) {
+    const ResultRecord* r = last[key];
+    if (r->status != "ok") continue;
+    std::string base = r->benchmark + "|" + r->params.dump() + "|";
+    for (const auto& m : r->metrics) {
+      if (!std::isfinite(m.value)) continue;
+      Group& g = groups[base + m.name + "|" + r->scope.kind];
+      g.recs.push_back(r);
+      g.values.push_back(m.value);
+      if (!g.proto) g.proto = &m;
+    }
+  }
+  std::map<std::pair<std::string, int>, const GpuInfo*> gpus;
+  for (const auto& e : env)
+    for (const auto& g : e.gpus) gpus[{e.host, g.index}] = &g;
+
+  std::vector<Outlier> out;
+  for (const auto& [gkey, g] : groups) {
+    if (static_cast<int>(g.values.size()) < min_items) continue;
+    double med = median_of(g.values);
+    if (med == 0) continue;
+    const ResultRecord& first = *g.recs.front();
+    double tol = outlier_tolerance(rules, first.benchmark, g.proto->name, g.proto->unit);
+    size_t start = out.size();
+    for (size_t i = 0; i < g.values.size(); ++i) {
+      double v = g.values[i];
+      bool bad = g.proto->higher_is_better ? v < med * (1 - tol) : v > med * (1 + tol);
+      if (!bad) continue;
+      const ResultRecord& r = *g.recs[i];
+      Outlier o;
+      o.benchmark = r.benchmark;
+      o.params = r.params;
+      o.metric = g.proto->name;
+      o.unit = g.proto->unit;
+      o.higher_is_better = g.proto->higher_is_better;
+      o.kind = r.scope.kind;
+      o.item = scope_item(r.scope);
+      o.hosts = r.scope.kind == "link" ? r.scope.hosts : std::vector<std::string>{r.scope.host};
+      o.host = o.hosts.empty() ? r.scope.host : o.hosts.front();
+      o.gpu_index = r.scope.kind == "gpu" ? r.scope.gpu_index : -1;
+      o.uuid = r.scope.uuid;
+      o.pci_bus_id = r.scope.pci_bus_id;
+      if (o.kind == "gpu") {
+        auto it = gpus.find({r.scope.host, r.scope.gpu_index});
+        if (it != gpus.end()) {
+          if (o.uuid.empty()) o.uuid = it->second->uuid;
+          if (o.pci_bus_id.empty()) o.pci_bus_id = it->second->pci_bus_id;
+        }
+      }
+      o.value = v;
+      o.median = med;
+      o.deviation = (v - med) / std::fabs(med);
+      o.tolerance = tol;
+      o.fleet_size = static_cast<int>(g.values.size());
+      o.case_key = r.case_key;
+      out.push_back(std::move(o));
+    }
+    std::sort(out.begin() + start, out.end(), [](const Outlier& a, const Outlier& b) {
+      double da = a.higher_is_better ? a.deviation : -a.deviation;
+      double db = b.higher_is_better ? b.deviation : -b.deviation;
+      return da != db ? da < db : a.item < b.item;
+    });
+  }
+  return out;
+}
+
+FleetView fleet_view(const RunDir& run, const Report& report,
+                     const std::vector<ToleranceRule>& rules) {
+  FleetView fv;
+  std::vector<std::string> hosts = report.hosts;
+  std::set<std::string> known(hosts.begin(), hosts.end());
+  for (const auto& r : run.records.records)
+    if (!r.scope.host.empty() && r.scope.kind != "cluster" && known.insert(r.scope.host).second)
+      hosts.push_back(r.scope.host);
+  std::map<std::string, FleetNode> nodes;
+  for (const auto& h : hosts) {
+    FleetNode& n = nodes[h];
+    n.host = h;
+    for (const auto& o : outcome_order()) n.items[o] = 0;
+  }
+  std::map<std::string, std::set<std::string>> failed_rows;
+  for (const auto& row : report.rows)
+    for (const auto& it : row.items)
+      for (const auto& h : item_hosts(it.item)) {
+        auto n = nodes.find(h);
+        if (n == nodes.end()) continue;
+        ++n->second.items[it.outcome];
+        if (it.outcome == kFail) failed_rows[h].insert(row.req.id);
+      }
+  std::map<std::string, std::set<std::string>> failed_benches;
+  for (const auto& r : run.records.records) {
+    std::vector<std::string> rh =
+        r.scope.kind == "link" ? r.scope.hosts : std::vector<std::string>{r.scope.host};
+    if (r.scope.kind == "cluster") rh.clear();
+    for (const auto& h : rh) {
+      auto n = nodes.find(h);
+      if (n == nodes.end()) continue;
+      if (r.status == "ok") ++n->second.records_ok;
+      if (r.status == "waived") ++n->second.records_waived;
+      if (r.status == "failed") {
+        ++n->second.records_failed;
+        failed_benches[h].insert(r.benchmark);
+      }
+    }
+  }
+  fv.outliers = find_outliers(run.records.records, run.run.env, rules);
+  std::map<std::string, std::vector<std::string>> outlier_items;
+  for (const auto& o : fv.outliers) {
+    if (o.kind == "link") continue;
+    auto n = nodes.find(o.host);
+    if (n == nodes.end()) continue;
+    ++n->second.outliers;
+    outlier_items[o.host].push_back(o.benchmark + " " + o.metric + " " + o.item);
+  }
+  auto join = [](const auto& xs) {
+    std::string s;
+    for (const auto& x : xs) s += (s.empty() ? "" : ", ") + x;
+    return s;
+  };
+  for (const auto& h : hosts) {
+    FleetNode& n = nodes[h];
+    if (failed_rows.count(h)) n.reasons.push_back("spec FAIL: " + join(failed_rows[h]));
+    if (failed_benches.count(h)) n.reasons.push_back("failed records: " + join(failed_benches[h]));
+    if (outlier_items.count(h)) n.reasons.push_back("outliers: " + join(outlier_items[h]));
+    if (!n.reasons.empty()) fv.failing_hosts.push_back(h);
+    fv.nodes.push_back(n);
+  }
+  return fv;
+}
+
+std::string render_fleet_markdown(const FleetView& fv) {
+  std::ostringstream md;
+  md << "## Fleet\n\n";
+  md << "| node | PASS | WARN | FAIL | MISSING | WAIVED | records ok/failed/waived | outliers | "
+        "failing because |\n|---|---|---|---|---|---|---|---|---|\n";
+  for (const auto& n : fv.nodes) {
+    std::string why;
+    for (const auto& r : n.reasons) why += (why.empty() ? "" : "; ") + r;
+    md << "| " << n.host << " | " << n.items.at(kPass) << " | " << n.items.at(kWarn) << " | "
+       << n.items.at(kFail) << " | " << n.items.at(kMissing) << " | " << n.items.at(kWaived)
+       << " | " << n.records_ok << "/" << n.records_failed << "/" << n.records_waived << " | "
+       << n.outliers << " | " << (why.empty() ? "-" : why) << " |\n";
+  }
+  md << "\n### Outliers (worse than the fleet median by more than the tolerance)\n\n";
+  if (fv.outliers.empty()) {
+    md << "None.\n";
+  } else {
+    md << "| benchmark | params | metric | host | GPU | UUID | PCI bus id | value | fleet median | "
+          "deviation | tolerance |\n|---|---|---|---|---|---|---|---|---|---|---|\n";
+    for (const auto& o : fv.outliers) {
+      std::string host = o.kind == "link" ? o.item : o.host;
+      md << "| " << o.benchmark << " | `" << o.params.dump() << "` | " << o.metric << " | " << host
+         << " | " << (o.gpu_index >= 0 ? std::to_string(o.gpu_index) : "-") << " | "
+         << (o.uuid.empty() ? "-" : o.uuid) << " | " << (o.pci_bus_id.empty() ? "-" : o.pci_bus_id)
+         << " | " << format_number(o.value) << " " << o.unit << " | " << format_number(o.median)
+         << " " << o.unit << " | " << pct(o.deviation) << " | " << pct(o.tolerance).substr(1)
+         << " |\n";
+    }
+  }
+  md << "\n### Failing hosts (failing-hosts.txt)\n\n";
+  if (fv.failing_hosts.empty())
+    md << "None.\n";
+  else {
+    md << "```\n";
+    for (const auto& h : fv.failing_hosts) md << h << "\n";
+    md << "```\n";
+  }
+  return md.str();
+}
+
+json fleet_json(const FleetView& fv) {
+  json j;
+  j["nodes"] = json::array();
+  for (const auto& n : fv.nodes)
+    j["nodes"].push_back({{"host", n.host},
+                          {"items", n.items},
+                          {"records_ok", n.records_ok},
+                          {"records_failed", n.records_failed},
+                          {"records_waived", n.records_waived},
+                          {"outliers", n.outliers},
+                          {"reasons", n.reasons}});
+  j["outliers"] = json::array();
+  for (const auto& o : fv.outliers)
+    j["outliers"].push_back({{"benchmark", o.benchmark},
+                             {"params", o.params},
+                             {"metric", o.metric},
+                             {"unit", o.unit},
+                             {"higher_is_better", o.higher_is_better},
+                             {"kind", o.kind},
+                             {"item", o.item},
+                             {"host", o.host},
+                             {"hosts", o.hosts},
+                             {"gpu_index", o.gpu_index},
+                             {"uuid", o.uuid},
+                             {"pci_bus_id", o.pci_bus_id},
+                             {"value", o.value},
+                             {"median", o.median},
+                             {"deviation", o.deviation},
+                             {"tolerance", o.tolerance},
+                             {"fleet_size", o.fleet_size},
+                             {"case_key", o.case_key}});
+  j["failing_hosts"] = fv.failing_hosts;
+  return j;
+}
+
+std::string render_failing_hosts(const FleetView& fv) {
+  std::string s;
+  for (const auto& h : fv.failing_hosts) s += h + "\n";
+  return s;
+}
+
+}  // namespace clusterbench::report

@@ -1,0 +1,83 @@
+// Fleet view of a multi-node run (docs/report.md "Fleet"): one row per node with its pass/fail
+// counts, fleet outliers (GPUs, nodes and links more than a tolerance worse than the fleet
+// median, even when they pass the spec) and the list of failing hosts for draining.
+// The outlier mechanism is generic over scope kinds gpu, node and link.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "records.hpp"
+#include "reports/compare.hpp"
+#include "reports/evaluate.hpp"
+
+namespace clusterbench::report {
+
+/// One item more than `tolerance` worse than the median of its group.
+struct Outlier {
+  std::string benchmark;
+  json params = json::object();
+  std::string metric, unit;
+  bool higher_is_better = true;
+  std::string kind;  ///< gpu | node | link
+  std::string item;  ///< scope item: "node02/gpu3[GPU-...]", "node02", "node01<->node02"
+  std::string host;  ///< the host (the first host of a link)
+  std::vector<std::string> hosts;  ///< link: both hosts
+  int gpu_index = -1;
+  std::string uuid, pci_bus_id;  ///< from the record's scope, else from the host's EnvRecord
+  double value = 0, median = 0;
+  double deviation = 0;  ///< (value - median) / median; negative = below the median
+  double tolerance = 0;  ///< fraction
+  int fleet_size = 0;    ///< items in the group
+  std::string case_key;
+};
+
+/// Default outlier tolerance (fraction) by benchmark: compute.gemm and
+/// compute.gpu_memory_bandwidth 0.05; compute.host_device_copy, compute.memory_bandwidth,
+/// network.* 0.10; io.* 0.15; anything else 0.10.
+double default_outlier_tolerance(const std::string& benchmark);
+
+/// Finds outliers among `records`. Groups are (benchmark, params, metric, scope kind) over `ok`
+/// records of scope gpu, node or link; a group needs at least `min_items` (default 3) distinct
+/// items, since a median of two says nothing about which is wrong. An item is an outlier when
+/// value < median * (1 - tol) for higher-is-better metrics, value > median * (1 + tol)
+/// otherwise. tol: the last --outlier-tolerance rule matching the benchmark (glob, or
+/// glob:metric) or unit, else default_outlier_tolerance(). `env` fills UUID and PCI bus id where a
+/// record's scope lacks them. Sorted by benchmark, params, metric, then worst deviation first.
+std::vector<Outlier> find_outliers(const std::vector<ResultRecord>& records,
+                                   const std::vector<EnvRecord>& env,
+                                   const std::vector<ToleranceRule>& rules = {}, int min_items = 3);
+
+/// One row per node.
+struct FleetNode {
+  std::string host;
+  std::map<std::string, int> items;  ///< spec outcome -> items on this host (all five keys)
+  int records_ok = 0, records_failed = 0, records_waived = 0;
+  int outliers = 0;                  ///< gpu and node outliers on this host
+  std::vector<std::string> reasons;  ///< why it is failing; empty when it is not
+};
+
+struct FleetView {
+  std::vector<FleetNode> nodes;  ///< in report host order
+  std::vector<Outlier> outliers;
+  std::vector<std::string> failing_hosts;  ///< hosts with reasons, in node order
+};
+
+/// Builds the fleet view. A host is failing when one of its items FAILs in `report` (an item
+/// "host/..." or "host", or either end of a link "a<->b"), when it has a `failed` record, or when
+/// it has a gpu or node outlier. Link outliers are listed but do not mark a host failing: which
+/// end is at fault needs more than one link.
+FleetView fleet_view(const RunDir& run, const Report& report,
+                     const std::vector<ToleranceRule>& rules = {});
+
+/// "## Fleet" Markdown section: node table, outlier table, failing hosts.
+std::string render_fleet_markdown(const FleetView& fleet);
+
+/// JSON of the fleet view: nodes[], outliers[], failing_hosts[] (report.json "fleet").
+json fleet_json(const FleetView& fleet);
+
+/// failing-hosts.txt: one host per line, nothing else (empty when none), for draining.
+std::string render_failing_hosts(const FleetView& fleet);
+
+}  // namespace clusterbench::report

@@ -1,0 +1,30 @@
+// report.html: one self-contained file (no network to view it) with the verdict table, the fleet
+// view, charts drawn by gnuplot as inline SVG, the environment and the spec with its sources
+// (docs/report.md). Printing to PDF goes through headless Chromium, an external process.
+#pragma once
+
+#include <string>
+
+#include "records.hpp"
+#include "reports/evaluate.hpp"
+#include "reports/fleet.hpp"
+
+namespace clusterbench::report {
+
+/// The HTML page. `gnuplot`: the gnuplot binary ("" = none: the charts section says gnuplot is
+/// absent and how to install it). Every chart is a <figure class="chart" id="chart-N"
+/// data-records="R" data-series="S" data-kind="lines|bars|points"> holding gnuplot's <svg>, so a
+/// test can count one mark per record. No <script>, no external URL: everything is inline.
+std::string render_html(const Report& report, const RunDir& run, const FleetView& fleet,
+                        const std::string& gnuplot);
+
+/// Path of a headless-capable Chromium on PATH (chromium, chromium-browser, google-chrome), or "".
+std::string find_chromium();
+
+/// Prints `html_path` to `pdf_path` with headless Chromium (--no-sandbox, which it needs as root,
+/// and --disable-background-networking so that it reaches out nowhere). Returns "" on success,
+/// else what went wrong, e.g. "--pdf needs Chromium: none of chromium, chromium-browser,
+/// google-chrome is on PATH (Debian: apt-get install chromium)".
+std::string print_pdf(const std::string& html_path, const std::string& pdf_path);
+
+}  // namespace clusterbench::report

@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# One rank stops responding mid-sweep (collectives.fault=hang:RANK:BYTES keeps rank 2 out of the
+# all_reduce of 4096 B): the watchdog ends the run with exit 3 within --case-timeout + 10 s,
+# writes a failed record for the hung case, marks run.json aborted, and every record written
+# before it stays intact. A backend's AbortRun does the same. Budget: about 25 s on 2 cores.
+source "$(dirname "$0")/lib.sh"
+[ "${CB_HAVE_MPI:-1}" = "1" ] || { echo "SKIP: built without MPI"; exit 77; }
+command -v mpirun >/dev/null || { echo "SKIP: no mpirun"; exit 77; }
+
+deadline=5
+start=$(date +%s)
+expect_rc 3 "${MPIRUN[@]}" -np 3 "$CB_BIN" run --suite ci --only collectives.all_reduce \
+  --set collectives.fault=hang:2:4096 --set collectives.min_time=0.02 \
+  --case-timeout $deadline --out "$TMP/run"
+took=$(( $(date +%s) - start ))
+[ "$took" -le $((deadline + 10 + 5)) ] || fail "took $took s; the deadline is $deadline s (+10 s, +5 s start-up)"
+expect_out "case deadline of $deadline s passed during collectives.all_reduce .*\"bytes\":4096"
+py "
+d = sys.argv[1]
+run = json.load(open(d + '/run.json'))
+assert run['aborted'] and run['exit_code'] == 3, run
+assert 'bytes\":4096' in run['abort_reason'], run['abort_reason']
+lines = open(d + '/records.jsonl').read().splitlines()
+recs = [json.loads(l) for l in lines]   # every line whole: nothing torn by the abort
+assert [r['params']['bytes'] for r in recs] == [8, 64, 512, 4096], [r['params'] for r in recs]
+for r in recs[:3]:
+    m = {x['name']: x['value'] for x in r['metrics']}
+    assert r['status'] == 'ok' and m['wrong'] == 0 and m['busbw'] > 0, r
+last = recs[3]
+assert last['status'] == 'failed' and 'case deadline of 5 s' in last['message'], last
+assert len(run['plan']) == 7, len(run['plan'])   # 8 B .. 2 MiB x 8; the rest never ran
+" "$TMP/run"
+ok "rank 2 hung at 4096 B: exit 3 after $took s, failed record, run.json aborted, 3 earlier records intact"
+
+# report reads the aborted run and returns 3 too.
+expect_rc 3 "$CB_BIN" report "$TMP/run"
+ok "report on the aborted run: exit 3"
+# A backend whose communicator fails throws AbortRun (NCCL: deadline or async error, then
+# ncclCommAbort). Injected on rank 0 at 512 B: the failed record carries the reason, run.json is
+# aborted, exit 3, and the two earlier records stay.
+expect_rc 3 "${MPIRUN[@]}" -np 2 "$CB_BIN" run --suite ci --only collectives.all_reduce \
+  --set collectives.fault=abort:0:512 --set collectives.min_time=0.02 --out "$TMP/abort"
+py "
+d = sys.argv[1]
+run = json.load(open(d + '/run.json'))
+assert run['aborted'] and run['exit_code'] == 3, run
+recs = [json.loads(l) for l in open(d + '/records.jsonl')]
+assert [r['status'] for r in recs] == ['ok', 'ok', 'failed'], [r['status'] for r in recs]
+assert 'injected fault: communicator failed at 512 B' in recs[2]['message'], recs[2]['message']
+assert 'rank 0' in recs[2]['message'] and 'injected fault' in run['abort_reason'], run['abort_reason']
+" "$TMP/abort"
+ok "AbortRun on rank 0: failed record with the reason, run.json aborted, exit 3"
+echo "$PASSES passed, 0 failed"

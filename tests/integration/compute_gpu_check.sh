@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# scripts/gpu-check.sh rehearsed on this GPU-less machine with the build under test: it runs to
+# the end and prints a table whose GEMM rows are waived ("no NVIDIA GPU on the PCI bus"), with
+# the PyTorch anchor unavailable. Budget: < 30 s.
+source "$(dirname "$0")/lib.sh"
+: "${CB_BINARY_DIR:?}"
+if [ -e /dev/nvidia0 ]; then echo "SKIP: this machine has a GPU; run scripts/gpu-check.sh itself"; exit 77; fi
+expect_rc 0 env CLUSTERBENCH_NVML_LIB=/nonexistent.so bash "$CB_SOURCE_DIR/scripts/gpu-check.sh" \
+  --build-dir "$CB_BINARY_DIR" --out "$TMP/gc"
+expect_out "== inventory"
+expect_out "0 GPU\(s\) on the PCI bus"
+expect_out "benchmark +case +ours \(median\) +anchor \(median\) +ratio +unit"
+for d in fp16 bf16 tf32 fp8_e4m3; do
+  expect_out "compute.gemm +$d 8192\^3 gpu0 +waived: no NVIDIA GPU on the PCI bus +n/a"
+done
+for m in kernel memcpy; do
+  expect_out "compute.gpu_memory_bandwidth +$m gpu0 +waived: no NVIDIA GPU on the PCI bus +n/a"
+done
+expect_out "== done: $TMP/gc"
+py "
+recs = [json.loads(l) for l in open(sys.argv[1])]
+assert sorted(r['params']['dtype'] for r in recs) == ['bf16', 'fp16', 'fp8_e4m3', 'tf32'], recs
+assert all(r['status'] == 'waived' and r['params']['m'] == 8192 for r in recs)
+" "$TMP/gc/gemm/records.jsonl"
+ok "gpu-check.sh runs to the end on a GPU-less machine and prints the waived rows"
+echo "$PASSES passed, 0 failed"

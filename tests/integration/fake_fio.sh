@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# A stand-in for fio in the io.fio failure tests (--set io.fio.binary=THIS). $FAKE_FIO_MODE:
+#   einval: with CB_FIO_DIRECT=1, fail as fio does on a filesystem that refuses O_DIRECT (a file
+#           left in the scratch directory, fio's messages, a job with error 22); with
+#           CB_FIO_DIRECT=0, run the real fio.
+#   enospc: leave a file in the scratch directory and print fio 3.33's real output of a job that
+#           hit ENOSPC (tests/fixtures/fio/fio-3.33-enospc.json), exit 1 as fio does.
+set -u
+case "${FAKE_FIO_MODE:-}" in
+einval)
+  if [ "${CB_FIO_DIRECT:-1}" = 1 ]; then
+    : >"$CB_FIO_DIR/job.0.0"
+    echo "fio: looks like your file system does not support direct=1/buffered=0" >&2
+    echo "fio: destination does not support O_DIRECT" >&2
+    echo "fio: pid=$$, err=22/file:filesetup.c:805, func=open(${CB_FIO_DIR}/job.0.0), error=Invalid argument"
+    cat <<JSON
+{
+  "fio version" : "fio-3.33",
+  "jobs" : [ { "jobname" : "job", "groupid" : 0, "error" : 22, "eta" : 0, "elapsed" : 0,
+               "read" : { "io_bytes" : 0, "bw_bytes" : 0, "bw" : 0, "iops" : 0.0, "total_ios" : 0 },
+               "write" : { "io_bytes" : 0, "bw_bytes" : 0, "bw" : 0, "iops" : 0.0, "total_ios" : 0 } } ]
+}
+JSON
+    exit 1
+  fi
+  echo "$CB_FIO_DIRECT" >>"${FAKE_FIO_LOG:-/dev/null}"
+  exec fio "$@"
+  ;;
+enospc)
+  : >"$CB_FIO_DIR/w.0.0"
+  cat "$CB_FIXTURES/fio/fio-3.33-enospc.json"
+  echo "fio: io_u error on file $CB_FIO_DIR/w.0.0: No space left on device: write offset=4194304, buflen=1048576" >&2
+  exit 1
+  ;;
+*)
+  echo "fake_fio.sh: FAKE_FIO_MODE must be einval or enospc" >&2
+  exit 2
+  ;;
+esac

@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# io.fio for real (fio 3.x on a temporary directory, ci sizes: 1 s + 0.5 s ramp per profile, 16 MiB
+# files): every profile gives an ok record whose numbers equal those in fio's own JSON of the same
+# run (kept in the record), the evidence is there, and the scratch directory is left empty.
+# Budget: about 20 s.
+source "$(dirname "$0")/lib.sh"
+command -v fio >/dev/null || { echo "fio not installed"; exit 77; }
+SCR=$TMP/scratch
+mkdir -p "$SCR" "$TMP/tmpdir"
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+# run_cb CMD...: a run that completed; its verdict (0, 1 or 4) depends on this machine's spec rows.
+run_cb() {
+  "$@" >"$TMP/out" 2>&1
+  local rc=$?
+  case $rc in 0 | 1 | 4) ;; *) cat "$TMP/out" >&2; fail "exit $rc: $*" ;; esac
+}
+TMPDIR=$TMP/tmpdir run_cb "$CB_BIN" run --suite ci --only io.fio --set io.fio.scratch="$SCR" --out "$TMP/run"
+[ -z "$(ls -A "$SCR")" ] || fail "scratch not empty after the run: $(ls -A "$SCR")"
+# (OpenMPI keeps its own session directory there; ours are named cb-*.)
+[ -z "$(ls -A "$TMP/tmpdir" | grep '^cb-')" ] || fail "capture directory left in TMPDIR: $(ls -A "$TMP/tmpdir")"
+ok "scratch and TMPDIR empty after the run"
+py "
+recs = [json.loads(l) for l in open(sys.argv[1] + '/records.jsonl')]
+assert len(recs) == 6, len(recs)
+want_dirs = {'seq_read': ['read'], 'seq_write': ['write'], 'rand_read': ['read'],
+             'rand_write': ['write'], 'mixed_7030': ['read', 'write'], 'checkpoint_write': ['write']}
+for r in recs:
+    p = r['params']['profile']
+    assert r['status'] == 'ok', r
+    x = r['extra']
+    assert x['fio_version'].startswith('fio-3'), x['fio_version']
+    assert x['direct'] is True and 'direct_fallback' not in x
+    assert x['job_options']['global']['ioengine'] == 'libaio'
+    assert x['job_options']['global']['direct'] == '1'
+    assert x['job_options']['global']['time_based'] == '1'
+    assert x['fio_env']['CB_FIO_RUNTIME'] == '1' and x['fio_env']['CB_FIO_SIZE'] == str(16 << 20)
+    assert '[' + p + ']' in x['job_file_text']
+    m = {k['name']: k for k in r['metrics']}
+    jobs = x['fio_json']['jobs']
+    assert len(jobs) == 1  # group_reporting
+    for d in ['read', 'write']:
+        fj = jobs[0][d]
+        if d not in want_dirs[p]:
+            assert d + '_bw' not in m, (p, d)
+            continue
+        # docs/metrics.md fio: GB/s = bw_bytes / 1e9; IOPS as fio; clat percentiles ns -> us.
+        assert abs(m[d + '_bw']['value'] - fj['bw_bytes'] / 1e9) <= 1e-12 * max(1, fj['bw_bytes']), (p, d)
+        assert m[d + '_bw']['unit'] == 'GB/s' and m[d + '_bw']['value'] > 0
+        assert m[d + '_iops']['value'] == fj['iops'] and m[d + '_iops']['unit'] == 'IOPS'
+        pct = fj['clat_ns']['percentile']
+        for name, key in [('p50', '50.000000'), ('p99', '99.000000'), ('p999', '99.900000')]:
+            mm = m[d + '_clat_' + name]
+            assert abs(mm['value'] - pct[key] / 1000.0) < 1e-9, (p, d, name)
+            assert mm['unit'] == 'us' and mm['higher_is_better'] is False
+    if p == 'checkpoint_write':
+        assert jobs[0]['job options']['end_fsync'] == '1'
+    if p == 'mixed_7030':
+        assert jobs[0]['job options']['rwmixread'] == '70'
+print({r['params']['profile']: [(k['name'], round(k['value'], 3)) for k in r['metrics'] if k['unit'] != 'us'] for r in recs})
+" "$TMP/run"
+ok "records equal fio's JSON for all 6 profiles"
+echo "PASS ($PASSES checks)"

@@ -1,0 +1,96 @@
+#!/usr/bin/env bash
+# io.fio's failure paths, each leaving the scratch directory empty:
+#  - direct=1 refused with EINVAL (a fake fio that fails like fio on such a filesystem the first
+#    time) -> rerun buffered (real fio), recorded as direct=false with fio's message;
+#  - ENOSPC from fio (fake fio printing fio 3.33's real ENOSPC output) -> failed with fio's message;
+#  - fio missing -> waived "fio not found";
+#  - a run that would not fit in the scratch filesystem -> refused before fio starts (waived).
+# Budget: about 10 s.
+source "$(dirname "$0")/lib.sh"
+command -v fio >/dev/null || { echo "fio not installed"; exit 77; }
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+# run_cb CMD...: a run that completed; its verdict (0, 1 or 4) depends on this machine's spec rows.
+run_cb() {
+  "$@" >"$TMP/out" 2>&1
+  local rc=$?
+  case $rc in 0 | 1 | 4) ;; *) cat "$TMP/out" >&2; fail "exit $rc: $*" ;; esac
+}
+FAKE=$CB_SOURCE_DIR/tests/integration/fake_fio.sh
+SCR=$TMP/scratch
+mkdir -p "$SCR"
+scratch_empty() { [ -z "$(ls -A "$SCR")" ] || fail "$1: scratch not empty: $(ls -AR "$SCR")"; }
+record() {  # record DIR: the single io.fio record as JSON on stdout
+  python3 -c "import json,sys; r=[json.loads(l) for l in open(sys.argv[1]+'/records.jsonl')]; assert len(r)==1, r; print(json.dumps(r[0]))" "$1"
+}
+
+# EINVAL on direct=1 -> buffered retry.
+FAKE_FIO_MODE=einval FAKE_FIO_LOG=$TMP/fake.log run_cb "$CB_BIN" run --suite ci --only io.fio \
+  --set io.fio.profiles=rand_read --set io.fio.scratch="$SCR" --set io.fio.binary="$FAKE" --out "$TMP/einval"
+scratch_empty einval
+[ "$(cat "$TMP/fake.log")" = 0 ] || fail "the retry did not run with CB_FIO_DIRECT=0: $(cat "$TMP/fake.log")"
+record "$TMP/einval" >"$TMP/einval.json"
+py "
+r = json.load(open(sys.argv[1]))
+assert r['status'] == 'ok', r
+x = r['extra']
+assert x['direct'] is False and x['fio_env']['CB_FIO_DIRECT'] == '0'
+assert 'direct=1 refused (EINVAL)' in x['direct_fallback'], x['direct_fallback']
+assert 'err=22' in x['direct_fallback'] and 'does not support direct=1' in x['direct_fallback']
+assert x['fio_json']['jobs'][0]['job options'] == {'rw': 'randread', 'bs': '4k', 'iodepth': '32', 'numjobs': '4'}
+m = {k['name']: k['value'] for k in r['metrics']}
+assert abs(m['read_bw'] - x['fio_json']['jobs'][0]['read']['bw_bytes'] / 1e9) < 1e-12
+" "$TMP/einval.json"
+ok "EINVAL on direct=1 -> buffered rerun recorded"
+
+# ENOSPC -> failed with fio's message; the file the job left is removed.
+FAKE_FIO_MODE=enospc CB_FIXTURES=$CB_FIXTURES run_cb "$CB_BIN" run --suite ci --only io.fio \
+  --set io.fio.profiles=seq_write --set io.fio.scratch="$SCR" --set io.fio.binary="$FAKE" --out "$TMP/enospc"
+scratch_empty enospc
+record "$TMP/enospc" >"$TMP/enospc.json"
+py "
+r = json.load(open(sys.argv[1]))
+assert r['status'] == 'failed', r
+assert r['error']['library'] == 'fio' and r['error']['code'] == '28', r['error']
+assert 'No space left on device' in r['message'] and 'err=28/file:io_u.c:1876' in r['message'], r['message']
+assert r['metrics'] == []
+" "$TMP/enospc.json"
+ok "ENOSPC -> failed with fio's message, scratch emptied"
+
+# fio missing -> waived.
+run_cb "$CB_BIN" run --suite ci --only io.fio --set io.fio.profiles=seq_read \
+  --set io.fio.binary=no-such-fio-binary --set io.fio.scratch="$SCR" --out "$TMP/missing"
+record "$TMP/missing" >"$TMP/missing.json"
+py "
+r = json.load(open(sys.argv[1]))
+assert r['status'] == 'waived' and r['message'].startswith('fio not found'), r
+" "$TMP/missing.json"
+ok "missing fio -> waived"
+
+# Would not fit: 4 jobs x 1 TiB in the scratch filesystem -> refused before fio runs.
+run_cb "$CB_BIN" run --suite ci --only io.fio --set io.fio.profiles=seq_write \
+  --set io.fio.size=1T --set io.fio.scratch="$SCR" --out "$TMP/full"
+scratch_empty nospace
+record "$TMP/full" >"$TMP/full.json"
+py "
+r = json.load(open(sys.argv[1]))
+assert r['status'] == 'waived' and r['message'].startswith('refused: profile seq_write needs 4398046511104 B'), r
+" "$TMP/full.json"
+ok "run larger than free space -> refused"
+
+# A raw block device without the explicit knob -> refused, nothing opened for writing.
+run_cb "$CB_BIN" run --suite ci --only io.fio --set io.fio.profiles=seq_write \
+  --set io.fio.device=/dev/null --out "$TMP/dev"
+record "$TMP/dev" >"$TMP/dev.json"
+py "
+r = json.load(open(sys.argv[1]))
+assert r['status'] == 'waived' and 'allow_destructive_device=true' in r['message'], r
+" "$TMP/dev.json"
+run_cb "$CB_BIN" run --suite ci --only io.fio --set io.fio.profiles=seq_write \
+  --set io.fio.device=/dev/null --set io.fio.allow_destructive_device=true --out "$TMP/dev2"
+record "$TMP/dev2" >"$TMP/dev2.json"
+py "
+r = json.load(open(sys.argv[1]))
+assert r['status'] == 'waived' and r['message'] == 'refused: /dev/null is not a block device', r
+" "$TMP/dev2.json"
+ok "raw device refusals"
+echo "PASS ($PASSES checks)"

@@ -1,0 +1,155 @@
+// compare on fixture run directories (tests/fixtures/results/compare-*): a driver upgrade.
+#include <gtest/gtest.h>
+
+#include "reports/compare.hpp"
+
+using namespace clusterbench;
+using namespace clusterbench::report;
+
+namespace {
+
+const Comparison& fixture() {
+  static const Comparison c =
+      compare(read_run_dir(std::string(CB_FIXTURES) + "/results/compare-baseline"),
+              read_run_dir(std::string(CB_FIXTURES) + "/results/compare-current"), {});
+  return c;
+}
+
+const CaseChange& find_case(const Comparison& c, const std::string& bench,
+                            const std::string& params_sub, const std::string& item_sub) {
+  for (const auto& cc : c.cases)
+    if (cc.benchmark == bench && cc.params.dump().find(params_sub) != std::string::npos &&
+        cc.item.find(item_sub) != std::string::npos)
+      return cc;
+  throw std::runtime_error("no case " + bench + " " + params_sub + " " + item_sub);
+}
+
+}  // namespace
+
+TEST(Compare, MetricRule) {
+  // 10% GEMM drop, 0.5% spread each side, tolerance 2%: regressed.
+  EXPECT_EQ(metric_verdict(700, 630, true, 0.02, 0.005), kRegressed);
+  // 1% change inside a 3% spread: unchanged.
+  EXPECT_EQ(metric_verdict(280, 282.8, true, 0.03, 0.03), kUnchanged);
+  EXPECT_EQ(metric_verdict(280, 277.2, true, 0.005, 0.03), kUnchanged);
+  // 10% drop with a +-15% spread: noise 0.15 > 0.10, unchanged.
+  EXPECT_EQ(metric_verdict(700, 630, true, 0.02, 0.15), kUnchanged);
+  // 3% drop with 0.5% spread, GEMM tolerance 2%: regressed.
+  EXPECT_EQ(metric_verdict(600, 582, true, 0.02, 0.005), kRegressed);
+  // Lower is better: latency 20 -> 18 us is an improvement, 20 -> 22 a regression.
+  EXPECT_EQ(metric_verdict(20, 18, false, 0.05, 0.01), kImproved);
+  EXPECT_EQ(metric_verdict(20, 22, false, 0.05, 0.01), kRegressed);
+  EXPECT_EQ(metric_verdict(0, 0, true, 0.05, 0), kUnchanged);
+}
+
+TEST(Compare, Tolerances) {
+  EXPECT_DOUBLE_EQ(default_tolerance("TFLOP/s"), 0.02);
+  EXPECT_DOUBLE_EQ(default_tolerance("GB/s"), 0.03);
+  EXPECT_DOUBLE_EQ(default_tolerance("us"), 0.05);
+  auto r1 = parse_tolerance("GB/s=5%");
+  EXPECT_EQ(r1.key, "GB/s");
+  EXPECT_DOUBLE_EQ(r1.fraction, 0.05);
+  auto r2 = parse_tolerance("compute.gemm*=0.5%");
+  EXPECT_DOUBLE_EQ(r2.fraction, 0.005);
+  auto r3 = parse_tolerance("io.fio:iops=10");
+  std::vector<ToleranceRule> rules = {r1, r2, r3};
+  EXPECT_DOUBLE_EQ(tolerance_for(rules, "compute.memory_bandwidth", "bandwidth", "GB/s"), 0.05);
+  EXPECT_DOUBLE_EQ(tolerance_for(rules, "compute.gemm", "tflops", "TFLOP/s"), 0.005);
+  EXPECT_DOUBLE_EQ(tolerance_for(rules, "io.fio", "iops", "IOPS"), 0.10);
+  EXPECT_DOUBLE_EQ(tolerance_for(rules, "io.fio", "bandwidth", "GB/s"), 0.05);
+  EXPECT_DOUBLE_EQ(tolerance_for(rules, "io.dataloader", "samples_per_s", "samples/s"), 0.05);
+  EXPECT_THROW(parse_tolerance("GB/s"), InputError);
+  EXPECT_THROW(parse_tolerance("GB/s=fast"), InputError);
+  EXPECT_THROW(parse_tolerance("=5%"), InputError);
+}
+
+TEST(Compare, DriverUpgradeFixture) {
+  const Comparison& c = fixture();
+  EXPECT_EQ(c.counts.at(kRegressed), 4);
+  EXPECT_EQ(c.counts.at(kImproved), 2);
+  EXPECT_EQ(c.counts.at(kUnchanged), 2);
+  EXPECT_EQ(c.counts.at(kNew), 1);
+  EXPECT_EQ(c.counts.at(kNotCompared), 1);
+  EXPECT_EQ(c.exit_code, 1);
+
+  // STREAM triad 300 -> 264 GB/s (-12%), spreads 0.5% / 0.6%: regressed.
+  const auto& triad = find_case(c, "compute.memory_bandwidth", "triad", "node01");
+  ASSERT_EQ(triad.metrics.size(), 1u);
+  EXPECT_NEAR(triad.metrics[0].change_pct, -12.0, 1e-9);
+  EXPECT_NEAR(triad.metrics[0].noise, 0.0055, 1e-12);
+  EXPECT_EQ(triad.verdict, kRegressed);
+  // copy 280 -> 282.8 (+1%) inside a 3% spread: unchanged.
+  const auto& copy = find_case(c, "compute.memory_bandwidth", "copy", "node01");
+  EXPECT_NEAR(copy.metrics[0].change_pct, 1.0, 1e-9);
+  EXPECT_EQ(copy.verdict, kUnchanged);
+  // add is missing from CURRENT: regressed.
+  const auto& add = find_case(c, "compute.memory_bandwidth", "add", "node01");
+  EXPECT_EQ(add.current_status, "missing");
+  EXPECT_EQ(add.verdict, kRegressed);
+
+  // GPUs are matched by UUID: GPU A moved from gpu0 to gpu1 and lost 10% at 0.5% spread.
+  const std::string a = "GPU-c0de0001-0000-4000-8000-000000000000";
+  const std::string b = "GPU-c0de0001-0000-4000-8000-000000000001";
+  const auto& ga = find_case(c, "compute.gemm", "bf16", a);
+  EXPECT_EQ(ga.item, "node01/gpu1[" + a + "]");
+  EXPECT_DOUBLE_EQ(ga.metrics[0].baseline, 700.0);
+  EXPECT_DOUBLE_EQ(ga.metrics[0].current, 630.0);
+  EXPECT_NEAR(ga.metrics[0].change_pct, -10.0, 1e-9);
+  EXPECT_EQ(ga.verdict, kRegressed);
+  // GPU B: the same -10%, but with a +-15% spread: unchanged.
+  const auto& gb = find_case(c, "compute.gemm", "bf16", b);
+  EXPECT_EQ(gb.verdict, kUnchanged);
+  // fp16 on A: -3% at 0.5% spread against the 2% TFLOP/s tolerance: regressed.
+  const auto& g16 = find_case(c, "compute.gemm", "fp16", a);
+  EXPECT_NEAR(g16.metrics[0].change_pct, -3.0, 1e-9);
+  EXPECT_DOUBLE_EQ(g16.metrics[0].tolerance, 0.02);
+  EXPECT_EQ(g16.verdict, kRegressed);
+  // HBM +10% on B: improved; all_reduce latency 20 -> 18 us (lower is better): improved.
+  EXPECT_EQ(find_case(c, "compute.gpu_memory_bandwidth", "copy", b).verdict, kImproved);
+  const auto& lat = find_case(c, "collectives.all_reduce", "nccl", "cluster");
+  EXPECT_NEAR(lat.metrics[0].change_pct, -10.0, 1e-9);
+  EXPECT_EQ(lat.verdict, kImproved);
+  EXPECT_EQ(find_case(c, "io.fio", "seq_read", "node01").verdict, kNew);
+  EXPECT_EQ(find_case(c, "compute.host_device_copy", "h2d", "node01").verdict, kNotCompared);
+  // Regressed cases come first.
+  EXPECT_EQ(c.cases.front().verdict, kRegressed);
+}
+
+TEST(Compare, EnvironmentChanges) {
+  const Comparison& c = fixture();
+  std::map<std::string, std::pair<std::string, std::string>> f;
+  for (const auto& e : c.env_changes) {
+    f[e.field] = {e.baseline, e.current};
+    EXPECT_EQ(e.hosts, std::vector<std::string>{"node01"});
+  }
+  EXPECT_EQ(f["driver"], (std::pair<std::string, std::string>{"535.161.08", "550.54.15"}));
+  EXPECT_EQ(f["cuda_runtime"], (std::pair<std::string, std::string>{"12.2", "12.4"}));
+  EXPECT_EQ(f["nccl"], (std::pair<std::string, std::string>{"2.19.3", "2.21.5"}));
+  EXPECT_EQ(f.count("kernel"), 0u);
+  EXPECT_EQ(f.count("gpu vbios"), 0u);
+}
+
+TEST(Compare, Renderers) {
+  const Comparison& c = fixture();
+  json j = render_compare_json(c);
+  EXPECT_EQ(j["schema"], "clusterbench.compare/1");
+  EXPECT_EQ(j["exit_code"], 1);
+  EXPECT_EQ(j["counts"]["regressed"], 4);
+  EXPECT_EQ(j["cases"].size(), 10u);
+  EXPECT_EQ(j["env_changes"].size(), 4u);  // driver, cuda_driver, cuda_runtime, nccl
+  std::string md = render_compare_markdown(c);
+  EXPECT_NE(md.find("**Verdict: REGRESSED** (exit 1): 4 regressed, 2 improved, 1 new, "
+                    "1 not_compared, 2 unchanged."),
+            std::string::npos)
+      << md;
+  EXPECT_NE(
+      md.find("| bandwidth | 300 GB/s | 264 GB/s | -12% | 0.5% / 0.6% | 3% | **regressed** |"),
+      std::string::npos)
+      << md;
+  EXPECT_NE(md.find("| driver | 535.161.08 | 550.54.15 | node01 |"), std::string::npos);
+  std::string x = render_compare_junit(c);
+  EXPECT_NE(x.find("tests=\"10\" failures=\"4\" skipped=\"1\""), std::string::npos) << x;
+  EXPECT_NE(x.find("<failure message=\"regressed\">bandwidth 300 -&gt; 264 GB/s (-12%, regressed)"),
+            std::string::npos)
+      << x;
+}

@@ -1,0 +1,134 @@
+// The fio JSON parser on fixture files in the real formats of fio 2.2.10, 3.1 and 3.33 (the last
+// from real runs here), one of them with a job error (ENOSPC). Every expected number below is the
+// number written in the fixture file, converted by hand.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "io/fio.hpp"
+#include "io/fio_parser.hpp"
+
+using namespace clusterbench::io;
+
+namespace {
+std::string fixture(const std::string& name) {
+  std::ifstream in(std::string(CB_FIXTURES) + "/fio/" + name);
+  EXPECT_TRUE(in.good()) << name;
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+}  // namespace
+
+TEST(FioParser, Fio2xMicrosecondsAndKibPerSecond) {
+  FioOutput f = parse_fio_json(fixture("fio-2.2.10-randread.json"));
+  EXPECT_EQ(f.version, "fio-2.2.10");
+  ASSERT_EQ(f.jobs.size(), 1u);
+  const FioJob& j = f.jobs[0];
+  EXPECT_EQ(j.name, "randread");
+  EXPECT_EQ(j.error, 0);
+  EXPECT_TRUE(j.read.active());
+  EXPECT_FALSE(j.write.active());
+  // "bw" : 699050 KiB/s -> x1024 B/s.
+  EXPECT_DOUBLE_EQ(j.read.bw_bytes_per_s, 699050.0 * 1024);
+  EXPECT_EQ(j.read.bw_source, "bw*1024");
+  EXPECT_DOUBLE_EQ(j.read.iops, 174762.50);
+  EXPECT_DOUBLE_EQ(j.read.io_bytes, 41943040.0 * 1024);  // io_bytes counts KiB in fio 2.x
+  // "clat" is already in us: 50th 716, 99th 1256, 99.9th 1768, mean 727.12.
+  EXPECT_DOUBLE_EQ(*j.read.clat_p50_us, 716);
+  EXPECT_DOUBLE_EQ(*j.read.clat_p99_us, 1256);
+  EXPECT_DOUBLE_EQ(*j.read.clat_p999_us, 1768);
+  EXPECT_DOUBLE_EQ(j.read.clat_mean_us, 727.12);
+  EXPECT_EQ(f.global_options.at("ioengine"), "libaio");
+  EXPECT_EQ(j.options.at("numjobs"), "4");
+  EXPECT_TRUE(f.preamble.empty());
+}
+
+TEST(FioParser, Fio31NanosecondsWithoutBwBytesOrPercentilesAfterWarnings) {
+  std::string text = fixture("fio-3.1-seqwrite-nopct.json");
+  FioOutput f = parse_fio_json(text);
+  EXPECT_EQ(f.version, "fio-3.1");
+  // The two warning lines before the JSON are kept as the preamble.
+  EXPECT_NE(f.preamble.find("process shared mutexes"), std::string::npos);
+  EXPECT_NE(f.preamble.find("queue depth will be capped"), std::string::npos);
+  ASSERT_EQ(f.jobs.size(), 1u);
+  const FioJob& j = f.jobs[0];
+  EXPECT_FALSE(j.read.active());
+  ASSERT_TRUE(j.write.active());
+  EXPECT_DOUBLE_EQ(j.write.bw_bytes_per_s, 3993346.0 * 1024);  // no bw_bytes in 3.1
+  EXPECT_EQ(j.write.bw_source, "bw*1024");
+  EXPECT_DOUBLE_EQ(j.write.iops, 3899.752);
+  EXPECT_DOUBLE_EQ(j.write.io_bytes, 122675593216.0);  // bytes in 3.x
+  EXPECT_DOUBLE_EQ(j.write.clat_mean_us, 16380127.22 / 1000);
+  // clat_percentiles=0: no "percentile" section, so no percentiles (and no exception).
+  EXPECT_FALSE(j.write.clat_p50_us.has_value());
+  EXPECT_FALSE(j.write.clat_p99_us.has_value());
+  EXPECT_FALSE(j.write.clat_p999_us.has_value());
+  EXPECT_TRUE(f.global_options.empty());  // no "global options", no "disk_util"
+}
+
+TEST(FioParser, Fio333GroupReportingSeqRead) {
+  FioOutput f = parse_fio_json(fixture("fio-3.33-seqread-group.json"));
+  EXPECT_EQ(f.version, "fio-3.33");
+  ASSERT_EQ(f.jobs.size(), 1u);
+  const FioJob& j = f.jobs[0];
+  EXPECT_EQ(j.read.bw_source, "bw_bytes");
+  EXPECT_DOUBLE_EQ(j.read.bw_bytes_per_s, 867072722);
+  EXPECT_DOUBLE_EQ(j.read.iops, 768.579492);
+  // clat_ns percentiles, ns -> us.
+  EXPECT_DOUBLE_EQ(*j.read.clat_p50_us, 81264.640);
+  EXPECT_DOUBLE_EQ(*j.read.clat_p99_us, 105381.888);
+  EXPECT_DOUBLE_EQ(*j.read.clat_p999_us, 106430.464);
+  EXPECT_FALSE(j.write.active());
+}
+
+TEST(FioParser, Fio333MixedReadAndWrite) {
+  FioOutput f = parse_fio_json(fixture("fio-3.33-randrw.json"));
+  const FioJob& j = f.jobs.at(0);
+  EXPECT_DOUBLE_EQ(j.read.bw_bytes_per_s, 117466262);
+  EXPECT_DOUBLE_EQ(j.write.bw_bytes_per_s, 50318788);
+  EXPECT_DOUBLE_EQ(j.read.iops, 28678.286853);
+  EXPECT_DOUBLE_EQ(j.write.iops, 12284.860558);
+  EXPECT_DOUBLE_EQ(*j.read.clat_p50_us, 387.072);
+  EXPECT_DOUBLE_EQ(*j.write.clat_p999_us, 8028.160);
+}
+
+TEST(FioParser, JobErrorKeepsFiosMessage) {
+  std::string text = fixture("fio-3.33-enospc.json");
+  FioOutput f = parse_fio_json(text);
+  ASSERT_EQ(f.jobs.size(), 1u);
+  EXPECT_EQ(f.jobs[0].error, 28);  // ENOSPC
+  EXPECT_DOUBLE_EQ(f.jobs[0].write.bw_bytes_per_s, 838860800);
+  std::string msg = fio_error_text(f.preamble, "");
+  EXPECT_EQ(msg,
+            "fio: pid=25075, err=28/file:io_u.c:1876, func=io_u error, error=No space left on "
+            "device");
+  EXPECT_FALSE(looks_like_direct_refused(text, "", &f));
+}
+
+TEST(FioParser, RejectsTextWithoutJson) {
+  EXPECT_THROW(parse_fio_json("fio: failed parsing rw=sideways\n"), FioParseError);
+  EXPECT_THROW(parse_fio_json("{ \"fio version\" : \"fio-3.33\" }"), FioParseError);
+  EXPECT_THROW(parse_fio_json("{ \"jobs\" : [ { \"jobname\" : \"x\" } ] }"), FioParseError);
+  EXPECT_THROW(parse_fio_json("{ \"jobs\" : [ "), FioParseError);
+}
+
+TEST(FioParser, BracesInAWarningLineDoNotStartTheDocument) {
+  std::string text =
+      "fio: option {foo} ignored\n{\"fio version\":\"fio-3.33\",\"jobs\":[{\"jobname\":"
+      "\"a\",\"error\":0,\"read\":{\"bw_bytes\":2000,\"iops\":3,\"io_bytes\":6000},"
+      "\"write\":{}}]}\ntrailing text";
+  FioOutput f = parse_fio_json(text);
+  EXPECT_EQ(f.preamble, "fio: option {foo} ignored\n");
+  EXPECT_DOUBLE_EQ(f.jobs.at(0).read.bw_bytes_per_s, 2000);
+}
+
+TEST(FioParser, DirectRefusalDetection) {
+  EXPECT_TRUE(looks_like_direct_refused(
+      "fio: pid=7, err=22/file:filesetup.c:805, func=open(/x/a.0.0), error=Invalid argument", "",
+      nullptr));
+  EXPECT_TRUE(looks_like_direct_refused(
+      "", "fio: looks like your file system does not support direct=1/buffered=0\n", nullptr));
+  EXPECT_FALSE(looks_like_direct_refused("fio: err=28", "No space left", nullptr));
+}

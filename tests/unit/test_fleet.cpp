@@ -1,0 +1,149 @@
+// Fleet view on tests/fixtures/results/fleet-4x8: 4 nodes x 8 H100, three slow GPUs.
+#include <gtest/gtest.h>
+
+#include "reports/fleet.hpp"
+#include "spec.hpp"
+
+using namespace clusterbench;
+using namespace clusterbench::report;
+
+namespace {
+
+struct Fixture {
+  RunDir run = read_run_dir(std::string(CB_FIXTURES) + "/results/fleet-4x8");
+  Report report =
+      evaluate(run, load_spec(std::string(CB_FIXTURES) + "/results/fleet-4x8/spec.json"));
+};
+
+const Fixture& fx() {
+  static const Fixture f;
+  return f;
+}
+
+ResultRecord node_rec(const std::string& host, double v, const std::string& kind = "node") {
+  ResultRecord r;
+  r.benchmark = "network.p2p";
+  r.params = {{"bytes", 1 << 20}};
+  r.scope.kind = kind;
+  r.scope.host = host;
+  r.metrics = {{"bandwidth", v, "GB/s", true}};
+  r.case_key = make_case_key(r.benchmark, r.params, r.scope);
+  return r;
+}
+
+}  // namespace
+
+TEST(Fleet, ExactlyTheThreeSlowGpus) {
+  FleetView fv = fleet_view(fx().run, fx().report);
+  ASSERT_EQ(fv.outliers.size(), 3u) << render_fleet_markdown(fv);
+  // GEMM bf16, fleet of 32 GPUs with median 710 TFLOP/s, tolerance 5% (below 674.5).
+  // Sorted worst first: node02 gpu3 600 (-15.49%), node04 gpu7 620, node03 gpu0 640.
+  const Outlier& a = fv.outliers[0];
+  EXPECT_EQ(a.benchmark, "compute.gemm");
+  EXPECT_EQ(a.host, "node02");
+  EXPECT_EQ(a.gpu_index, 3);
+  EXPECT_EQ(a.uuid, "GPU-c0de0002-0000-4000-8000-000000000003");
+  EXPECT_EQ(a.pci_bus_id, "00000000:61:00.0");
+  EXPECT_DOUBLE_EQ(a.value, 600.0);
+  EXPECT_DOUBLE_EQ(a.median, 710.0);
+  EXPECT_NEAR(a.deviation, -110.0 / 710.0, 1e-12);
+  EXPECT_DOUBLE_EQ(a.tolerance, 0.05);
+  EXPECT_EQ(a.fleet_size, 32);
+  EXPECT_EQ(fv.outliers[1].host, "node04");
+  EXPECT_EQ(fv.outliers[1].gpu_index, 7);
+  EXPECT_EQ(fv.outliers[1].pci_bus_id, "00000000:DF:00.0");
+  EXPECT_EQ(fv.outliers[2].host, "node03");
+  EXPECT_EQ(fv.outliers[2].gpu_index, 0);
+  EXPECT_EQ(fv.outliers[2].uuid, "GPU-c0de0003-0000-4000-8000-000000000000");
+  EXPECT_EQ(fv.failing_hosts, (std::vector<std::string>{"node02", "node03", "node04"}));
+  EXPECT_EQ(render_failing_hosts(fv), "node02\nnode03\nnode04\n");
+}
+
+TEST(Fleet, NodeRows) {
+  FleetView fv = fleet_view(fx().run, fx().report);
+  ASSERT_EQ(fv.nodes.size(), 4u);
+  const FleetNode& n1 = fv.nodes[0];
+  EXPECT_EQ(n1.host, "node01");
+  // Per node: 1 STREAM + 8 x (GEMM, HBM, h2d, d2h) + 1 fio + 4 dataloader = 38 ok records.
+  EXPECT_EQ(n1.records_ok, 38);
+  EXPECT_EQ(n1.records_failed, 0);
+  EXPECT_EQ(n1.items.at(kFail), 0);
+  EXPECT_TRUE(n1.reasons.empty());
+  EXPECT_EQ(fv.nodes[1].outliers, 1);
+  int items = 0;
+  for (const auto& [o, n] : n1.items) items += n;
+  int expected = 0;  // every row item naming node01
+  for (const auto& row : fx().report.rows)
+    for (const auto& it : row.items)
+      if (it.item == "node01" || it.item.rfind("node01/", 0) == 0) ++expected;
+  EXPECT_EQ(items, expected);
+  // 8 GPUs x 3 gpu rows + 2 node rows = 26 items, all PASS.
+  EXPECT_EQ(items, 26);
+  EXPECT_EQ(n1.items.at(kPass), 26);
+  std::string md = render_fleet_markdown(fv);
+  EXPECT_NE(md.find("| compute.gemm | `{\"dtype\":\"bf16\",\"k\":8192,\"m\":8192,\"n\":8192}` | "
+                    "tflops | node02 | 3 | GPU-c0de0002-0000-4000-8000-000000000003 | "
+                    "00000000:61:00.0 | 600 TFLOP/s | 710 TFLOP/s | -15.49% | 5% |"),
+            std::string::npos)
+      << md;
+  json j = fleet_json(fv);
+  EXPECT_EQ(j["failing_hosts"].size(), 3u);
+  EXPECT_EQ(j["outliers"][0]["uuid"], "GPU-c0de0002-0000-4000-8000-000000000003");
+}
+
+TEST(Fleet, ToleranceOverrideAndMinimumFleet) {
+  // At 20% no GEMM GPU is an outlier (the slowest is 15.5% below the median).
+  FleetView fv = fleet_view(fx().run, fx().report, {parse_tolerance("compute.gemm=20%")});
+  EXPECT_TRUE(fv.outliers.empty());
+  EXPECT_TRUE(fv.failing_hosts.empty());
+  // Two items are no fleet: nothing is named.
+  std::vector<ResultRecord> two = {node_rec("a", 10), node_rec("b", 5)};
+  EXPECT_TRUE(find_outliers(two, {}).empty());
+}
+
+TEST(Fleet, ServesLinksAndLowerIsBetter) {
+  std::vector<ResultRecord> links;
+  const char* pairs[4][2] = {{"a", "b"}, {"b", "c"}, {"c", "d"}, {"d", "a"}};
+  double bw[4] = {24.0, 24.5, 12.0, 23.8};  // median 23.9, tolerance 10%
+  for (int i = 0; i < 4; ++i) {
+    ResultRecord r = node_rec(pairs[i][0], bw[i], "link");
+    r.scope.hosts = {pairs[i][0], pairs[i][1]};
+    r.case_key = make_case_key(r.benchmark, r.params, r.scope);
+    links.push_back(r);
+  }
+  auto out = find_outliers(links, {});
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].item, "c<->d");
+  EXPECT_EQ(out[0].hosts, (std::vector<std::string>{"c", "d"}));
+  EXPECT_DOUBLE_EQ(out[0].median, 23.9);
+  // Latency: lower is better, so the high one is the outlier.
+  std::vector<ResultRecord> lat;
+  double us[3] = {2.0, 2.1, 3.0};
+  for (int i = 0; i < 3; ++i) {
+    ResultRecord r = node_rec(std::string(1, 'x' + i), us[i]);
+    r.metrics = {{"latency", us[i], "us", false}};
+    lat.push_back(r);
+  }
+  out = find_outliers(lat, {});
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].host, "z");
+  EXPECT_NEAR(out[0].deviation, 0.9 / 2.1, 1e-12);
+}
+
+TEST(Fleet, FailedRecordAndSpecFailMarkAHost) {
+  RunDir run = fx().run;
+  for (auto& r : run.records.records)
+    if (r.benchmark == "io.fio" && r.scope.host == "node01") {
+      r.status = "failed";
+      r.metrics.clear();
+      r.message = "fio exited 1";
+    }
+  Report rep = evaluate(run, load_spec(std::string(CB_FIXTURES) + "/results/fleet-4x8/spec.json"));
+  FleetView fv = fleet_view(run, rep);
+  EXPECT_EQ(fv.failing_hosts, (std::vector<std::string>{"node01", "node02", "node03", "node04"}));
+  EXPECT_EQ(fv.nodes[0].records_failed, 1);
+  EXPECT_EQ(fv.nodes[0].items.at(kFail), 1);  // io.seq_read on node01
+  ASSERT_EQ(fv.nodes[0].reasons.size(), 2u);
+  EXPECT_EQ(fv.nodes[0].reasons[0], "spec FAIL: io.seq_read");
+  EXPECT_EQ(fv.nodes[0].reasons[1], "failed records: io.fio");
+}

@@ -1,0 +1,281 @@
+// compute.gemm: FLOP counting, TFLOP/s, shape parsing, sampled verification (a wrong product
+// fails), the BF16 waiver, the case plan, and the telemetry summary (docs/metrics.md "GEMM").
+#include <cblas.h>
+#include <dlfcn.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <vector>
+
+#include "benchmark.hpp"
+#include "compute/gemm.hpp"
+#include "compute/gpu_telemetry.hpp"
+#include "error.hpp"
+
+using namespace clusterbench;
+using namespace clusterbench::compute;
+
+TEST(Gemm, FlopIsTwoMNK) {
+  EXPECT_EQ(gemm_flop({1024, 1024, 1024}), 2147483648.0);     // 2 * 2^30
+  EXPECT_EQ(gemm_flop({8192, 12288, 4096}), 824633720832.0);  // 2 * 8192 * 12288 * 4096
+  EXPECT_EQ(gemm_flop({1, 1, 1}), 2.0);
+}
+
+TEST(Gemm, TflopsIsFlopOverSecondsOver1e12) {
+  // 8192^3: 2 * 2^39 = 1,099,511,627,776 FLOP in 1.5 ms = 733.0078 TFLOP/s.
+  EXPECT_NEAR(gemm_tflops(gemm_flop({8192, 8192, 8192}), 1.5e-3), 733.00775185, 1e-6);
+  EXPECT_DOUBLE_EQ(gemm_tflops(2e12, 2.0), 1.0);
+  EXPECT_THROW(gemm_tflops(1e9, 0.0), std::invalid_argument);
+  EXPECT_THROW(gemm_tflops(1e9, -1.0), std::invalid_argument);
+}
+
+TEST(Gemm, ShapeSweepParsing) {
+  auto sweep = parse_gemm_shapes({"1024..16384"});
+  ASSERT_EQ(sweep.size(), 5u);
+  EXPECT_EQ(sweep[0], (GemmShape{1024, 1024, 1024}));
+  EXPECT_EQ(sweep[4], (GemmShape{16384, 16384, 16384}));
+  auto mixed = parse_gemm_shapes({"8192", "4096x8192x1024", "8192", "256..512"});
+  ASSERT_EQ(mixed.size(), 4u);  // the second 8192 is dropped
+  EXPECT_EQ(mixed[1], (GemmShape{4096, 8192, 1024}));
+  EXPECT_EQ(mixed[3], (GemmShape{512, 512, 512}));
+  auto t = parse_gemm_shapes({"transformer"});
+  ASSERT_EQ(t.size(), 8u);
+  EXPECT_EQ(t[0], (GemmShape{8192, 12288, 4096}));  // Llama-2-7B QKV: 3 x 4096 outputs
+  EXPECT_EQ(t[7], (GemmShape{8192, 8192, 28672}));  // Llama-2-70B MLP down
+  for (const char* bad : {"1000..2048", "2048..1024", "0", "-4", "4x4", "4x4x4x4", "abc", "8k"})
+    EXPECT_THROW(parse_gemm_shapes({bad}), std::invalid_argument) << bad;
+  EXPECT_THROW(parse_gemm_shapes({}), std::invalid_argument);
+}
+
+TEST(Gemm, InputsAreRandomAndNeverZero) {
+  int negative = 0;
+  for (std::uint64_t i = 0; i < 10000; ++i) {
+    double v = gemm_input_value(7, 0, i);
+    ASSERT_GE(std::fabs(v), 0.25);
+    ASSERT_LT(std::fabs(v), 1.0);
+    negative += v < 0;
+  }
+  EXPECT_NEAR(negative, 5000, 300);
+  EXPECT_EQ(gemm_input_value(7, 0, 42), gemm_input_value(7, 0, 42));
+  EXPECT_NE(gemm_input_value(7, 0, 42), gemm_input_value(7, 1, 42));  // A and B differ
+  EXPECT_NE(gemm_input_value(7, 0, 42), gemm_input_value(8, 0, 42));
+}
+
+TEST(Gemm, Bf16RoundsToNearestEven) {
+  EXPECT_EQ(float_to_bf16(1.0f), 0x3F80);
+  EXPECT_EQ(bf16_to_float(0x3F80), 1.0f);
+  // 1 + 2^-8 lies halfway between 1 and 1 + 2^-7: ties go to the even mantissa (1.0).
+  EXPECT_EQ(float_to_bf16(1.0f + 0x1.0p-8f), 0x3F80);
+  // 1 + 3 * 2^-8 lies halfway between 1 + 2^-7 (odd) and 1 + 2^-6: rounds up to 0x3F82.
+  EXPECT_EQ(float_to_bf16(1.0f + 3 * 0x1.0p-8f), 0x3F82);
+  EXPECT_EQ(bf16_to_float(float_to_bf16(-0.75f)), -0.75f);
+}
+
+TEST(Gemm, ErrorBoundPerDtype) {
+  EXPECT_EQ(gemm_error_bound("fp64"), 1e-12);
+  EXPECT_EQ(gemm_error_bound("fp32"), 1e-5);
+  EXPECT_EQ(gemm_error_bound("tf32"), 5e-3);
+  EXPECT_EQ(gemm_error_bound("fp16"), 5e-3);
+  EXPECT_EQ(gemm_error_bound("bf16"), 2e-2);
+  EXPECT_EQ(gemm_error_bound("fp8_e4m3"), 2e-2);
+  EXPECT_THROW(gemm_error_bound("int8"), std::invalid_argument);
+}
+
+TEST(Gemm, SampleErrorIsRelativeToTheAbsoluteSum) {
+  // a = (1, -1), b = (0.5, 0.5): exact sum 0, absolute sum 1; c = 0.25 is off by 0.25 of it.
+  std::vector<double> a = {1, -1}, b = {0.5, 0.5};
+  auto ga = [&](long long p) { return a[static_cast<size_t>(p)]; };
+  auto gb = [&](long long p) { return b[static_cast<size_t>(p)]; };
+  EXPECT_DOUBLE_EQ(gemm_sample_error(2, ga, gb, 0.25), 0.25);
+  EXPECT_EQ(gemm_sample_error(2, ga, gb, 0.0), 0.0);
+  EXPECT_TRUE(std::isinf(gemm_sample_error(2, ga, gb, NAN)));
+}
+
+TEST(Gemm, SamplePointsIncludeCornersAndStayInside) {
+  GemmShape s{40, 30, 50};
+  auto pts = gemm_sample_points(s, 64, 1);
+  ASSERT_EQ(pts.size(), 64u);
+  EXPECT_EQ(pts[0], std::make_pair(0LL, 0LL));
+  EXPECT_EQ(pts[1], std::make_pair(39LL, 29LL));
+  for (auto [i, j] : pts) {
+    EXPECT_GE(i, 0);
+    EXPECT_LT(i, 40);
+    EXPECT_GE(j, 0);
+    EXPECT_LT(j, 30);
+  }
+  EXPECT_EQ(gemm_sample_points({1, 1, 1}, 64, 1).size(), 1u);
+}
+
+namespace {
+/// Column-major naive product in double, and accessors for verify_gemm.
+struct Product {
+  GemmShape s;
+  std::vector<double> a, b, c;
+  explicit Product(GemmShape sh) : s(sh) {
+    a.resize(static_cast<size_t>(s.m * s.k));
+    b.resize(static_cast<size_t>(s.k * s.n));
+    c.assign(static_cast<size_t>(s.m * s.n), 0.0);
+    for (size_t i = 0; i < a.size(); ++i) a[i] = gemm_input_value(3, 0, i);
+    for (size_t i = 0; i < b.size(); ++i) b[i] = gemm_input_value(3, 1, i);
+    for (long long j = 0; j < s.n; ++j)
+      for (long long p = 0; p < s.k; ++p)
+        for (long long i = 0; i < s.m; ++i) c[i + j * s.m] += a[i + p * s.m] * b[p + j * s.k];
+  }
+  GemmVerification verify(const std::string& dtype) const {
+    return verify_gemm(
+        s, [&](long long i, long long p) { return a[static_cast<size_t>(i + p * s.m)]; },
+        [&](long long p, long long j) { return b[static_cast<size_t>(p + j * s.k)]; },
+        [&](long long i, long long j) { return c[static_cast<size_t>(i + j * s.m)]; }, 64, 9,
+        gemm_error_bound(dtype));
+  }
+};
+}  // namespace
+
+TEST(Gemm, VerificationPassesACorrectProduct) {
+  Product p({40, 30, 50});
+  GemmVerification v = p.verify("fp64");
+  EXPECT_EQ(v.samples, 64);
+  EXPECT_TRUE(v.passed()) << v.max_rel_error;
+  EXPECT_LT(v.max_rel_error, 1e-15);
+}
+
+TEST(Gemm, VerificationFailsAWrongElement) {
+  Product p({40, 30, 50});
+  // C(39, 29) is always sampled; adding 1% of its absolute sum makes the error 1e-2.
+  double abs_sum = 0;
+  for (long long q = 0; q < 50; ++q) abs_sum += std::fabs(p.a[39 + q * 40] * p.b[q + 29 * 50]);
+  p.c[39 + 29 * 40] += 0.01 * abs_sum;
+  GemmVerification v = p.verify("fp32");
+  EXPECT_FALSE(v.passed());
+  EXPECT_NEAR(v.max_rel_error, 1e-2, 1e-12);
+  EXPECT_EQ(v.worst_i, 39);
+  EXPECT_EQ(v.worst_j, 29);
+  std::string msg = v.failure_message("fp32", p.s);
+  EXPECT_NE(msg.find("fp32 40x30x50: sampled relative error 1.000e-02 at C(39,29) exceeds the "
+                     "bound 1e-05 (64 samples)"),
+            std::string::npos)
+      << msg;
+  // Even bf16's loose bound catches a product of zeros.
+  std::fill(p.c.begin(), p.c.end(), 0.0);
+  EXPECT_FALSE(p.verify("bf16").passed());
+}
+
+TEST(Gemm, OpenBlasSgemmPassesTheFp32Bound) {
+  const blasint m = 96, n = 64, k = 128;
+  std::vector<float> a(m * k), b(k * n), c(m * n, 0.0f);
+  for (size_t i = 0; i < a.size(); ++i) a[i] = static_cast<float>(gemm_input_value(5, 0, i));
+  for (size_t i = 0; i < b.size(); ++i) b[i] = static_cast<float>(gemm_input_value(5, 1, i));
+  cblas_sgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, m, n, k, 1.0f, a.data(), m, b.data(), k,
+              0.0f, c.data(), m);
+  GemmVerification v = verify_gemm(
+      {m, n, k}, [&](long long i, long long p) { return a[static_cast<size_t>(i + p * m)]; },
+      [&](long long p, long long j) { return b[static_cast<size_t>(p + j * k)]; },
+      [&](long long i, long long j) { return c[static_cast<size_t>(i + j * m)]; }, 64, 1,
+      gemm_error_bound("fp32"));
+  EXPECT_TRUE(v.passed()) << v.max_rel_error;
+  EXPECT_GT(v.max_rel_error, 0.0);  // float accumulation is not exact against long double
+}
+
+TEST(Gemm, Bf16WaiverWhenSbgemmIsAbsent) {
+  std::string why =
+      openblas_bf16_waiver(nullptr, "OpenBLAS 0.3.21 NO_AFFINITY Haswell MAX_THREADS=64");
+  EXPECT_EQ(why,
+            "the loaded OpenBLAS (OpenBLAS 0.3.21 NO_AFFINITY Haswell MAX_THREADS=64) does not "
+            "export cblas_sbgemm (Debian's 0.3.21 declares it in cblas.h but builds without "
+            "BUILD_BFLOAT16), so BF16 GEMM cannot run on the CPU");
+  int dummy = 0;
+  EXPECT_EQ(openblas_bf16_waiver(&dummy, "x"), "");
+  // This machine's OpenBLAS, looked up the way the benchmark does.
+  if (dlsym(RTLD_DEFAULT, "cblas_sbgemm"))
+    GTEST_SKIP() << "this OpenBLAS exports cblas_sbgemm: BF16 runs here";
+  EXPECT_NE(openblas_bf16_waiver(nullptr, openblas_get_config()).find("does not export"),
+            std::string::npos);
+}
+
+TEST(Gemm, CasePlanBackendsAndLevels) {
+  const Benchmark* b = Registry::get().find("compute.gemm");
+  ASSERT_NE(b, nullptr);
+  auto ci = b->cases(Settings("ci", {}));
+  // cublaslt: 5 dtypes at 8192^3; openblas: 3 dtypes x {256, 512, 1024}.
+  ASSERT_EQ(ci.size(), 5u + 9u);
+  EXPECT_EQ(
+      ci[0],
+      json({{"backend", "cublaslt"}, {"dtype", "fp16"}, {"m", 8192}, {"n", 8192}, {"k", 8192}}));
+  EXPECT_EQ(ci[5],
+            json({{"backend", "openblas"}, {"dtype", "fp32"}, {"m", 256}, {"n", 256}, {"k", 256}}));
+  for (const auto& c : ci) {
+    if (c["backend"] == "openblas") {
+      EXPECT_LE(c["m"].get<long long>(), 2048);  // the ci suite stays small on the CPU
+      EXPECT_EQ(b->case_level(c), Level::node);
+      EXPECT_FALSE(b->case_needs_gpu(c));
+    } else {
+      EXPECT_EQ(b->case_level(c), Level::gpu);
+      EXPECT_TRUE(b->case_needs_gpu(c));
+    }
+  }
+  auto full =
+      b->cases(Settings("full", {"compute.gemm.backends=cublaslt", "compute.gemm.dtypes=bf16"}));
+  // 8192; 1024, 2048, 4096, 16384 (8192 is there); 7 transformer shapes (8192^3 is there): 12.
+  EXPECT_EQ(full.size(), 12u);
+  auto few =
+      b->cases(Settings("ci", {"compute.gemm.dtypes=fp32", "compute.gemm.cpu_shapes=64x32x48"}));
+  ASSERT_EQ(few.size(), 2u);
+  EXPECT_EQ(few[1],
+            json({{"backend", "openblas"}, {"dtype", "fp32"}, {"m", 64}, {"n", 32}, {"k", 48}}));
+  EXPECT_THROW(b->cases(Settings("ci", {"compute.gemm.backends=cublas"})), InputError);
+  EXPECT_THROW(b->cases(Settings("ci", {"compute.gemm.dtypes=int8"})), InputError);
+  EXPECT_THROW(b->cases(Settings("ci", {"compute.gemm.shapes=1000..2000"})), InputError);
+}
+
+TEST(GpuTelemetry, SummaryOfSamples) {
+  auto sample = [](double clk, double temp, double power, unsigned long long mask) {
+    GpuTelemetry t;
+    t.ok = true;
+    t.status = "ok";
+    t.sm_clock_mhz = clk;
+    t.temperature_c = temp;
+    t.power_w = power;
+    t.power_limit_w = 700;
+    t.clock_event_reasons = mask;
+    t.clock_event_reasons_valid = true;
+    return t;
+  };
+  std::vector<GpuTelemetry> s = {sample(1980, 61, 650, 0x4), sample(1755, 66, 699, 0x4),
+                                 sample(1900, 64, 690, 0x20 | 0x4)};
+  GpuTelemetry bad;
+  bad.status = "nvmlDeviceGetHandleByIndex: GPU is lost";
+  s.push_back(bad);
+  json j = summarize_telemetry(s, 3, "");
+  EXPECT_EQ(j["samples"], 3);
+  EXPECT_EQ(j["nvml_index"], 3);
+  EXPECT_EQ(j["sm_clock_mhz"]["min"], 1755.0);
+  EXPECT_EQ(j["sm_clock_mhz"]["median"], 1900.0);
+  EXPECT_EQ(j["sm_clock_mhz"]["max"], 1980.0);
+  EXPECT_EQ(j["temperature_c_max"], 66.0);
+  EXPECT_EQ(j["power_w_max"], 699.0);
+  EXPECT_EQ(j["power_limit_w"], 700.0);
+  EXPECT_EQ(j["clock_event_reasons"], 0x24);
+  EXPECT_EQ(j["clock_event_reason_names"], json({"sw_power_cap", "sw_thermal_slowdown"}));
+  EXPECT_EQ(j["slowdown_samples"], 1);  // the power cap alone is not a slowdown
+  json none = summarize_telemetry({bad}, 0, "");
+  EXPECT_EQ(none["samples"], 0);
+  EXPECT_EQ(none["status"], "nvmlDeviceGetHandleByIndex: GPU is lost");
+}
+
+TEST(GpuTelemetry, NvmlIndexByBusId) {
+  EnvRecord env;
+  GpuInfo g0, g1;
+  g0.index = 0;
+  g0.pci_bus_id = "0000:18:00.0";
+  g0.source = "nvml";
+  g1.index = 1;
+  g1.pci_bus_id = "0000:9a:00.0";
+  g1.source = "nvml";
+  env.gpus = {g0, g1};
+  EXPECT_EQ(nvml_index_for_bus_id(env, "00000000:9A:00.0"), 1);  // NVML/CUDA form
+  EXPECT_EQ(nvml_index_for_bus_id(env, "0000:18:00.0"), 0);
+  EXPECT_EQ(nvml_index_for_bus_id(env, "0000:3b:00.0"), -1);
+  EXPECT_EQ(nvml_index_for_bus_id(env, ""), -1);
+  env.gpus[1].source = "pci";  // seen on the bus only: no NVML index to sample
+  EXPECT_EQ(nvml_index_for_bus_id(env, "0000:9a:00.0"), -1);
+}

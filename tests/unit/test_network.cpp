@@ -1,0 +1,99 @@
+// network.p2p's pair patterns and statistics (network/p2p.cpp), and the node x node link
+// matrices of the report (reports/links.cpp).
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "network/p2p.hpp"
+#include "network/tuning.hpp"
+#include "reports/links.hpp"
+
+namespace clusterbench {
+namespace {
+
+using Pairs = std::vector<std::pair<int, int>>;
+
+TEST(P2pPairs, AllPairsVisitsEveryPairOnce) {
+  EXPECT_EQ(network::p2p_pairs("all_pairs", 1), Pairs{});
+  EXPECT_EQ(network::p2p_pairs("all_pairs", 2), (Pairs{{0, 1}}));
+  EXPECT_EQ(network::p2p_pairs("all_pairs", 4),
+            (Pairs{{0, 1}, {0, 2}, {0, 3}, {1, 2}, {1, 3}, {2, 3}}));
+  EXPECT_EQ(network::p2p_pairs("all_pairs", 16).size(), 120u);  // 16 * 15 / 2
+}
+
+TEST(P2pPairs, RingVisitsNeighboursWithoutDuplicates) {
+  EXPECT_EQ(network::p2p_pairs("ring", 2), (Pairs{{0, 1}}));
+  EXPECT_EQ(network::p2p_pairs("ring", 3), (Pairs{{0, 1}, {1, 2}, {0, 2}}));
+  EXPECT_EQ(network::p2p_pairs("ring", 5), (Pairs{{0, 1}, {1, 2}, {2, 3}, {3, 4}, {0, 4}}));
+  EXPECT_THROW(network::p2p_pairs("star", 3), std::invalid_argument);
+}
+
+TEST(P2pStats, BytesPerOperationAndNearestRankPercentiles) {
+  EXPECT_EQ(network::p2p_bytes_per_op("unidirectional", 1 << 20), 1048576.0);
+  EXPECT_EQ(network::p2p_bytes_per_op("bidirectional", 1 << 20), 2097152.0);
+  std::vector<double> xs;
+  for (int i = 100; i >= 1; --i) xs.push_back(i);  // 1..100, unsorted
+  EXPECT_EQ(network::percentile(xs, 50), 50);
+  EXPECT_EQ(network::percentile(xs, 99), 99);
+  EXPECT_EQ(network::percentile(xs, 100), 100);
+  EXPECT_EQ(network::percentile({7, 3, 5}, 50), 5);  // rank ceil(1.5) = 2
+  EXPECT_EQ(network::percentile({7, 3, 5}, 99), 7);
+  EXPECT_EQ(network::percentile({}, 50), 0);
+}
+
+ResultRecord link(const std::string& a, const std::string& b, double gbs,
+                  const std::string& status = "ok") {
+  ResultRecord r;
+  r.benchmark = "network.p2p";
+  r.params = {{"pattern", "all_pairs"}, {"mode", "unidirectional"}, {"bytes", 1048576}};
+  r.scope.kind = "link";
+  r.scope.hosts = {a, b};
+  r.status = status;
+  r.metrics.push_back({"bandwidth", gbs, "GB/s", true});
+  return r;
+}
+
+TEST(LinkMatrix, SymmetricMatrixFromLinkRecords) {
+  std::vector<ResultRecord> recs = {link("n1", "n2", 0.0478), link("n1", "n3", 0.044),
+                                    link("n2", "n3", 0.0194), link("n3", "n4", 9, "failed")};
+  ResultRecord cluster = link("n1", "n2", 1);
+  cluster.scope = Scope{};
+  cluster.scope.kind = "cluster";
+  recs.push_back(cluster);
+  auto ms = report::link_matrices(recs);
+  ASSERT_EQ(ms.size(), 1u);
+  EXPECT_EQ(ms[0].hosts, (std::vector<std::string>{"n1", "n2", "n3"}));  // n4: failed only
+  EXPECT_EQ(ms[0].unit, "GB/s");
+  EXPECT_EQ(ms[0].values[1][2], 0.0194);
+  EXPECT_EQ(ms[0].values[2][1], 0.0194);
+  EXPECT_EQ(ms[0].values[0][2], 0.044);
+  EXPECT_TRUE(std::isnan(ms[0].values[1][1]));
+  std::string md = report::render_link_matrices_markdown(recs);
+  EXPECT_NE(md.find("## Links"), std::string::npos) << md;
+  EXPECT_NE(md.find("| n2 | 0.0478 | - | 0.0194 |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| n3 | 0.044 | 0.0194 | - |"), std::string::npos) << md;
+  EXPECT_EQ(report::render_link_matrices_markdown({cluster}), "");
+}
+
+TEST(TuningAb, RatioIsMedianOfPerRepeatRatiosWithSpread) {
+  // t_A / t_B per repeat: 2, 1.5, 1, 4, 1.25 -> sorted 1, 1.25, 1.5, 2, 4; median 1.5;
+  // nearest-rank p25 = 2nd = 1.25, p75 = 4th = 2 -> spread (2 - 1.25) / 1.5 = 0.5.
+  auto ab = network::ab_ratio({2, 3, 1, 4, 5}, {1, 2, 1, 1, 4});
+  EXPECT_EQ(ab.ratios, (std::vector<double>{2, 1.5, 1, 4, 1.25}));
+  EXPECT_DOUBLE_EQ(ab.ratio, 1.5);
+  EXPECT_DOUBLE_EQ(ab.spread, 0.5);
+  auto even = network::ab_ratio({1, 2, 3, 4, 5, 6}, {1, 1, 1, 1, 1, 1});
+  EXPECT_DOUBLE_EQ(even.ratio, 3.5);
+  EXPECT_THROW(network::ab_ratio({1, 2}, {1}), std::invalid_argument);
+  EXPECT_THROW(network::ab_ratio({}, {}), std::invalid_argument);
+  EXPECT_THROW(network::ab_ratio({1}, {0}), std::invalid_argument);
+}
+
+TEST(TuningAb, SysctlTextIsWhitespaceNormalised) {
+  EXPECT_EQ(network::normalise_sysctl("4096\t87380\t2147483647\n"), "4096 87380 2147483647");
+  EXPECT_EQ(network::normalise_sysctl("  always [madvise] never\n"), "always [madvise] never");
+  EXPECT_EQ(network::normalise_sysctl(""), "");
+}
+
+}  // namespace
+}  // namespace clusterbench

@@ -1,0 +1,212 @@
+// Port checks: NICs collected from fixture trees in sysfs formats (tests/fixtures/fsroot-net),
+// NCCL interface-list matching (reports/ifname.cpp), the `where` filter of env rows and the
+// net.* rows of reports/specs/base.json judged over those NICs.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <tuple>
+
+#include "inventory.hpp"
+#include "reports/evaluate.hpp"
+#include "reports/ifname.hpp"
+
+namespace clusterbench::report {
+namespace {
+
+const std::string kDegraded = std::string(CB_FIXTURES) + "/fsroot-net/degraded";
+const std::string kTwoSocket = std::string(CB_FIXTURES) + "/fsroot/two-socket";
+
+const NicInfo* nic(const std::vector<NicInfo>& nics, const std::string& name) {
+  for (const auto& n : nics)
+    if (n.name == name) return &n;
+  return nullptr;
+}
+
+TEST(PortsInventory, DegradedTreeReadsRateStateAndOperstate) {
+  std::vector<std::string> warnings;
+  auto nics = collect_nics(kDegraded, warnings);
+  ASSERT_EQ(nics.size(), 5u);  // three IB ports, eno1, eno2; lo has no device
+  const NicInfo* good = nic(nics, "mlx5_0/1");
+  ASSERT_TRUE(good);
+  EXPECT_EQ(good->state, "ACTIVE");
+  EXPECT_EQ(good->phys_state, "LinkUp");
+  EXPECT_DOUBLE_EQ(good->rate_gbps, 200);
+  EXPECT_EQ(good->netdev, "ib0");
+  EXPECT_EQ(good->mtu, 4092);
+  const NicInfo* slow = nic(nics, "mlx5_1/1");
+  ASSERT_TRUE(slow);
+  EXPECT_EQ(slow->state, "ACTIVE");
+  EXPECT_DOUBLE_EQ(slow->rate_gbps, 100);
+  const NicInfo* down = nic(nics, "mlx5_2/1");
+  ASSERT_TRUE(down);
+  EXPECT_EQ(down->state, "DOWN");
+  EXPECT_EQ(down->phys_state, "Polling");
+  EXPECT_DOUBLE_EQ(down->rate_gbps, 10);
+  const NicInfo* eno2 = nic(nics, "eno2");
+  ASSERT_TRUE(eno2);
+  EXPECT_EQ(eno2->state, "down");
+  EXPECT_DOUBLE_EQ(eno2->rate_gbps, 0);  // speed -1 while the link is down
+  EXPECT_EQ(eno2->mtu, 1500);
+  EXPECT_EQ(nic(nics, "eno1")->mtu, 9000);
+  EXPECT_DOUBLE_EQ(nic(nics, "eno1")->rate_gbps, 10);
+}
+
+TEST(NcclIfname, PrefixListMatchesByPrefix) {
+  auto l = parse_ifname_list("ib,eth1");
+  EXPECT_FALSE(l.exclude);
+  EXPECT_FALSE(l.exact);
+  EXPECT_EQ(l.entries, (std::vector<std::string>{"ib", "eth1"}));
+  EXPECT_TRUE(ifname_matches(l, "ib0"));
+  EXPECT_TRUE(ifname_matches(l, "ib12"));
+  EXPECT_TRUE(ifname_matches(l, "eth10"));  // a prefix: eth1 matches eth10 too
+  EXPECT_FALSE(ifname_matches(l, "eth0"));
+  EXPECT_FALSE(ifname_matches(l, "i"));
+}
+
+TEST(NcclIfname, EqualsMeansExactNames) {
+  auto l = parse_ifname_list("=eth1,ib0");
+  EXPECT_TRUE(l.exact);
+  EXPECT_TRUE(ifname_matches(l, "eth1"));
+  EXPECT_FALSE(ifname_matches(l, "eth10"));
+  EXPECT_TRUE(ifname_matches(l, "ib0"));
+  EXPECT_FALSE(ifname_matches(l, "ib01"));
+}
+
+TEST(NcclIfname, CaretExcludes) {
+  auto l = parse_ifname_list("^docker,lo");
+  EXPECT_TRUE(l.exclude);
+  EXPECT_TRUE(ifname_matches(l, "eth0"));
+  EXPECT_TRUE(ifname_matches(l, "ib0"));
+  EXPECT_FALSE(ifname_matches(l, "docker0"));
+  EXPECT_FALSE(ifname_matches(l, "lo"));
+  auto exact_out = parse_ifname_list("^=eth0");
+  EXPECT_TRUE(exact_out.exclude);
+  EXPECT_TRUE(exact_out.exact);
+  EXPECT_FALSE(ifname_matches(exact_out, "eth0"));
+  EXPECT_TRUE(ifname_matches(exact_out, "eth01"));
+}
+
+TEST(NcclIfname, PortSuffixAndEmptyLists) {
+  auto l = parse_ifname_list("ib0:1234,,eth");
+  EXPECT_EQ(l.entries, (std::vector<std::string>{"ib0", "eth"}));
+  EXPECT_TRUE(ifname_matches(l, "ib0"));
+  EXPECT_TRUE(ifname_matches(parse_ifname_list(""), "anything"));  // no list: all
+  EXPECT_FALSE(ifname_matches(parse_ifname_list("^"), "eth0"));    // excluding "all"
+}
+
+/// A run whose env holds one node per (host, fs tree, NCCL_SOCKET_IFNAME or "" for unset).
+RunDir run_of(const std::vector<std::tuple<std::string, std::string, std::string>>& nodes) {
+  RunDir rd;
+  rd.run.run_id = "test";
+  for (const auto& [host, tree, ifname] : nodes) {
+    EnvRecord e;
+    e.host = host;
+    std::vector<std::string> w;
+    e.nics = collect_nics(tree, w);
+    if (!ifname.empty()) e.environment["NCCL_SOCKET_IFNAME"] = ifname;
+    rd.run.env.push_back(e);
+    rd.run.hosts.push_back(host);
+  }
+  return rd;
+}
+
+const RowResult& row(const Report& r, const std::string& id) {
+  for (const auto& x : r.rows)
+    if (x.req.id == id) return x;
+  throw std::runtime_error("no row " + id);
+}
+
+const ItemResult* item(const RowResult& r, const std::string& name) {
+  for (const auto& i : r.items)
+    if (i.item == name) return &i;
+  return nullptr;
+}
+
+class BaseRows : public ::testing::Test {
+ protected:
+  Spec spec = load_spec(std::string(CB_SOURCE_DIR) + "/reports/specs/base.json");
+};
+
+TEST_F(BaseRows, HealthyNodePassesEveryPortRow) {
+  Report r = evaluate(run_of({{"good", kTwoSocket, "ib0"}}), spec);
+  const auto& count = row(r, "net.ports_active_at_rate");
+  EXPECT_EQ(count.outcome, kPass) << count.message;
+  EXPECT_EQ(count.value, 2);  // mlx5_0/1 and mlx5_1/1, both ACTIVE at 200 Gb/s
+  EXPECT_EQ(row(r, "net.ib_port_rate").outcome, kPass);
+  EXPECT_EQ(row(r, "net.ib_port_state").outcome, kPass);
+  const auto& nccl = row(r, "net.nccl_socket_ifname_up");
+  EXPECT_EQ(nccl.outcome, kPass) << nccl.message;
+  EXPECT_EQ(nccl.value, 1);  // ib0 only
+}
+
+TEST_F(BaseRows, TrainedDownPortFailsNamingThePort) {
+  Report r = evaluate(run_of({{"bad", kDegraded, "ib0"}}), spec);
+  const auto& rate = row(r, "net.ib_port_rate");
+  EXPECT_EQ(rate.outcome, kFail);
+  EXPECT_EQ(rate.worst_item, "bad/nic[mlx5_1/1]");
+  EXPECT_EQ(rate.value, 100);
+  // The down port is not judged on rate (only ACTIVE ports), but fails the state row (warn).
+  EXPECT_EQ(item(rate, "bad/nic[mlx5_2/1]"), nullptr);
+  ASSERT_TRUE(item(rate, "bad/nic[mlx5_0/1]"));
+  EXPECT_EQ(item(rate, "bad/nic[mlx5_0/1]")->outcome, kPass);
+  const auto& state = row(r, "net.ib_port_state");
+  EXPECT_EQ(state.outcome, kWarn);
+  EXPECT_EQ(state.worst_item, "bad/nic[mlx5_2/1]");
+  EXPECT_EQ(state.value, "DOWN");
+  // One port left ACTIVE at 200 Gb/s: the count row passes with 1 against a spec of 1.
+  EXPECT_EQ(row(r, "net.ports_active_at_rate").value, 1);
+  EXPECT_EQ(row(r, "net.ports_active_at_rate").outcome, kPass);
+}
+
+TEST_F(BaseRows, NcclIfnameOnDownOrAbsentInterfaceFails) {
+  Report r = evaluate(run_of({{"a", kDegraded, "ib2"},       // present, port DOWN
+                              {"b", kDegraded, "=eth0"},     // absent
+                              {"c", kDegraded, "eno"},       // eno1 up, eno2 down
+                              {"d", kDegraded, "^ib,eno1"},  // only eno2 left: down
+                              {"e", kDegraded, ""}}),        // unset: all but docker, lo
+                      spec);
+  const auto& nccl = row(r, "net.nccl_socket_ifname_up");
+  EXPECT_EQ(nccl.outcome, kFail);
+  EXPECT_EQ(item(nccl, "a")->value, 0);
+  EXPECT_EQ(item(nccl, "a")->outcome, kFail);
+  EXPECT_EQ(item(nccl, "b")->value, 0);
+  EXPECT_EQ(item(nccl, "c")->value, 1);
+  EXPECT_EQ(item(nccl, "c")->outcome, kPass);
+  EXPECT_EQ(item(nccl, "d")->value, 0);
+  EXPECT_EQ(item(nccl, "e")->value, 3);  // ib0, ib1 (ACTIVE), eno1 (up)
+}
+
+TEST(WhereFilter, RejectsUnknownFieldsAndOps) {
+  auto load = [](const json& where) {
+    json doc = {{"schema", kSpecSchema},
+                {"name", "w"},
+                {"requirements",
+                 {{{"id", "r"},
+                   {"title", "t"},
+                   {"source", "s"},
+                   {"severity", "fail"},
+                   {"select", {{"env", "/nics/*/rate_gbps"}, {"where", where}}},
+                   {"scope", "node"},
+                   {"aggregate", "count"},
+                   {"op", ">="},
+                   {"value", 1},
+                   {"unit", "count"}}}}};
+    std::string path = ::testing::TempDir() + "cb_where.json";
+    std::ofstream(path) << doc.dump();
+    try {
+      load_spec(path);
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  EXPECT_EQ(load({{"/state", "ACTIVE"}, {"/rate_gbps", {{">=", 200}}}}), "");
+  EXPECT_NE(load({{"/colour", "red"}}).find("'/nics/*/colour' is not a known env field"),
+            std::string::npos);
+  EXPECT_NE(load({{"/state", {{"like", "A"}}}}).find("op 'like'"), std::string::npos);
+  EXPECT_NE(load({{"/rate_gbps", {{">=", "fast"}}}}).find("needs a number"), std::string::npos);
+  EXPECT_NE(load(json::array()).find("must be an object"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace clusterbench::report
