@@ -41,6 +41,10 @@ class Settings {
   /// Comma-separated list.
   std::vector<std::string> get_list(const std::string& bench_id, const std::string& key,
                                     const std::vector<std::string>& def) const;
+  /// Comma-separated list whose items must each be one of `allowed` (the default when unset).
+  /// Throws InputError naming the key, the bad item and the allowed values.
+  std::vector<std::string> get_choices(const std::string& bench_id, const std::string& key,
+                                       const std::vector<std::string>& allowed) const;
   /// Every KEY of --set, for validation against known benchmarks.
   const std::map<std::string, std::string>& values() const { return values_; }
 

@@ -11,7 +11,7 @@
 #include "error.hpp"
 
 #if CLUSTERBENCH_HAVE_MPI
-#include <mpi.h>
+#include "mpi_check.hpp"
 #endif
 
 namespace clusterbench {
@@ -42,18 +42,6 @@ Context& Context::get() {
 
 #if CLUSTERBENCH_HAVE_MPI
 
-#define CHECK_MPI(call)                                                                     \
-  do {                                                                                      \
-    int cb_rc_ = (call);                                                                    \
-    if (cb_rc_ != MPI_SUCCESS) {                                                            \
-      char cb_msg_[MPI_MAX_ERROR_STRING];                                                   \
-      int cb_len_ = 0;                                                                      \
-      MPI_Error_string(cb_rc_, cb_msg_, &cb_len_);                                          \
-      ::clusterbench::throw_call_error("MPI", std::to_string(cb_rc_),                       \
-                                       std::string(cb_msg_, cb_len_), #call, __FILE__,      \
-                                       __LINE__);                                           \
-    }                                                                                       \
-  } while (0)
 
 namespace {
 MPI_Comm& comm(void* p) { return *static_cast<MPI_Comm*>(p); }

@@ -1,4 +1,5 @@
 // Run settings (--suite, --set) and the benchmark registry.
+#include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <sstream>
@@ -101,6 +102,19 @@ std::vector<std::string> Settings::get_list(const std::string& bench_id, const s
   while (std::getline(ss, item, ','))
     if (!item.empty()) out.push_back(item);
   return out;
+}
+
+std::vector<std::string> Settings::get_choices(const std::string& bench_id, const std::string& key,
+                                              const std::vector<std::string>& allowed) const {
+  auto items = get_list(bench_id, key, allowed);
+  for (const auto& item : items) {
+    if (std::find(allowed.begin(), allowed.end(), item) != allowed.end()) continue;
+    std::string known;
+    for (const auto& a : allowed) known += (known.empty() ? "" : ", ") + a;
+    throw InputError("--set " + bench_id + "." + key + ": unknown value '" + item + "' (" + known +
+                     ")");
+  }
+  return items;
 }
 
 Registry& Registry::get() {

@@ -6,7 +6,7 @@
 #include "collectives/collective.hpp"
 
 #if CLUSTERBENCH_HAVE_MPI
-#include <mpi.h>
+#include "mpi_check.hpp"
 
 #include <algorithm>
 #include <climits>
@@ -16,18 +16,6 @@
 
 #include "error.hpp"
 
-#define CHECK_COLL_MPI(call)                                                                      \
-  do {                                                                                            \
-    int cb_rc_ = (call);                                                                          \
-    if (cb_rc_ != MPI_SUCCESS) {                                                                  \
-      char cb_msg_[MPI_MAX_ERROR_STRING];                                                         \
-      int cb_len_ = 0;                                                                            \
-      MPI_Error_string(cb_rc_, cb_msg_, &cb_len_);                                                \
-      ::clusterbench::throw_call_error("MPI", std::to_string(cb_rc_),                             \
-                                       std::string(cb_msg_, static_cast<size_t>(cb_len_)), #call, \
-                                       __FILE__, __LINE__);                                       \
-    }                                                                                             \
-  } while (0)
 
 namespace clusterbench::collectives {
 
@@ -43,12 +31,12 @@ void bf16_sum(void* in, void* inout, int* len, MPI_Datatype*) {
 class MpiBackend : public Backend {
  public:
   MpiBackend() {
-    CHECK_COLL_MPI(MPI_Comm_dup(MPI_COMM_WORLD, &comm_));
-    CHECK_COLL_MPI(MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN));
-    CHECK_COLL_MPI(MPI_Comm_rank(comm_, &rank_));
-    CHECK_COLL_MPI(MPI_Comm_size(comm_, &size_));
-    CHECK_COLL_MPI(MPI_Op_create(half_sum, 1, &half_op_));
-    CHECK_COLL_MPI(MPI_Op_create(bf16_sum, 1, &bf16_op_));
+    CHECK_MPI(MPI_Comm_dup(MPI_COMM_WORLD, &comm_));
+    CHECK_MPI(MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN));
+    CHECK_MPI(MPI_Comm_rank(comm_, &rank_));
+    CHECK_MPI(MPI_Comm_size(comm_, &size_));
+    CHECK_MPI(MPI_Op_create(half_sum, 1, &half_op_));
+    CHECK_MPI(MPI_Op_create(bf16_sum, 1, &bf16_op_));
   }
   std::string name() const override { return "mpi"; }
   int rank() const override { return rank_; }
@@ -99,28 +87,28 @@ class MpiBackend : public Backend {
     int cnt = static_cast<int>(l.send_count);
     const std::string name = c.name;
     if (name == "all_reduce") {
-      CHECK_COLL_MPI(MPI_Allreduce(sb, recv, cnt, ty, op, comm_));
+      CHECK_MPI(MPI_Allreduce(sb, recv, cnt, ty, op, comm_));
     } else if (name == "all_gather") {
       // In-place: this rank's block already sits at rank x block of the receive buffer.
-      CHECK_COLL_MPI(MPI_Allgather(sb, block, ty, recv, block, ty, comm_));
+      CHECK_MPI(MPI_Allgather(sb, block, ty, recv, block, ty, comm_));
     } else if (name == "reduce_scatter") {
       // In-place: the whole input is in the buffer that `send` points at.
       void* rb = inplace ? const_cast<void*>(send) : recv;
-      CHECK_COLL_MPI(MPI_Reduce_scatter_block(sb, rb, block, ty, op, comm_));
+      CHECK_MPI(MPI_Reduce_scatter_block(sb, rb, block, ty, op, comm_));
     } else if (name == "alltoall") {
-      CHECK_COLL_MPI(MPI_Alltoall(sb, block, ty, recv, block, ty, comm_));
+      CHECK_MPI(MPI_Alltoall(sb, block, ty, recv, block, ty, comm_));
     } else if (name == "broadcast") {
       // NCCL's out-of-place broadcast leaves the root's data in the root's receive buffer too.
       if (!inplace && rank_ == root)
         std::memcpy(recv, send, static_cast<size_t>(l.recv_count) * dtype_size(t));
-      CHECK_COLL_MPI(MPI_Bcast(recv, cnt, ty, root, comm_));
+      CHECK_MPI(MPI_Bcast(recv, cnt, ty, root, comm_));
     } else if (name == "reduce") {
       // MPI_IN_PLACE is the root's alone; the other ranks send from the shared buffer.
       const void* s = inplace && rank_ != root ? send : sb;
-      CHECK_COLL_MPI(MPI_Reduce(s, recv, cnt, ty, op, root, comm_));
+      CHECK_MPI(MPI_Reduce(s, recv, cnt, ty, op, root, comm_));
     } else if (name == "sendrecv") {
       int next = (rank_ + 1) % size_, prev = (rank_ - 1 + size_) % size_;
-      CHECK_COLL_MPI(
+      CHECK_MPI(
           MPI_Sendrecv(send, cnt, ty, next, 0, recv, cnt, ty, prev, 0, comm_, MPI_STATUS_IGNORE));
     } else {
       throw std::logic_error("MPI backend: unknown collective " + name);

@@ -39,9 +39,7 @@ class GpuMemoryBandwidth : public Benchmark {
   std::vector<std::string> knobs() const override { return {"methods", "bytes", "min_time"}; }
   std::vector<json> cases(const Settings& s) const override {
     std::vector<json> out;
-    for (const auto& m : s.get_list(id(), "methods", kMethods)) {
-      if (std::find(kMethods.begin(), kMethods.end(), m) == kMethods.end())
-        throw InputError("--set " + id() + ".methods: unknown method '" + m + "' (kernel, memcpy)");
+    for (const auto& m : s.get_choices(id(), "methods", kMethods)) {
       out.push_back({{"method", m}});
     }
     return out;

@@ -114,10 +114,7 @@ class MemoryBandwidth : public Benchmark {
   }
   std::vector<json> cases(const Settings& s) const override {
     std::vector<json> out;
-    for (const auto& k : s.get_list(id(), "kernels", kKernels)) {
-      if (std::find(kKernels.begin(), kKernels.end(), k) == kKernels.end())
-        throw InputError("--set " + id() + ".kernels: unknown kernel '" + k +
-                         "' (copy, scale, add, triad)");
+    for (const auto& k : s.get_choices(id(), "kernels", kKernels)) {
       out.push_back({{"kernel", k}});
     }
     return out;

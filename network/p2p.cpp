@@ -6,7 +6,7 @@
 #include "network/p2p.hpp"
 
 #if CLUSTERBENCH_HAVE_MPI
-#include <mpi.h>
+#include "mpi_check.hpp"
 #endif
 
 #include <algorithm>
@@ -55,17 +55,6 @@ const std::vector<std::string> kModes = {"unidirectional", "bidirectional", "lat
 const std::vector<std::string> kPatterns = {"all_pairs", "ring"};
 
 #if CLUSTERBENCH_HAVE_MPI
-#define P2P_MPI(call)                                                                        \
-  do {                                                                                       \
-    int rc_ = (call);                                                                        \
-    if (rc_ != MPI_SUCCESS) {                                                                \
-      char text_[MPI_MAX_ERROR_STRING];                                                      \
-      int len_ = 0;                                                                          \
-      MPI_Error_string(rc_, text_, &len_);                                                   \
-      ::clusterbench::throw_call_error("MPI", std::to_string(rc_), std::string(text_, len_), \
-                                       #call, __FILE__, __LINE__);                           \
-    }                                                                                        \
-  } while (0)
 
 /// One pair's traffic. `peer` is the other leader's world rank; `first` is the lower node.
 struct PairIo {
@@ -80,22 +69,22 @@ struct PairIo {
   void unidirectional(long long n) const {
     for (long long i = 0; i < n; ++i) {
       if (first)
-        P2P_MPI(MPI_Send(sbuf.data(), bytes, MPI_BYTE, peer, 1, MPI_COMM_WORLD));
+        CHECK_MPI(MPI_Send(sbuf.data(), bytes, MPI_BYTE, peer, 1, MPI_COMM_WORLD));
       else
-        P2P_MPI(MPI_Recv(rbuf.data(), bytes, MPI_BYTE, peer, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+        CHECK_MPI(MPI_Recv(rbuf.data(), bytes, MPI_BYTE, peer, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
     }
     if (first)
-      P2P_MPI(MPI_Recv(nullptr, 0, MPI_BYTE, peer, 2, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+      CHECK_MPI(MPI_Recv(nullptr, 0, MPI_BYTE, peer, 2, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
     else
-      P2P_MPI(MPI_Send(nullptr, 0, MPI_BYTE, peer, 2, MPI_COMM_WORLD));
+      CHECK_MPI(MPI_Send(nullptr, 0, MPI_BYTE, peer, 2, MPI_COMM_WORLD));
   }
   /// Both directions at once: each side posts its receive and its send, then waits for both.
   void bidirectional(long long n) const {
     for (long long i = 0; i < n; ++i) {
       MPI_Request req[2];
-      P2P_MPI(MPI_Irecv(rbuf.data(), bytes, MPI_BYTE, peer, 3, MPI_COMM_WORLD, &req[0]));
-      P2P_MPI(MPI_Isend(sbuf.data(), bytes, MPI_BYTE, peer, 3, MPI_COMM_WORLD, &req[1]));
-      P2P_MPI(MPI_Waitall(2, req, MPI_STATUSES_IGNORE));
+      CHECK_MPI(MPI_Irecv(rbuf.data(), bytes, MPI_BYTE, peer, 3, MPI_COMM_WORLD, &req[0]));
+      CHECK_MPI(MPI_Isend(sbuf.data(), bytes, MPI_BYTE, peer, 3, MPI_COMM_WORLD, &req[1]));
+      CHECK_MPI(MPI_Waitall(2, req, MPI_STATUSES_IGNORE));
     }
   }
   /// Ping-pong; the first node times each round trip and keeps half of it (seconds).
@@ -103,13 +92,13 @@ struct PairIo {
     for (long long i = 0; i < n; ++i) {
       auto t0 = std::chrono::steady_clock::now();
       if (first) {
-        P2P_MPI(MPI_Send(sbuf.data(), bytes, MPI_BYTE, peer, 4, MPI_COMM_WORLD));
-        P2P_MPI(MPI_Recv(rbuf.data(), bytes, MPI_BYTE, peer, 4, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+        CHECK_MPI(MPI_Send(sbuf.data(), bytes, MPI_BYTE, peer, 4, MPI_COMM_WORLD));
+        CHECK_MPI(MPI_Recv(rbuf.data(), bytes, MPI_BYTE, peer, 4, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
         double rtt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
         one_way.push_back(rtt / 2);
       } else {
-        P2P_MPI(MPI_Recv(rbuf.data(), bytes, MPI_BYTE, peer, 4, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
-        P2P_MPI(MPI_Send(sbuf.data(), bytes, MPI_BYTE, peer, 4, MPI_COMM_WORLD));
+        CHECK_MPI(MPI_Recv(rbuf.data(), bytes, MPI_BYTE, peer, 4, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+        CHECK_MPI(MPI_Send(sbuf.data(), bytes, MPI_BYTE, peer, 4, MPI_COMM_WORLD));
       }
     }
   }
@@ -120,9 +109,9 @@ struct PairIo {
 void wait_quietly(int from) {
   MPI_Request req;
   char done = 0;
-  P2P_MPI(MPI_Irecv(&done, 1, MPI_BYTE, from, 5, MPI_COMM_WORLD, &req));
+  CHECK_MPI(MPI_Irecv(&done, 1, MPI_BYTE, from, 5, MPI_COMM_WORLD, &req));
   for (int flag = 0;;) {
-    P2P_MPI(MPI_Test(&req, &flag, MPI_STATUS_IGNORE));
+    CHECK_MPI(MPI_Test(&req, &flag, MPI_STATUS_IGNORE));
     if (flag) return;
     std::this_thread::sleep_for(std::chrono::microseconds(200));
   }
@@ -131,12 +120,12 @@ void wait_quietly(int from) {
 /// The pair's first rank: tells every rank outside the pair that the batch is done.
 void release_others(const std::vector<int>& others) {
   char done = 1;
-  for (int r : others) P2P_MPI(MPI_Send(&done, 1, MPI_BYTE, r, 5, MPI_COMM_WORLD));
+  for (int r : others) CHECK_MPI(MPI_Send(&done, 1, MPI_BYTE, r, 5, MPI_COMM_WORLD));
 }
 
 /// Element-wise max over every world rank (the values a pair's ranks hold reach rank 0).
 void world_max(std::vector<double>& v) {
-  P2P_MPI(MPI_Allreduce(MPI_IN_PLACE, v.data(), static_cast<int>(v.size()), MPI_DOUBLE, MPI_MAX,
+  CHECK_MPI(MPI_Allreduce(MPI_IN_PLACE, v.data(), static_cast<int>(v.size()), MPI_DOUBLE, MPI_MAX,
                         MPI_COMM_WORLD));
 }
 #endif
@@ -164,10 +153,7 @@ class P2p : public Benchmark {
       if (std::find(kPatterns.begin(), kPatterns.end(), p) == kPatterns.end())
         throw InputError("--set " + id() + ".patterns: unknown pattern '" + p +
                          "' (all_pairs, ring)");
-      for (const auto& m : s.get_list(id(), "modes", kModes)) {
-        if (std::find(kModes.begin(), kModes.end(), m) == kModes.end())
-          throw InputError("--set " + id() + ".modes: unknown mode '" + m +
-                           "' (unidirectional, bidirectional, latency)");
+      for (const auto& m : s.get_choices(id(), "modes", kModes)) {
         out.push_back({{"pattern", p}, {"mode", m}, {"bytes", m == "latency" ? small : bytes}});
       }
     }

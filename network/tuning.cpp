@@ -282,10 +282,7 @@ class Tuning : public Benchmark {
   }
   std::vector<json> cases(const Settings& s) const override {
     std::vector<json> out;
-    for (const auto& e : s.get_list(id(), "effects", kEffects)) {
-      if (std::find(kEffects.begin(), kEffects.end(), e) == kEffects.end())
-        throw InputError("--set " + id() + ".effects: unknown effect '" + e +
-                         "' (thp_madvise, hugetlb, tcp_buffers, governor)");
+    for (const auto& e : s.get_choices(id(), "effects", kEffects)) {
       out.push_back({{"effect", e}});
     }
     return out;
