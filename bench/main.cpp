@@ -129,9 +129,12 @@ int main(int argc, char** argv) {
       code = cmd_inventory(inv_root, inv_all);
     } else if (report->parsed()) {
       code = report_command(report_dir, report_spec);
-      if (!report_html.empty())
+      if (!report_html.empty()) {
+        std::error_code ec;
         std::filesystem::copy_file(report_dir + "/report.html", report_html,
-                                   std::filesystem::copy_options::overwrite_existing);
+                                   std::filesystem::copy_options::overwrite_existing, ec);
+        if (ec) throw InputError("--html " + report_html + ": " + ec.message());
+      }
       if (!report_pdf.empty()) {
         std::string err = report::print_pdf(report_dir + "/report.html", report_pdf);
         if (!err.empty()) throw InputError(err);

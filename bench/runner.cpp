@@ -5,7 +5,9 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
+#include <cmath>
 #include <cstdlib>
 #include <exception>
 #include <filesystem>
@@ -15,6 +17,7 @@
 #include <optional>
 #include <thread>
 
+#include "cleanup.hpp"
 #include "error.hpp"
 #include "gpu_plugin.hpp"
 #include "inventory.hpp"
@@ -242,7 +245,10 @@ std::string make_run_id(const std::string& host) {
   gmtime_r(&t, &tm);
   char buf[32];
   std::strftime(buf, sizeof buf, "%Y%m%dT%H%M%SZ", &tm);
-  return std::string(buf) + "-" + host;
+  // The host names a directory: keep it to characters that are safe in a path.
+  std::string safe;
+  for (char c : host) safe += std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-' || c == '_' ? c : '_';
+  return std::string(buf) + "-" + safe.substr(0, 64);
 }
 
 /// Scope of this rank's record for a benchmark level.
@@ -382,6 +388,10 @@ std::string run_one_case(const Benchmark& b, const json& params, const Settings&
     CaseRunImpl run(b, params, settings, ctx, env, *group, reporter, level == Level::cluster);
     try {
       b.run(run);
+      for (const auto& m : run.metrics_)
+        if (!std::isfinite(m.value))
+          throw std::runtime_error("metric '" + m.name + "' is not a finite number (" +
+                                   std::to_string(m.value) + ")");
       rec.time = run.stats();
       rec.metrics = run.metrics_;
       rec.extra = run.extra_;
@@ -398,6 +408,7 @@ std::string run_one_case(const Benchmark& b, const json& params, const Settings&
       std::cerr << "clusterbench: " << ctx.host() << " rank " << ctx.world_rank()
                 << ": aborting the run: " << e.what() << std::endl;
       if (g_record_abort) (*g_record_abort)(e.what());
+      run_abort_cleanups();
       ctx.abort(3);
     } catch (const std::exception& e) {
       status = "failed";
@@ -458,6 +469,12 @@ int run_command(const RunOptions& opt) {
   Context& ctx = Context::get();
   Settings settings(opt.suite, opt.set);
   auto benchmarks = select_benchmarks(opt.only);
+  for (const Benchmark* b : benchmarks) {
+    double mt = settings.get_double(b->id(), "min_time", suite_min_time(opt.suite));
+    if (!(mt > 0) || mt > 3600)
+      throw InputError("--set " + b->id() + ".min_time: " + std::to_string(mt) +
+                       " must be in (0, 3600] seconds");
+  }
   for (const auto& [key, value] : settings.values()) {
     bool known = key.rfind("run.", 0) == 0;
     for (const auto& b : Registry::get().all()) {
@@ -669,6 +686,14 @@ int run_command(const RunOptions& opt) {
     } catch (const std::exception& e) {
       std::cerr << "clusterbench: " << e.what() << std::endl;
       code = 3;
+    }
+    if (run.exit_code != code) {  // the report could not be made: run.json says so too
+      run.exit_code = code;
+      try {
+        sink->write_run(run);
+      } catch (const std::exception& e) {
+        std::cerr << "clusterbench: " << e.what() << std::endl;
+      }
     }
   }
   return static_cast<int>(ctx.allreduce_sum(code));

@@ -36,6 +36,7 @@ long long parse_size(const std::string& text, const std::string& what) {
     throw InputError(what + ": '" + text + "' has an unknown suffix '" + suffix +
                      "' (K, M, G, T are binary, as in nccl-tests)");
   if (v < 0 || !std::isfinite(v)) throw InputError(what + ": '" + text + "' must be >= 0");
+  if (v * mult > 1e18) throw InputError(what + ": '" + text + "' is too large");
   return static_cast<long long>(v * mult);
 }
 

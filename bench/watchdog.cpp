@@ -3,6 +3,7 @@
 
 #include <csignal>
 
+#include "cleanup.hpp"
 #include "context.hpp"
 
 namespace clusterbench {
@@ -64,6 +65,7 @@ void Watchdog::loop() {
     if (reason.empty()) continue;
     lock.unlock();
     on_abort_(reason);
+    run_abort_cleanups();
     Context::get().abort(3);
   }
 }

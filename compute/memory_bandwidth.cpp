@@ -113,6 +113,11 @@ class MemoryBandwidth : public Benchmark {
     return {"kernels", "array_bytes", "threads", "min_time"};
   }
   std::vector<json> cases(const Settings& s) const override {
+    double threads = s.get_double(id(), "threads", 1);
+    if (!(threads >= 1 && threads <= 4096))
+      throw InputError("--set " + id() + ".threads: must be in 1..4096");
+    if (s.has(id(), "array_bytes") && s.get_size(id(), "array_bytes", 0) < 1024)
+      throw InputError("--set " + id() + ".array_bytes: must be at least 1K");
     std::vector<json> out;
     for (const auto& k : s.get_choices(id(), "kernels", kKernels)) {
       out.push_back({{"kernel", k}});

@@ -76,6 +76,11 @@ class Fio : public Benchmark {
             "device"};
   }
   std::vector<json> cases(const Settings& s) const override {
+    for (const char* key : {"runtime", "ramp", "size"})
+      if (s.has(id(), key) && (s.get(id(), key, "").empty() || s.get(id(), key, "")[0] == '-'))
+        throw InputError(std::string("--set ") + id() + "." + key + ": must be a positive value");
+    if (s.get(id(), "scratch", "").find(':') != std::string::npos)
+      throw InputError("--set " + id() + ".scratch: fio's directory= cannot hold ':'; choose another path");
     std::vector<json> out;
     for (const auto& p : s.get_list(id(), "profiles", fio_profiles())) {
       if (std::find(fio_profiles().begin(), fio_profiles().end(), p) == fio_profiles().end() &&

@@ -2,6 +2,7 @@
 #include "io/process.hpp"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -11,6 +12,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "cleanup.hpp"
 #include "error.hpp"
 
 extern char** environ;
@@ -63,6 +65,7 @@ ProcessResult run_process(const std::vector<std::string>& argv,
   pid_t pid = fork();
   CHECK_SYS(pid);
   if (pid == 0) {
+    setpgid(0, 0);  // fio and its job processes: one group, killed together on abort
     int o = ::open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
     int e = ::open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
     if (o < 0 || e < 0 || dup2(o, 1) < 0 || dup2(e, 2) < 0) _exit(126);
@@ -73,6 +76,8 @@ ProcessResult run_process(const std::vector<std::string>& argv,
     dprintf(2, "exec %s: %s\n", cargv[0], std::strerror(errno));
     _exit(127);
   }
+  setpgid(pid, pid);
+  AbortCleanup kill_on_abort([pid] { ::kill(-pid, SIGKILL); });
   int status = 0;
   while (waitpid(pid, &status, 0) < 0) {
     if (errno != EINTR) CHECK_SYS(-1);

@@ -141,6 +141,10 @@ ScratchDir::ScratchDir(const std::string& parent, const std::string& tag) {
     throw_call_error("libc", std::to_string(e), std::strerror(e), "mkdtemp", __FILE__, __LINE__);
   }
   path_ = buf.data();
+  remove_on_abort_ = std::make_unique<AbortCleanup>([p = path_] {
+    std::error_code ec;
+    fs::remove_all(p, ec);
+  });
 }
 
 ScratchDir::~ScratchDir() {

@@ -3,9 +3,11 @@
 #pragma once
 
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "cleanup.hpp"
 #include "records.hpp"
 
 namespace clusterbench::io {
@@ -62,6 +64,7 @@ class ScratchDir {
 
  private:
   std::string path_;
+  std::unique_ptr<AbortCleanup> remove_on_abort_;  // the run may end without destructors
 };
 
 /// Filesystem or partition-table signature in the first bytes of a block device (blkid's magics:

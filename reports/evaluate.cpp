@@ -517,6 +517,9 @@ class RowEvaluator {
     for (const auto& r : run_.records.records) {
       present.insert(case_key_of(r));
       if (r.benchmark != sel.benchmark || !params_contain(r.params, sel.params)) continue;
+      // A link row judges link records; a case's ok summary record at another scope is not an
+      // item of it (its failed or waived record still is: nothing was measured).
+      if (req_.scope == "link" && r.scope.kind != "link" && r.status == "ok") continue;
       if (r.status == "ok") {
         const Metric* m = find_metric(r, sel.metric);
         if (m && req_.aggregate != "count" && m->unit != req_.unit)

@@ -166,7 +166,11 @@ void to_json(json& j, const Metric& v) {
   CB_TO(name), CB_TO(value), CB_TO(unit), CB_TO(higher_is_better);
 }
 void from_json(const json& j, Metric& v) {
-  CB_FROM(name), CB_FROM(value), CB_FROM(unit), CB_FROM(higher_is_better);
+  CB_FROM(name), CB_FROM(unit), CB_FROM(higher_is_better);
+  // A non-finite value is written as null by the JSON library: never read it as 0.
+  if (!j.contains("value") || !j.at("value").is_number())
+    throw InputError("metric '" + v.name + "': field 'value' is not a finite number");
+  v.value = j.at("value").get<double>();
 }
 void to_json(json& j, const TimeStats& v) {
   CB_TO(n), CB_TO(min), CB_TO(median), CB_TO(mean), CB_TO(p95), CB_TO(max), CB_TO(spread);
@@ -257,8 +261,8 @@ json read_json_file(const std::string& path) {
   ss << in.rdbuf();
   try {
     return json::parse(ss.str());
-  } catch (const json::parse_error& e) {
-    // nlohmann 3.11 reports "parse error at line L, column C: ..."
+  } catch (const json::exception& e) {
+    // nlohmann 3.11 reports "parse error at line L, column C: ..." (and number overflows)
     throw InputError(path + ": " + e.what());
   }
 }
