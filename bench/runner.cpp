@@ -655,7 +655,10 @@ int run_command(const RunOptions& opt) {
         std::lock_guard<std::mutex> lock(run_mu);
         in_progress.clear();
         try {
-          for (const auto& l : lines_to_write(b->case_level(params), gathered)) sink->append_line(l);
+          // Once the watchdog has recorded an abort, the case's record is its; write nothing more.
+          if (!run.aborted)
+            for (const auto& l : lines_to_write(b->case_level(params), gathered))
+              sink->append_line(l);
         } catch (const std::exception& e) {
           std::cerr << "clusterbench: cannot record " << what << ": " << e.what() << std::endl;
           run.aborted = true;

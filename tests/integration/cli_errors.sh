@@ -46,7 +46,7 @@ expect_out "empty: no run.json here"
 ok "missing and empty results directories"
 
 # A real run, then a record broken in the middle of records.jsonl: file:line and the field.
-expect_rc 1 "$CB_BIN" run --suite ci --set compute.memory_bandwidth.array_bytes=8M --out "$TMP/run"
+expect_rc 1 "$CB_BIN" run --suite ci --only compute.memory_bandwidth --set compute.memory_bandwidth.array_bytes=8M --out "$TMP/run"
 cp -r "$TMP/run" "$TMP/broken"
 python3 - "$TMP/broken/records.jsonl" <<'P'
 import sys
@@ -76,5 +76,28 @@ CLUSTERBENCH_NVML_LIB=/nonexistent/libnvidia-ml.so.1 \
   expect_rc 2 "$CB_BIN" run --suite ci --fs-root "$CB_FIXTURES/fsroot/two-socket" --out "$TMP/r5"
 expect_out "which no spec table in .* matches; pass --spec FILE"
 ok "unmatched GPUs ask for --spec"
+
+# Knob values that cannot work are refused before anything runs.
+expect_rc 2 "$CB_BIN" run --suite ci --only compute.memory_bandwidth --set compute.memory_bandwidth.min_time=0 --out "$TMP/k1"
+expect_out "min_time: .* must be in \(0, 3600\] seconds"
+expect_rc 2 "$CB_BIN" run --suite ci --only compute.memory_bandwidth --set compute.memory_bandwidth.array_bytes=9000000T --out "$TMP/k2"
+expect_out "array_bytes: '9000000T' is too large"
+expect_rc 2 "$CB_BIN" run --suite ci --only compute.memory_bandwidth --set compute.memory_bandwidth.threads=100000 --out "$TMP/k3"
+expect_out "threads: must be in 1..4096"
+expect_rc 2 "$CB_BIN" run --suite ci --only io.fio --set io.fio.runtime=-1 --out "$TMP/k4"
+expect_out "io.fio.runtime: must be a positive value"
+ok "impossible knob values exit 2"
+
+# A metric without a finite value (JSON null) is an input error, never read as 0.
+cp -r "$TMP/run" "$TMP/nullmetric"
+python3 - "$TMP/nullmetric/records.jsonl" <<'P'
+import json, sys
+lines = open(sys.argv[1]).read().splitlines()
+r = json.loads(lines[0]); r["metrics"][0]["value"] = None; lines[0] = json.dumps(r)
+open(sys.argv[1], "w").write("\n".join(lines) + "\n")
+P
+expect_rc 2 "$CB_BIN" report "$TMP/nullmetric"
+expect_out "records.jsonl:1: metric 'bandwidth': field 'value' is not a finite number"
+ok "a null metric value is an input error"
 
 echo "$PASSES passed, 0 failed"

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# A run stopped while fio writes (SIGTERM, as mpirun or a scheduler sends) leaves no fio process
+# and none of fio's files: the abort cleanups kill fio's process group and remove its directories.
+source "$(dirname "$0")/lib.sh"
+command -v fio >/dev/null || { echo "SKIP: fio not installed"; exit 77; }
+mkdir -p "$TMP/scratch" "$TMP/tmpdir"
+TMPDIR=$TMP/tmpdir "$CB_BIN" run --suite ci --only io.fio --set io.fio.profiles=seq_write \
+  --set io.fio.size=4M --set io.fio.runtime=60 --set io.fio.scratch="$TMP/scratch" \
+  --spec "$SPECS/cpu-node.json" --out "$TMP/run" >"$TMP/out" 2>&1 &
+pid=$!
+for _ in $(seq 1 200); do
+  pgrep -f "fio.*$TMP" >/dev/null && break
+  sleep 0.1
+done
+pgrep -f "fio.*$TMP" >/dev/null || { kill -9 $pid; cat "$TMP/out"; fail "fio did not start"; }
+sleep 1
+kill -TERM $pid
+wait $pid
+rc=$?
+[ "$rc" -eq 3 ] || { cat "$TMP/out"; fail "expected exit 3 after SIGTERM, got $rc"; }
+sleep 0.5
+if pgrep -f "fio.*$TMP" >/dev/null; then pkill -9 -f "fio.*$TMP"; fail "fio still running after the abort"; fi
+# (OpenMPI keeps its own session directory ompi.* in TMPDIR after MPI_Abort: not ours.)
+left=$(find "$TMP/scratch" "$TMP/tmpdir" -mindepth 1 -not -path "*/ompi.*" | head -n 5)
+[ -z "$left" ] || fail "left behind after the abort: $left"
+py "
+run = json.load(open(sys.argv[1] + '/run.json'))
+recs = [json.loads(l) for l in open(sys.argv[1] + '/records.jsonl')]
+assert run['aborted'] and 'SIGTERM' in run['abort_reason'], run['abort_reason']
+assert len(recs) == 1 and recs[0]['status'] == 'failed' and recs[0]['benchmark'] == 'io.fio', recs
+" "$TMP/run"
+ok "SIGTERM during fio: exit 3, no fio process, no file left, failed record"
+echo "$PASSES passed, 0 failed"
