@@ -296,8 +296,10 @@ std::vector<json> CollectiveBenchmark::cases(const Settings& s) const {
   return out;
 }
 
-std::string CollectiveBenchmark::applicable(const NodeEnv&) const {
+std::string CollectiveBenchmark::applicable(const NodeEnv& node) const {
   if (!mpi_backend()) return "built without MPI (-DCLUSTERBENCH_MPI=OFF): no MPI backend";
+  // Over one rank a collective moves no data: busbw is 0 by definition and algbw meaningless.
+  if (node.ctx.world_size() < 2) return "needs at least 2 ranks (this run has 1)";
   return "";
 }
 

@@ -86,7 +86,7 @@ class Dataloader : public Benchmark {
       dataset_dir = s.get(id(), "dataset", "");
     } else {
       DatasetSpec spec;
-      spec.count = s.get_size(id(), "count", s.by_suite(512LL, 20000LL, 100000LL));
+      spec.count = s.get_size(id(), "count", s.by_suite(512LL, 4000LL, 100000LL));
       spec.size = s.get_size(id(), "size", s.by_suite(16LL << 10, 128LL << 10, 128LL << 10));
       spec.size_max = s.get_size(id(), "size_max", 0);
       std::string parent =
