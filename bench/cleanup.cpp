@@ -24,12 +24,12 @@ AbortCleanup::~AbortCleanup() {
 }
 
 void run_abort_cleanups() {
-  std::map<long, std::function<void()>> todo;
+  std::map<long, std::function<void()>> pending;
   {
     std::lock_guard<std::mutex> lock(g_mu);
-    todo.swap(g_cleanups);
+    pending.swap(g_cleanups);
   }
-  for (auto it = todo.rbegin(); it != todo.rend(); ++it) it->second();
+  for (auto it = pending.rbegin(); it != pending.rend(); ++it) it->second();
 }
 
 }  // namespace clusterbench
