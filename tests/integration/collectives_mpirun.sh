@@ -122,8 +122,8 @@ spec = json.load(open(sys.argv[1]))
 spec['requirements'] = [r for r in spec['requirements'] if r['id'] == 'coll.all_reduce_wrong']
 json.dump(spec, open(sys.argv[2], 'w'))
 " "$TMP/spec.json" "$TMP/spec1.json"
-expect_rc 0 "$CB_BIN" run --suite ci --spec "$TMP/spec1.json" --only collectives.all_reduce \
-  --set collectives.backends=mpi,nccl --set collectives.path=network --set collectives.maxbytes=64 \
+expect_rc 0 "${MPIRUN[@]}" -np 2 "$CB_BIN" run --suite ci --spec "$TMP/spec1.json" \
+  --only collectives.all_reduce --set collectives.backends=mpi,nccl --set collectives.path=network --set collectives.maxbytes=64 \
   --set collectives.min_time=0.01 --out "$TMP/nccl"
 py "
 recs = [json.loads(l) for l in open(sys.argv[1] + '/records.jsonl')]
