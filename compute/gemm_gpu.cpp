@@ -17,24 +17,13 @@
 
 #include "compute/gemm.hpp"
 #include "gpu/plugin_abi.h"
+#include "gpu/plugin_error.hpp"
 
 namespace {
 
 using clusterbench::compute::gpu::FillType;
 
-/// An error leaving the plugin: CB_GPU_ERROR (failed) or CB_GPU_UNSUPPORTED (waived).
-struct Fail {
-  int code;
-  std::string text;
-};
-
-#define CUDA_TRY(call)                                                                     \
-  do {                                                                                     \
-    cudaError_t e_ = (call);                                                               \
-    if (e_ != cudaSuccess)                                                                 \
-      throw Fail{CB_GPU_ERROR, std::string(#call) + ": " + cudaGetErrorString(e_) + " (" + \
-                                   cudaGetErrorName(e_) + ")"};                            \
-  } while (0)
+using clusterbench::gpu::Fail;
 
 #define LT_TRY(call)                                                                            \
   do {                                                                                          \
@@ -117,10 +106,6 @@ double decode(FillType t, const unsigned char* p) {
     }
   }
   return 0;
-}
-
-void copy_error(char* err, size_t len, const std::string& text) {
-  if (err && len) std::snprintf(err, len, "%s", text.c_str());
 }
 
 long long algo_attr(const cublasLtMatmulAlgo_t& algo, cublasLtMatmulAlgoConfigAttributes_t a) {
@@ -333,24 +318,17 @@ extern "C" int cb_gpu_gemm_create(const cb_gemm_params* p, cb_gemm** out, cb_gem
   *out = nullptr;
   *info = cb_gemm_info{};
   auto* g = new cb_gemm();
-  try {
-    create(p, g, info);
-  } catch (const Fail& f) {
+  int rc = clusterbench::gpu::plugin_call(err, errlen, [&] { create(p, g, info); });
+  if (rc == CB_GPU_OK)
+    *out = g;
+  else
     delete g;
-    copy_error(err, errlen, f.text);
-    return f.code;
-  } catch (const std::exception& e) {
-    delete g;
-    copy_error(err, errlen, e.what());
-    return CB_GPU_ERROR;
-  }
-  *out = g;
-  return CB_GPU_OK;
+  return rc;
 }
 
 extern "C" int cb_gpu_gemm_run(cb_gemm* g, long long count, double* seconds, char* err,
                                size_t errlen) {
-  try {
+  return clusterbench::gpu::plugin_call(err, errlen, [&] {
     CUDA_TRY(cudaEventRecord(g->start, g->stream));
     for (long long i = 0; i < count; ++i) g->matmul(g->algo);
     CUDA_TRY(cudaEventRecord(g->stop, g->stream));
@@ -358,11 +336,7 @@ extern "C" int cb_gpu_gemm_run(cb_gemm* g, long long count, double* seconds, cha
     float ms = 0;
     CUDA_TRY(cudaEventElapsedTime(&ms, g->start, g->stop));
     *seconds = ms / 1e3;
-  } catch (const Fail& f) {
-    copy_error(err, errlen, f.text);
-    return f.code;
-  }
-  return CB_GPU_OK;
+  });
 }
 
 extern "C" void cb_gpu_gemm_destroy(cb_gemm* g) { delete g; }

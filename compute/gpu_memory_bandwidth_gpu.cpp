@@ -10,21 +10,11 @@
 
 #include "compute/gpu_copy_kernels.hpp"
 #include "gpu/plugin_abi.h"
+#include "gpu/plugin_error.hpp"
 
 namespace {
 
-struct Fail {
-  int code;
-  std::string text;
-};
-
-#define CUDA_TRY(call)                                                                     \
-  do {                                                                                     \
-    cudaError_t e_ = (call);                                                               \
-    if (e_ != cudaSuccess)                                                                 \
-      throw Fail{CB_GPU_ERROR, std::string(#call) + ": " + cudaGetErrorString(e_) + " (" + \
-                                   cudaGetErrorName(e_) + ")"};                            \
-  } while (0)
+using clusterbench::gpu::Fail;
 
 }  // namespace
 
@@ -112,20 +102,17 @@ extern "C" int cb_gpu_dcopy_create(const cb_dcopy_params* p, cb_dcopy** out, cb_
   *out = nullptr;
   *info = cb_dcopy_info{};
   auto* c = new cb_dcopy();
-  try {
-    create(p, c, info);
-  } catch (const Fail& f) {
+  int rc = clusterbench::gpu::plugin_call(err, errlen, [&] { create(p, c, info); });
+  if (rc == CB_GPU_OK)
+    *out = c;
+  else
     delete c;
-    std::snprintf(err, errlen, "%s", f.text.c_str());
-    return f.code;
-  }
-  *out = c;
-  return CB_GPU_OK;
+  return rc;
 }
 
 extern "C" int cb_gpu_dcopy_run(cb_dcopy* c, long long count, double* seconds, char* err,
                                 size_t errlen) {
-  try {
+  return clusterbench::gpu::plugin_call(err, errlen, [&] {
     CUDA_TRY(cudaEventRecord(c->start, c->stream));
     for (long long i = 0; i < count; ++i) c->once();
     CUDA_TRY(cudaEventRecord(c->stop, c->stream));
@@ -133,11 +120,7 @@ extern "C" int cb_gpu_dcopy_run(cb_dcopy* c, long long count, double* seconds, c
     float ms = 0;
     CUDA_TRY(cudaEventElapsedTime(&ms, c->start, c->stop));
     *seconds = ms / 1e3;
-  } catch (const Fail& f) {
-    std::snprintf(err, errlen, "%s", f.text.c_str());
-    return f.code;
-  }
-  return CB_GPU_OK;
+  });
 }
 
 extern "C" void cb_gpu_dcopy_destroy(cb_dcopy* c) { delete c; }
