@@ -42,12 +42,40 @@ double p2p_bytes_per_op(const std::string& mode, long long bytes) {
   return mode == "unidirectional" ? static_cast<double>(bytes) : 2.0 * static_cast<double>(bytes);
 }
 
+std::vector<int> node_leader_ranks(const std::vector<std::string>& hosts,
+                                   const std::vector<std::string>& rank_hosts) {
+  std::vector<int> leader(hosts.size(), -1);
+  for (int r = static_cast<int>(rank_hosts.size()) - 1; r >= 0; --r)
+    for (size_t h = 0; h < hosts.size(); ++h)
+      if (rank_hosts[static_cast<size_t>(r)] == hosts[h]) leader[h] = r;
+  return leader;
+}
+
 double percentile(std::vector<double> xs, double p) {
   if (xs.empty()) return 0;
   std::sort(xs.begin(), xs.end());
   size_t rank = static_cast<size_t>(std::ceil(p / 100.0 * static_cast<double>(xs.size())));
   return xs[std::clamp<size_t>(rank, 1, xs.size()) - 1];
 }
+
+#if CLUSTERBENCH_HAVE_MPI
+void wait_quietly(int from) {
+  MPI_Request req;
+  char done = 0;
+  CHECK_MPI(MPI_Irecv(&done, 1, MPI_BYTE, from, 5, MPI_COMM_WORLD, &req));
+  for (int flag = 0;;) {
+    CHECK_MPI(MPI_Test(&req, &flag, MPI_STATUS_IGNORE));
+    if (flag) return;
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+  }
+}
+
+void release_others(const std::vector<int>& others) {
+  char done = 1;
+  for (int r : others) CHECK_MPI(MPI_Send(&done, 1, MPI_BYTE, r, 5, MPI_COMM_WORLD));
+}
+
+#endif
 
 namespace {
 
@@ -71,7 +99,8 @@ struct PairIo {
       if (first)
         CHECK_MPI(MPI_Send(sbuf.data(), bytes, MPI_BYTE, peer, 1, MPI_COMM_WORLD));
       else
-        CHECK_MPI(MPI_Recv(rbuf.data(), bytes, MPI_BYTE, peer, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+        CHECK_MPI(
+            MPI_Recv(rbuf.data(), bytes, MPI_BYTE, peer, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
     }
     if (first)
       CHECK_MPI(MPI_Recv(nullptr, 0, MPI_BYTE, peer, 2, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
@@ -93,40 +122,23 @@ struct PairIo {
       auto t0 = std::chrono::steady_clock::now();
       if (first) {
         CHECK_MPI(MPI_Send(sbuf.data(), bytes, MPI_BYTE, peer, 4, MPI_COMM_WORLD));
-        CHECK_MPI(MPI_Recv(rbuf.data(), bytes, MPI_BYTE, peer, 4, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+        CHECK_MPI(
+            MPI_Recv(rbuf.data(), bytes, MPI_BYTE, peer, 4, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
         double rtt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
         one_way.push_back(rtt / 2);
       } else {
-        CHECK_MPI(MPI_Recv(rbuf.data(), bytes, MPI_BYTE, peer, 4, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+        CHECK_MPI(
+            MPI_Recv(rbuf.data(), bytes, MPI_BYTE, peer, 4, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
         CHECK_MPI(MPI_Send(sbuf.data(), bytes, MPI_BYTE, peer, 4, MPI_COMM_WORLD));
       }
     }
   }
 };
 
-/// Ranks outside the pair wait for the pair's first rank to say its batch is done, sleeping
-/// between polls: OpenMPI's blocking waits busy-poll and would steal the cores the pair uses.
-void wait_quietly(int from) {
-  MPI_Request req;
-  char done = 0;
-  CHECK_MPI(MPI_Irecv(&done, 1, MPI_BYTE, from, 5, MPI_COMM_WORLD, &req));
-  for (int flag = 0;;) {
-    CHECK_MPI(MPI_Test(&req, &flag, MPI_STATUS_IGNORE));
-    if (flag) return;
-    std::this_thread::sleep_for(std::chrono::microseconds(200));
-  }
-}
-
-/// The pair's first rank: tells every rank outside the pair that the batch is done.
-void release_others(const std::vector<int>& others) {
-  char done = 1;
-  for (int r : others) CHECK_MPI(MPI_Send(&done, 1, MPI_BYTE, r, 5, MPI_COMM_WORLD));
-}
-
 /// Element-wise max over every world rank (the values a pair's ranks hold reach rank 0).
 void world_max(std::vector<double>& v) {
   CHECK_MPI(MPI_Allreduce(MPI_IN_PLACE, v.data(), static_cast<int>(v.size()), MPI_DOUBLE, MPI_MAX,
-                        MPI_COMM_WORLD));
+                          MPI_COMM_WORLD));
 }
 #endif
 
@@ -173,10 +185,7 @@ class P2p : public Benchmark {
     const std::string mode = run.params().at("mode");
     const long long bytes = run.params().at("bytes");
     std::vector<std::string> hosts = ctx.hosts();
-    std::vector<int> leader(hosts.size(), -1);  // world rank of each node's leader
-    for (int r = static_cast<int>(ctx.rank_hosts().size()) - 1; r >= 0; --r)
-      for (size_t h = 0; h < hosts.size(); ++h)
-        if (ctx.rank_hosts()[static_cast<size_t>(r)] == hosts[h]) leader[h] = r;
+    std::vector<int> leader = node_leader_ranks(hosts, ctx.rank_hosts());
     std::vector<char> sbuf(static_cast<size_t>(std::max(bytes, 1LL)), 'x');
     std::vector<char> rbuf(sbuf.size());
     const int nodes = static_cast<int>(hosts.size());

@@ -17,6 +17,18 @@ std::vector<std::pair<int, int>> p2p_pairs(const std::string& pattern, int nodes
 /// (both directions at once), latency: one message each way, 2 * bytes.
 double p2p_bytes_per_op(const std::string& mode, long long bytes);
 
+/// Ranks outside a pair wait for world rank `from` (the pair's first rank) to say its batch is
+/// done, sleeping between polls: OpenMPI's blocking waits busy-poll and would steal the cores the
+/// pair uses. MPI builds only; tag 5 of MPI_COMM_WORLD.
+void wait_quietly(int from);
+
+/// The pair's first rank: tells every rank in `others` (world ranks) that the batch is done.
+void release_others(const std::vector<int>& others);
+
+/// World rank of each node's leader (its lowest world rank), in the order of Context::hosts().
+std::vector<int> node_leader_ranks(const std::vector<std::string>& hosts,
+                                   const std::vector<std::string>& rank_hosts);
+
 /// Nearest-rank percentile (p in (0, 100]) of `xs`; 0 for an empty input.
 double percentile(std::vector<double> xs, double p);
 

@@ -2,15 +2,19 @@
 // Effects: thp_madvise (random 8-byte reads over a region with MADV_NOHUGEPAGE vs MADV_HUGEPAGE;
 // the global THP switch is never flipped), hugetlb (the same reads, normal pages vs MAP_HUGETLB
 // from the reserved pool), tcp_buffers (loopback TCP throughput with the namespace's tcp_rmem /
-// tcp_wmem vs the seed's), governor (a fixed compute loop under the current governor vs
+// tcp_wmem vs the seed's), tcp_buffers_2node (the same between the first two nodes' leaders, each
+// node's sysctls set on its own side), governor (a fixed compute loop under the current governor vs
 // performance). A setting is changed only with --set network.tuning.allow_changes=true and is
 // restored when the case ends, on exit and on SIGINT/SIGTERM/SIGHUP. Formulas: docs/tuning.md.
 #include "network/tuning.hpp"
 
 #include <arpa/inet.h>
 #include <fcntl.h>
+#include <ifaddrs.h>
+#include <net/if.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
@@ -18,15 +22,22 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <fstream>
+#include <functional>
+#include <memory>
 #include <sstream>
 #include <stdexcept>
 #include <thread>
 
 #include "benchmark.hpp"
 #include "error.hpp"
+#include "network/p2p.hpp"
+#if CLUSTERBENCH_HAVE_MPI
+#include "mpi_check.hpp"
+#endif
 
 namespace clusterbench::network {
 
@@ -62,7 +73,8 @@ std::string normalise_sysctl(const std::string& text) {
 
 namespace {
 
-const std::vector<std::string> kEffects = {"thp_madvise", "hugetlb", "tcp_buffers", "governor"};
+const std::vector<std::string> kEffects = {"thp_madvise", "hugetlb", "tcp_buffers",
+                                           "tcp_buffers_2node", "governor"};
 constexpr const char* kSeedTcpRmem = "4096 87380 2147483647";
 constexpr const char* kSeedTcpWmem = "4096 65536 2147483647";
 constexpr long long kHugePage = 2LL << 20;
@@ -270,6 +282,148 @@ class Loopback {
   std::thread receiver_;
 };
 
+#if CLUSTERBENCH_HAVE_MPI
+/// Sends `text` to world rank `peer` (tag) / receives such a message from it.
+void send_text(const std::string& text, int peer, int tag) {
+  CHECK_MPI(
+      MPI_Send(text.data(), static_cast<int>(text.size()), MPI_CHAR, peer, tag, MPI_COMM_WORLD));
+}
+std::string recv_text(int peer, int tag) {
+  MPI_Status st;
+  CHECK_MPI(MPI_Probe(peer, tag, MPI_COMM_WORLD, &st));
+  int n = 0;
+  CHECK_MPI(MPI_Get_count(&st, MPI_CHAR, &n));
+  std::string out(static_cast<size_t>(n), '\0');
+  CHECK_MPI(MPI_Recv(out.data(), n, MPI_CHAR, peer, tag, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+  return out;
+}
+
+/// This node's IPv4 addresses on interfaces that are up, loopback excluded.
+std::vector<std::string> ipv4_addresses() {
+  std::vector<std::string> out;
+  ifaddrs* list = nullptr;
+  CHECK_SYS(::getifaddrs(&list));
+  for (ifaddrs* i = list; i; i = i->ifa_next) {
+    if (!i->ifa_addr || i->ifa_addr->sa_family != AF_INET) continue;
+    if ((i->ifa_flags & IFF_LOOPBACK) || !(i->ifa_flags & IFF_UP)) continue;
+    char buf[INET_ADDRSTRLEN];
+    auto* a = reinterpret_cast<sockaddr_in*>(i->ifa_addr);
+    if (::inet_ntop(AF_INET, &a->sin_addr, buf, sizeof buf)) out.emplace_back(buf);
+  }
+  ::freeifaddrs(list);
+  return out;
+}
+
+/// Connects to addr:port within `ms` milliseconds; returns the socket, or -1 with `err` set.
+int connect_within(const std::string& addr, int port, int ms, std::string& err) {
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(static_cast<uint16_t>(port));
+  if (::inet_pton(AF_INET, addr.c_str(), &a.sin_addr) != 1) return err = "bad address", -1;
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+  if (fd < 0) return err = std::strerror(errno), -1;
+  int rc = ::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+  if (rc < 0 && errno == EINPROGRESS) {
+    pollfd p{fd, POLLOUT, 0};
+    rc = ::poll(&p, 1, ms);
+    int so = 0;
+    socklen_t len = sizeof so;
+    if (rc == 1 && ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &so, &len) == 0 && so == 0)
+      rc = 0;
+    else
+      err = rc == 0 ? "timed out" : std::strerror(so ? so : errno), rc = -1;
+  } else if (rc < 0) {
+    err = std::strerror(errno);
+  }
+  if (rc < 0) return ::close(fd), -1;
+  ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+  return fd;
+}
+
+/// One TCP connection between two node leaders (world ranks), made with the socket-buffer
+/// sysctls in force on each side when it is constructed. The receiver listens on every address
+/// and sends its port and IPv4 addresses over MPI (tag 6); the sender tries them in turn (2 s
+/// each) and answers with the address it reached, or the errors (tag 7). Both ranks construct
+/// it; both throw when no address connects.
+class TcpLink {
+ public:
+  TcpLink(bool sender, int peer, long long bytes)
+      : sender_(sender), bytes_(bytes), buf_(1 << 20, 'x') {
+    if (!sender_) {
+      int ls = ::socket(AF_INET, SOCK_STREAM, 0);
+      CHECK_SYS(ls);
+      sockaddr_in a{};
+      a.sin_family = AF_INET;
+      a.sin_addr.s_addr = htonl(INADDR_ANY);
+      CHECK_SYS(::bind(ls, reinterpret_cast<sockaddr*>(&a), sizeof a));
+      CHECK_SYS(::listen(ls, 1));
+      socklen_t len = sizeof a;
+      CHECK_SYS(::getsockname(ls, reinterpret_cast<sockaddr*>(&a), &len));
+      std::string offer = std::to_string(ntohs(a.sin_port));
+      for (const auto& ip : ipv4_addresses()) offer += " " + ip;
+      send_text(offer, peer, 6);
+      std::string answer = recv_text(peer, 7);  // "ok ADDR" or "error TEXT"
+      if (answer.rfind("ok ", 0) == 0) {
+        pollfd p{ls, POLLIN, 0};
+        fd_ = ::poll(&p, 1, 5000) == 1 ? ::accept(ls, nullptr, nullptr) : -1;
+        address = answer.substr(3);
+      }
+      ::close(ls);
+      if (fd_ < 0)
+        throw std::runtime_error(answer.rfind("ok ", 0) == 0
+                                     ? "the peer connected but accept() failed"
+                                     : answer.substr(answer.find(' ') + 1));
+    } else {
+      std::istringstream offer(recv_text(peer, 6));
+      int port = 0;
+      offer >> port;
+      std::string ip, errors;
+      while (fd_ < 0 && offer >> ip) {
+        std::string err;
+        fd_ = connect_within(ip, port, 2000, err);
+        if (fd_ >= 0)
+          address = ip;
+        else
+          errors += (errors.empty() ? "" : ", ") + ip + ": " + err;
+      }
+      std::string why = "TCP connect to port " + std::to_string(port) + " of the peer failed (" +
+                        (errors.empty() ? "it offered no IPv4 address" : errors) + ")";
+      send_text(fd_ >= 0 ? "ok " + address : "error " + why, peer, 7);
+      if (fd_ < 0) throw std::runtime_error(why);
+    }
+  }
+  ~TcpLink() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  TcpLink(const TcpLink&) = delete;
+  TcpLink& operator=(const TcpLink&) = delete;
+
+  /// n operations: the sender sends `bytes` and waits for a one-byte ack; the receiver reads
+  /// `bytes` and sends the ack.
+  void transfer(long long n) {
+    for (long long i = 0; i < n; ++i) {
+      for (long long left = bytes_; left > 0;) {
+        size_t chunk = static_cast<size_t>(std::min<long long>(left, buf_.size()));
+        ssize_t r = sender_ ? ::send(fd_, buf_.data(), chunk, MSG_NOSIGNAL)
+                            : ::recv(fd_, buf_.data(), chunk, 0);
+        CHECK_SYS(r);
+        if (r == 0) throw std::runtime_error("the peer closed the TCP connection");
+        left -= r;
+      }
+      char ack = 1;
+      CHECK_SYS(sender_ ? ::recv(fd_, &ack, 1, MSG_WAITALL) : ::send(fd_, &ack, 1, MSG_NOSIGNAL));
+    }
+  }
+  std::string address;  ///< the receiver's address the connection uses
+
+ private:
+  bool sender_;
+  long long bytes_;
+  std::vector<char> buf_;
+  int fd_ = -1;
+};
+#endif
+
 class Tuning : public Benchmark {
  public:
   std::string id() const override { return "network.tuning"; }
@@ -277,6 +431,10 @@ class Tuning : public Benchmark {
     return "host tuning A/B effects: THP madvise, hugetlb, TCP buffers, governor (ratio)";
   }
   Level level() const override { return Level::node; }
+  /// tcp_buffers_2node runs on every rank (the first two nodes' leaders talk, the rest wait).
+  Level case_level(const json& params) const override {
+    return params.value("effect", "") == "tcp_buffers_2node" ? Level::cluster : Level::node;
+  }
   std::vector<std::string> knobs() const override {
     return {"effects", "allow_changes", "repeats", "bytes", "tcp_bytes", "min_time"};
   }
@@ -288,6 +446,20 @@ class Tuning : public Benchmark {
     return out;
   }
   std::string applicable(const NodeEnv&) const override { return ""; }
+
+  /// 2 x repeats measurement loops (A and B) of about 0.8 s each beyond min_time on the CI
+  /// machine, plus touching both regions (page effects) at 0.5 GB/s.
+  double estimate_s(const Settings& s, const json& params) const override {
+    double repeats = s.get_double(id(), "repeats", 5);
+    double bytes = static_cast<double>(
+        s.get_size(id(), "bytes", s.by_suite(256LL << 20, 1LL << 30, 4LL << 30)));
+    std::string e = params.value("effect", "");
+    // Effects that change a setting are waived at once unless allow_changes=true.
+    bool changes = e == "tcp_buffers" || e == "tcp_buffers_2node" || e == "governor";
+    if (changes && s.get(id(), "allow_changes", "false") != "true") return 0.05;
+    double touch = e == "thp_madvise" || e == "hugetlb" ? 2 * bytes / 0.5e9 : 0;
+    return touch + 2 * repeats * (0.8 + loop_estimate_s(case_min_time(s, id()), 0));
+  }
 
   void run(CaseRun& run) const override {
     const std::string effect = run.params().at("effect");
@@ -308,6 +480,9 @@ class Tuning : public Benchmark {
     std::string unit_note;
     Region ra, rb;
     std::unique_ptr<Loopback> loop;
+#if CLUSTERBENCH_HAVE_MPI
+    std::unique_ptr<TcpLink> link;
+#endif
     // State the side/work lambdas read: declared here so that it outlives them.
     bool use_b = false, huge = effect == "hugetlb";
     size_t words = static_cast<size_t>(bytes) / sizeof(uint64_t);
@@ -380,6 +555,101 @@ class Tuning : public Benchmark {
       };
       run.set_extra("bytes_per_op", tcp_bytes);
       unit_note = "loopback TCP transfers";
+    } else if (effect == "tcp_buffers_2node") {
+#if CLUSTERBENCH_HAVE_MPI
+      const Context& ctx = run.ctx();
+      std::vector<std::string> hosts = ctx.hosts();
+      if (hosts.size() < 2)
+        throw Waived("needs at least 2 nodes (this run has " + std::to_string(hosts.size()) +
+                     "); tcp_buffers measures the same effect over loopback");
+      std::vector<int> leader = node_leader_ranks(hosts, ctx.rank_hosts());
+      const int me = ctx.world_rank(), snd = leader[0], rcv = leader[1];
+      const bool in_pair = me == snd || me == rcv;
+      std::vector<int> others;
+      for (int r = 0; r < ctx.world_size(); ++r)
+        if (r != snd && r != rcv) others.push_back(r);
+      // Every rank agrees before going on: a pair rank that cannot change its sysctls or connect
+      // must not leave the others waiting in a collective.
+      auto agree = [&ctx](const std::function<void()>& step) {
+        std::string err;
+        bool waived = false;
+        try {
+          step();
+        } catch (const Waived& w) {
+          err = w.what(), waived = true;
+        } catch (const std::exception& e) {
+          err = e.what();
+        }
+        double worst = ctx.allreduce_max(err.empty() ? 0.0 : waived ? 1.0 : 2.0);
+        if (worst == 0) return;
+        if (err.empty()) err = "the other node of the pair could not set up its side";
+        if (worst == 1) throw Waived(err);
+        throw std::runtime_error(err);
+      };
+      const std::string rp = "/proc/sys/net/ipv4/tcp_rmem", wp = "/proc/sys/net/ipv4/tcp_wmem";
+      std::string cur_r = normalise_sysctl(read_text(rp)), cur_w = normalise_sysctl(read_text(wp));
+      agree([&] {
+        if (!in_pair) return;
+        if (cur_r.empty()) throw Waived("no " + rp + " on " + ctx.host());
+        if (!allow)
+          throw Waived("changes net.ipv4.tcp_rmem/tcp_wmem on " + hosts[0] + " and " + hosts[1] +
+                       refuse);
+      });
+      // Each side's current values reach the sender (rank 0's record holds the evidence).
+      std::string peer_r = cur_r, peer_w = cur_w;
+      if (me == rcv) send_text(cur_r + "\n" + cur_w, snd, 8);
+      if (me == snd) {
+        std::istringstream in(recv_text(rcv, 8));
+        std::getline(in, peer_r), std::getline(in, peer_w);
+      }
+      long long tcp_bytes =
+          s.get_size(id(), "tcp_bytes", s.by_suite(16LL << 20, 64LL << 20, 256LL << 20));
+      setting_a = {{"hosts",
+                    { hosts[0],
+                      hosts[1] }},
+                   {"tcp_rmem",
+                    { cur_r,
+                      peer_r }},
+                   { "tcp_wmem",
+                     { cur_w,
+                       peer_w } }};
+      setting_b = {{"hosts",
+                    { hosts[0],
+                      hosts[1] }},
+                   {"tcp_rmem",
+                    { kSeedTcpRmem,
+                      kSeedTcpRmem }},
+                   { "tcp_wmem",
+                     { kSeedTcpWmem,
+                       kSeedTcpWmem } }};
+      side = [&, tcp_bytes, rp, wp, cur_r, cur_w, in_pair, me, snd, rcv](bool b) {
+        agree([&] {
+          if (!in_pair) return;
+          link.reset();
+          guard.set(rp, b ? kSeedTcpRmem : cur_r);
+          guard.set(wp, b ? kSeedTcpWmem : cur_w);
+        });
+        agree([&] {
+          if (in_pair)
+            link = std::make_unique<TcpLink>(me == snd, me == snd ? rcv : snd, tcp_bytes);
+        });
+      };
+      work = [&, in_pair, me, snd, others](long long n) -> double {
+        if (!in_pair) {
+          wait_quietly(snd);
+          return 0;
+        }
+        auto t0 = std::chrono::steady_clock::now();
+        link->transfer(n);
+        double t = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        if (me == snd) release_others(others);
+        return t;
+      };
+      run.set_extra("bytes_per_op", tcp_bytes);
+      unit_note = "TCP transfers from " + hosts[0] + " to " + hosts[1];
+#else
+      throw Waived("built without MPI (-DCLUSTERBENCH_MPI=OFF): one node only");
+#endif
     } else {  // governor
       std::string gov = "/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor";
       std::string cur = normalise_sysctl(read_text(gov));
@@ -413,6 +683,12 @@ class Tuning : public Benchmark {
       }
     }
     if (loop) loop.reset();
+#if CLUSTERBENCH_HAVE_MPI
+    if (link) {
+      run.set_extra("address", link->address);
+      link.reset();
+    }
+#endif
     AbRatio ab = ab_ratio(ta, tb);
     run.add_metric("ratio", ab.ratio, "ratio", true);
     run.add_metric("ratio_spread", ab.spread, "ratio", false);

@@ -5,7 +5,10 @@
 # below its tbf rate; the slow link measures 0.35..0.7 of the others
 # (unidirectional; 0.2..0.7 bidirectional); the report's fleet outliers
 # hold exactly that link (both hosts named) and no other; report.md names it and shows the
-# node x node matrix. Budget: < 2 minutes (about 40 s here).
+# node x node matrix. Then network.tuning's tcp_buffers_2node A/B between the first two nodes'
+# leaders: ok, a ratio from >= 5 alternating repeats, both hosts' settings recorded on each side,
+# the seed's values on side B, and each namespace's tcp_rmem/tcp_wmem restored afterwards.
+# Budget: < 2 minutes (about 60 s here).
 # Environment (from ctest): CB_BIN, CB_SOURCE_DIR, CB_HAVE_MPI. Exit 77 = skipped (and why).
 set -euo pipefail
 
@@ -111,4 +114,41 @@ check(f"{n2}<->{n3}" in md.split("## Fleet")[1], "report.md Fleet section names 
 check("## Links" in md and f"| {n1} |" in md, "report.md has the node x node matrix")
 sys.exit(1 if errors else 0)
 PY
+
+nsnap() { ip netns exec "$1" cat /proc/sys/net/ipv4/tcp_rmem /proc/sys/net/ipv4/tcp_wmem; }
+before1=$(nsnap "$N1") before2=$(nsnap "$N2")
+TCP=$WORK/tcp
+set +e
+timeout 100 "$CLUSTER" mpirun -np 3 --map-by node \
+  "$CB_BIN" run --suite ci --only network.tuning --set network.tuning.effects=tcp_buffers_2node \
+  --set network.tuning.allow_changes=true --set network.tuning.tcp_bytes=1M \
+  --set network.tuning.min_time=0.05 --out "$TCP"
+rc=$?
+set -e
+[[ $rc == 0 || $rc == 1 || $rc == 4 ]] || fail "tcp_buffers_2node across namespaces exited $rc"
+[[ $(nsnap "$N1") == "$before1" && $(nsnap "$N2") == "$before2" ]] ||
+  fail "tcp_rmem/tcp_wmem of $N1/$N2 not restored"
+python3 - "$TCP" "$N1" "$N2" <<'PY'
+import json, os, statistics, sys
+out, n1, n2 = sys.argv[1:4]
+recs = [json.loads(l) for l in open(os.path.join(out, "records.jsonl")) if l.strip()]
+r = [x for x in recs if x["params"].get("effect") == "tcp_buffers_2node"]
+assert len(r) == 1, f"one tcp_buffers_2node record, got {len(r)}"
+r = r[0]
+assert r["status"] == "ok", f"tcp_buffers_2node: {r['status']}: {r.get('message')}"
+a, b = r["extra"]["a"]["seconds_per_op"], r["extra"]["b"]["seconds_per_op"]
+assert len(a) >= 5 and len(a) == len(b), f"{len(a)}/{len(b)} repeats"
+ratio = {m["name"]: m for m in r["metrics"]}["ratio"]["value"]
+want = statistics.median(x / y for x, y in zip(a, b))
+assert abs(ratio - want) < 1e-9, f"ratio {ratio} != median t_A/t_B {want}"
+for side in ("a", "b"):
+    st = r["extra"][side]["setting"]
+    assert st["hosts"] == [n1, n2], st
+    assert len(st["tcp_rmem"]) == 2 and len(st["tcp_wmem"]) == 2, st
+assert r["extra"]["b"]["setting"]["tcp_rmem"] == ["4096 87380 2147483647"] * 2
+assert r["extra"]["address"].startswith("10."), r["extra"]["address"]
+print(f"ok   tcp_buffers_2node {n1}->{n2} via {r['extra']['address']}: ratio {ratio:.3f}, "
+      f"A {r['extra']['a']['setting']['tcp_rmem']}, B seed; {r['extra'].get('effect', 'effect measured')}")
+PY
 echo "PASS network_p2p_netns"
+

@@ -4,8 +4,10 @@
 # tcp_buffers are ok with a `ratio` metric, >= 5 alternating repeats per side and both sides'
 # settings recorded (THP really backs side B: AnonHugePages > 0); the namespace's and the host's
 # tcp_rmem/tcp_wmem are as before; governor is waived (no cpufreq driver here) with that reason;
-# without allow_changes, tcp_buffers is waived naming the knob, and hugetlb is waived unless a pool
-# is already reserved (vm.nr_hugepages is global: never changed by tests). Budget: < 30 s.
+# hugetlb with allow_changes reserves a small pool (128 pages: the ci suite's 256 MiB) for the
+# case, measures MAP_HUGETLB against 4 KiB pages and restores vm.nr_hugepages (checked below; the
+# test holds the sysctl lock); without allow_changes, tcp_buffers is waived naming the knob, and
+# hugetlb is waived unless a pool is already reserved. Budget: < 30 s.
 set -euo pipefail
 skip() {
   echo "SKIP network_tuning_ab: $*"
@@ -35,7 +37,7 @@ ns_before=$(ip netns exec "$NS" bash -c "$(declare -f snap); snap")
 set +e
 ip netns exec "$NS" "$CB_BIN" run --suite ci --only network.tuning \
   --set network.tuning.allow_changes=true \
-  --set network.tuning.effects=thp_madvise,tcp_buffers,governor --out "$WORK/allow" >"$WORK/allow.log" 2>&1
+  --set network.tuning.effects=thp_madvise,hugetlb,tcp_buffers,governor --out "$WORK/allow" >"$WORK/allow.log" 2>&1
 rc1=$?
 "$CB_BIN" run --suite ci --only network.tuning --set network.tuning.effects=tcp_buffers,hugetlb \
   --out "$WORK/deny" >"$WORK/deny.log" 2>&1
@@ -59,7 +61,7 @@ def records(d):
     return {r["params"]["effect"]: r for r in
             (json.loads(l) for l in open(os.path.join(work, d, "records.jsonl")) if l.strip())}
 allow = records("allow")
-for eff in ("thp_madvise", "tcp_buffers"):
+for eff in ("thp_madvise", "hugetlb", "tcp_buffers"):
     r = allow[eff]
     check(r["status"] == "ok", f"{eff}: ok ({r.get('message', '')})")
     if r["status"] != "ok":
@@ -73,6 +75,9 @@ for eff in ("thp_madvise", "tcp_buffers"):
     check(r["extra"]["a"]["setting"] != r["extra"]["b"]["setting"], f"{eff}: both settings recorded")
     print(f"     {eff}: ratio {m['ratio']['value']:.3f}, spread {m['ratio_spread']['value']:.3f}, "
           f"A {r['extra']['a']['setting']}, B {r['extra']['b']['setting']}")
+hb = allow["hugetlb"]
+if hb["status"] == "ok":
+    check(hb["extra"]["b"]["setting"]["pages"].startswith("2 MiB"), "hugetlb: side B is MAP_HUGETLB")
 if allow["thp_madvise"]["status"] == "ok":
     check(allow["thp_madvise"]["extra"]["b"]["setting"]["anon_huge_bytes"] > 0,
           "thp_madvise: side B is backed by transparent hugepages")
