@@ -120,7 +120,21 @@ class Benchmark {
   /// Defaults: the benchmark-wide level() and needs_gpu().
   virtual Level case_level(const json& /*params*/) const { return level(); }
   virtual bool case_needs_gpu(const json& /*params*/) const { return needs_gpu(); }
+  /// Estimated wall seconds of one case with these settings, for `run --dry-run` and
+  /// `run --time-limit`. Default: loop_estimate_s(min_time, 0) plus 0.2 s of setup. A benchmark
+  /// whose operation or setup is long overrides it from its knobs (bytes, FLOP, fio runtime).
+  virtual double estimate_s(const Settings& s, const json& params) const;
 };
+
+/// Seconds the measurement loop (CaseRun::exec) takes for an operation of `op_s` seconds:
+/// one calibration operation, Google Benchmark's warm-up (min_time / 5) and its tries up to
+/// min_time (iterations grow by at most 10x, the last try ~1.4 x min_time), each at least one
+/// operation: op_s + max(0.3 min_time, op_s) + max(1.6 min_time, op_s).
+double loop_estimate_s(double min_time, double op_s);
+
+/// Seconds of measurement per case of benchmark `id`: --set ID.min_time, else the suite's
+/// (ci 0.05 s, quick 0.5 s, full 2 s).
+double case_min_time(const Settings& s, const std::string& id);
 
 /// All benchmarks linked into this binary, registered at static-initialisation time.
 class Registry {

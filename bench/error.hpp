@@ -35,6 +35,14 @@ class Waived : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+/// A case refused because running it could harm others or their data (an unsafe fio target, a
+/// file another process is writing, not enough free space). Recorded `waived` with the reason and
+/// extra.refused = true, like Waived; the run then exits 2 (DESIGN.md "Exit codes").
+class Refused : public Waived {
+ public:
+  using Waived::Waived;
+};
+
 /// The run cannot go on (hung or failed collective, dead rank): the runner writes the record,
 /// marks run.json aborted and exits 3.
 class AbortRun : public std::runtime_error {

@@ -3,6 +3,11 @@
 #include "inventory.hpp"
 
 #include <hwloc.h>
+#include <linux/ethtool.h>
+#include <linux/sockios.h>
+#include <net/if.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
 #include <sys/utsname.h>
 #include <unistd.h>
 
@@ -418,6 +423,41 @@ std::optional<std::uint64_t> mem_total(const std::string& fs_root,
 // ---------------------------------------------------------------------------------------------
 // NICs
 
+/// True for a PCI address "0000:1a:00.0".
+bool is_pci_address(const std::string& s) {
+  unsigned d = 0, b = 0, dev = 0, f = 0;
+  int used = 0;
+  return std::sscanf(s.c_str(), "%x:%x:%x.%x%n", &d, &b, &dev, &f, &used) == 4 &&
+         used == static_cast<int>(s.size()) && s.size() >= 12;
+}
+
+/// Fills a NIC's pci_bus_id and numa_node from its sysfs `device` link (`device_link`).
+void nic_pci_location(const std::string& device_link, NicInfo& n) {
+  std::error_code ec;
+  fs::path resolved = fs::canonical(device_link, ec);
+  if (ec) return;
+  for (const auto& part : resolved)
+    if (is_pci_address(part.string())) n.pci_bus_id = part.string();
+  n.numa_node = static_cast<int>(read_ll(device_link + "/numa_node").value_or(-1));
+}
+
+/// ethtool's firmware version of a live interface (SIOCETHTOOL GDRVINFO), "" when unavailable.
+std::string ethtool_firmware(const std::string& ifname) {
+  int fd = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return "";
+  ethtool_drvinfo info{};
+  info.cmd = ETHTOOL_GDRVINFO;
+  ifreq ifr{};
+  std::snprintf(ifr.ifr_name, sizeof ifr.ifr_name, "%s", ifname.c_str());
+  ifr.ifr_data = reinterpret_cast<char*>(&info);
+  int rc = ::ioctl(fd, SIOCETHTOOL, &ifr);
+  ::close(fd);
+  if (rc != 0) return "";
+  std::string fw =
+      trim(std::string(info.fw_version, strnlen(info.fw_version, sizeof info.fw_version)));
+  return fw == "N/A" ? "" : fw;
+}
+
 /// Leading number of "200 Gb/sec (4X HDR)".
 double parse_rate_gbps(const std::string& rate) { return std::strtod(rate.c_str(), nullptr); }
 
@@ -443,6 +483,7 @@ std::vector<NicInfo> ib_ports(const std::string& fs_root) {
       n.phys_state = strip_state_number(read_or_empty(p + "/phys_state"));
       n.rate_gbps = parse_rate_gbps(read_or_empty(p + "/rate"));
       n.firmware = fw;
+      nic_pci_location(d + "/device", n);
       long long port_index = parse_ll(port).value_or(1) - 1;
       for (const auto& [name, dev_port] : netdevs) {
         if (dev_port != port_index) continue;
@@ -479,6 +520,8 @@ std::vector<NicInfo> ethernet_ifaces(const std::string& fs_root,
     n.rate_gbps = speed > 0 ? static_cast<double>(speed) / 1000.0 : 0.0;
     n.mtu = static_cast<int>(read_ll(d + "/mtu").value_or(0));
     n.netdev = ifname;
+    nic_pci_location(d + "/device", n);
+    if (is_live(fs_root)) n.firmware = ethtool_firmware(ifname);
     out.push_back(std::move(n));
   }
   return out;
@@ -664,6 +707,99 @@ Tuning collect_tuning(const std::string& fs_root, std::vector<std::string>& warn
   return t;
 }
 
+DmiInfo collect_dmi(const std::string& fs_root, std::vector<std::string>& warnings) {
+  DmiInfo d;
+  std::string dir = under(fs_root, "/sys/class/dmi/id");
+  std::pair<const char*, std::string*> files[] = {
+      {"sys_vendor", &d.sys_vendor},         {"product_name", &d.product_name},
+      {"product_serial", &d.product_serial}, {"board_name", &d.board_name},
+      {"board_serial", &d.board_serial},     {"chassis_serial", &d.chassis_serial},
+      {"bios_version", &d.bios_version},     {"bios_date", &d.bios_date}};
+  for (auto& [name, field] : files) {
+    std::string path = dir + "/" + name;
+    std::ifstream in(path, std::ios::binary);
+    if (!in) {
+      int err = errno;
+      if (err == EACCES || err == EPERM)
+        *field = kDmiUnreadable;
+      else if (err != ENOENT)
+        warnings.push_back("dmi: cannot read " + path + ": " + std::strerror(err));
+      continue;
+    }
+    std::ostringstream ss;
+    ss << in.rdbuf();
+    *field = trim(ss.str());
+  }
+  return d;
+}
+
+std::optional<bool> acs_redirect_enabled(std::string_view config) {
+  constexpr size_t kExtStart = 0x100;
+  constexpr unsigned kAcsId = 0x000D;
+  constexpr unsigned kRedirectBits = (1u << 2) | (1u << 3);  // P2P Request/Completion Redirect
+  auto dword = [&](size_t off) {
+    std::uint32_t v = 0;
+    for (int i = 3; i >= 0; --i) v = v << 8 | static_cast<unsigned char>(config[off + i]);
+    return v;
+  };
+  if (config.size() < kExtStart + 8) return std::nullopt;
+  size_t off = kExtStart;
+  for (int hops = 0; off >= kExtStart && off + 8 <= config.size() && hops < 1024; ++hops) {
+    std::uint32_t header = dword(off);
+    if (header == 0 || header == 0xFFFFFFFFu) break;
+    if ((header & 0xFFFF) == kAcsId) {
+      unsigned control = dword(off + 4) >> 16;  // ACS Control Register at +6
+      return (control & kRedirectBits) != 0;
+    }
+    off = (header >> 20) & 0xFFC;
+  }
+  return false;
+}
+
+GpuDirectSettings collect_gpudirect(const std::string& fs_root,
+                                    std::vector<std::string>& warnings) {
+  GpuDirectSettings g;
+  std::string cmdline_path = under(fs_root, "/proc/cmdline");
+  std::string why;
+  if (auto cmdline = read_text(cmdline_path, &why)) {
+    std::istringstream in(*cmdline);
+    std::string word;
+    while (in >> word)
+      if (word.find("iommu") != std::string::npos)
+        g.iommu_cmdline += (g.iommu_cmdline.empty() ? "" : " ") + word;
+  } else {
+    warnings.push_back("gpudirect: cannot read " + cmdline_path + ": " + why);
+  }
+  std::string groups = under(fs_root, "/sys/kernel/iommu_groups");
+  std::error_code ec;
+  if (!fs::exists(groups, ec)) {
+    g.iommu_groups = 0;
+  } else {
+    why.clear();
+    auto names = list_dir(groups, &why);
+    g.iommu_groups = why.empty() ? static_cast<int>(names.size()) : -1;
+    if (!why.empty()) warnings.push_back("gpudirect: cannot list " + groups + ": " + why);
+  }
+  for (const char* module : {"nvidia_peermem", "nv_peer_mem"}) {
+    if (exists(under(fs_root, std::string("/sys/module/") + module))) {
+      g.peermem = module;
+      break;
+    }
+  }
+  std::string pci = under(fs_root, "/sys/bus/pci/devices");
+  for (const auto& dev : list_dir(pci)) {
+    auto cls = read_ll(pci + "/" + dev + "/class", 16);
+    if (!cls || (*cls >> 8) != 0x0604) continue;  // PCI-to-PCI bridges (switch ports)
+    auto config = read_raw(pci + "/" + dev + "/config");
+    if (!config) continue;
+    auto redirect = acs_redirect_enabled(*config);
+    if (!redirect) continue;
+    ++g.acs_bridges_checked;
+    if (*redirect) g.acs_redirect.push_back(dev);
+  }
+  return g;
+}
+
 std::map<std::string, std::string> collect_environment() {
   std::map<std::string, std::string> env;
   for (char** e = environ; e && *e; ++e) {
@@ -704,6 +840,8 @@ EnvRecord collect_env(const InventoryOptions& opt) {
   r.nics = collect_nics(root, w);
   r.block_devices = collect_block_devices(root, w);
   r.tuning = collect_tuning(root, w);
+  r.dmi = collect_dmi(root, w);
+  r.gpudirect = collect_gpudirect(root, w);
   r.environment = collect_environment();
 
   std::string why;

@@ -79,6 +79,9 @@ int pcie_gen_from_speed(std::string_view speed);
 ///             interface in <dev>/device/net whose dev_port is n-1 (its mtu is the port's).
 ///   ethernet: /sys/class/net/<if> with a `device` link (physical) and type 1 (ARPHRD_ETHER):
 ///             rate_gbps = speed (Mb/s) / 1000, 0 when -1 or unreadable; state = operstate.
+///             firmware: ethtool's GDRVINFO fw_version, on the live system only.
+///   Both:     pci_bus_id = the last PCI address in the resolved `device` path; numa_node = the
+///             device's numa_node (-1 unknown).
 ///             Interfaces without a device link (lo, bridges, veth, docker0, bonds) and other
 ///             types (IPoIB is the IB port's netdev) are left out.
 std::vector<NicInfo> collect_nics(const std::string& fs_root, std::vector<std::string>& warnings);
@@ -96,6 +99,28 @@ std::vector<BlockDevice> collect_block_devices(const std::string& fs_root,
 /// transparent_hugepage/enabled), net.core.{r,w}mem_max and net.ipv4.tcp_{r,w}mem (whitespace
 /// runs made single spaces). Unreadable numbers stay -1 and strings "", with a warning.
 Tuning collect_tuning(const std::string& fs_root, std::vector<std::string>& warnings);
+
+/// /sys/class/dmi/id/{sys_vendor,product_name,product_serial,board_name,board_serial,
+/// chassis_serial,bios_version,bios_date}, trimmed. A file that exists but cannot be read (the
+/// serials are root-only: EACCES/EPERM) holds kDmiUnreadable, without a warning; a missing file
+/// holds "". Other read errors hold "" and add a warning.
+DmiInfo collect_dmi(const std::string& fs_root, std::vector<std::string>& warnings);
+
+/// GPUDirect RDMA prerequisites. iommu_cmdline: the words of /proc/cmdline containing "iommu"
+/// ("intel_iommu=on iommu=pt"), "" when none (a warning when /proc/cmdline is unreadable).
+/// iommu_groups: entries of /sys/kernel/iommu_groups (0 when the directory is absent).
+/// peermem: "nvidia_peermem" when /sys/module/nvidia_peermem exists, else "nv_peer_mem" (the
+/// older MLNX module) when /sys/module/nv_peer_mem does, else "". ACS: every PCI bridge (class
+/// 0x0604xx) of /sys/bus/pci/devices whose config file reaches the extended space (root only on
+/// a live system) is checked with acs_redirect_enabled().
+GpuDirectSettings collect_gpudirect(const std::string& fs_root, std::vector<std::string>& warnings);
+
+/// Whether a PCI function's config space (the sysfs `config` bytes) has the ACS extended
+/// capability (ID 0x000D, PCIe base spec 7.7.8) with P2P Request Redirect (control bit 2) or P2P
+/// Completion Redirect (bit 3) enabled; the capability list is walked from 0x100 by its 12-bit
+/// next pointers. false when it has no ACS capability; nullopt when the bytes stop before the
+/// extended space (an unprivileged read gives 64 bytes).
+std::optional<bool> acs_redirect_enabled(std::string_view config);
 
 /// Allow-listed environment variables: NCCL_*, CUDA_*, UCX_*, OMPI_* (never the whole env).
 std::map<std::string, std::string> collect_environment();

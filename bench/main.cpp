@@ -5,11 +5,13 @@
 #include <set>
 
 #include "benchmark.hpp"
+#include "burnin.hpp"
 #include "context.hpp"
 #include "error.hpp"
 #include "inventory.hpp"
 #include "io/make_dataset_command.hpp"
 #include "runner.hpp"
+#include "reports/archive.hpp"
 #include "reports/compare.hpp"
 #include "reports/html.hpp"
 
@@ -82,6 +84,16 @@ int main(int argc, char** argv) {
   run->add_option("--results", ro.results_root, "where default run directories go");
   run->add_option("--fs-root", ro.fs_root, "read /sys, /proc, /dev below this root");
   run->add_option("--case-timeout", ro.case_timeout_s, "seconds before a case is declared hung");
+  run->add_option("--resume", ro.resume_dir,
+                  "complete an earlier run directory: rerun its failed and missing cases");
+  run->add_flag("--dry-run", ro.dry_run, "print the plan with estimated durations; run nothing");
+  run->add_option("--time-limit", ro.time_limit_s,
+                  "seconds: start no case that would end past it; the rest is MISSING (exit 4)")
+      ->check(CLI::PositiveNumber);
+  run->add_flag("--allow-shared-gpus", ro.allow_shared_gpus,
+                "run GPU cases although other processes use the GPUs (the records say so)");
+  run->add_option("--prometheus", ro.prometheus_path,
+                  "also write the headline metrics as a Prometheus textfile (node_exporter)");
 
   std::string report_dir = "results/latest", report_spec;
   auto* report = app.add_subcommand("report", "evaluate a run directory against its spec table");
@@ -90,6 +102,9 @@ int main(int argc, char** argv) {
   std::string report_html, report_pdf;
   report->add_option("--html", report_html, "also copy report.html to this file");
   report->add_option("--pdf", report_pdf, "print report.html to this PDF (headless Chromium)");
+  std::string report_prom;
+  report->add_option("--prometheus", report_prom,
+                     "write the headline metrics as a Prometheus textfile (node_exporter)");
 
   std::string cmp_base, cmp_cur, cmp_out;
   std::vector<std::string> cmp_tol;
@@ -111,6 +126,38 @@ int main(int argc, char** argv) {
 
   io::IoCommand io_cmd = io::add_io_command(app);
 
+  std::string archive_dir, archive_out;
+  auto* archive = app.add_subcommand(
+      "archive", "pack a run directory into DIR.tar.gz with a SHA256SUMS manifest inside");
+  archive->add_option("dir", archive_dir, "run directory")->required();
+  archive->add_option("-o,--output", archive_out, "archive file (default DIR.tar.gz)");
+  std::string verify_path;
+  auto* verify = app.add_subcommand(
+      "verify", "check every file of a run archive against its SHA256SUMS (exit 1 naming it)");
+  verify->add_option("archive", verify_path, "archive written by `clusterbench archive`")
+      ->required();
+
+  BurninOptions bo;
+  auto* burnin = app.add_subcommand("burnin", "soak every GPU (CPU ranks without GPUs) with GEMM "
+                                              "and all_reduce, per-GPU verdicts (docs/burnin.md)");
+  burnin->add_option("--minutes", bo.minutes, "soak length in minutes, fractions allowed")
+      ->required();
+  burnin->add_option("--spec", bo.spec_path, "spec table (default: reports/specs/burnin-*.json)");
+  burnin->add_option("--out", bo.out_dir, "run directory (default results/<run-id>)");
+  burnin->add_option("--results", bo.results_root, "where default run directories go");
+  burnin->add_option("--fs-root", bo.fs_root, "read /sys, /proc, /dev below this root");
+  burnin->add_option("--dtype", bo.dtype, "GEMM dtype (default bf16 on GPUs, fp32 on CPUs)");
+  burnin->add_option("--shape", bo.shape, "GEMM cube size (default 8192 on GPUs, 256 on CPUs)");
+  burnin->add_option("--allreduce-bytes", bo.allreduce_bytes,
+                     "all_reduce size (default 256M with NCCL, 1M with MPI)")
+      ->transform([](std::string s) {
+        try {
+          return std::to_string(parse_size(s, "--allreduce-bytes"));
+        } catch (const std::exception& e) {
+          throw CLI::ValidationError(e.what());
+        }
+      });
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -119,16 +166,23 @@ int main(int argc, char** argv) {
   }
 
   int code = 0;
-  bool mpi = run->parsed() || inventory->parsed();
+  bool mpi = run->parsed() || inventory->parsed() || burnin->parsed();
   try {
     if (mpi) Context::init(&argc, &argv);
     if (run->parsed()) {
       ro.argv.assign(argv, argv + argc);
+      ro.suite_given = run->count("--suite") > 0;
+      ro.spec_given = run->count("--spec") > 0;
+      ro.only_given = run->count("--only") > 0;
+      ro.set_given = run->count("--set") > 0;
       code = run_command(ro);
     } else if (inventory->parsed()) {
       code = cmd_inventory(inv_root, inv_all);
+    } else if (burnin->parsed()) {
+      bo.argv.assign(argv, argv + argc);
+      code = burnin_command(bo);
     } else if (report->parsed()) {
-      code = report_command(report_dir, report_spec);
+      code = report_command(report_dir, report_spec, false, report_prom);
       if (!report_html.empty()) {
         std::error_code ec;
         std::filesystem::copy_file(report_dir + "/report.html", report_html,
@@ -140,6 +194,10 @@ int main(int argc, char** argv) {
         if (!err.empty()) throw InputError(err);
         std::cout << "pdf: " << report_pdf << "\n";
       }
+    } else if (archive->parsed()) {
+      code = report::archive_command(archive_dir, archive_out);
+    } else if (verify->parsed()) {
+      code = report::verify_command(verify_path);
     } else if (compare->parsed()) {
       code = report::compare_command(cmp_base, cmp_cur, cmp_tol, cmp_out);
     } else if (io_cmd.parsed()) {

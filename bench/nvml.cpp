@@ -4,6 +4,7 @@
 
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cstdio>
 #include <cstdlib>
@@ -136,6 +137,27 @@ struct Nvml::Api {
                                       nvmlEnableState_t*) = nullptr;
   nvmlReturn_t (*device_get_memory_affinity)(nvmlDevice_t, unsigned, unsigned long*,
                                              nvmlAffinityScope_t) = nullptr;
+  nvmlReturn_t (*device_get_board_part_number)(nvmlDevice_t, char*, unsigned) = nullptr;
+  nvmlReturn_t (*device_get_persistence_mode)(nvmlDevice_t, nvmlEnableState_t*) = nullptr;
+  nvmlReturn_t (*device_get_mig_mode)(nvmlDevice_t, unsigned*, unsigned*) = nullptr;
+  // Health counters and XID events (bench/health.hpp).
+  nvmlReturn_t (*device_get_total_ecc_errors)(nvmlDevice_t, nvmlMemoryErrorType_t,
+                                              nvmlEccCounterType_t, unsigned long long*) = nullptr;
+  nvmlReturn_t (*device_get_retired_pages)(nvmlDevice_t, nvmlPageRetirementCause_t, unsigned*,
+                                           unsigned long long*) = nullptr;
+  nvmlReturn_t (*device_get_retired_pages_pending_status)(nvmlDevice_t,
+                                                          nvmlEnableState_t*) = nullptr;
+  nvmlReturn_t (*device_get_remapped_rows)(nvmlDevice_t, unsigned*, unsigned*, unsigned*,
+                                           unsigned*) = nullptr;
+  nvmlReturn_t (*device_get_row_remapper_histogram)(nvmlDevice_t,
+                                                    nvmlRowRemapperHistogramValues_t*) = nullptr;
+  nvmlReturn_t (*device_get_nvlink_error_counter)(nvmlDevice_t, unsigned, nvmlNvLinkErrorCounter_t,
+                                                  unsigned long long*) = nullptr;
+  nvmlReturn_t (*event_set_create)(nvmlEventSet_t*) = nullptr;
+  nvmlReturn_t (*device_register_events)(nvmlDevice_t, unsigned long long,
+                                         nvmlEventSet_t) = nullptr;
+  nvmlReturn_t (*event_set_wait)(nvmlEventSet_t, nvmlEventData_t*, unsigned) = nullptr;
+  nvmlReturn_t (*event_set_free)(nvmlEventSet_t) = nullptr;
   // Telemetry.
   nvmlReturn_t (*device_get_clock_info)(nvmlDevice_t, nvmlClockType_t, unsigned*) = nullptr;
   nvmlReturn_t (*device_get_temperature)(nvmlDevice_t, nvmlTemperatureSensors_t,
@@ -144,6 +166,16 @@ struct Nvml::Api {
   nvmlReturn_t (*device_get_enforced_power_limit)(nvmlDevice_t, unsigned*) = nullptr;
   nvmlReturn_t (*device_get_current_clocks_event_reasons)(nvmlDevice_t,
                                                           unsigned long long*) = nullptr;
+  // Processes (busy-GPU check): _v3/_v2 take nvmlProcessInfo_v2_t, the unversioned call v1.
+  nvmlReturn_t (*device_get_compute_processes)(nvmlDevice_t, unsigned*,
+                                               nvmlProcessInfo_v2_t*) = nullptr;
+  nvmlReturn_t (*device_get_compute_processes_v1)(nvmlDevice_t, unsigned*,
+                                                  nvmlProcessInfo_v1_t*) = nullptr;
+  nvmlReturn_t (*device_get_graphics_processes)(nvmlDevice_t, unsigned*,
+                                                nvmlProcessInfo_v2_t*) = nullptr;
+  nvmlReturn_t (*device_get_graphics_processes_v1)(nvmlDevice_t, unsigned*,
+                                                   nvmlProcessInfo_v1_t*) = nullptr;
+  nvmlReturn_t (*system_get_process_name)(unsigned, char*, unsigned) = nullptr;
 };
 #else
 struct Nvml::Api {};
@@ -220,12 +252,32 @@ void Nvml::load() {
   bind(a.device_get_nvlink_state, {"nvmlDeviceGetNvLinkState"});
   bind(a.device_get_ecc_mode, {"nvmlDeviceGetEccMode"});
   bind(a.device_get_memory_affinity, {"nvmlDeviceGetMemoryAffinity"});
+  bind(a.device_get_board_part_number, {"nvmlDeviceGetBoardPartNumber"});
+  bind(a.device_get_persistence_mode, {"nvmlDeviceGetPersistenceMode"});
+  bind(a.device_get_mig_mode, {"nvmlDeviceGetMigMode"});
+  bind(a.device_get_total_ecc_errors, {"nvmlDeviceGetTotalEccErrors"});
+  bind(a.device_get_retired_pages, {"nvmlDeviceGetRetiredPages"});
+  bind(a.device_get_retired_pages_pending_status, {"nvmlDeviceGetRetiredPagesPendingStatus"});
+  bind(a.device_get_remapped_rows, {"nvmlDeviceGetRemappedRows"});
+  bind(a.device_get_row_remapper_histogram, {"nvmlDeviceGetRowRemapperHistogram"});
+  bind(a.device_get_nvlink_error_counter, {"nvmlDeviceGetNvLinkErrorCounter"});
+  bind(a.event_set_create, {"nvmlEventSetCreate"});
+  bind(a.device_register_events, {"nvmlDeviceRegisterEvents"});
+  bind(a.event_set_wait, {"nvmlEventSetWait_v2", "nvmlEventSetWait"});
+  bind(a.event_set_free, {"nvmlEventSetFree"});
   bind(a.device_get_clock_info, {"nvmlDeviceGetClockInfo"});
   bind(a.device_get_temperature, {"nvmlDeviceGetTemperature"});
   bind(a.device_get_power_usage, {"nvmlDeviceGetPowerUsage"});
   bind(a.device_get_enforced_power_limit, {"nvmlDeviceGetEnforcedPowerLimit"});
   bind(a.device_get_current_clocks_event_reasons,
        {"nvmlDeviceGetCurrentClocksEventReasons", "nvmlDeviceGetCurrentClocksThrottleReasons"});
+  bind(a.device_get_compute_processes,
+       {"nvmlDeviceGetComputeRunningProcesses_v3", "nvmlDeviceGetComputeRunningProcesses_v2"});
+  bind(a.device_get_compute_processes_v1, {"nvmlDeviceGetComputeRunningProcesses"});
+  bind(a.device_get_graphics_processes,
+       {"nvmlDeviceGetGraphicsRunningProcesses_v3", "nvmlDeviceGetGraphicsRunningProcesses_v2"});
+  bind(a.device_get_graphics_processes_v1, {"nvmlDeviceGetGraphicsRunningProcesses"});
+  bind(a.system_get_process_name, {"nvmlSystemGetProcessName"});
 
   const std::pair<bool, const char*> required[] = {
       {a.init != nullptr, "nvmlInit_v2"},
@@ -401,6 +453,15 @@ GpuInfo read_gpu(const Nvml& nvml, int index, nvmlDevice_t dev, const std::strin
       if (node_set[n / kBits] & (1UL << (n % kBits))) g.numa_node = n;
     }
   }
+
+  g.board_part_number = r.text(a.device_get_board_part_number, "nvmlDeviceGetBoardPartNumber", dev,
+                               NVML_DEVICE_PART_NUMBER_BUFFER_SIZE);
+  nvmlEnableState_t persistence = NVML_FEATURE_DISABLED;
+  if (r.call(a.device_get_persistence_mode, "nvmlDeviceGetPersistenceMode", dev, &persistence))
+    g.persistence_mode = persistence == NVML_FEATURE_ENABLED ? "enabled" : "disabled";
+  unsigned mig_current = 0, mig_pending = 0;
+  if (r.call(a.device_get_mig_mode, "nvmlDeviceGetMigMode", dev, &mig_current, &mig_pending))
+    g.mig_mode = mig_current == NVML_DEVICE_MIG_ENABLE ? "enabled" : "disabled";
   return g;
 }
 
@@ -480,10 +541,320 @@ GpuTelemetry sample_telemetry([[maybe_unused]] int index) {
     t.clock_event_reasons_valid = true;
     t.reason_names = clock_event_reason_names(mask);
   }
+  if (r.call(a.device_get_curr_pcie_link_generation, "", dev, &v)) t.pcie_gen_current = v;
+  if (r.call(a.device_get_curr_pcie_link_width, "", dev, &v)) t.pcie_width_current = v;
+  if (r.call(a.device_get_max_pcie_link_generation, "", dev, &v)) t.pcie_gen_max = v;
+  if (r.call(a.device_get_max_pcie_link_width, "", dev, &v)) t.pcie_width_max = v;
+  nvmlMemory_t mem{};
+  if (r.call(a.device_get_memory_info, "", dev, &mem)) {
+    t.memory_used_bytes = static_cast<double>(mem.used);
+    t.memory_total_bytes = static_cast<double>(mem.total);
+  }
   t.ok = true;
   t.status = "ok";
 #endif
   return t;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Health counters and XID events (bench/health.hpp, docs/health.md).
+
+json query_nvml_health(std::string& status) {
+  json gpus = json::array();
+  const Nvml& nvml = Nvml::get();
+  status = nvml.status();
+  if (!nvml.ok()) return gpus;
+#if CLUSTERBENCH_HAVE_NVML
+  const Nvml::Api& a = nvml.api();
+  unsigned count = 0;
+  if (const nvmlReturn_t rc = a.device_get_count(&count); rc != NVML_SUCCESS) {
+    status = "nvmlDeviceGetCount: " + nvml.error_string(rc);
+    return gpus;
+  }
+  for (unsigned i = 0; i < count; ++i) {
+    const int index = static_cast<int>(i);
+    json g = {{"index", index}};
+    nvmlDevice_t dev = nullptr;
+    if (const nvmlReturn_t hrc = a.device_get_handle_by_index(i, &dev); hrc != NVML_SUCCESS) {
+      g["status"] = "nvmlDeviceGetHandleByIndex: " + nvml.error_string(hrc);
+      gpus.push_back(g);
+      continue;
+    }
+    std::vector<std::string> warnings;
+    GpuReader r(nvml, index, &warnings);
+    g["uuid"] =
+        r.text(a.device_get_uuid, "nvmlDeviceGetUUID", dev, NVML_DEVICE_UUID_V2_BUFFER_SIZE);
+    nvmlPciInfo_t pci{};
+    g["pci_bus_id"] =
+        r.call(a.device_get_pci_info, "nvmlDeviceGetPciInfo", dev, &pci) ? bus_id_of(pci) : "";
+
+    // ECC: {volatile, aggregate} x {corrected, uncorrected}.
+    const std::pair<nvmlEccCounterType_t, const char*> kinds[] = {
+        {NVML_VOLATILE_ECC, "volatile"}, {NVML_AGGREGATE_ECC, "aggregate"}};
+    const std::pair<nvmlMemoryErrorType_t, const char*> errors[] = {
+        {NVML_MEMORY_ERROR_TYPE_CORRECTED, "corrected"},
+        {NVML_MEMORY_ERROR_TYPE_UNCORRECTED, "uncorrected"}};
+    json ecc = json::object();
+    for (const auto& [kind, kind_name] : kinds) {
+      for (const auto& [error, error_name] : errors) {
+        unsigned long long n = 0;
+        if (r.call(a.device_get_total_ecc_errors, "nvmlDeviceGetTotalEccErrors", dev, error, kind,
+                   &n))
+          ecc[kind_name][error_name] = n;
+      }
+    }
+    if (!ecc.empty()) g["ecc"] = ecc;
+
+    // Retired pages (pre-Ampere): the count of each cause; a 0-sized query returns the count,
+    // as NVML_SUCCESS (none) or NVML_ERROR_INSUFFICIENT_SIZE (some).
+    json retired = json::object();
+    const std::pair<nvmlPageRetirementCause_t, const char*> causes[] = {
+        {NVML_PAGE_RETIREMENT_CAUSE_MULTIPLE_SINGLE_BIT_ECC_ERRORS, "single_bit"},
+        {NVML_PAGE_RETIREMENT_CAUSE_DOUBLE_BIT_ECC_ERROR, "double_bit"}};
+    if (a.device_get_retired_pages) {
+      for (const auto& [cause, name] : causes) {
+        unsigned n = 0;
+        unsigned long long address = 0;
+        const nvmlReturn_t rc = a.device_get_retired_pages(dev, cause, &n, &address);
+        if (rc == NVML_SUCCESS || rc == NVML_ERROR_INSUFFICIENT_SIZE) {
+          retired[name] = n;
+        } else if (rc != NVML_ERROR_NOT_SUPPORTED) {
+          warnings.push_back("gpu " + std::to_string(i) +
+                             ": nvmlDeviceGetRetiredPages: " + nvml.error_string(rc));
+        }
+      }
+    }
+    nvmlEnableState_t pending = NVML_FEATURE_DISABLED;
+    if (r.call(a.device_get_retired_pages_pending_status, "nvmlDeviceGetRetiredPagesPendingStatus",
+               dev, &pending))
+      retired["pending"] = pending == NVML_FEATURE_ENABLED;
+    if (!retired.empty()) g["retired_pages"] = retired;
+
+    // Row remapping (Ampere and newer).
+    json remap = json::object();
+    unsigned corr = 0, unc = 0, is_pending = 0, failed = 0;
+    if (r.call(a.device_get_remapped_rows, "nvmlDeviceGetRemappedRows", dev, &corr, &unc,
+               &is_pending, &failed)) {
+      remap = {{"correctable", corr},
+               {"uncorrectable", unc},
+               {"pending", is_pending != 0},
+               {"failed", failed != 0}};
+    }
+    nvmlRowRemapperHistogramValues_t hist{};
+    if (r.call(a.device_get_row_remapper_histogram, "nvmlDeviceGetRowRemapperHistogram", dev,
+               &hist)) {
+      remap["histogram"] = {{"max", hist.max},
+                            {"high", hist.high},
+                            {"partial", hist.partial},
+                            {"low", hist.low},
+                            {"none", hist.none}};
+    }
+    if (!remap.empty()) g["row_remap"] = remap;
+
+    // NVLink error counters of every active link (inactive links and links past the device's
+    // count answer errors that are no finding).
+    json links = json::array();
+    const std::pair<nvmlNvLinkErrorCounter_t, const char*> counters[] = {
+        {NVML_NVLINK_ERROR_DL_CRC_FLIT, "crc_flit"},
+        {NVML_NVLINK_ERROR_DL_CRC_DATA, "crc_data"},
+        {NVML_NVLINK_ERROR_DL_REPLAY, "replay"},
+        {NVML_NVLINK_ERROR_DL_RECOVERY, "recovery"}};
+    if (a.device_get_nvlink_state && a.device_get_nvlink_error_counter) {
+      for (unsigned link = 0; link < NVML_NVLINK_MAX_LINKS; ++link) {
+        nvmlEnableState_t active = NVML_FEATURE_DISABLED;
+        if (a.device_get_nvlink_state(dev, link, &active) != NVML_SUCCESS ||
+            active != NVML_FEATURE_ENABLED)
+          continue;
+        json l = {{"link", link}};
+        for (const auto& [counter, name] : counters) {
+          unsigned long long n = 0;
+          if (a.device_get_nvlink_error_counter(dev, link, counter, &n) == NVML_SUCCESS)
+            l[name] = n;
+        }
+        if (l.size() > 1) links.push_back(l);
+      }
+    }
+    if (!links.empty()) g["nvlink"] = links;
+
+    std::string text;
+    for (const auto& w : warnings) text += (text.empty() ? "" : "; ") + w;
+    g["status"] = text.empty() ? "ok" : text;
+    gpus.push_back(g);
+  }
+#endif
+  return gpus;
+}
+
+NvmlXidEvents::NvmlXidEvents() {
+  const Nvml& nvml = Nvml::get();
+  status_ = nvml.status();
+  if (!nvml.ok()) return;
+#if CLUSTERBENCH_HAVE_NVML
+  const Nvml::Api& a = nvml.api();
+  if (!a.event_set_create || !a.device_register_events || !a.event_set_wait || !a.event_set_free) {
+    status_ = nvml.library() + ": lacks the event API (nvmlEventSetCreate, " +
+              "nvmlDeviceRegisterEvents, nvmlEventSetWait_v2, nvmlEventSetFree)";
+    return;
+  }
+  nvmlEventSet_t set = nullptr;
+  if (const nvmlReturn_t rc = a.event_set_create(&set); rc != NVML_SUCCESS) {
+    status_ = "nvmlEventSetCreate: " + nvml.error_string(rc);
+    return;
+  }
+  set_ = set;
+  unsigned count = 0;
+  if (a.device_get_count(&count) != NVML_SUCCESS) count = 0;
+  std::string refused;
+  for (unsigned i = 0; i < count; ++i) {
+    nvmlDevice_t dev = nullptr;
+    if (a.device_get_handle_by_index(i, &dev) != NVML_SUCCESS) continue;
+    const nvmlReturn_t rc = a.device_register_events(dev, nvmlEventTypeXidCriticalError, set);
+    if (rc != NVML_SUCCESS) {
+      refused += (refused.empty() ? "" : "; ") + std::string("gpu ") + std::to_string(i) +
+                 ": nvmlDeviceRegisterEvents: " + nvml.error_string(rc);
+      continue;
+    }
+    Gpu g;
+    g.handle = dev;
+    g.index = static_cast<int>(i);
+    GpuReader r(nvml, g.index, nullptr);
+    g.uuid = r.text(a.device_get_uuid, "", dev, NVML_DEVICE_UUID_V2_BUFFER_SIZE);
+    nvmlPciInfo_t pci{};
+    if (r.call(a.device_get_pci_info, "", dev, &pci)) g.pci_bus_id = bus_id_of(pci);
+    gpus_.push_back(g);
+  }
+  status_ = refused.empty() ? "ok" : refused;
+#endif
+}
+
+NvmlXidEvents::~NvmlXidEvents() {
+#if CLUSTERBENCH_HAVE_NVML
+  if (set_) Nvml::get().api().event_set_free(static_cast<nvmlEventSet_t>(set_));
+#endif
+}
+
+int NvmlXidEvents::wait([[maybe_unused]] unsigned timeout_ms, [[maybe_unused]] NvmlXidEvent& out) {
+  if (!set_ || gpus_.empty()) return -1;
+#if CLUSTERBENCH_HAVE_NVML
+  const Nvml& nvml = Nvml::get();
+  nvmlEventData_t data{};
+  const nvmlReturn_t rc =
+      nvml.api().event_set_wait(static_cast<nvmlEventSet_t>(set_), &data, timeout_ms);
+  if (rc == NVML_ERROR_TIMEOUT) return 0;
+  if (rc != NVML_SUCCESS) {
+    status_ = "nvmlEventSetWait_v2: " + nvml.error_string(rc);
+    return -1;
+  }
+  if (!(data.eventType & nvmlEventTypeXidCriticalError)) return 0;
+  out = NvmlXidEvent{};
+  out.xid = data.eventData;
+  for (const auto& g : gpus_) {
+    if (g.handle == static_cast<void*>(data.device)) {
+      out.gpu_index = g.index;
+      out.uuid = g.uuid;
+      out.pci_bus_id = g.pci_bus_id;
+    }
+  }
+  return 1;
+#else
+  return -1;
+#endif
+}
+
+// ---------------------------------------------------------------------------------------------
+// Processes on the GPUs.
+
+#if CLUSTERBENCH_HAVE_NVML
+namespace {
+
+// One list (compute or graphics) of one GPU, grown while NVML answers Insufficient Size.
+template <class Info, class Fn>
+nvmlReturn_t list_processes(Fn fn, nvmlDevice_t dev, std::vector<Info>& out) {
+  unsigned count = 16;
+  for (int attempt = 0; attempt < 4; ++attempt) {
+    out.assign(count, Info{});
+    unsigned n = count;
+    const nvmlReturn_t rc = fn(dev, &n, out.data());
+    if (rc == NVML_ERROR_INSUFFICIENT_SIZE) {
+      count = n + 16;
+      continue;
+    }
+    out.resize(rc == NVML_SUCCESS ? std::min(n, count) : 0);
+    return rc;
+  }
+  return NVML_ERROR_INSUFFICIENT_SIZE;
+}
+
+}  // namespace
+#endif
+
+std::vector<NvmlProcess> query_gpu_processes(std::string& status) {
+  std::vector<NvmlProcess> out;
+  const Nvml& nvml = Nvml::get();
+  status = nvml.status();
+  if (!nvml.ok()) return out;
+#if CLUSTERBENCH_HAVE_NVML
+  const Nvml::Api& a = nvml.api();
+  unsigned count = 0;
+  if (nvmlReturn_t rc = a.device_get_count(&count); rc != NVML_SUCCESS) {
+    status = "nvmlDeviceGetCount: " + nvml.error_string(rc);
+    return out;
+  }
+  std::string problems;
+  for (unsigned i = 0; i < count; ++i) {
+    nvmlDevice_t dev = nullptr;
+    if (nvmlReturn_t rc = a.device_get_handle_by_index(i, &dev); rc != NVML_SUCCESS) {
+      problems += "; gpu " + std::to_string(i) + ": nvmlDeviceGetHandleByIndex: " +
+                  nvml.error_string(rc);
+      continue;
+    }
+    char uuid[NVML_DEVICE_UUID_V2_BUFFER_SIZE] = {};
+    if (!a.device_get_uuid || a.device_get_uuid(dev, uuid, sizeof uuid) != NVML_SUCCESS)
+      uuid[0] = '\0';
+    for (const char* type : {"compute", "graphics"}) {
+      const bool compute = type[0] == 'c';
+      auto v2 = compute ? a.device_get_compute_processes : a.device_get_graphics_processes;
+      auto v1 = compute ? a.device_get_compute_processes_v1 : a.device_get_graphics_processes_v1;
+      std::vector<std::pair<unsigned, unsigned long long>> found;  // pid, usedGpuMemory
+      nvmlReturn_t rc = NVML_ERROR_FUNCTION_NOT_FOUND;
+      if (v2) {
+        std::vector<nvmlProcessInfo_v2_t> infos;
+        rc = list_processes(v2, dev, infos);
+        for (const auto& p : infos) found.emplace_back(p.pid, p.usedGpuMemory);
+      } else if (v1) {
+        std::vector<nvmlProcessInfo_v1_t> infos;
+        rc = list_processes(v1, dev, infos);
+        for (const auto& p : infos) found.emplace_back(p.pid, p.usedGpuMemory);
+      }
+      if (rc == NVML_ERROR_NOT_SUPPORTED) continue;  // e.g. graphics lists on a compute GPU
+      if (rc != NVML_SUCCESS) {
+        problems += std::string("; gpu ") + std::to_string(i) + ": nvmlDeviceGet" +
+                    (compute ? "Compute" : "Graphics") + "RunningProcesses: " +
+                    nvml.error_string(rc);
+        continue;
+      }
+      for (const auto& [pid, used] : found) {
+        NvmlProcess p;
+        p.gpu_index = static_cast<int>(i);
+        p.gpu_uuid = uuid;
+        p.pid = pid;
+        p.type = type;
+        p.used_bytes = used == static_cast<unsigned long long>(NVML_VALUE_NOT_AVAILABLE)
+                           ? -1
+                           : static_cast<long long>(used);
+        char name[256] = {};
+        if (a.system_get_process_name &&
+            a.system_get_process_name(pid, name, sizeof name) == NVML_SUCCESS) {
+          name[sizeof name - 1] = '\0';
+          p.name = name;
+        }
+        out.push_back(std::move(p));
+      }
+    }
+  }
+  if (!problems.empty()) status = problems.substr(2);
+#endif
+  return out;
 }
 
 }  // namespace clusterbench

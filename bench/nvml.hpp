@@ -48,12 +48,34 @@ struct GpuTelemetry {
   unsigned long long clock_event_reasons = 0;
   bool clock_event_reasons_valid = false;  ///< false: NVML could not give the mask
   std::vector<std::string> reason_names;   ///< clock_event_reason_names(clock_event_reasons)
+  /// nvmlDeviceGetCurrPcieLinkGeneration / ...Width while the sample is taken (an idle link
+  /// downclocks, so read them under load); 0 where NVML could not give them.
+  int pcie_gen_current = 0, pcie_width_current = 0;
+  int pcie_gen_max = 0, pcie_width_max = 0;  ///< nvmlDeviceGetMaxPcieLink{Generation,Width}
+  double memory_used_bytes = kNaN;   ///< nvmlDeviceGetMemoryInfo used, B
+  double memory_total_bytes = kNaN;  ///< nvmlDeviceGetMemoryInfo total, B
 
   static constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 };
 
 /// Samples GPU `index` (NVML's index). Never throws; see GpuTelemetry::status.
 GpuTelemetry sample_telemetry(int index);
+
+/// A process that holds a context on a GPU (nvmlDeviceGetComputeRunningProcesses_v3 / _v2, else
+/// the unversioned v1 call; the same for ...GraphicsRunningProcesses), as nvidia-smi lists them.
+struct NvmlProcess {
+  int gpu_index = -1;
+  std::string gpu_uuid;
+  unsigned pid = 0;
+  std::string name;            ///< nvmlSystemGetProcessName; "" when NVML cannot say
+  long long used_bytes = -1;   ///< usedGpuMemory, B; -1 when NVML_VALUE_NOT_AVAILABLE
+  std::string type;            ///< "compute" or "graphics"
+};
+
+/// Every process on every GPU of this node, a process on both lists once per list. Never
+/// throws: `status` becomes "ok" or why not (NVML not loaded, a call's error text); a GPU whose
+/// lists cannot be read is named in `status` and the others are still listed.
+std::vector<NvmlProcess> query_gpu_processes(std::string& status);
 
 /// Names of the set bits of an NVML clocks-event (throttle) reason mask, low bit first:
 /// 0x1 gpu_idle, 0x2 applications_clocks_setting, 0x4 sw_power_cap, 0x8 hw_slowdown,
@@ -117,6 +139,46 @@ class Nvml {
   bool initialised_ = false;
   std::unique_ptr<Api> api_;
   std::map<std::string, std::string, std::less<>> resolved_;
+};
+
+
+/// Health counters of every GPU, the "gpus" array of a health snapshot (bench/health.hpp,
+/// docs/health.md): per GPU {"index", "uuid", "pci_bus_id", "status", "ecc", "retired_pages",
+/// "row_remap", "nvlink"}, a counter NVML does not support left out. `status` becomes "ok" or
+/// why NVML could not be used (then the array is empty). Never throws.
+json query_nvml_health(std::string& status);
+
+/// One NVML XID critical-error event.
+struct NvmlXidEvent {
+  int gpu_index = -1;  ///< NVML index of the GPU, -1 when the handle is not one registered
+  std::string uuid, pci_bus_id;
+  unsigned long long xid = 0;  ///< nvmlEventData_t::eventData (999: unknown XID)
+};
+
+/// An NVML event set with every GPU registered for nvmlEventTypeXidCriticalError
+/// (nvmlEventSetCreate, nvmlDeviceRegisterEvents, nvmlEventSetWait_v2, nvmlEventSetFree).
+class NvmlXidEvents {
+ public:
+  NvmlXidEvents();
+  ~NvmlXidEvents();
+  NvmlXidEvents(const NvmlXidEvents&) = delete;
+  NvmlXidEvents& operator=(const NvmlXidEvents&) = delete;
+  /// "ok", or why no GPU (or not every GPU) could be registered.
+  const std::string& status() const { return status_; }
+  int registered() const { return static_cast<int>(gpus_.size()); }
+  /// Waits up to timeout_ms: 1 with `out` filled, 0 on timeout (or a non-XID event), -1 when the
+  /// set is unusable or the wait failed (status() says why). Call from one thread at a time.
+  int wait(unsigned timeout_ms, NvmlXidEvent& out);
+
+ private:
+  struct Gpu {
+    void* handle = nullptr;  ///< nvmlDevice_t
+    int index = -1;
+    std::string uuid, pci_bus_id;
+  };
+  void* set_ = nullptr;
+  std::string status_;
+  std::vector<Gpu> gpus_;
 };
 
 }  // namespace clusterbench

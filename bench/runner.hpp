@@ -21,6 +21,15 @@ struct RunOptions {
   std::string fs_root = "/";
   std::vector<std::string> argv;
   double case_timeout_s = 0;           ///< 0: the suite's default
+  /// --resume DIR: complete that earlier run (its failed and missing cases), appending to it.
+  std::string resume_dir;
+  bool dry_run = false;            ///< --dry-run: print the plan with estimates; run nothing
+  double time_limit_s = 0;         ///< --time-limit: start no case past it (0: none)
+  bool allow_shared_gpus = false;  ///< --allow-shared-gpus: run beside other GPU processes
+  /// Whether --suite, --spec, --only, --set were given (a resume takes the others from the
+  /// earlier run and refuses given ones that differ).
+  bool suite_given = false, spec_given = false, only_given = false, set_given = false;
+  std::string prometheus_path;         ///< --prometheus FILE: textfile of the headline metrics
 };
 
 /// Whether GPU cases run on this rank, and if not, why (DESIGN.md "GPU plugin"):
@@ -48,8 +57,10 @@ double suite_min_time(const std::string& suite);
 int run_command(const RunOptions& opt);
 
 /// `clusterbench report DIR [--spec F]`: evaluates and renders; returns the exit code.
+/// `prometheus`: also write the Prometheus textfile there (reports/prometheus.hpp).
 /// Throws InputError for a missing/empty/malformed directory or spec.
-int report_command(const std::string& dir, const std::string& spec_path, bool quiet = false);
+int report_command(const std::string& dir, const std::string& spec_path, bool quiet = false,
+                   const std::string& prometheus = "");
 
 /// Directory of the seed spec tables: $CLUSTERBENCH_SPECS_DIR, else reports/specs of the source
 /// tree this binary was built from.

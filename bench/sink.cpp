@@ -26,7 +26,14 @@ Sink::~Sink() {
 
 void Sink::write_run(const RunRecord& run) {
   std::lock_guard<std::mutex> lock(mu_);
-  write_file_atomic(dir_ + "/run.json", json(run).dump(2) + "\n");
+  json j = run;
+  for (const auto& [k, v] : run_fields_.items()) j[k] = v;
+  write_file_atomic(dir_ + "/run.json", j.dump(2) + "\n");
+}
+
+void Sink::set_run_field(const std::string& key, json value) {
+  std::lock_guard<std::mutex> lock(mu_);
+  run_fields_[key] = std::move(value);
 }
 
 void Sink::append(const ResultRecord& rec) { append_line(json(rec).dump()); }

@@ -20,6 +20,9 @@ class Sink {
   const std::string& dir() const { return dir_; }
   /// Rewrites run.json: temporary file, fsync, rename. Thread-safe.
   void write_run(const RunRecord& run);
+  /// A top-level run.json field beyond RunRecord's ("resumes", "time_limit", "shared_gpus"),
+  /// written with every later write_run. Thread-safe.
+  void set_run_field(const std::string& key, json value);
   /// Appends one record as one line with a single write(2), then fdatasync. Thread-safe.
   /// Throws std::runtime_error (naming the file and errno text, e.g. "No space left on device").
   void append(const ResultRecord& rec);
@@ -30,6 +33,7 @@ class Sink {
   std::string dir_;
   int fd_ = -1;
   std::mutex mu_;
+  json run_fields_ = json::object();
 };
 
 /// Points `<root>/latest` at `run_dir` (a relative symlink, replaced atomically).

@@ -49,6 +49,14 @@ void Watchdog::disarm() {
   armed_ = false;
 }
 
+void Watchdog::trip(const std::string& reason) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    tripped_ = reason;
+  }
+  cv_.notify_all();
+}
+
 void Watchdog::loop() {
   std::unique_lock<std::mutex> lock(mu_);
   while (!stop_) {
@@ -58,6 +66,8 @@ void Watchdog::loop() {
     if (int sig = g_signal.load()) {
       reason = std::string("terminated by signal ") + (sig == SIGTERM ? "SIGTERM" : "SIGINT") +
                " (a rank died, or the job was cancelled)" + (armed_ ? " during " + what_ : "");
+    } else if (!tripped_.empty()) {
+      reason = tripped_;
     } else if (armed_ && std::chrono::steady_clock::now() > deadline_) {
       reason = "case deadline of " + std::to_string(static_cast<int>(seconds_)) +
                " s passed during " + what_ + " (hung collective or dead peer?)";

@@ -21,6 +21,9 @@ class Watchdog {
   /// Arms the deadline for the case named `what`.
   void arm(const std::string& what, double seconds);
   void disarm();
+  /// Aborts now, from any thread, as a passed deadline does (`reason` goes to on_abort): rank 0
+  /// does so when another rank reports its own abort (bench/progress.hpp).
+  void trip(const std::string& reason);
 
  private:
   void loop();
@@ -30,6 +33,7 @@ class Watchdog {
   bool stop_ = false;
   bool armed_ = false;
   std::string what_;
+  std::string tripped_;
   double seconds_ = 0;
   std::chrono::steady_clock::time_point deadline_;
   std::thread thread_;

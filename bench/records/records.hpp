@@ -67,6 +67,9 @@ struct GpuInfo {
   std::string ecc_mode;  ///< "enabled", "disabled" or "" (unknown)
   int numa_node = -1;
   std::string source;  ///< "nvml" or "pci"
+  std::string board_part_number;  ///< nvmlDeviceGetBoardPartNumber, "" unknown
+  std::string persistence_mode;   ///< "enabled", "disabled" or "" (unknown)
+  std::string mig_mode;           ///< current MIG mode: "enabled", "disabled" or "" (unsupported)
 };
 
 struct NicInfo {
@@ -78,6 +81,8 @@ struct NicInfo {
   std::string firmware;
   int mtu = 0;
   std::string netdev;  ///< associated interface, if any
+  std::string pci_bus_id;  ///< the PCI function behind it ("0000:1a:00.0"), "" if virtual
+  int numa_node = -1;      ///< its device's numa_node, -1 if unknown
 };
 
 struct BlockDevice {
@@ -97,6 +102,25 @@ struct Tuning {
   std::string thp;  ///< the selected value of transparent_hugepage/enabled
   long long net_core_rmem_max = -1, net_core_wmem_max = -1;
   std::string tcp_rmem, tcp_wmem;  ///< "min default max" as in /proc/sys
+};
+
+/// /sys/class/dmi/id. A file that exists but cannot be read (serials are root-only) holds
+/// kDmiUnreadable; one that does not exist holds "".
+struct DmiInfo {
+  std::string sys_vendor, product_name, product_serial, board_name, board_serial, chassis_serial,
+      bios_version, bios_date;
+};
+inline constexpr const char* kDmiUnreadable = "unreadable";
+
+/// What GPUDirect RDMA depends on: IOMMU, PCIe ACS and the peer-memory module.
+struct GpuDirectSettings {
+  std::string iommu_cmdline;    ///< iommu-related /proc/cmdline words ("intel_iommu=on iommu=pt")
+  int iommu_groups = -1;        ///< entries of /sys/kernel/iommu_groups; -1 unreadable
+  std::string peermem;          ///< loaded module: "nvidia_peermem", "nv_peer_mem" or "" (none)
+  int acs_bridges_checked = 0;  ///< PCI bridges whose extended config space could be read
+  /// Bridges with ACS P2P Request or Completion Redirect enabled (they route GPU<->NIC P2P
+  /// through the root complex), by bus id.
+  std::vector<std::string> acs_redirect;
 };
 
 /// Status of the GPU stack on a node: decides waived vs failed for GPU cases.
@@ -120,8 +144,13 @@ struct EnvRecord {
   std::vector<BlockDevice> block_devices;
   Versions versions;
   Tuning tuning;
+  DmiInfo dmi;
+  GpuDirectSettings gpudirect;
   std::map<std::string, std::string> environment;  ///< allow-listed variables only
   std::vector<std::string> warnings;               ///< what could not be read, and why
+  /// Health counter snapshots (docs/health.md): {"start": ..., "end": ...}, each a
+  /// clusterbench.health/1 object (bench/health.hpp); {} when not collected (older runs).
+  json health = json::object();
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -237,6 +266,10 @@ void to_json(json& j, const Versions& v);
 void from_json(const json& j, Versions& v);
 void to_json(json& j, const Tuning& v);
 void from_json(const json& j, Tuning& v);
+void to_json(json& j, const DmiInfo& v);
+void from_json(const json& j, DmiInfo& v);
+void to_json(json& j, const GpuDirectSettings& v);
+void from_json(const json& j, GpuDirectSettings& v);
 void to_json(json& j, const GpuStatus& v);
 void from_json(const json& j, GpuStatus& v);
 void to_json(json& j, const EnvRecord& v);

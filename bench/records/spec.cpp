@@ -136,7 +136,10 @@ Requirement parse_row(const json& r, const std::string& where) {
     throw InputError(row + ": field 'severity' is '" + q.severity + "', expected fail or warn");
   json sel = require_field<json>(r, "select", row);
   if (!sel.is_object()) throw InputError(row + ": field 'select' must be an object");
-  if (sel.contains("env")) {
+  if (sel.contains("health")) {
+    q.select.health = require_field<std::string>(sel, "health", row + " select");
+    if (q.select.health.empty()) throw InputError(row + ": field 'select.health' is empty");
+  } else if (sel.contains("env")) {
     q.select.env = require_field<std::string>(sel, "env", row + " select");
     if (sel.contains("where")) q.select.where = sel.at("where");
     check_where(q.select.env, q.select.where, row);
@@ -186,6 +189,9 @@ Requirement parse_row(const json& r, const std::string& where) {
     if (expect.empty() && (q.op == ">=" || q.op == "<="))
       throw InputError(row + ": field 'op' is '" + q.op + "' but " + q.select.env +
                        " is not a number");
+  } else if (!q.select.health.empty() && q.unit != "count") {
+    throw InputError(row + ": field 'unit' is '" + q.unit + "' but health counter " +
+                     q.select.health + " is in 'count'");
   } else if (q.aggregate == "count" && q.unit != "count") {
     throw InputError(row + ": field 'unit' must be 'count' with aggregate 'count'");
   }

@@ -15,6 +15,10 @@ struct Select {
   std::string benchmark;              ///< e.g. "compute.memory_bandwidth"
   json params = json::object();       ///< subset that a record's params must contain
   std::string metric;                 ///< metric name within the record
+  /// A health counter delta between a node's start and end snapshots (docs/health.md), e.g.
+  /// "gpu.ecc_uncorrected", "ib.symbol_error"; its names are reports/health.hpp's
+  /// health_metrics(). Empty for env and record rows.
+  std::string health;
   /// Env rows only: conditions on sibling fields of each match, keyed by a pointer relative to
   /// the element the last `*` names ({"/state": "ACTIVE", "/rate_gbps": {">=": 200}}). A
   /// condition is a value (==) or {OP: value} with OP one of the row ops or "nccl_ifname" (the

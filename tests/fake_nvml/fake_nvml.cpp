@@ -10,9 +10,13 @@
 //              "nvlink_up": 18, "nvlink_links": 18 (default 18), "ecc": true, "numa_node": 0,
 //              "sm_clock_mhz", "temperature_c", "power_mw", "power_limit_mw",
 //              "clocks_event_reasons",
+//              "board_part_number": "699-2G520-0200-000", "persistence_mode": true,
+//              "mig_mode": false, "memory_used_bytes" (default 0),
 //              "handle_error": 15,                     nvmlDeviceGetHandleByIndex_v2 fails so
 //              "errors": {"nvmlDeviceGetSerial": 15}   that entry point fails so
 //             }]}
+// A GPU's "health" object (ECC, retired pages, row remapping, NVLink errors, XID events; counters
+// that rise between readings) is described at the health section near the end of this file.
 // A field absent from a GPU makes its getter return NVML_ERROR_NOT_SUPPORTED. Device handles
 // are pointers to the GPU entries.
 //
@@ -23,12 +27,18 @@
 #define NVML_NO_UNVERSIONED_FUNC_DEFS
 #include <nvml.h>
 
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <map>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace {
@@ -50,6 +60,8 @@ State& state() {
   return s;
 }
 
+void reset_health_sequences();
+
 nvmlReturn_t load_json() {
   const char* path = std::getenv("FAKE_NVML_JSON");
   if (!path || !*path) {
@@ -70,6 +82,7 @@ nvmlReturn_t load_json() {
   }
   s.gpus.clear();
   for (const auto& g : s.doc.value("gpus", json::array())) s.gpus.push_back(Gpu{g});
+  reset_health_sequences();
   return NVML_SUCCESS;
 }
 
@@ -292,9 +305,11 @@ nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t device, nvmlMemory_t* memory) 
       rc != NVML_SUCCESS) {
     return rc;
   }
+  // "memory_used_bytes" (default 0): what other processes and ours hold.
+  const unsigned long long used = gpu_of(device)->value("memory_used_bytes", 0ULL);
   memory->total = total;
-  memory->used = 0;
-  memory->free = total;
+  memory->used = std::min(used, total);
+  memory->free = total - memory->used;
   return NVML_SUCCESS;
 }
 
@@ -361,6 +376,36 @@ nvmlReturn_t nvmlDeviceGetMemoryAffinity(nvmlDevice_t device, unsigned int nodeS
   return NVML_SUCCESS;
 }
 
+nvmlReturn_t nvmlDeviceGetBoardPartNumber(nvmlDevice_t device, char* partNumber,
+                                          unsigned int length) {
+  return text_field(device, "nvmlDeviceGetBoardPartNumber", "board_part_number", partNumber,
+                    length);
+}
+
+nvmlReturn_t nvmlDeviceGetPersistenceMode(nvmlDevice_t device, nvmlEnableState_t* mode) {
+  if (!mode) return NVML_ERROR_INVALID_ARGUMENT;
+  bool on = false;
+  if (nvmlReturn_t rc =
+          number_field(device, "nvmlDeviceGetPersistenceMode", "persistence_mode", &on);
+      rc != NVML_SUCCESS) {
+    return rc;
+  }
+  *mode = on ? NVML_FEATURE_ENABLED : NVML_FEATURE_DISABLED;
+  return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlDeviceGetMigMode(nvmlDevice_t device, unsigned int* currentMode,
+                                  unsigned int* pendingMode) {
+  if (!currentMode || !pendingMode) return NVML_ERROR_INVALID_ARGUMENT;
+  bool on = false;
+  if (nvmlReturn_t rc = number_field(device, "nvmlDeviceGetMigMode", "mig_mode", &on);
+      rc != NVML_SUCCESS) {
+    return rc;
+  }
+  *currentMode = *pendingMode = on ? NVML_DEVICE_MIG_ENABLE : NVML_DEVICE_MIG_DISABLE;
+  return NVML_SUCCESS;
+}
+
 // ---------------------------------------------------------------------------------------------
 // Telemetry.
 
@@ -389,3 +434,306 @@ nvmlReturn_t nvmlDeviceGetCurrentClocksThrottleReasons(nvmlDevice_t device,
   return number_field(device, "nvmlDeviceGetCurrentClocksThrottleReasons", "clocks_event_reasons",
                       clocksThrottleReasons);
 }
+
+// ---------------------------------------------------------------------------------------------
+// Processes on a GPU (the busy-GPU check). A GPU's "processes": [{"pid": 4242, "name": "python3",
+// "used_memory_bytes": 1073741824 (absent: NVML_VALUE_NOT_AVAILABLE), "type": "compute" (default)
+// or "graphics"}]. As a 535-era driver: the compute list under _v3 (and _v2), the graphics list
+// under _v2 only (the loader falls back), the unversioned names fail; nvmlSystemGetProcessName
+// answers from "name", else Not Found.
+
+namespace {
+
+nvmlReturn_t fake_processes(nvmlDevice_t device, const char* entry, const char* type,
+                            unsigned int* count, nvmlProcessInfo_v2_t* infos) {
+  if (!count) return NVML_ERROR_INVALID_ARGUMENT;
+  if (state().init_count == 0) return NVML_ERROR_UNINITIALIZED;
+  const json* g = gpu_of(device);
+  if (!g) return NVML_ERROR_INVALID_ARGUMENT;
+  if (g->contains("errors") && (*g)["errors"].contains(entry))
+    return static_cast<nvmlReturn_t>((*g)["errors"][entry].get<int>());
+  static const json kNone = json::array();
+  const json& all = g->contains("processes") ? (*g)["processes"] : kNone;
+  std::vector<const json*> mine;
+  for (const auto& p : all)
+    if (p.value("type", std::string("compute")) == type) mine.push_back(&p);
+  const unsigned room = *count;
+  *count = static_cast<unsigned>(mine.size());
+  if (mine.size() > room || (!infos && !mine.empty())) return NVML_ERROR_INSUFFICIENT_SIZE;
+  for (size_t i = 0; i < mine.size(); ++i) {
+    infos[i] = nvmlProcessInfo_v2_t{};
+    infos[i].pid = (*mine[i])["pid"].get<unsigned>();
+    const auto none = static_cast<unsigned long long>(NVML_VALUE_NOT_AVAILABLE);
+    infos[i].usedGpuMemory = mine[i]->value("used_memory_bytes", none);
+    infos[i].gpuInstanceId = infos[i].computeInstanceId = 0xFFFFFFFF;
+  }
+  return NVML_SUCCESS;
+}
+
+}  // namespace
+
+nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t device, unsigned int* count,
+                                                     nvmlProcessInfo_v2_t* infos) {
+  return fake_processes(device, "nvmlDeviceGetComputeRunningProcesses_v3", "compute", count,
+                        infos);
+}
+
+nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v2(nvmlDevice_t device, unsigned int* count,
+                                                     nvmlProcessInfo_v2_t* infos) {
+  return fake_processes(device, "nvmlDeviceGetComputeRunningProcesses_v2", "compute", count,
+                        infos);
+}
+
+nvmlReturn_t nvmlDeviceGetGraphicsRunningProcesses_v2(nvmlDevice_t device, unsigned int* count,
+                                                      nvmlProcessInfo_v2_t* infos) {
+  return fake_processes(device, "nvmlDeviceGetGraphicsRunningProcesses_v2", "graphics", count,
+                        infos);
+}
+
+nvmlReturn_t nvmlDeviceGetComputeRunningProcesses(nvmlDevice_t, unsigned int*,
+                                                  nvmlProcessInfo_v1_t*) {
+  return NVML_ERROR_UNKNOWN;
+}
+
+nvmlReturn_t nvmlSystemGetProcessName(unsigned int pid, char* name, unsigned int length) {
+  State& s = state();
+  if (s.init_count == 0) return NVML_ERROR_UNINITIALIZED;
+  for (const auto& g : s.gpus)
+    for (const auto& p : g.j.value("processes", json::array()))
+      if (p.value("pid", 0u) == pid && p.contains("name"))
+        return copy_text(p["name"].get<std::string>(), name, length);
+  return NVML_ERROR_NOT_FOUND;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Health counters and XID events (bench/health.hpp). A GPU's "health" object:
+//   {"ecc": {"volatile": {"corrected": 0, "uncorrected": [0, 2]}, "aggregate": {...}},
+//    "retired_pages": {"single_bit": 0, "double_bit": 0, "pending": false},
+//    "row_remap": {"correctable": 0, "uncorrectable": 0, "pending": false, "failed": false,
+//                  "histogram": {"max": 640, "high": 0, "partial": 0, "low": 0, "none": 0}},
+//    "nvlink_errors": [{"crc_flit": 0, "crc_data": 0, "replay": 0, "recovery": 0}, ...],
+//    "xid_events": [79]}
+// A counter given as an array yields its elements on successive calls, then repeats its last: a
+// run's start snapshot reads the first and its end snapshot the second, so counters rise during
+// a run. nvlink_errors[i] is link i (links past the array count 0 errors; no nvlink_errors: Not
+// Supported). xid_events are handed out by nvmlEventSetWait_v2, one per call, to a set that
+// registered the GPU; after that it waits its timeout and returns NVML_ERROR_TIMEOUT.
+
+namespace {
+
+std::mutex& health_mutex() {
+  static std::mutex m;
+  return m;
+}
+
+// Calls so far per (GPU, field): the index into an array-valued counter.
+std::map<std::string, size_t>& counter_calls() {
+  static std::map<std::string, size_t> calls;
+  return calls;
+}
+
+// Events already handed out per GPU.
+std::map<const json*, size_t>& xid_delivered() {
+  static std::map<const json*, size_t> delivered;
+  return delivered;
+}
+
+// The current reading of counter `v` (a number, or an array of successive readings).
+template <class T>
+nvmlReturn_t take(nvmlDevice_t device, const std::string& field, const json* v, T* out) {
+  try {
+    if (v->is_array()) {
+      if (v->empty()) return NVML_ERROR_NOT_SUPPORTED;
+      std::lock_guard lock(health_mutex());
+      const std::string key = std::to_string(reinterpret_cast<std::uintptr_t>(device)) + field;
+      size_t& n = counter_calls()[key];
+      *out = (*v)[std::min(n, v->size() - 1)].get<T>();
+      ++n;
+    } else {
+      *out = v->get<T>();
+    }
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "fake_nvml: %s: %s\n", field.c_str(), e.what());
+    return NVML_ERROR_UNKNOWN;
+  }
+  return NVML_SUCCESS;
+}
+
+template <class T>
+nvmlReturn_t counter_field(nvmlDevice_t device, const char* entry, const std::string& field,
+                           T* out) {
+  if (!out) return NVML_ERROR_INVALID_ARGUMENT;
+  const json* v = nullptr;
+  if (nvmlReturn_t rc = lookup(device, entry, field.c_str(), &v); rc != NVML_SUCCESS) return rc;
+  return take(device, field, v, out);
+}
+
+struct FakeEventSet {
+  std::vector<nvmlDevice_t> devices;
+};
+
+}  // namespace
+
+nvmlReturn_t nvmlDeviceGetTotalEccErrors(nvmlDevice_t device, nvmlMemoryErrorType_t errorType,
+                                         nvmlEccCounterType_t counterType,
+                                         unsigned long long* eccCounts) {
+  const char* kind = counterType == NVML_VOLATILE_ECC    ? "volatile"
+                     : counterType == NVML_AGGREGATE_ECC ? "aggregate"
+                                                         : nullptr;
+  const char* error = errorType == NVML_MEMORY_ERROR_TYPE_CORRECTED     ? "corrected"
+                      : errorType == NVML_MEMORY_ERROR_TYPE_UNCORRECTED ? "uncorrected"
+                                                                        : nullptr;
+  if (!kind || !error) return NVML_ERROR_INVALID_ARGUMENT;
+  return counter_field(device, "nvmlDeviceGetTotalEccErrors",
+                       std::string("health.ecc.") + kind + "." + error, eccCounts);
+}
+
+nvmlReturn_t nvmlDeviceGetRetiredPages(nvmlDevice_t device, nvmlPageRetirementCause_t cause,
+                                       unsigned int* pageCount, unsigned long long* addresses) {
+  if (!pageCount) return NVML_ERROR_INVALID_ARGUMENT;
+  const char* name = cause == NVML_PAGE_RETIREMENT_CAUSE_MULTIPLE_SINGLE_BIT_ECC_ERRORS
+                         ? "single_bit"
+                     : cause == NVML_PAGE_RETIREMENT_CAUSE_DOUBLE_BIT_ECC_ERROR ? "double_bit"
+                                                                                : nullptr;
+  if (!name) return NVML_ERROR_INVALID_ARGUMENT;
+  unsigned n = 0;
+  if (nvmlReturn_t rc = counter_field(device, "nvmlDeviceGetRetiredPages",
+                                      std::string("health.retired_pages.") + name, &n);
+      rc != NVML_SUCCESS) {
+    return rc;
+  }
+  // As the driver does: the count always; the addresses only when the buffer holds them all.
+  const unsigned room = *pageCount;
+  *pageCount = n;
+  if (n > room) return NVML_ERROR_INSUFFICIENT_SIZE;
+  for (unsigned i = 0; i < n && addresses; ++i) addresses[i] = 0x1000ULL * (i + 1);
+  return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlDeviceGetRetiredPagesPendingStatus(nvmlDevice_t device,
+                                                    nvmlEnableState_t* isPending) {
+  if (!isPending) return NVML_ERROR_INVALID_ARGUMENT;
+  bool pending = false;
+  if (nvmlReturn_t rc = counter_field(device, "nvmlDeviceGetRetiredPagesPendingStatus",
+                                      "health.retired_pages.pending", &pending);
+      rc != NVML_SUCCESS) {
+    return rc;
+  }
+  *isPending = pending ? NVML_FEATURE_ENABLED : NVML_FEATURE_DISABLED;
+  return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlDeviceGetRemappedRows(nvmlDevice_t device, unsigned int* corrRows,
+                                       unsigned int* uncRows, unsigned int* isPending,
+                                       unsigned int* failureOccurred) {
+  if (!corrRows || !uncRows || !isPending || !failureOccurred) return NVML_ERROR_INVALID_ARGUMENT;
+  const char* entry = "nvmlDeviceGetRemappedRows";
+  bool pending = false, failed = false;
+  for (nvmlReturn_t rc : {counter_field(device, entry, "health.row_remap.correctable", corrRows),
+                          counter_field(device, entry, "health.row_remap.uncorrectable", uncRows),
+                          counter_field(device, entry, "health.row_remap.pending", &pending),
+                          counter_field(device, entry, "health.row_remap.failed", &failed)}) {
+    if (rc != NVML_SUCCESS) return rc;
+  }
+  *isPending = pending ? 1 : 0;
+  *failureOccurred = failed ? 1 : 0;
+  return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlDeviceGetRowRemapperHistogram(nvmlDevice_t device,
+                                               nvmlRowRemapperHistogramValues_t* values) {
+  if (!values) return NVML_ERROR_INVALID_ARGUMENT;
+  const char* entry = "nvmlDeviceGetRowRemapperHistogram";
+  const std::string h = "health.row_remap.histogram.";
+  for (nvmlReturn_t rc : {counter_field(device, entry, h + "max", &values->max),
+                          counter_field(device, entry, h + "high", &values->high),
+                          counter_field(device, entry, h + "partial", &values->partial),
+                          counter_field(device, entry, h + "low", &values->low),
+                          counter_field(device, entry, h + "none", &values->none)}) {
+    if (rc != NVML_SUCCESS) return rc;
+  }
+  return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlDeviceGetNvLinkErrorCounter(nvmlDevice_t device, unsigned int link,
+                                             nvmlNvLinkErrorCounter_t counter,
+                                             unsigned long long* counterValue) {
+  if (!counterValue) return NVML_ERROR_INVALID_ARGUMENT;
+  const char* name = counter == NVML_NVLINK_ERROR_DL_REPLAY     ? "replay"
+                     : counter == NVML_NVLINK_ERROR_DL_RECOVERY ? "recovery"
+                     : counter == NVML_NVLINK_ERROR_DL_CRC_FLIT ? "crc_flit"
+                     : counter == NVML_NVLINK_ERROR_DL_CRC_DATA ? "crc_data"
+                                                                : nullptr;
+  if (!name) return NVML_ERROR_NOT_SUPPORTED;
+  const json* links = nullptr;
+  if (nvmlReturn_t rc =
+          lookup(device, "nvmlDeviceGetNvLinkErrorCounter", "health.nvlink_errors", &links);
+      rc != NVML_SUCCESS) {
+    return rc;
+  }
+  if (link >= gpu_of(device)->value("nvlink_links", 18u)) return NVML_ERROR_INVALID_ARGUMENT;
+  if (link >= links->size() || !(*links)[link].contains(name)) {
+    *counterValue = 0;
+    return NVML_SUCCESS;
+  }
+  return take(device, "health.nvlink_errors." + std::to_string(link) + "." + name,
+              &(*links)[link][name], counterValue);
+}
+
+nvmlReturn_t nvmlEventSetCreate(nvmlEventSet_t* set) {
+  if (!set) return NVML_ERROR_INVALID_ARGUMENT;
+  if (state().init_count == 0) return NVML_ERROR_UNINITIALIZED;
+  *set = reinterpret_cast<nvmlEventSet_t>(new FakeEventSet);
+  return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlDeviceRegisterEvents(nvmlDevice_t device, unsigned long long eventTypes,
+                                      nvmlEventSet_t set) {
+  if (!set) return NVML_ERROR_INVALID_ARGUMENT;
+  const json* g = gpu_of(device);
+  if (!g) return NVML_ERROR_INVALID_ARGUMENT;
+  if (g->contains("errors") && (*g)["errors"].contains("nvmlDeviceRegisterEvents"))
+    return static_cast<nvmlReturn_t>((*g)["errors"]["nvmlDeviceRegisterEvents"].get<int>());
+  if (!(eventTypes & nvmlEventTypeXidCriticalError)) return NVML_ERROR_NOT_SUPPORTED;
+  std::lock_guard lock(health_mutex());
+  reinterpret_cast<FakeEventSet*>(set)->devices.push_back(device);
+  return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlEventSetWait_v2(nvmlEventSet_t set, nvmlEventData_t* data,
+                                 unsigned int timeoutms) {
+  if (!set || !data) return NVML_ERROR_INVALID_ARGUMENT;
+  {
+    std::lock_guard lock(health_mutex());
+    for (nvmlDevice_t device : reinterpret_cast<FakeEventSet*>(set)->devices) {
+      const json* g = gpu_of(device);
+      if (!g || !g->contains("health") || !(*g)["health"].contains("xid_events")) continue;
+      const json& xids = (*g)["health"]["xid_events"];
+      size_t& n = xid_delivered()[g];
+      if (n >= xids.size()) continue;
+      *data = nvmlEventData_t{};
+      data->device = device;
+      data->eventType = nvmlEventTypeXidCriticalError;
+      data->eventData = xids[n++].get<unsigned long long>();
+      data->gpuInstanceId = data->computeInstanceId = 0xFFFFFFFFu;
+      return NVML_SUCCESS;
+    }
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(timeoutms));
+  return NVML_ERROR_TIMEOUT;
+}
+
+nvmlReturn_t nvmlEventSetFree(nvmlEventSet_t set) {
+  if (!set) return NVML_ERROR_INVALID_ARGUMENT;
+  delete reinterpret_cast<FakeEventSet*>(set);
+  return NVML_SUCCESS;
+}
+
+namespace {
+// A new JSON document starts every counter sequence and event list afresh.
+void reset_health_sequences() {
+  std::lock_guard lock(health_mutex());
+  counter_calls().clear();
+  xid_delivered().clear();
+}
+}  // namespace

@@ -35,6 +35,11 @@ expect_rc 2 "$CB_BIN" run --suite ci --set nonsense --out "$TMP/r4"
 expect_out "--set: 'nonsense' is not KEY=VALUE"
 expect_rc 2 "$CB_BIN" run --suite ci --set nosuch.key=1 --out "$TMP/r4"
 expect_out "--set nosuch.key: no benchmark or area"
+# A misspelt knob of a real benchmark, and of an area, are refused too (not silently ignored).
+expect_rc 2 "$CB_BIN" run --suite ci --set collectives.all_reduce.backend=mpi --out "$TMP/r4"
+expect_out "--set collectives.all_reduce.backend: collectives.all_reduce has no such knob"
+expect_rc 2 "$CB_BIN" run --suite ci --set io.sratch=/tmp --out "$TMP/r4"
+expect_out "--set io.sratch: io has no such knob"
 ok "bad --set is refused"
 
 # Results directory missing, empty, or with a malformed record.

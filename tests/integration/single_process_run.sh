@@ -61,8 +61,10 @@ ok "default results/<run-id> and results/latest"
 
 # 2. -DCLUSTERBENCH_MPI=OFF: a single-process binary.
 NOMPI=$TMP/build-nompi
+CB_CCACHE=$(command -v ccache || true)  # reuse compiled objects where ccache is installed
 cmake -S "$CB_SOURCE_DIR" -B "$NOMPI" -DCLUSTERBENCH_MPI=OFF -DCLUSTERBENCH_CUDA=OFF \
-  -DCLUSTERBENCH_TESTS=OFF -DCMAKE_BUILD_TYPE=Release >"$TMP/cmake.log" 2>&1 || { cat "$TMP/cmake.log"; fail "configure without MPI"; }
+  -DCLUSTERBENCH_TESTS=OFF -DCMAKE_BUILD_TYPE=Release \
+  ${CB_CCACHE:+-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache} >"$TMP/cmake.log" 2>&1 || { cat "$TMP/cmake.log"; fail "configure without MPI"; }
 cmake --build "$NOMPI" --target clusterbench -j2 >"$TMP/build.log" 2>&1 || { tail -30 "$TMP/build.log"; fail "build without MPI"; }
 if ldd "$NOMPI/clusterbench" | grep -q libmpi; then fail "the MPI=OFF binary links libmpi"; fi
 expect_rc 1 "$NOMPI/clusterbench" run --suite ci --only compute.memory_bandwidth --set compute.memory_bandwidth.array_bytes=16M --out "$TMP/nompi"

@@ -38,6 +38,7 @@ class Hang : public Benchmark {
   std::string id() const override { return "test.hang"; }
   std::string description() const override { return "test-only stalled cluster case"; }
   Level level() const override { return Level::cluster; }
+  std::vector<std::string> knobs() const override { return {"rank", "seconds"}; }
   std::vector<json> cases(const Settings& s) const override {
     return {{{"seconds", s.get_double(id(), "seconds", 3600)}}};
   }

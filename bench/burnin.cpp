@@ -1,0 +1,678 @@
+// `clusterbench burnin` (burnin.hpp, docs/burnin.md).
+#include "burnin.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <cctype>
+#include <chrono>
+#include <cmath>
+#include <condition_variable>
+#include <csignal>
+#include <cstdlib>
+#include <ctime>
+#include <filesystem>
+#include <iostream>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <thread>
+
+#include "collectives/collective.hpp"
+#include "compute/burnin.hpp"
+#include "compute/gpu_telemetry.hpp"
+#include "context.hpp"
+#include "error.hpp"
+#include "gpu_plugin.hpp"
+#include "health.hpp"
+#include "inventory.hpp"
+#include "nvml.hpp"
+#include "reports/burnin.hpp"
+#include "reports/health.hpp"
+#include "runner.hpp"
+#include "sink.hpp"
+#include "spec.hpp"
+
+namespace clusterbench {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+constexpr std::uint64_t kSeed = 20261130;
+constexpr int kSamples = 16;
+
+std::atomic<int> g_signal{0};
+void on_signal(int sig) { g_signal.store(sig); }
+
+/// SIGINT/SIGTERM end the soak at the next interval boundary instead of killing the process.
+class SignalGuard {
+ public:
+  SignalGuard() {
+    struct sigaction sa {};
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGTERM, &sa, &old_term_);
+    sigaction(SIGINT, &sa, &old_int_);
+  }
+  ~SignalGuard() {
+    sigaction(SIGTERM, &old_term_, nullptr);
+    sigaction(SIGINT, &old_int_, nullptr);
+  }
+
+ private:
+  struct sigaction old_term_ {
+  }, old_int_{};
+};
+
+/// Test-only fault injection (docs/burnin.md): the world rank named by the variable, or -1.
+int test_rank(const char* var) {
+  const char* v = std::getenv(var);
+  if (!v || !*v) return -1;
+  char* end = nullptr;
+  long r = std::strtol(v, &end, 10);
+  return end && *end == '\0' && r >= 0 ? static_cast<int>(r) : -1;
+}
+
+std::string make_run_id(const std::string& host) {
+  std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y%m%dT%H%M%SZ", &tm);
+  std::string safe;
+  for (char c : host)
+    safe +=
+        std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-' || c == '_' ? c : '_';
+  return std::string(buf) + "-" + safe.substr(0, 64);
+}
+
+/// The all_reduce loop on its own thread: during each interval it runs sum all_reduces of
+/// `count` floats back to back. One more element travels with the data: each rank puts 1 there
+/// once its interval is over, and every rank stops after the first operation whose sum of it is
+/// non-zero, so all ranks run the same number of operations. The last result is checked against
+/// the expected sums (collectives::kAllReduce) after every interval.
+class AllReduceLoop {
+ public:
+  struct Interval {
+    long long ops = 0;
+    double seconds = 0;
+    long long wrong = 0;
+    std::string error;
+  };
+
+  AllReduceLoop(collectives::Backend* be, long long count, int device)
+      : be_(be), count_(count), device_(device) {
+    if (!be_) return;
+    size_t bytes = static_cast<size_t>(count_ + 1) * sizeof(float);
+    host_.resize(static_cast<size_t>(count_ + 1));
+    for (long long i = 0; i < count_; ++i)
+      host_[static_cast<size_t>(i)] = static_cast<float>(collectives::input_value(be_->rank(), i));
+    host_.back() = 0;
+    send_ = be_->alloc(bytes);
+    recv_ = be_->alloc(bytes);
+    be_->upload(send_, host_.data(), bytes);
+    thread_ = std::thread([this] { loop(); });
+  }
+  ~AllReduceLoop() {
+    if (!be_) return;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      quit_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+    be_->release(send_);
+    be_->release(recv_);
+  }
+  bool active() const { return be_ != nullptr; }
+  long long bytes() const { return count_ * static_cast<long long>(sizeof(float)); }
+
+  void start() {
+    if (!be_) return;
+    std::lock_guard<std::mutex> lock(mu_);
+    end_.store(false);
+    ++started_;
+    cv_.notify_all();
+  }
+  /// Marks this rank's interval over and waits for the loop to stop (with every rank's).
+  Interval finish() {
+    if (!be_) return {};
+    end_.store(true);
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait(lock, [&] { return finished_ == started_; });
+    return last_;
+  }
+
+ private:
+  void loop() {
+    if (device_ >= 0) {
+      // NCCL from this thread: CUDA's current device is per thread.
+      auto set = reinterpret_cast<int (*)(int, char*, size_t)>(
+          load_gpu_plugin().symbol("cb_gpu_set_device"));
+      char err[256] = {0};
+      if (set) set(device_, err, sizeof err);
+    }
+    long long seen = 0;
+    while (true) {
+      {
+        std::unique_lock<std::mutex> lock(mu_);
+        cv_.wait(lock, [&] { return quit_ || started_ > seen; });
+        if (quit_) return;
+        seen = started_;
+      }
+      Interval r = run_interval();
+      std::lock_guard<std::mutex> lock(mu_);
+      last_ = r;
+      finished_ = seen;
+      cv_.notify_all();
+    }
+  }
+
+  Interval run_interval() {
+    Interval r;
+    if (!error_.empty()) {
+      r.error = error_;
+      return r;
+    }
+    const auto& c = collectives::kAllReduce;
+    collectives::Layout l = c.layout(count_ + 1, be_->rank(), be_->size());
+    float* flag_dst = static_cast<float*>(send_) + count_;
+    const float* flag_src = static_cast<const float*>(recv_) + count_;
+    auto t0 = Clock::now();
+    try {
+      while (true) {
+        float flag = end_.load() ? 1.0f : 0.0f, sum = 0;
+        be_->upload(flag_dst, &flag, sizeof flag);
+        double sec = be_->run(c, collectives::Dtype::f32, send_, recv_, l, 0, false, 1);
+        ++r.ops;
+        if (sec >= 0) r.seconds += sec;
+        be_->download(&sum, flag_src, sizeof sum);
+        if (sum > 0) break;
+      }
+      if (r.seconds == 0) r.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+      std::vector<float> out(static_cast<size_t>(count_));
+      be_->download(out.data(), recv_, out.size() * sizeof(float));
+      r.wrong = collectives::count_wrong(c, collectives::Dtype::f32, out.data(), count_,
+                                         be_->rank(), be_->size(), count_, 0);
+    } catch (const std::exception& e) {
+      error_ = r.error = e.what();  // the communicator cannot be trusted any more
+    }
+    return r;
+  }
+
+  collectives::Backend* be_;
+  long long count_;
+  int device_;
+  std::vector<float> host_;
+  void* send_ = nullptr;
+  void* recv_ = nullptr;
+  std::thread thread_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool quit_ = false;
+  long long started_ = 0, finished_ = 0;
+  std::atomic<bool> end_{false};
+  Interval last_;
+  std::string error_;
+};
+
+/// What one rank soaks, and how it came out of setup.
+struct RankSetup {
+  std::string status = "ok";  ///< ok | waived | failed
+  std::string message;
+  std::optional<ErrorInfo> error;
+  bool gpu = false;
+  json params;
+  Scope scope;
+};
+
+json median_of(std::vector<double> xs) {
+  if (xs.empty()) return nullptr;
+  std::sort(xs.begin(), xs.end());
+  size_t m = xs.size() / 2;
+  return xs.size() % 2 ? xs[m] : 0.5 * (xs[m - 1] + xs[m]);
+}
+
+/// Rate over the intervals whose planned span [i d, (i + 1) d] (d = `interval_s`) lies within
+/// [from, to] seconds of the soak; interval `fallback` alone when the soak is shorter than two
+/// minutes (its first and last minute would overlap).
+double rate_within(const json& series, double interval_s, double from, double to, size_t fallback) {
+  double flop = 0, sec = 0;
+  if (interval_s * static_cast<double>(series.size()) >= 120 - 1e-6) {
+    for (const auto& iv : series) {
+      double i = iv["index"].get<double>();
+      if (i * interval_s >= from - 1e-6 && (i + 1) * interval_s <= to + 1e-6)
+        flop += iv["flop"].get<double>(), sec += iv["seconds"].get<double>();
+    }
+  }
+  if (sec <= 0 && fallback < series.size())
+    flop = series[fallback]["flop"].get<double>(), sec = series[fallback]["seconds"].get<double>();
+  return sec > 0 ? flop / sec / 1e12 : 0;
+}
+
+/// The record's metrics from its series (all measured values; reports/ judges them).
+void add_series_metrics(ResultRecord& rec, const json& series, double interval_s, bool telemetry) {
+  if (series.empty()) return;
+  std::vector<double> rates, busbw;
+  double temp = NAN;
+  long long errors = 0;
+  for (const auto& iv : series) {
+    rates.push_back(iv["rate_tflops"].get<double>());
+    if (iv["allreduce"].contains("busbw_gbs"))
+      busbw.push_back(iv["allreduce"]["busbw_gbs"].get<double>());
+    if (!iv["verification"]["passed"].get<bool>() || iv["allreduce"].value("wrong", 0LL) > 0 ||
+        iv["allreduce"].contains("error"))
+      ++errors;
+    if (iv.contains("telemetry") && iv["telemetry"]["temperature_c_max"].is_number())
+      temp = std::fmax(temp, iv["telemetry"]["temperature_c_max"].get<double>());
+  }
+  double end = interval_s * (series.back()["index"].get<double>() + 1);
+  rec.metrics.push_back({"rate_median", median_of(rates).get<double>(), "TFLOP/s", true});
+  rec.metrics.push_back(
+      {"rate_first_minute", rate_within(series, interval_s, 0, 60, 0), "TFLOP/s", true});
+  rec.metrics.push_back(
+      {"rate_last_minute",
+       rate_within(series, interval_s, std::max(0.0, end - 60), end, series.size() - 1), "TFLOP/s",
+       true});
+  rec.metrics.push_back(
+      {"rate_worst_interval", *std::min_element(rates.begin(), rates.end()), "TFLOP/s", true});
+  rec.metrics.push_back({"verification_errors", static_cast<double>(errors), "count", false});
+  if (!busbw.empty())
+    rec.metrics.push_back({"allreduce_busbw_median", median_of(busbw).get<double>(), "GB/s", true});
+  if (telemetry && std::isfinite(temp))
+    rec.metrics.push_back({"temperature_max", temp, "C", false});
+  rec.metrics.push_back({"intervals", static_cast<double>(series.size()), "count", true});
+}
+
+/// A record line with the health counter deltas of its GPU (a CPU rank: of its node's other
+/// devices) over the soak, from its node's start and end snapshots (reports/health.hpp).
+std::string with_health_deltas(const std::string& line, const std::vector<EnvRecord>& envs) {
+  json rec = json::parse(line);
+  Scope s = rec["scope"].get<Scope>();
+  for (const auto& e : envs) {
+    if (e.host != s.host) continue;
+    json deltas = json::array();
+    for (const auto& v : report::health_deltas(e.health.value("start", json()),
+                                               e.health.value("end", json()), e.host))
+      if (s.kind == "gpu" ? v.gpu_index == s.gpu_index : v.gpu_index < 0)
+        deltas.push_back(
+            {{"metric", v.metric}, {"item", v.item}, {"value", v.value}, {"detail", v.detail}});
+    rec["extra"]["health_deltas"] = deltas;
+  }
+  return rec.dump();
+}
+
+}  // namespace
+
+int burnin_command(const BurninOptions& opt) {
+  Context& ctx = Context::get();
+  if (!(opt.minutes > 0) || opt.minutes > 7 * 24 * 60)
+    throw InputError("--minutes " + std::to_string(opt.minutes) + ": must be in (0, 10080]");
+  if (opt.shape < 0 || opt.shape > 65536)
+    throw InputError("--shape " + std::to_string(opt.shape) + ": must be in [1, 65536]");
+  if (opt.allreduce_bytes < 0 || opt.allreduce_bytes > (4LL << 30))
+    throw InputError("--allreduce-bytes: must be in [4, 4G]");
+  const double total_s = opt.minutes * 60.0;
+  const int n_intervals = burnin_intervals(total_s);
+  const double interval_s = total_s / n_intervals;
+
+  // Inventory, as `run` takes it: each node's leader collects, everyone learns every node's.
+  EnvRecord env;
+  health::XidWatcher xid_watcher;  // leaders: NVML XID events from here to the end snapshot
+  if (ctx.is_leader()) {
+    InventoryOptions io;
+    io.fs_root = opt.fs_root;
+    io.host = ctx.host();
+    env = collect_env(io);
+    env.versions.mpi = ctx.mpi_version();
+    env.versions.clusterbench = std::string(CLUSTERBENCH_VERSION) + "+" + CLUSTERBENCH_GIT_SHA;
+    // Health counters at the start and the end, as `run` takes them (docs/health.md): the
+    // report judges their deltas over the soak.
+    env.health["start"] = health::read_counters(opt.fs_root, io.query_nvml);
+    xid_watcher.start();
+  }
+  std::vector<EnvRecord> envs;
+  for (const auto& g : ctx.allgather(ctx.is_leader() ? json(env).dump() : ""))
+    if (!g.empty()) envs.push_back(json::parse(g).get<EnvRecord>());
+  const EnvRecord* my_env = &envs.front();
+  for (const auto& e : envs)
+    if (e.host == ctx.host()) my_env = &e;
+
+  // GPU disposition (DESIGN.md "GPU plugin"): soak the GPU, or waive/fail; no GPU: the CPU.
+  bool node_has_gpus = my_env->gpu_status.on_pci > 0 || !my_env->gpus.empty();
+  GpuDisposition gpu = node_has_gpus ? gpu_disposition(*my_env) : GpuDisposition{};
+  int device = -1;
+  if (gpu.status == "run") {
+    const GpuPlugin& p = load_gpu_plugin();
+    auto set = reinterpret_cast<int (*)(int, char*, size_t)>(p.symbol("cb_gpu_set_device"));
+    char err[512] = {0};
+    device = p.info.device_count == 1 ? 0 : ctx.local_rank();
+    if (!set || set(device, err, sizeof err) != CB_GPU_OK) {
+      gpu.status = "failed";
+      gpu.reason = "cudaSetDevice(" + std::to_string(device) + "): " + err;
+      device = -1;
+    }
+  }
+  if (ctx.allreduce_sum(gpu.deployment_error ? 1 : 0) > 0) {
+    if (gpu.deployment_error)
+      std::cerr << "clusterbench: " << ctx.host() << ": " << gpu.reason << "\n";
+    return 2;
+  }
+
+  RankSetup me;
+  me.gpu = node_has_gpus;
+  std::string dtype = !opt.dtype.empty() ? opt.dtype : me.gpu ? "bf16" : "fp32";
+  long long n = opt.shape > 0 ? opt.shape : me.gpu ? 8192 : 256;
+  me.params = {{"backend", me.gpu ? "cublaslt" : "openblas"},
+               {"dtype", dtype},
+               {"m", n},
+               {"n", n},
+               {"k", n}};
+  me.scope.host = ctx.host();
+  me.scope.rank = ctx.world_rank();
+  if (me.gpu) {
+    me.scope.kind = "gpu";
+    me.scope.gpu_index = ctx.local_rank();
+    if (me.scope.gpu_index < static_cast<int>(my_env->gpus.size())) {
+      me.scope.uuid = my_env->gpus[static_cast<size_t>(me.scope.gpu_index)].uuid;
+      me.scope.pci_bus_id = my_env->gpus[static_cast<size_t>(me.scope.gpu_index)].pci_bus_id;
+    }
+    if (gpu.status != "run") me.status = gpu.status, me.message = gpu.reason;
+  } else {
+    me.scope.kind = "rank";  // a CPU rank: several may share a host
+  }
+  if (!me.gpu && dtype != "fp32" && dtype != "fp64")
+    throw InputError("--dtype " + dtype + ": the CPU burn-in runs fp32 or fp64");
+  const auto& gpu_dtypes = compute::cublaslt_dtypes();
+  if (me.gpu && std::find(gpu_dtypes.begin(), gpu_dtypes.end(), dtype) == gpu_dtypes.end())
+    throw InputError("--dtype " + dtype +
+                     ": the GPU burn-in runs fp16, bf16, tf32, fp32 or fp8_e4m3");
+
+  // Rank 0: run id, directory, spec, plan, run.json (as `run` writes them).
+  std::vector<std::string> scopes = ctx.gather(json{
+      {"params", me.params}, {"scope", me.scope}, {"env", ctx.is_leader() ? json(env) : json()}}
+                                                   .dump());
+  RunRecord run;
+  std::unique_ptr<Sink> sink;
+  std::string setup_error;
+  if (ctx.is_root()) {
+    try {
+      run.run_id = make_run_id(ctx.host());
+      run.argv = opt.argv;
+      run.version = std::string(CLUSTERBENCH_VERSION) + "+" + CLUSTERBENCH_GIT_SHA;
+      run.suite = "burnin";
+      run.world_size = ctx.world_size();
+      run.hosts = ctx.hosts();
+      run.started_at = utc_now_iso();
+      bool any_gpu = false;
+      for (const auto& s : scopes) {
+        json j = json::parse(s);
+        if (!j["env"].is_null()) run.env.push_back(j["env"].get<EnvRecord>());
+        Scope sc = j["scope"].get<Scope>();
+        any_gpu = any_gpu || sc.kind == "gpu";
+        std::string key = make_case_key(report::kBurninBenchmark, j["params"], sc);
+        auto it = std::find_if(run.plan.begin(), run.plan.end(),
+                               [&](const PlannedCase& p) { return p.params == j["params"]; });
+        if (it == run.plan.end())
+          run.plan.push_back({report::kBurninBenchmark, j["params"], "gpu", {key}});
+        else
+          it->case_keys.push_back(key);
+      }
+      run.spec.path = opt.spec_path.empty()
+                          ? specs_dir() + (any_gpu ? "/burnin-gpu.json" : "/burnin-cpu.json")
+                          : opt.spec_path;
+      run.spec.selected_by = opt.spec_path.empty() ? std::string("auto: burn-in of ") +
+                                                         (any_gpu ? "GPUs" : "CPU ranks")
+                                                   : "--spec";
+      Spec spec = load_spec(run.spec.path);
+      run.spec.path = fs::absolute(run.spec.path).lexically_normal().string();
+      run.spec.name = spec.name;
+      run.spec.sha256 = sha256_file(run.spec.path);
+      std::string dir = opt.out_dir;
+      if (dir.empty()) {
+        dir = opt.results_root + "/" + run.run_id;
+        for (int i = 2; fs::exists(dir); ++i)
+          dir = opt.results_root + "/" + run.run_id + "-" + std::to_string(i);
+      }
+      sink = std::make_unique<Sink>(dir);
+      if (fs::exists(dir + "/run.json") || fs::file_size(dir + "/records.jsonl") > 0)
+        throw InputError(dir + ": already holds a run; choose an empty --out directory");
+      sink->write_run(run);
+      if (opt.out_dir.empty()) update_latest_link(opt.results_root, dir);
+      std::cout << "clusterbench " << run.version << ": burn-in " << run.run_id << ", "
+                << ctx.world_size() << " rank(s) on " << run.hosts.size() << " node(s), "
+                << opt.minutes << " min in " << n_intervals << " intervals of " << interval_s
+                << " s\nspec: " << run.spec.path << "\nresults: " << dir << "\n"
+                << std::flush;
+    } catch (const std::exception& e) {
+      setup_error = e.what();
+    }
+  }
+  if (ctx.allreduce_sum(setup_error.empty() ? 0 : 1) > 0) {
+    if (ctx.is_root()) std::cerr << "clusterbench: " << setup_error << std::endl;
+    return 2;
+  }
+  std::string run_id = ctx.bcast(run.run_id);
+
+  // The engines: GEMM on this rank, the all_reduce loop over every rank.
+  std::unique_ptr<compute::SoakGemm> gemm;
+  compute::GemmShape shape{n, n, n};
+  if (me.status == "ok") {
+    try {
+      gemm = me.gpu ? compute::make_cublaslt_soak(dtype, shape, kSeed, kSamples)
+                    : compute::make_openblas_soak(dtype, shape, kSeed, kSamples);
+    } catch (const Waived& w) {
+      me.status = "waived", me.message = w.what();
+    } catch (const CallError& e) {
+      me.status = "failed", me.message = e.what(), me.error = e.info();
+    } catch (const std::exception& e) {
+      me.status = "failed", me.message = e.what();
+    }
+  }
+  bool all_gpu = ctx.allreduce_sum(gemm && me.gpu ? 1 : 0) == ctx.world_size();
+  collectives::Backend* backend = nullptr;
+  std::string backend_note;
+  if (all_gpu) {
+    try {
+      backend = &collectives::nccl_backend(ctx, "nvlink", 600);
+    } catch (const std::exception& e) {
+      backend_note = std::string("NCCL unavailable, MPI on host buffers instead: ") + e.what();
+    }
+    if (ctx.allreduce_sum(backend ? 0 : 1) > 0) backend = nullptr;
+  }
+  if (!backend) backend = collectives::mpi_backend();
+  long long ar_bytes = opt.allreduce_bytes > 0 ? opt.allreduce_bytes
+                       : all_gpu && backend    ? 256LL << 20
+                                               : 1LL << 20;
+  AllReduceLoop allreduce(backend, std::max(1LL, ar_bytes / 4), backend && all_gpu ? device : -1);
+
+  // Telemetry: NVML on a GPU rank, said so where there is none.
+  int nvml_index = -1;
+  std::string telemetry_status;
+  if (!me.gpu) {
+    telemetry_status = "no NVIDIA GPU on this node: no NVML telemetry (CPU soak)";
+  } else if (!gemm) {
+    telemetry_status = "not sampled: this GPU's soak did not start";
+  } else {
+    nvml_index = compute::nvml_index_for_bus_id(*my_env, gemm->pci_bus_id());
+    if (nvml_index < 0)
+      telemetry_status = Nvml::get().ok()
+                             ? "no NVML GPU has the CUDA device's bus id " + gemm->pci_bus_id()
+                             : "running without telemetry: NVML " + Nvml::get().status();
+  }
+
+  // The soak: intervals in lock-step, every rank's deadlines from one start.
+  int corrupt_rank = test_rank("CLUSTERBENCH_TEST_BURNIN_CORRUPT_RANK");
+  int slow_rank = test_rank("CLUSTERBENCH_TEST_BURNIN_SLOW_RANK");
+  bool corrupt = corrupt_rank == ctx.world_rank(), slow = slow_rank == ctx.world_rank();
+  SignalGuard signals;
+  g_signal.store(0);
+  json series = json::array();
+  std::string first_error;
+  unsigned long long reasons = 0;
+  std::string stopped;
+  // Nothing to soak anywhere (every GPU waived or failed): no point in waiting out the time.
+  const int soaked = ctx.allreduce_sum(gemm ? 1 : 0) > 0 ? n_intervals : 0;
+  ctx.quiet_barrier();
+  auto t0 = Clock::now();
+  for (int i = 0; i < soaked; ++i) {
+    auto begin = Clock::now();
+    auto deadline = t0 + std::chrono::duration_cast<Clock::duration>(
+                             std::chrono::duration<double>(interval_s * (i + 1)));
+    bool slowed = slow && i >= n_intervals / 2;
+    allreduce.start();
+    std::optional<compute::TelemetrySampler> sampler;
+    if (gemm && me.gpu) sampler.emplace(nvml_index, 0.1, telemetry_status);
+    json iv = {{"index", i}, {"t_start_s", std::chrono::duration<double>(begin - t0).count()}};
+    if (gemm) {
+      try {
+        // Chunks of at most a second, so that a signal ends the interval early.
+        compute::SoakWork w;
+        while (Clock::now() < deadline && !g_signal.load()) {
+          auto until = std::min(deadline, Clock::now() + std::chrono::seconds(1));
+          compute::SoakWork c = gemm->run_until(until, slowed ? 0.25 : 0.0);
+          w.products += c.products, w.seconds += c.seconds, w.wall_seconds += c.wall_seconds;
+        }
+        if (Clock::now() < deadline) iv["partial"] = true;
+        auto v = gemm->verify(kSeed + 1 + static_cast<std::uint64_t>(i), corrupt && i >= 1);
+        double flop = compute::gemm_flop(shape) * static_cast<double>(w.products);
+        iv["products"] = w.products;
+        iv["flop"] = flop;
+        iv["seconds"] = w.seconds;
+        iv["wall_seconds"] = w.wall_seconds;
+        iv["rate_tflops"] = w.seconds > 0 ? flop / w.seconds / 1e12 : 0.0;
+        iv["rate_wall_tflops"] = w.wall_seconds > 0 ? flop / w.wall_seconds / 1e12 : 0.0;
+        iv["verification"] = {{"samples", v.samples},
+                              {"max_rel_error", v.max_rel_error},
+                              {"bound", v.bound},
+                              {"passed", v.passed()}};
+        if (!v.passed() && first_error.empty())
+          first_error = "interval " + std::to_string(i) + ": " + v.failure_message(dtype, shape);
+      } catch (const std::exception& e) {
+        me.status = "failed", me.message = "interval " + std::to_string(i) + ": " + e.what();
+        if (const auto* ce = dynamic_cast<const CallError*>(&e)) me.error = ce->info();
+        gemm.reset();
+      }
+    }
+    while (!gemm && Clock::now() < deadline && !g_signal.load())
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    if (slowed) iv["fault_injection"] = "slowed by 25% of its work time (test only)";
+    AllReduceLoop::Interval ar = allreduce.finish();
+    iv["t_end_s"] = std::chrono::duration<double>(Clock::now() - t0).count();
+    json arj = {{"ops", ar.ops}, {"bytes", allreduce.bytes()}, {"wrong", ar.wrong}};
+    if (ar.ops > 0 && ar.seconds > 0) {
+      double per_op = ar.seconds / static_cast<double>(ar.ops);
+      arj["seconds"] = ar.seconds;
+      arj["busbw_gbs"] =
+          collectives::busbw_gbs(collectives::kAllReduce, static_cast<double>(allreduce.bytes()),
+                                 per_op, ctx.world_size());
+    }
+    if (!ar.error.empty()) arj["error"] = ar.error;
+    if (ar.wrong > 0 && first_error.empty())
+      first_error = "interval " + std::to_string(i) + ": all_reduce: " + std::to_string(ar.wrong) +
+                    " of " + std::to_string(allreduce.bytes() / 4) + " elements wrong";
+    if (!ar.error.empty() && first_error.empty())
+      first_error = "interval " + std::to_string(i) + ": all_reduce: " + ar.error;
+    iv["allreduce"] = arj;
+    if (sampler) {
+      json tel = sampler->stop();
+      if (tel.value("samples", 0) > 0)
+        reasons |= tel["clock_event_reasons"].get<unsigned long long>();
+      iv["telemetry"] = tel;
+    }
+    if (gemm && iv.value("products", 0LL) > 0) series.push_back(iv);
+    if (ctx.allreduce_sum(g_signal.load() ? 1 : 0) > 0) {
+      int sig = g_signal.load();
+      stopped = std::string("stopped by ") +
+                (sig == SIGINT    ? "SIGINT"
+                 : sig == SIGTERM ? "SIGTERM"
+                                  : "a signal to a peer") +
+                " during interval " + std::to_string(i + 1) + " of " + std::to_string(n_intervals);
+      break;
+    }
+  }
+
+  // This rank's record.
+  ResultRecord rec;
+  rec.run_id = run_id;
+  rec.benchmark = report::kBurninBenchmark;
+  rec.params = me.params;
+  rec.scope = me.scope;
+  rec.combine = "per_rank";
+  rec.case_key = make_case_key(rec.benchmark, rec.params, rec.scope);
+  rec.started_at = run.started_at.empty() ? utc_now_iso() : run.started_at;
+  rec.duration_s = std::chrono::duration<double>(Clock::now() - t0).count();
+  rec.status = me.status;
+  rec.message = me.message;
+  rec.error = me.error;
+  if (me.status == "ok" && series.empty()) {
+    rec.status = "failed";
+    rec.message = "no interval finished";
+  }
+  rec.extra["minutes"] = opt.minutes;
+  rec.extra["interval_s"] = interval_s;
+  rec.extra["intervals_planned"] = n_intervals;
+  rec.extra["series"] = series;
+  if (!series.empty()) add_series_metrics(rec, series, interval_s, nvml_index >= 0);
+  if (gemm || !series.empty()) {
+    rec.extra["time_basis"] = gemm ? gemm->time_basis() : "";
+    if (gemm) rec.extra["backend"] = gemm->facts();
+  }
+  rec.extra["flop_per_product"] = compute::gemm_flop(shape);
+  rec.extra["allreduce"] = {{"backend", allreduce.active() ? backend->name() : "none"},
+                            {"bytes", allreduce.bytes()},
+                            {"ranks", ctx.world_size()}};
+  if (!backend_note.empty()) rec.extra["allreduce"]["note"] = backend_note;
+  rec.extra["telemetry"] = nvml_index >= 0 ? json{{"status", "ok"}, {"nvml_index", nvml_index}}
+                                           : json{{"status", telemetry_status}};
+  if (nvml_index >= 0) {
+    rec.extra["clock_event_reasons"] = reasons;
+    rec.extra["clock_event_reason_names"] = clock_event_reason_names(reasons);
+  }
+  if (!first_error.empty()) rec.extra["verification_error"] = first_error;
+  if (!stopped.empty()) rec.extra["stopped_early"] = stopped;
+  if (corrupt || slow)
+    rec.extra["fault_injection"] = corrupt ? "CLUSTERBENCH_TEST_BURNIN_CORRUPT_RANK (test only)"
+                                           : "CLUSTERBENCH_TEST_BURNIN_SLOW_RANK (test only)";
+
+  // Health end snapshots into the EnvRecords; rank 0 writes the records and completes run.json.
+  json end_health;
+  if (ctx.is_leader()) {
+    end_health = health::read_counters(opt.fs_root);
+    end_health["xid_watch"] = xid_watcher.stop();
+  }
+  std::vector<std::string> lines = ctx.gather(json(rec).dump());
+  std::vector<std::string> healths =
+      ctx.gather(json{{"host", ctx.host()}, {"end", end_health}}.dump());
+  int code = 0;
+  if (ctx.is_root()) {
+    try {
+      for (const auto& h : healths) {
+        json j = json::parse(h);
+        if (j["end"].is_null()) continue;
+        for (auto& e : run.env)
+          if (e.host == j["host"]) e.health["end"] = j["end"];
+      }
+      for (const auto& l : lines) sink->append_line(with_health_deltas(l, run.env));
+      run.finished_at = utc_now_iso();
+      run.aborted = !stopped.empty();
+      run.abort_reason = stopped;
+      run.exit_code = run.aborted ? 3 : 0;
+      sink->write_run(run);
+      code = report_command(sink->dir(), "", false);
+      if (run.aborted) code = 3;
+      run.exit_code = code;
+      sink->write_run(run);
+    } catch (const InputError& e) {
+      std::cerr << "clusterbench: " << e.what() << std::endl;
+      code = 2;
+    } catch (const std::exception& e) {
+      std::cerr << "clusterbench: " << e.what() << std::endl;
+      code = 3;
+    }
+  }
+  return static_cast<int>(ctx.allreduce_sum(code));
+}
+
+}  // namespace clusterbench

@@ -1,0 +1,89 @@
+// Progress: where each rank is in the run, so that rank 0's watchdog can name the ranks and hosts
+// that did not finish a hung case (DESIGN.md "Who writes"; issue 4 "Hang and error safety").
+// Each rank counts, in memory, the case it is in and the operations of that case it has issued
+// and completed (two relaxed atomic increments per batch: nothing a timed loop can feel). A thread
+// per rank answers rank 0's question "where are you?" over a duplicate of MPI_COMM_WORLD, and
+// carries a rank's own abort (a failed NCCL communicator) to rank 0, which then writes the record.
+// No message travels while the run is healthy. This file holds its own MPI calls, as the MPI
+// backend of the collectives does: they are the channel.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "context.hpp"
+#include "records.hpp"
+
+namespace clusterbench {
+
+/// One rank's place: the case it is in (its index in the plan, -1 before the first) and the
+/// operations of that case it has issued (`started`) and completed (`finished`).
+struct RankProgress {
+  int rank = 0;
+  long long case_index = -1;
+  long long started = 0;
+  long long finished = 0;
+  bool answered = true;  ///< false: no answer to rank 0 in time (process stopped, node down)
+};
+
+namespace progress {
+/// The runner, before each case (every rank, same order): the next case, counts reset.
+void next_case();
+/// A benchmark that can hang, around each batch of `ops` operations it issues to its peers.
+void started(long long ops);
+void finished(long long ops);
+/// This rank's progress now.
+RankProgress mine(int rank);
+}  // namespace progress
+
+/// Who did not finish: `text` ("" when nothing is known) is appended to an abort reason, `ranks`
+/// ([{rank, host, state, case_index, started, finished}], state one of silent | behind | waiting
+/// | finished) goes into the failed record's extra.
+struct Unfinished {
+  std::string text;
+  json ranks = json::array();
+};
+
+/// Judges every rank's progress (`all`, one per rank, `hosts` indexed by rank). Let C be the
+/// latest case an answering rank is in and K the most operations any rank has started in it:
+/// a rank that did not answer is `silent`; one in an earlier case, or that started fewer than K,
+/// is `behind` (it never reached the operation its peers wait in); one that started K but
+/// finished fewer is `waiting`; else `finished`. The text names the silent and behind ranks with
+/// their hosts, then the waiting ones; with none silent or behind, every rank waits inside the
+/// same operation (a link or the library hangs) and the text says so.
+Unfinished describe_unfinished(const std::vector<RankProgress>& all,
+                               const std::vector<std::string>& hosts);
+
+/// The channel (see the file comment). Constructed and destroyed by every rank together on the
+/// main thread (MPI_Comm_dup / MPI_Comm_free). Without MPI, or without MPI_THREAD_MULTIPLE, it
+/// runs no thread and collect() knows only this rank.
+class ProgressChannel {
+ public:
+  /// `on_peer_abort(reason)` runs on rank 0's channel thread, once, when another rank reports
+  /// that it aborts the run; `reason` names that rank and host.
+  ProgressChannel(const Context& ctx, std::function<void(const std::string&)> on_peer_abort);
+  ~ProgressChannel();
+  ProgressChannel(const ProgressChannel&) = delete;
+  ProgressChannel& operator=(const ProgressChannel&) = delete;
+
+  /// Rank 0, any thread: asks every rank where it is and waits up to `seconds` for the answers.
+  /// One entry per rank, by rank; ranks that did not answer have `answered` false.
+  std::vector<RankProgress> collect(double seconds);
+  /// Another rank: tells rank 0 that this rank aborts the run and why (no-op on rank 0).
+  void post_abort(const std::string& reason);
+
+  /// The run's channel, or null outside a run.
+  static ProgressChannel* current();
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+/// Rank 0 at an abort: collect() for up to `seconds`, then describe_unfinished(); empty without
+/// a channel.
+Unfinished who_did_not_finish(const Context& ctx, double seconds = 1.0);
+
+}  // namespace clusterbench

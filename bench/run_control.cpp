@@ -1,0 +1,290 @@
+// Resume, dry-run estimates, time limit and busy-GPU check (run_control.hpp).
+#include "run_control.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include "nvml.hpp"
+
+namespace clusterbench {
+
+// ---------------------------------------------------------------------------------------------
+// Estimates.
+
+double loop_estimate_s(double min_time, double op_s) {
+  if (!(op_s >= 0)) op_s = 0;
+  return op_s + std::max(0.3 * min_time, op_s) + std::max(1.6 * min_time, op_s);
+}
+
+double case_min_time(const Settings& s, const std::string& id) {
+  return s.get_double(id, "min_time", suite_min_time(s.suite()));
+}
+
+double Benchmark::estimate_s(const Settings& s, const json& /*params*/) const {
+  return 0.2 + loop_estimate_s(case_min_time(s, id()), 0);
+}
+
+CaseEstimate estimate_case(const Benchmark& b, const json& params, const Settings& settings,
+                           const NodeEnv& node) {
+  CaseEstimate e;
+  e.benchmark = b.id();
+  e.params = params;
+  e.level = level_name(b.case_level(params));
+  if (b.case_needs_gpu(params) && node.gpu_disposition != "run") {
+    e.note = node.gpu_disposition + ": " + node.gpu_reason;
+    return e;
+  }
+  std::string reason;
+  try {
+    reason = b.applicable(node);
+  } catch (const std::exception& ex) {
+    e.note = std::string("failed: applicability check failed: ") + ex.what();
+    return e;
+  }
+  if (!reason.empty()) {
+    e.note = "waived: " + reason;
+    return e;
+  }
+  e.seconds = b.estimate_s(settings, params);
+  return e;
+}
+
+namespace {
+
+std::string seconds_text(double s) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, s < 10 ? "%.2f" : "%.1f", s);
+  return buf;
+}
+
+}  // namespace
+
+std::string render_dry_run(const std::vector<CaseEstimate>& cases, const std::string& header) {
+  std::ostringstream out;
+  out << header;
+  double total = 0;
+  int runs = 0;
+  out << "  estimate_s  level    case\n";
+  for (const auto& c : cases) {
+    total += c.seconds;
+    if (c.note.empty()) ++runs;
+    char col[32];
+    std::snprintf(col, sizeof col, "  %10s  %-7s  ", seconds_text(c.seconds).c_str(),
+                  c.level.c_str());
+    out << col << c.benchmark << " " << c.params.dump();
+    if (!c.note.empty()) out << "  (" << c.note << ")";
+    out << "\n";
+  }
+  out << "total: " << cases.size() << " case(s), " << runs << " to run, estimated "
+      << seconds_text(total) << " s\n";
+  return out.str();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Resume.
+
+namespace {
+
+std::string list_text(const std::vector<std::string>& xs) {
+  std::string out = "[";
+  for (size_t i = 0; i < xs.size(); ++i) out += (i ? ", " : "") + xs[i];
+  return out + "]";
+}
+
+void differ(std::vector<std::string>& out, const std::string& what, const std::string& earlier,
+            const std::string& now) {
+  if (earlier != now) out.push_back(what + ": earlier '" + earlier + "', now '" + now + "'");
+}
+
+}  // namespace
+
+RunOptions resolve_resume(const RunOptions& given, const Context& ctx, ResumeState& state) {
+  if (given.resume_dir.empty()) return given;
+  if (!given.out_dir.empty() && std::filesystem::absolute(given.out_dir).lexically_normal() !=
+                                    std::filesystem::absolute(given.resume_dir).lexically_normal())
+    throw InputError("--resume " + given.resume_dir + " appends to that directory; --out " +
+                     given.out_dir + " names another");
+  std::string text, error;
+  if (ctx.is_root()) {
+    try {
+      const std::string path = given.resume_dir + "/run.json";
+      std::ifstream in(path);
+      if (!in) throw InputError(path + ": cannot open (nothing to resume)");
+      std::stringstream ss;
+      ss << in.rdbuf();
+      json j = json::parse(ss.str());
+      (void)j.get<RunRecord>();  // validates the schema and fields
+      text = j.dump();
+    } catch (const std::exception& e) {
+      error = std::string("--resume ") + given.resume_dir + ": " + e.what();
+    }
+  }
+  error = ctx.bcast(error);
+  if (!error.empty()) throw InputError(error);
+  state.active = true;
+  state.dir = given.resume_dir;
+  state.run_json = json::parse(ctx.bcast(text));
+  state.run = state.run_json.get<RunRecord>();
+  const RunRecord& e = state.run;
+
+  RunOptions o = given;
+  std::vector<std::string> diffs;
+  differ(diffs, "version", e.version,
+         std::string(CLUSTERBENCH_VERSION) + "+" + CLUSTERBENCH_GIT_SHA);
+  if (given.suite_given) differ(diffs, "suite", e.suite, given.suite);
+  o.suite = e.suite;
+  if (given.only_given) differ(diffs, "--only", list_text(e.only), list_text(given.only));
+  o.only = e.only;
+  if (given.set_given) differ(diffs, "--set", list_text(e.set), list_text(given.set));
+  o.set = e.set;
+  // The spec: the earlier run's file unless given; its sha256 is compared once it is read.
+  if (!given.spec_given) o.spec_path = e.spec.path;
+  if (!diffs.empty()) {
+    std::string msg = "--resume " + given.resume_dir + ": this run differs from the earlier one:";
+    for (const auto& d : diffs) msg += "\n  " + d;
+    throw InputError(msg);
+  }
+  return o;
+}
+
+void read_resume_records(ResumeState& state) {
+  std::ifstream in(state.dir + "/records.jsonl");
+  std::map<std::string, bool> last;  // case key -> its last record is done
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.empty()) continue;
+    json j;
+    try {
+      j = json::parse(line);
+    } catch (const std::exception&) {
+      continue;  // the truncated last line of a killed run
+    }
+    std::string key = j.value("case_key", "");
+    if (key.empty()) {
+      try {
+        ResultRecord r = j.get<ResultRecord>();
+        key = make_case_key(r.benchmark, r.params, r.scope);
+      } catch (const std::exception&) {
+        continue;
+      }
+    }
+    const std::string status = j.value("status", "");
+    const bool refused =
+        j.contains("extra") && j["extra"].is_object() && j["extra"].value("refused", false);
+    last[key] = status == "ok" || (status == "waived" && !refused);
+  }
+  for (const auto& [key, done] : last)
+    if (done) state.done_keys.insert(key);
+}
+
+std::vector<std::string> plan_differences(const RunRecord& earlier, const RunRecord& now) {
+  std::vector<std::string> out;
+  if (earlier.world_size != now.world_size)
+    out.push_back("ranks: earlier " + std::to_string(earlier.world_size) + ", now " +
+                  std::to_string(now.world_size));
+  differ(out, "hosts", list_text(earlier.hosts), list_text(now.hosts));
+  std::vector<std::string> a, b;
+  for (const auto& pc : earlier.plan) a.insert(a.end(), pc.case_keys.begin(), pc.case_keys.end());
+  for (const auto& pc : now.plan) b.insert(b.end(), pc.case_keys.begin(), pc.case_keys.end());
+  if (out.empty() && a != b) {
+    std::string first;
+    for (size_t i = 0; i < std::max(a.size(), b.size()) && first.empty(); ++i) {
+      std::string x = i < a.size() ? a[i] : "(none)", y = i < b.size() ? b[i] : "(none)";
+      if (x != y) first = "case " + std::to_string(i + 1) + " earlier '" + x + "', now '" + y + "'";
+    }
+    out.push_back("plan: earlier " + std::to_string(a.size()) + " case record(s), now " +
+                  std::to_string(b.size()) + "; " + first);
+  }
+  return out;
+}
+
+bool needs_rerun(const PlannedCase& pc, const ResumeState& state) {
+  if (!state.active) return true;
+  return std::any_of(pc.case_keys.begin(), pc.case_keys.end(),
+                     [&](const std::string& k) { return !state.done_keys.count(k); });
+}
+
+// ---------------------------------------------------------------------------------------------
+// Busy GPUs.
+
+void to_json(json& j, const BusyGpu& v) {
+  j = json{{"host", v.host}, {"gpu_index", v.gpu_index}, {"gpu_uuid", v.gpu_uuid},
+           {"pid", v.pid},   {"name", v.name},           {"type", v.type}};
+  j["used_bytes"] = v.used_bytes >= 0 ? json(v.used_bytes) : json(nullptr);
+}
+
+void from_json(const json& j, BusyGpu& v) {
+  v.host = j.value("host", "");
+  v.gpu_index = j.value("gpu_index", -1);
+  v.gpu_uuid = j.value("gpu_uuid", "");
+  v.pid = j.value("pid", 0u);
+  v.name = j.value("name", "");
+  v.type = j.value("type", "");
+  v.used_bytes = j.contains("used_bytes") && j["used_bytes"].is_number()
+                     ? j["used_bytes"].get<long long>()
+                     : -1;
+}
+
+namespace {
+
+std::string proc_comm(unsigned pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/comm");
+  std::string name;
+  std::getline(in, name);
+  return name;
+}
+
+}  // namespace
+
+std::vector<BusyGpu> other_gpu_processes(const Context& ctx, std::string* error) {
+  // This job's own ranks are not "other" processes: their pids, per host.
+  auto mine = ctx.allgather(ctx.host() + " " + std::to_string(::getpid()));
+  std::string mine_here;
+  for (const auto& m : mine)
+    if (m.rfind(ctx.host() + " ", 0) == 0) mine_here += m.substr(ctx.host().size()) + " ";
+  json list = json::array();
+  if (ctx.is_leader()) {
+    std::string status;
+    auto procs = query_gpu_processes(status);
+    if (status != "ok" && error) *error = status;
+    for (const auto& p : procs) {
+      if (mine_here.find(" " + std::to_string(p.pid) + " ") != std::string::npos) continue;
+      BusyGpu b;
+      b.host = ctx.host();
+      b.gpu_index = p.gpu_index;
+      b.gpu_uuid = p.gpu_uuid;
+      b.pid = p.pid;
+      b.name = !p.name.empty() ? p.name : proc_comm(p.pid);
+      if (b.name.empty()) b.name = "?";
+      b.used_bytes = p.used_bytes;
+      b.type = p.type;
+      list.push_back(b);
+    }
+  }
+  std::vector<BusyGpu> out;
+  for (const auto& g : ctx.allgather(ctx.is_leader() ? list.dump() : ""))
+    if (!g.empty())
+      for (const auto& b : json::parse(g)) out.push_back(b.get<BusyGpu>());
+  return out;
+}
+
+std::string describe_busy(const std::vector<BusyGpu>& busy) {
+  std::string out;
+  for (const auto& b : busy) {
+    char mem[48] = "memory unknown";
+    if (b.used_bytes >= 0)
+      std::snprintf(mem, sizeof mem, "%.2f GiB", static_cast<double>(b.used_bytes) / (1 << 30));
+    out += "  " + b.host + " GPU " + std::to_string(b.gpu_index) +
+           (b.gpu_uuid.empty() ? "" : " (" + b.gpu_uuid + ")") + ": pid " + std::to_string(b.pid) +
+           " " + b.name + ", " + b.type + ", " + mem + "\n";
+  }
+  return out;
+}
+
+}  // namespace clusterbench

@@ -1,0 +1,83 @@
+// Resumable, bounded and careful runs (issue 9, parts 3-4): `run --resume DIR`, `run --dry-run`
+// with per-case estimates, `run --time-limit`, and the busy-GPU refusal. The runner calls these;
+// they hold the rules so that runner.cpp only wires them in.
+#pragma once
+
+#include <set>
+#include <string>
+#include <vector>
+
+#include "benchmark.hpp"
+#include "context.hpp"
+#include "records.hpp"
+#include "runner.hpp"
+
+namespace clusterbench {
+
+/// The earlier run that `--resume DIR` completes.
+struct ResumeState {
+  bool active = false;
+  std::string dir;
+  RunRecord run;                    ///< its run.json
+  json run_json;                    ///< the same document, with fields this build does not model
+  std::set<std::string> done_keys;  ///< case keys whose last record is ok or waived (not refused)
+};
+
+/// Resolves --resume on every rank (collective): world rank 0 reads DIR/run.json and broadcasts
+/// it. Options not given on the command line are taken from the earlier run; given ones, and
+/// this binary's version, must equal the earlier run's. Throws InputError (exit 2) naming every
+/// difference ("suite: earlier 'quick', now 'ci'") or an unreadable directory. Without
+/// --resume returns `given` unchanged and leaves `state` inactive.
+RunOptions resolve_resume(const RunOptions& given, const Context& ctx, ResumeState& state);
+
+/// Rank 0: reads DIR/records.jsonl into `state.done_keys` (a truncated last line is ignored).
+void read_resume_records(ResumeState& state);
+
+/// Differences of the plan between the earlier run and this one (hosts, ranks, planned case
+/// keys), as texts; empty when the earlier plan can be completed by this job.
+std::vector<std::string> plan_differences(const RunRecord& earlier, const RunRecord& now);
+
+/// Whether a planned case has to run again: one of its expected case keys has no ok or waived
+/// record in the earlier run.
+bool needs_rerun(const PlannedCase& pc, const ResumeState& state);
+
+/// One planned case as --dry-run shows it.
+struct CaseEstimate {
+  std::string benchmark;
+  json params;
+  std::string level;
+  double seconds = 0;  ///< estimated wall seconds; 0 for a case that will not run
+  std::string note;    ///< "" (runs), "waived: ...", "failed: ...", "done in the earlier run"
+};
+
+/// What a planned case will do on this node: its estimate (Benchmark::estimate_s) when it runs,
+/// else 0 s with the reason (GPU disposition, applicability).
+CaseEstimate estimate_case(const Benchmark& b, const json& params, const Settings& settings,
+                           const NodeEnv& node);
+
+/// The --dry-run table: one line per case (estimate in seconds, level, id, params, note) and the
+/// total. `header` goes first.
+std::string render_dry_run(const std::vector<CaseEstimate>& cases, const std::string& header);
+
+/// A process of another job on one of this node's GPUs (NVML), for the busy-GPU refusal.
+struct BusyGpu {
+  std::string host;
+  int gpu_index = -1;
+  std::string gpu_uuid;
+  unsigned pid = 0;
+  std::string name;           ///< nvmlSystemGetProcessName, else /proc/PID/comm, else "?"
+  long long used_bytes = -1;  ///< GPU memory it uses; -1 when NVML cannot say
+  std::string type;           ///< "compute" or "graphics"
+};
+void to_json(json& j, const BusyGpu& v);
+void from_json(const json& j, BusyGpu& v);
+
+/// Collective: every node's leader asks NVML for the processes on its GPUs, leaving out this
+/// job's own ranks (their pids, gathered). Returns every node's list on every rank. `error`
+/// (this node) is set when NVML cannot list them; NVML not loaded gives an empty list.
+std::vector<BusyGpu> other_gpu_processes(const Context& ctx, std::string* error);
+
+/// "node01 GPU 3 (GPU-uuid): pid 4242 python3, 10.5 GiB" lines.
+std::string describe_busy(const std::vector<BusyGpu>& busy);
+
+}  // namespace clusterbench

@@ -1,0 +1,19 @@
+# Tests of issue 9 (operations), tests/CMakeLists.txt includes this file.
+# Issue 9 parts 1-2 (procurement evidence, fleet uniformity). Budgets: each unit test file < 5 s;
+# operations_evidence < 30 s.
+find_package(LibArchive REQUIRED)
+cb_unit_test(test_procurement clusterbench_core ${CLUSTERBENCH_BENCHMARK_OBJECTS})
+cb_unit_test(test_uniformity clusterbench_reports)
+cb_unit_test(test_archive clusterbench_reports LibArchive::LibArchive)
+cb_integration_test(operations_evidence TIMEOUT 60)
+# Issue 9 parts 3-5 (resumable and bounded runs, busy GPUs and files, no shared filesystem).
+cb_unit_test(test_open_writers clusterbench_core cb_io)
+cb_integration_test(ops_resume TIMEOUT 180)
+cb_integration_test(ops_time_limit TIMEOUT 240)
+cb_integration_test(ops_dry_run TIMEOUT 300)
+cb_integration_test(ops_busy_gpu TIMEOUT 120)
+cb_integration_test(ops_fio_busy LOCKS fio TIMEOUT 120)
+cb_integration_test(ops_netns_private LOCKS "netns;mpirun" TIMEOUT 400)
+if(TARGET fake_nvml)
+  add_dependencies(clusterbench_testbin fake_nvml)
+endif()
