@@ -1,17 +1,22 @@
-// dlopen of libclusterbench_gpu.so. Its absence or failure is recorded, never fatal here: the
-// runner turns it into `failed` GPU cases (or exit 2 for an insufficient driver).
+// dlopen of the GPU plugins and the choice among them. Their absence or failure is recorded, never
+// fatal here: the runner turns it into `failed` GPU cases (or exit 2 for an insufficient driver).
 #include "gpu_plugin.hpp"
 
+#include <dirent.h>
 #include <dlfcn.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <climits>
 #include <cstdlib>
 #include <mutex>
 
+#include "nvml.hpp"
+
 namespace clusterbench {
 
 namespace {
+
 std::string exe_dir() {
   char buf[PATH_MAX] = {0};
   ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
@@ -19,6 +24,37 @@ std::string exe_dir() {
   std::string p(buf, static_cast<size_t>(n));
   return p.substr(0, p.rfind('/'));
 }
+
+std::string base_name(const std::string& path) { return path.substr(path.rfind('/') + 1); }
+
+std::string describe(const GpuPluginCandidate& c) {
+  std::string d = base_name(c.path) + " (";
+  if (!c.error.empty()) return d + "cannot load)";
+  if (c.built_cuda <= 0) return d + "CUDA version not stated)";
+  d += "CUDA " + cuda_version_string(c.built_cuda);
+  if (int branch = min_driver_branch(c.built_cuda)) d += ", driver >= " + std::to_string(branch);
+  return d + ")";
+}
+
+std::string join(const std::vector<std::string>& parts, const std::string& sep) {
+  std::string out;
+  for (const auto& p : parts) out += (out.empty() ? "" : sep) + p;
+  return out;
+}
+
+/// The driver's CUDA version and version text: NVML first (the tests' fake NVML reports one),
+/// else libcuda's cuDriverGetVersion (needs no cuInit). {0, ""} when neither can tell.
+std::pair<int, std::string> driver_cuda_version() {
+  NvmlInventory nv = query_nvml_inventory();
+  if (int v = parse_cuda_version(nv.cuda_driver)) return {v, nv.driver_version};
+  if (void* cuda = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL)) {
+    auto get = reinterpret_cast<int (*)(int*)>(dlsym(cuda, "cuDriverGetVersion"));
+    int v = 0;
+    if (get && get(&v) == 0 && v > 0) return {v, nv.driver_version};
+  }
+  return {0, nv.driver_version};
+}
+
 }  // namespace
 
 std::string cuda_version_string(int v) {
@@ -26,44 +62,183 @@ std::string cuda_version_string(int v) {
   return std::to_string(v / 1000) + "." + std::to_string((v % 1000) / 10);
 }
 
-void* GpuPlugin::symbol(const char* name) const {
-  return handle ? dlsym(handle, name) : nullptr;
+int parse_cuda_version(const std::string& text) {
+  const size_t dot = text.find('.');
+  if (dot == std::string::npos || dot == 0 || dot + 1 >= text.size()) return 0;
+  const std::string major = text.substr(0, dot), minor = text.substr(dot + 1);
+  auto digits = [](const std::string& s) {
+    return !s.empty() && s.size() <= 3 &&
+           std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
+  };
+  if (!digits(major) || !digits(minor)) return 0;
+  return std::stoi(major) * 1000 + std::stoi(minor) * 10;
+}
+
+int min_driver_branch(int cuda) {
+  switch (cuda / 1000) {
+    case 13:
+      return 580;
+    case 12:
+      return 525;
+    case 11:
+      return 450;
+    default:
+      return 0;
+  }
+}
+
+GpuPluginChoice choose_gpu_plugin(int driver_cuda, const std::string& driver_version,
+                                  const std::vector<GpuPluginCandidate>& candidates) {
+  GpuPluginChoice choice;
+  std::vector<int> fits, minor_compatible, unstated, too_new;
+  for (int i = 0; i < static_cast<int>(candidates.size()); ++i) {
+    const GpuPluginCandidate& c = candidates[i];
+    if (!c.error.empty()) continue;
+    if (c.built_cuda <= 0)
+      unstated.push_back(i);
+    else if (driver_cuda <= 0 || c.built_cuda <= driver_cuda)
+      fits.push_back(i);
+    else if (c.built_cuda / 1000 == driver_cuda / 1000)
+      minor_compatible.push_back(i);
+    else
+      too_new.push_back(i);
+  }
+  auto built = [&](int i) { return candidates[i].built_cuda; };
+  std::stable_sort(fits.begin(), fits.end(), [&](int a, int b) { return built(a) > built(b); });
+  std::stable_sort(minor_compatible.begin(), minor_compatible.end(),
+                   [&](int a, int b) { return built(a) < built(b); });
+  for (const auto* part : {&fits, &minor_compatible, &unstated})
+    choice.order.insert(choice.order.end(), part->begin(), part->end());
+  if (!choice.order.empty()) return choice;
+
+  std::vector<std::string> present;
+  for (const auto& c : candidates) present.push_back(describe(c));
+  if (too_new.empty()) {  // nothing loaded
+    std::vector<std::string> errors;
+    for (const auto& c : candidates) errors.push_back(c.error);
+    choice.reason = candidates.size() == 1 ? errors.front() : join(errors, "; ");
+    return choice;
+  }
+  // Loaded, but each was built for a newer CUDA major than the driver supports.
+  int oldest = built(too_new.front());
+  for (int i : too_new) oldest = std::min(oldest, built(i));
+  choice.driver_insufficient = true;
+  choice.reason = "CUDA driver version is insufficient: the driver" +
+                  (driver_version.empty() ? std::string() : " (" + driver_version + ")") +
+                  " supports CUDA " + cuda_version_string(driver_cuda) +
+                  ", and no GPU plugin present fits it: " + join(present, ", ") +
+                  ". Install a driver for CUDA " + cuda_version_string(oldest) + " or newer";
+  if (int branch = min_driver_branch(oldest))
+    choice.reason += " (>= " + std::to_string(branch) + ")";
+  choice.reason += ", or add a plugin built with CUDA <= " + cuda_version_string(driver_cuda);
+  if (driver_cuda / 1000 == 12)
+    choice.reason += " (libclusterbench_gpu_cuda12.so, cmake -DCLUSTERBENCH_CUDA12_ROOT=...)";
+  return choice;
+}
+
+std::vector<std::string> find_gpu_plugins(const std::string& dir) {
+  std::vector<std::string> names;
+  if (DIR* d = opendir(dir.c_str())) {
+    while (const dirent* e = readdir(d)) {
+      const std::string n = e->d_name;
+      const bool plugin = n == "libclusterbench_gpu.so" ||
+                          (n.rfind("libclusterbench_gpu_", 0) == 0 && n.size() > 23 &&
+                           n.compare(n.size() - 3, 3, ".so") == 0);
+      if (plugin) names.push_back(n);
+    }
+    closedir(d);
+  }
+  std::sort(names.begin(), names.end());
+  if (names.empty()) names.push_back("libclusterbench_gpu.so");
+  std::vector<std::string> files;
+  for (const auto& n : names) files.push_back(dir + "/" + n);
+  return files;
+}
+
+void* GpuPlugin::symbol(const char* name) const { return handle ? dlsym(handle, name) : nullptr; }
+
+GpuPlugin open_gpu_plugin(const std::vector<std::string>& files, int driver_cuda,
+                          const std::string& driver_version) {
+  GpuPlugin plugin;
+  plugin.built = true;
+  plugin.driver_cuda = driver_cuda;
+  plugin.path = files.empty() ? std::string() : files.front();
+  std::vector<GpuPluginCandidate> candidates;
+  std::vector<void*> handles;
+  for (const auto& f : files) {
+    GpuPluginCandidate c;
+    c.path = f;
+    void* h = dlopen(f.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (!h) {
+      const char* e = dlerror();
+      c.error = e ? e : ("cannot load " + f);
+    } else {
+      auto abi = reinterpret_cast<int (*)()>(dlsym(h, "cb_gpu_abi_version"));
+      if (!abi || !dlsym(h, "cb_gpu_init") || abi() != CB_GPU_ABI_VERSION) {
+        c.error = f + ": not a clusterbench GPU plugin of ABI version " +
+                  std::to_string(CB_GPU_ABI_VERSION);
+        dlclose(h);
+        h = nullptr;
+      } else if (auto v = reinterpret_cast<int (*)()>(dlsym(h, "cb_gpu_built_cuda_version"))) {
+        c.built_cuda = v();
+      }
+    }
+    plugin.present.push_back(describe(c));
+    candidates.push_back(c);
+    handles.push_back(h);
+  }
+  const GpuPluginChoice choice = choose_gpu_plugin(driver_cuda, driver_version, candidates);
+  plugin.error = choice.reason;
+  plugin.driver_insufficient = choice.driver_insufficient;
+  // Initialise in order of preference; a plugin whose CUDA start says the driver is too old gives
+  // way to the next one.
+  int chosen = -1;
+  for (int i : choice.order) {
+    auto init =
+        reinterpret_cast<int (*)(cb_gpu_info*, char*, size_t)>(dlsym(handles[i], "cb_gpu_init"));
+    cb_gpu_info info{};
+    char err[1024] = {0};
+    const int rc = init(&info, err, sizeof err);
+    chosen = i;
+    plugin.path = candidates[i].path;
+    plugin.info = info;
+    plugin.loaded = true;
+    plugin.initialised = rc == CB_GPU_OK;
+    plugin.driver_insufficient = rc == CB_GPU_DRIVER_INSUFFICIENT;
+    plugin.error = rc == CB_GPU_OK ? "" : err;
+    if (!plugin.driver_insufficient) break;
+  }
+  if (chosen < 0 && candidates.size() > 1) {  // none chosen: name them all
+    const std::string& first = candidates.front().path;
+    plugin.path = first.substr(0, first.rfind('/') + 1) + "libclusterbench_gpu*.so";
+  }
+  if (plugin.driver_insufficient && !choice.order.empty())  // the plugin's own message
+    plugin.error += " [plugins present: " + join(plugin.present, ", ") + "]";
+  for (size_t i = 0; i < handles.size(); ++i)
+    if (handles[i] && static_cast<int>(i) != chosen) dlclose(handles[i]);
+  if (chosen >= 0) plugin.handle = handles[chosen];
+  return plugin;
 }
 
 const GpuPlugin& load_gpu_plugin() {
   static GpuPlugin plugin;
   static std::once_flag once;
   std::call_once(once, [] {
-    const char* override_path = std::getenv("CLUSTERBENCH_GPU_PLUGIN");
-    plugin.path = override_path && *override_path ? override_path
-                                                  : exe_dir() + "/libclusterbench_gpu.so";
-    if (override_path && *override_path) plugin.built = true;  // a plugin was named: try it
-    if (!plugin.built) {
+    const char* one = std::getenv("CLUSTERBENCH_GPU_PLUGIN");
+    const char* dir = std::getenv("CLUSTERBENCH_GPU_PLUGIN_DIR");
+    const bool named = (one && *one) || (dir && *dir);
+    if (!CLUSTERBENCH_HAVE_CUDA && !named) {  // a plugin or a directory was named: try it
+      plugin.built = false;
+      plugin.path = exe_dir() + "/libclusterbench_gpu.so";
       plugin.error = "this build has no GPU plugin (nvcc was not found at build time)";
       return;
     }
-    plugin.handle = dlopen(plugin.path.c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (!plugin.handle) {
-      const char* e = dlerror();
-      plugin.error = e ? e : ("cannot load " + plugin.path);
+    if (one && *one) {  // the one file named: no choice, its CUDA start decides
+      plugin = open_gpu_plugin({one}, 0, "");
       return;
     }
-    auto abi = reinterpret_cast<int (*)()>(plugin.symbol("cb_gpu_abi_version"));
-    auto init = reinterpret_cast<int (*)(cb_gpu_info*, char*, size_t)>(plugin.symbol("cb_gpu_init"));
-    if (!abi || !init || abi() != CB_GPU_ABI_VERSION) {
-      plugin.error = plugin.path + ": not a clusterbench GPU plugin of ABI version " +
-                     std::to_string(CB_GPU_ABI_VERSION);
-      return;
-    }
-    plugin.loaded = true;
-    char err[1024] = {0};
-    int rc = init(&plugin.info, err, sizeof err);
-    if (rc == CB_GPU_OK) {
-      plugin.initialised = true;
-    } else {
-      plugin.error = err;
-      plugin.driver_insufficient = rc == CB_GPU_DRIVER_INSUFFICIENT;
-    }
+    auto [cuda, version] = driver_cuda_version();
+    plugin = open_gpu_plugin(find_gpu_plugins(dir && *dir ? dir : exe_dir()), cuda, version);
   });
   return plugin;
 }

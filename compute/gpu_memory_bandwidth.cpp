@@ -76,7 +76,8 @@ class GpuMemoryBandwidth : public Benchmark {
     int nvml_index = nvml_index_for_bus_id(run.env(), info.pci_bus_id);
     TelemetrySampler sampler(
         nvml_index, 0.05,
-        nvml_index >= 0 ? "" : "running without telemetry: NVML " + Nvml::get().status());
+        nvml_index >= 0 ? "" : "running without telemetry: NVML " + Nvml::get().status(),
+        2.0 * static_cast<double>(info.bytes));
     run.exec([&](long long ops) {
       double seconds = -1;
       char e[1024] = {0};

@@ -126,6 +126,16 @@ class MemoryBandwidth : public Benchmark {
   }
   std::string applicable(const NodeEnv&) const override { return ""; }
 
+  /// First touch of the three arrays, then the measurement loop over one kernel pass (2 arrays
+  /// for copy/scale, 3 for add/triad), at 0.5 GB/s: what the shared 2-core CI machine gives.
+  double estimate_s(const Settings& s, const json& params) const override {
+    const double bw = 0.5e9;
+    double array = static_cast<double>(s.get_size(id(), "array_bytes", 4 * Topology().llc_bytes()));
+    std::string k = params.value("kernel", "triad");
+    double op = (k == "copy" || k == "scale" ? 2 : 3) * array / bw;
+    return 0.3 + 3 * array / bw + loop_estimate_s(case_min_time(s, id()), op);
+  }
+
   void run(CaseRun& run) const override {
     const std::string kernel = run.params().at("kernel");
     Topology topo;

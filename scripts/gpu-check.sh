@@ -79,6 +79,7 @@ mkdir -p "$OUT"
 # --- sections: each prints its part and appends "area|case|ours|anchor|unit" rows to $TABLE ----
 TABLE=$OUT/gpu-check.table
 : >"$TABLE"
+SPEC_ARGS=()  # set by section_inventory
 
 section_inventory() {
   say "inventory"
@@ -97,13 +98,29 @@ for g in env.get("gpus", []):
           g.get("pci_bus_id"), g.get("pcie", {}).get("gen_current"), g.get("pcie", {}).get("gen_max"),
           g.get("pcie", {}).get("width_current"), g.get("pcie", {}).get("width_max")))
 P
+  # The spec table of this GPU model, named explicitly: the tables match 8-GPU nodes, and the run
+  # would refuse a check machine with fewer GPUs (exit 2) before any case ran.
+  local spec
+  spec=$(python3 - "$OUT/inventory.json" "$ROOT/reports/specs" 2>/dev/null <<'P'
+import glob, json, re, sys
+gpus = json.load(open(sys.argv[1])).get("gpus", [])
+if gpus:
+    for f in sorted(glob.glob(sys.argv[2] + "/*.json")):
+        m = json.load(open(f)).get("match") or {}
+        if m.get("gpu_name") and re.search(m["gpu_name"], gpus[0].get("name", "")):
+            print(f); break
+    else:
+        print(sys.argv[2] + "/gpu-node-base.json")
+P
+)
+  if [ -n "$spec" ]; then SPEC_ARGS=(--spec "$spec"); echo "spec table: $spec"; fi
 }
 
 # compute.gemm at 8192^3 in FP16, BF16, TF32, FP8 (cuBLASLt), anchored by torch.matmul and
 # torch._scaled_mm on the same GPU in the same run.
 section_gemm() {
   say "compute.gemm (cuBLASLt, 8192^3)"
-  timeout 150 "$BIN" run --suite quick --only compute.gemm --set compute.gemm.backends=cublaslt \
+  timeout 150 "$BIN" run --suite quick "${SPEC_ARGS[@]}" --only compute.gemm --set compute.gemm.backends=cublaslt \
     --set compute.gemm.dtypes=fp16,bf16,tf32,fp8_e4m3 --set compute.gemm.shapes=8192 \
     --set compute.gemm.min_time=1 --out "$OUT/gemm" >"$OUT/gemm.log" 2>&1
   echo "clusterbench exited $? (verdicts: $OUT/gemm/report.md)"
@@ -170,7 +187,7 @@ P
 # PyTorch device copy (Tensor.copy_) of the same size; GB/s counts bytes read + written.
 section_gpu_memory_bandwidth() {
   say "compute.gpu_memory_bandwidth"
-  timeout 90 "$BIN" run --suite quick --only compute.gpu_memory_bandwidth \
+  timeout 90 "$BIN" run --suite quick "${SPEC_ARGS[@]}" --only compute.gpu_memory_bandwidth \
     --set compute.gpu_memory_bandwidth.min_time=1 --out "$OUT/dcopy" >"$OUT/dcopy.log" 2>&1
   echo "clusterbench exited $? (verdicts: $OUT/dcopy/report.md)"
   local bytes
@@ -219,9 +236,135 @@ for r in recs:
 P
 }
 
+# The seven collectives over NCCL on one rank (issue 4): busbw's factor is 0 with one rank, so the
+# sweep (float, half, bfloat16; 8 B to 64 MiB) is a correctness check, #wrong 0 in every case.
+section_collectives() {
+  say "collectives.* (NCCL, 1 rank: correctness)"
+  timeout 150 "$BIN" run --suite quick "${SPEC_ARGS[@]}" --only 'collectives.*' --set collectives.backends=nccl \
+    --set collectives.dtypes=float,half,bfloat16 --set collectives.maxbytes=64M \
+    --set collectives.stepfactor=8 --set collectives.min_time=0.02 --out "$OUT/coll" \
+    >"$OUT/coll.log" 2>&1
+  echo "clusterbench exited $? (verdicts: $OUT/coll/report.md)"
+  python3 - "$OUT/coll/records.jsonl" >>"$TABLE" <<'P'
+import collections, json, sys
+try:
+    recs = [json.loads(l) for l in open(sys.argv[1])]
+except OSError as e:
+    recs = []
+    print("collectives.*|nccl 1 rank|no records: %s|n/a|cases" % e)
+by = collections.defaultdict(list)
+for r in recs:
+    by[r["benchmark"]].append(r)
+for bench, rs in sorted(by.items()):
+    ok = [r for r in rs if r["status"] == "ok"]
+    wrong = sum(m["value"] for r in ok for m in r["metrics"] if m["name"].startswith("wrong"))
+    bad = next((r for r in rs if r["status"] != "ok"), None)
+    ours = "%d/%d ok, #wrong %d" % (len(ok), len(rs), wrong)
+    if bad:
+        ours += "; %s: %s" % (bad["status"], bad["message"])
+    print("%s|nccl 1 rank, 3 types, 8 B-64 MiB|%s|n/a (correctness)|cases" % (bench, ours))
+P
+}
+
+# compute.host_device_copy, pinned host memory on the GPU's NUMA node, H2D and D2H, anchored by
+# PyTorch: a pinned tensor .to('cuda', non_blocking=True) and a device tensor copied into a pinned
+# one (copy_(..., non_blocking=True)), timed with CUDA events; GB/s = bytes / median / 1e9.
+section_host_device_copy() {
+  say "compute.host_device_copy (pinned, near, h2d/d2h)"
+  local bytes=$((256 << 20))
+  timeout 60 "$BIN" run --suite quick "${SPEC_ARGS[@]}" --only compute.host_device_copy \
+    --set compute.host_device_copy.directions=h2d,d2h --set compute.host_device_copy.memory=pinned \
+    --set compute.host_device_copy.numa=near --set compute.host_device_copy.gpus=all \
+    --set compute.host_device_copy.bytes=$bytes --set compute.host_device_copy.min_time=0.5 \
+    --out "$OUT/hcopy" >"$OUT/hcopy.log" 2>&1
+  echo "clusterbench exited $? (verdicts: $OUT/hcopy/report.md)"
+  say "torch anchor (pinned copies of $bytes bytes)"
+  timeout 45 python3 - "$bytes" >"$OUT/hcopy-anchor.json" 2>"$OUT/hcopy-anchor.err" <<'P2'
+import json, sys
+try:
+    import torch
+    if not torch.cuda.is_available():
+        raise RuntimeError("torch sees no CUDA device")
+    n = int(sys.argv[1])
+    host = torch.empty(n, dtype=torch.uint8).random_().pin_memory()
+    dev = torch.empty(n, dtype=torch.uint8, device="cuda").random_()
+    back = torch.empty(n, dtype=torch.uint8).pin_memory()
+    def median(fn):
+        fn(); torch.cuda.synchronize()
+        times = []
+        for _ in range(30):
+            s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            s.record(); fn(); e.record(); e.synchronize()
+            times.append(s.elapsed_time(e) / 1e3)
+        return sorted(times)[(len(times) - 1) // 2]
+    print(json.dumps({"h2d": n / median(lambda: host.to("cuda", non_blocking=True)) / 1e9,
+                      "d2h": n / median(lambda: back.copy_(dev, non_blocking=True)) / 1e9}))
+except Exception as e:
+    print(json.dumps({"error": "%s: %s" % (type(e).__name__, e)}))
+P2
+  python3 - "$OUT/hcopy/records.jsonl" "$OUT/hcopy-anchor.json" >>"$TABLE" <<'P2'
+import json, sys
+try:
+    anchor = json.load(open(sys.argv[2]))
+except Exception as e:
+    anchor = {"error": "anchor produced no result (%s)" % e}
+try:
+    recs = [json.loads(l) for l in open(sys.argv[1])]
+except OSError as e:
+    recs = []
+    print("compute.host_device_copy|all|no records: %s|n/a|GB/s" % e)
+for r in recs:
+    d = r["params"]["direction"]
+    m = {x["name"]: x["value"] for x in r.get("metrics", [])}
+    a = anchor.get(d, anchor.get("error", "no anchor"))
+    a = "%.1f" % a if isinstance(a, (int, float)) else "n/a (%s)" % a
+    ours = "%.1f" % m["bandwidth"] if r["status"] == "ok" else "%s: %s" % (r["status"], r["message"])
+    gpu = r["scope"].get("gpu_index", "")
+    print("compute.host_device_copy|%s pinned near gpu%s|%s|%s|GB/s" % (d, gpu, ours, a))
+    if r["status"] == "ok" and "pcie_gen_min" in m:
+        t = r["extra"]["telemetry"].get("pcie") or {}
+        print("compute.host_device_copy|%s PCIe during copy gpu%s|gen %d x%d (max gen %s x%s)|n/a|link" % (
+            d, gpu, m["pcie_gen_min"], m["pcie_width_min"], t.get("gen_max"), t.get("width_max")))
+P2
+}
+
+# clusterbench burnin on the GPU (issue 8): a 20-second soak (6 intervals of bf16 8192^3 GEMM
+# with a concurrent 1-rank NCCL all_reduce), its per-GPU verdict, rates and the health counter
+# deltas (ECC, XID, row remapping, NVLink, AER) read through the real NVML at the start and end.
+section_burnin() {
+  say "burnin (20 s soak: GEMM + all_reduce, verdicts, health counters)"
+  timeout 90 "$BIN" burnin --minutes 0.34 --out "$OUT/burnin" \
+    >"$OUT/burnin.log" 2>&1
+  echo "clusterbench burnin exited $? (verdicts: $OUT/burnin/report.md)"
+  python3 - "$OUT/burnin" >>"$TABLE" <<'P'
+import json, os, sys
+d = sys.argv[1]
+try:
+    recs = [json.loads(l) for l in open(os.path.join(d, "records.jsonl"))]
+    rep = json.load(open(os.path.join(d, "report.json")))
+except (OSError, ValueError) as e:
+    recs, rep = [], {"rows": []}
+    print("burnin|soak|no result: %s|n/a|verdict" % e)
+for r in recs:
+    m = {x["name"]: x["value"] for x in r.get("metrics", [])}
+    gpu = r["scope"].get("gpu_index", r["scope"].get("rank", ""))
+    if r["status"] != "ok":
+        print("burnin|gpu%s|%s: %s|n/a|TFLOP/s" % (gpu, r["status"], r.get("message", "")))
+        continue
+    print("burnin|gpu%s rate first/last/worst|%.1f/%.1f/%.1f|n/a|TFLOP/s" % (
+        gpu, m.get("rate_first_minute", 0), m.get("rate_last_minute", 0),
+        m.get("rate_worst_interval", 0)))
+    print("burnin|gpu%s max temperature, verification errors|%s C, %d|n/a|C, count" % (
+        gpu, m.get("temperature_max", "n/a"), m.get("verification_errors", 0)))
+for row in rep.get("rows", []):
+    if row["id"].startswith(("burnin.", "health.")):
+        print("burnin|%s|%s|n/a|verdict" % (row["id"], row["outcome"]))
+P
+}
+
 # Sections run in this order. Other areas add a section_<name> function above (printing its part
 # and appending rows to $TABLE) and its name here: the collectives check goes after gemm.
-SECTIONS=(inventory gemm gpu_memory_bandwidth)
+SECTIONS=(inventory gemm collectives gpu_memory_bandwidth host_device_copy burnin)
 for s in "${SECTIONS[@]}"; do "section_$s"; done
 
 # --- the table ----------------------------------------------------------------------------------

@@ -18,6 +18,8 @@ void put(char* err, size_t len, const char* call, cudaError_t e) {
 
 extern "C" int cb_gpu_abi_version(void) { return CB_GPU_ABI_VERSION; }
 
+extern "C" int cb_gpu_built_cuda_version(void) { return CUDART_VERSION; }
+
 extern "C" int cb_gpu_init(cb_gpu_info* info, char* err, size_t errlen) {
   *info = cb_gpu_info{};
   info->built_cuda = CUDART_VERSION;

@@ -25,6 +25,9 @@ typedef struct {
 
 /* ABI version of the plugin; the loader refuses a mismatch. */
 int cb_gpu_abi_version(void);
+/* CUDART_VERSION the plugin was built with (e.g. 12020); touches no CUDA. The loader picks among
+ * several plugins by it (bench/gpu_plugin.hpp); additive to ABI version 1. */
+int cb_gpu_built_cuda_version(void);
 /* Starts CUDA and fills `info`. */
 int cb_gpu_init(cb_gpu_info* info, char* err, size_t errlen);
 /* Selects the device for this process (cudaSetDevice). */
@@ -84,6 +87,36 @@ int cb_gpu_dcopy_create(const cb_dcopy_params* p, cb_dcopy** out, cb_dcopy_info*
 int cb_gpu_dcopy_run(cb_dcopy* c, long long count, double* seconds, char* err, size_t errlen);
 void cb_gpu_dcopy_destroy(cb_dcopy* c);
 
+/* compute.host_device_copy (compute/host_device_copy_gpu.cpp; additive like the GEMM entry
+ * points). The caller owns the host buffers (allocated and NUMA-bound by the core with hwloc);
+ * the plugin pins them with cudaHostRegister when `pinned` (unregistered at destroy) and copies
+ * between them and its own device buffers on the current device. */
+typedef struct {
+  char device_name[256], pci_bus_id[32]; /* of the current device (cudaGetDevice) */
+} cb_gpu_device_info;
+int cb_gpu_current_device(cb_gpu_device_info* info, char* err, size_t errlen);
+
+enum { CB_HCOPY_H2D = 0, CB_HCOPY_D2H = 1, CB_HCOPY_BIDIR = 2 };
+typedef struct cb_hcopy cb_hcopy;
+typedef struct {
+  long long bytes; /* per direction, a multiple of 16 */
+  int direction;   /* CB_HCOPY_*: bidir = an H2D and a D2H of `bytes` each, on two streams */
+  int pinned;      /* 1: cudaHostRegister the host buffers; 0: pageable */
+  void* host_src;  /* `bytes`: the source of H2D (and the reference of every check) */
+  void* host_dst;  /* `bytes`: the destination of D2H (unused by h2d) */
+} cb_hcopy_params;
+typedef struct {
+  char device_name[256], pci_bus_id[32];
+  long long mismatches; /* 16-byte words wrong among those checked after one copy each way */
+  long long checked;
+} cb_hcopy_info;
+int cb_gpu_hcopy_create(const cb_hcopy_params* p, cb_hcopy** out, cb_hcopy_info* info, char* err,
+                        size_t errlen);
+/* Runs `count` copies (bidir: `count` of each direction) back to back; `seconds` = CUDA-event
+ * time of the whole batch. */
+int cb_gpu_hcopy_run(cb_hcopy* c, long long count, double* seconds, char* err, size_t errlen);
+void cb_gpu_hcopy_destroy(cb_hcopy* c);
+
 /* Collectives over NCCL (collectives/nccl_backend.cpp; additive to ABI version 1: the core looks
  * these up with dlsym; a plugin built without NCCL lacks them). Buffers are device memory from
  * cb_nccl_alloc. Counts are elements: all_reduce, broadcast, reduce, sendrecv move `count`;
@@ -121,6 +154,11 @@ int cb_nccl_copy(void* dst, const void* src, size_t bytes, int to_device, char* 
 int cb_nccl_run(cb_nccl_comm* c, int coll, int dtype, const void* send, void* recv,
                 size_t count, size_t block, int root, long long ops, double* seconds, char* err,
                 size_t errlen);
+/* Makes NCCL re-read NCCL_DEBUG, NCCL_DEBUG_SUBSYS and NCCL_DEBUG_FILE from the environment
+ * (ncclResetDebugInit, looked up at run time: older NCCL lacks it). The probe of
+ * collectives/nccl_host.cpp turns NCCL's logging on around one untimed call and off again.
+ * Returns CB_GPU_OK, or CB_GPU_ERROR when this NCCL cannot. */
+int cb_nccl_reset_debug(void);
 
 #ifdef __cplusplus
 }

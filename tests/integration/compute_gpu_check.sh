@@ -16,11 +16,19 @@ done
 for m in kernel memcpy; do
   expect_out "compute.gpu_memory_bandwidth +$m gpu0 +waived: no NVIDIA GPU on the PCI bus +n/a"
 done
+for d in h2d d2h; do
+  expect_out "compute.host_device_copy +$d pinned near gpu0 +waived: no NVIDIA GPU on the PCI bus +n/a"
+done
 expect_out "== done: $TMP/gc"
 py "
 recs = [json.loads(l) for l in open(sys.argv[1])]
 assert sorted(r['params']['dtype'] for r in recs) == ['bf16', 'fp16', 'fp8_e4m3', 'tf32'], recs
 assert all(r['status'] == 'waived' and r['params']['m'] == 8192 for r in recs)
 " "$TMP/gc/gemm/records.jsonl"
+py "
+recs = [json.loads(l) for l in open(sys.argv[1])]
+assert sorted(r['params']['direction'] for r in recs) == ['d2h', 'h2d'], recs
+assert all(r['status'] == 'waived' and r['params']['memory'] == 'pinned' for r in recs)
+" "$TMP/gc/hcopy/records.jsonl"
 ok "gpu-check.sh runs to the end on a GPU-less machine and prints the waived rows"
 echo "$PASSES passed, 0 failed"

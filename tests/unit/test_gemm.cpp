@@ -256,7 +256,9 @@ TEST(GpuTelemetry, SummaryOfSamples) {
   EXPECT_EQ(j["power_limit_w"], 700.0);
   EXPECT_EQ(j["clock_event_reasons"], 0x24);
   EXPECT_EQ(j["clock_event_reason_names"], json({"sw_power_cap", "sw_thermal_slowdown"}));
-  EXPECT_EQ(j["slowdown_samples"], 1);  // the power cap alone is not a slowdown
+  EXPECT_EQ(j["slowdown_samples"], 1);   // the power cap alone is not a slowdown
+  EXPECT_EQ(j["power_cap_samples"], 3);  // recorded, never judged
+  EXPECT_TRUE(j["pcie"].is_null());      // these samples carry no PCIe readings
   json none = summarize_telemetry({bad}, 0, "");
   EXPECT_EQ(none["samples"], 0);
   EXPECT_EQ(none["status"], "nvmlDeviceGetHandleByIndex: GPU is lost");

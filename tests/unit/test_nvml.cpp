@@ -271,6 +271,35 @@ TEST_F(NvmlTest, PartialFieldsAndLostGpu) {
   EXPECT_EQ(t1.status, "nvmlDeviceGetHandleByIndex(1): GPU is lost");
 }
 
+// Procurement and uniformity fields (issue 9): board part number, persistence mode, MIG mode.
+// h100x8.json: every GPU 692-2G520-0200-000; persistence off on GPU 5; MIG on on GPU 6.
+// partial.json has none of them: Not Supported leaves them unknown, without a warning.
+TEST_F(NvmlTest, BoardPartNumberPersistenceAndMig) {
+  use_fake("h100x8.json");
+  const NvmlInventory inv = query_nvml_inventory();
+  ASSERT_TRUE(inv.ok) << inv.status;
+  ASSERT_EQ(inv.gpus.size(), 8u);
+  Strings parts, persistence, mig;
+  for (const GpuInfo& g : inv.gpus) {
+    parts.push_back(g.board_part_number);
+    persistence.push_back(g.persistence_mode);
+    mig.push_back(g.mig_mode);
+  }
+  EXPECT_EQ(parts, Strings(8, "692-2G520-0200-000"));
+  EXPECT_EQ(persistence, (Strings{"enabled", "enabled", "enabled", "enabled", "enabled",
+                                  "disabled", "enabled", "enabled"}));
+  EXPECT_EQ(mig, (Strings{"disabled", "disabled", "disabled", "disabled", "disabled", "disabled",
+                          "enabled", "disabled"}));
+
+  use_fake("partial.json");
+  const NvmlInventory partial = query_nvml_inventory();
+  ASSERT_TRUE(partial.ok) << partial.status;
+  EXPECT_EQ(partial.gpus[0].board_part_number, "");
+  EXPECT_EQ(partial.gpus[0].persistence_mode, "");
+  EXPECT_EQ(partial.gpus[0].mig_mode, "");
+  EXPECT_EQ(partial.warnings.size(), 2u);
+}
+
 // Reloading picks up a new scenario, and the same process can go back again.
 TEST_F(NvmlTest, ReloadSwitchesScenario) {
   use_fake("driver-not-loaded.json");

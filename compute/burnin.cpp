@@ -1,0 +1,227 @@
+// GEMM engines of the burn-in (compute/burnin.hpp).
+#include "compute/burnin.hpp"
+
+#include <cblas.h>
+#include <time.h>
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+#include <thread>
+#include <type_traits>
+#include <vector>
+
+#include "error.hpp"
+#include "gpu_plugin.hpp"
+
+namespace clusterbench::compute {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double thread_cpu_seconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
+}
+
+template <class T>
+class OpenblasSoak : public SoakGemm {
+ public:
+  OpenblasSoak(std::string dtype, const GemmShape& s, std::uint64_t seed, int samples)
+      : dtype_(std::move(dtype)), s_(s), samples_(samples) {
+    a_.resize(static_cast<size_t>(s.m * s.k));
+    b_.resize(static_cast<size_t>(s.k * s.n));
+    c_.assign(static_cast<size_t>(s.m * s.n), T(0));
+    for (size_t i = 0; i < a_.size(); ++i) a_[i] = static_cast<T>(gemm_input_value(seed, 0, i));
+    for (size_t i = 0; i < b_.size(); ++i) b_[i] = static_cast<T>(gemm_input_value(seed, 1, i));
+    openblas_set_num_threads(1);
+    product();  // warm-up, and a product for a check before the first interval
+  }
+
+  SoakWork run_until(Clock::time_point deadline, double extra_fraction) override {
+    SoakWork w;
+    auto wall0 = Clock::now();
+    double cpu0 = thread_cpu_seconds();
+    do {
+      double t0 = thread_cpu_seconds();
+      product();
+      if (extra_fraction > 0) {
+        // Busy, not asleep: the injected slowdown must show in this thread's CPU time.
+        double until = thread_cpu_seconds() + extra_fraction * (thread_cpu_seconds() - t0);
+        while (thread_cpu_seconds() < until) {
+        }
+      }
+      ++w.products;
+    } while (Clock::now() < deadline);
+    w.seconds = thread_cpu_seconds() - cpu0;
+    w.wall_seconds = std::chrono::duration<double>(Clock::now() - wall0).count();
+    return w;
+  }
+
+  GemmVerification verify(std::uint64_t seed, bool corrupt) override {
+    if (corrupt) c_[0] += static_cast<T>(1);  // C(0,0) is always sampled
+    return verify_gemm(
+        s_, [&](long long i, long long q) { return static_cast<double>(a_[idx(i + q * s_.m)]); },
+        [&](long long q, long long j) { return static_cast<double>(b_[idx(q + j * s_.k)]); },
+        [&](long long i, long long j) { return static_cast<double>(c_[idx(i + j * s_.m)]); },
+        samples_, seed, gemm_error_bound(dtype_));
+  }
+
+  json facts() const override {
+    return {{"library", "OpenBLAS"},
+            {"config", openblas_get_config()},
+            {"core", openblas_get_corename()},
+            {"threads", 1},
+            {"function", std::is_same_v<T, float> ? "cblas_sgemm" : "cblas_dgemm"},
+            {"layout", "column-major, C = A B (NN)"}};
+  }
+  std::string time_basis() const override { return "thread_cpu"; }
+
+ private:
+  static size_t idx(long long i) { return static_cast<size_t>(i); }
+  void product() {
+    auto m = static_cast<blasint>(s_.m), n = static_cast<blasint>(s_.n),
+         k = static_cast<blasint>(s_.k);
+    if constexpr (std::is_same_v<T, float>)
+      cblas_sgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, m, n, k, 1.0f, a_.data(), m, b_.data(),
+                  k, 0.0f, c_.data(), m);
+    else
+      cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, m, n, k, 1.0, a_.data(), m, b_.data(),
+                  k, 0.0, c_.data(), m);
+  }
+  std::string dtype_;
+  GemmShape s_;
+  int samples_;
+  std::vector<T> a_, b_, c_;
+};
+
+using CreateFn = int (*)(const cb_gemm_params*, cb_gemm**, cb_gemm_info*, char*, size_t);
+using RunFn = int (*)(cb_gemm*, long long, double*, char*, size_t);
+using DestroyFn = void (*)(cb_gemm*);
+
+struct PluginGemm {
+  CreateFn create = nullptr;
+  RunFn run = nullptr;
+  DestroyFn destroy = nullptr;
+};
+
+/// One plugin GEMM: throws Waived for CB_GPU_UNSUPPORTED, CallError for other errors.
+cb_gemm* create_plugin_gemm(const PluginGemm& fn, const std::string& dtype, const GemmShape& s,
+                            std::uint64_t seed, int samples, int algos, cb_gemm_info* info) {
+  cb_gemm_params prm{};
+  prm.dtype = dtype.c_str();
+  prm.m = s.m, prm.n = s.n, prm.k = s.k;
+  prm.max_algos = algos;
+  prm.verify_samples = samples;
+  prm.seed = seed;
+  cb_gemm* g = nullptr;
+  char err[1024] = {0};
+  int rc = fn.create(&prm, &g, info, err, sizeof err);
+  if (rc == CB_GPU_UNSUPPORTED) throw Waived(err);
+  if (rc != CB_GPU_OK)
+    throw_call_error("cuBLASLt", std::to_string(rc), err, "cb_gpu_gemm_create", __FILE__, __LINE__);
+  return g;
+}
+
+class CublasltSoak : public SoakGemm {
+ public:
+  CublasltSoak(const PluginGemm& fn, std::string dtype, const GemmShape& s, std::uint64_t seed,
+               int samples)
+      : fn_(fn), dtype_(std::move(dtype)), s_(s), samples_(samples) {
+    g_ = create_plugin_gemm(fn_, dtype_, s_, seed, samples_, 8, &info_);
+    GemmVerification v = from_info(info_);
+    CHECK_MSG(v.samples > 0 && v.passed(), "cuBLASLt", v.failure_message(dtype_, s_));
+  }
+  ~CublasltSoak() override { fn_.destroy(g_); }
+
+  SoakWork run_until(Clock::time_point deadline, double extra_fraction) override {
+    SoakWork w;
+    auto wall0 = Clock::now();
+    do {
+      double sec = 0;
+      char err[1024] = {0};
+      int rc = fn_.run(g_, batch_, &sec, err, sizeof err);
+      if (rc != CB_GPU_OK)
+        throw_call_error("cuBLASLt", std::to_string(rc), err, "cb_gpu_gemm_run", __FILE__,
+                         __LINE__);
+      if (extra_fraction > 0) {
+        std::this_thread::sleep_for(std::chrono::duration<double>(extra_fraction * sec));
+        sec *= 1 + extra_fraction;
+      }
+      w.products += batch_;
+      w.seconds += sec;
+      // Batches of about 50 ms: short against an interval, long against a launch.
+      if (sec > 0 && sec < 0.025) batch_ = std::min<long long>(batch_ * 2, 1 << 20);
+    } while (Clock::now() < deadline);
+    w.wall_seconds = std::chrono::duration<double>(Clock::now() - wall0).count();
+    return w;
+  }
+
+  GemmVerification verify(std::uint64_t seed, bool corrupt) override {
+    cb_gemm_info info{};
+    cb_gemm* g = create_plugin_gemm(fn_, dtype_, s_, seed, samples_, 1, &info);
+    fn_.destroy(g);
+    GemmVerification v = from_info(info);
+    if (corrupt) v.max_rel_error = 1.0;  // test fault injection (docs/burnin.md)
+    return v;
+  }
+
+  json facts() const override {
+    return {{"library", "cuBLASLt"},
+            {"device", info_.device_name},
+            {"pci_bus_id", info_.pci_bus_id},
+            {"compute_capability",
+             std::to_string(info_.sm_major) + "." + std::to_string(info_.sm_minor)},
+            {"algorithm_id", info_.algo_id},
+            {"input_type", info_.input_type},
+            {"output_type", info_.output_type},
+            {"compute_type", info_.compute_type},
+            {"layout", "column-major, D = A^T B (TN), beta = 0"}};
+  }
+  std::string time_basis() const override { return "cuda_events"; }
+  std::string pci_bus_id() const override { return info_.pci_bus_id; }
+
+ private:
+  GemmVerification from_info(const cb_gemm_info& info) const {
+    GemmVerification v;
+    v.samples = info.samples_checked;
+    v.max_rel_error = info.max_rel_error;
+    v.worst_i = info.worst_i;
+    v.worst_j = info.worst_j;
+    v.bound = gemm_error_bound(dtype_);
+    return v;
+  }
+  PluginGemm fn_;
+  std::string dtype_;
+  GemmShape s_;
+  int samples_;
+  cb_gemm* g_ = nullptr;
+  cb_gemm_info info_{};
+  long long batch_ = 1;
+};
+
+}  // namespace
+
+std::unique_ptr<SoakGemm> make_openblas_soak(const std::string& dtype, const GemmShape& shape,
+                                             std::uint64_t seed, int samples) {
+  if (dtype == "fp32") return std::make_unique<OpenblasSoak<float>>(dtype, shape, seed, samples);
+  if (dtype == "fp64") return std::make_unique<OpenblasSoak<double>>(dtype, shape, seed, samples);
+  throw std::invalid_argument("burn-in on OpenBLAS: dtype '" + dtype + "' (fp32, fp64)");
+}
+
+std::unique_ptr<SoakGemm> make_cublaslt_soak(const std::string& dtype, const GemmShape& shape,
+                                             std::uint64_t seed, int samples) {
+  const GpuPlugin& plugin = load_gpu_plugin();
+  PluginGemm fn;
+  fn.create = reinterpret_cast<CreateFn>(plugin.symbol("cb_gpu_gemm_create"));
+  fn.run = reinterpret_cast<RunFn>(plugin.symbol("cb_gpu_gemm_run"));
+  fn.destroy = reinterpret_cast<DestroyFn>(plugin.symbol("cb_gpu_gemm_destroy"));
+  CHECK_MSG(
+      fn.create && fn.run && fn.destroy, "GPU plugin",
+      plugin.path + " lacks cb_gpu_gemm_create/run/destroy (a plugin older than the burn-in)");
+  return std::make_unique<CublasltSoak>(fn, dtype, shape, seed, samples);
+}
+
+}  // namespace clusterbench::compute

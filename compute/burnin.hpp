@@ -1,0 +1,62 @@
+// The GEMM side of `clusterbench burnin` (bench/burnin.cpp, docs/burnin.md): one matrix product
+// kept busy back to back for a whole interval, on the GPU through the plugin's compute.gemm entry
+// points (cuBLASLt) or on the CPU through OpenBLAS, and checked after every interval the way
+// compute.gemm checks (sampled elements against a long-double reference, compute/gemm.hpp).
+// Measures only: the verdicts are made in reports/burnin.hpp.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "compute/gemm.hpp"
+#include "records.hpp"
+
+namespace clusterbench::compute {
+
+/// What one interval of products did.
+struct SoakWork {
+  long long products = 0;
+  double seconds = 0;       ///< the time the rate is taken over (SoakGemm::time_basis())
+  double wall_seconds = 0;  ///< steady_clock time of the same products
+};
+
+/// A GEMM of one shape and dtype, run back to back (one product = gemm_flop(shape()) FLOP).
+class SoakGemm {
+ public:
+  virtual ~SoakGemm() = default;
+  /// Runs products until `deadline` (the last one may end a product's time after it).
+  /// `extra_fraction` > 0 is test fault injection: after each product (GPU: batch), that fraction
+  /// of its measured time is spent more inside the measured time, so the rate falls to
+  /// 1 / (1 + extra_fraction) of what it was. Throws CallError on a library error.
+  virtual SoakWork run_until(std::chrono::steady_clock::time_point deadline,
+                             double extra_fraction) = 0;
+  /// Sampled check of a product (compute.gemm's check, `samples` points drawn from `seed`).
+  /// CPU: the last product of run_until. GPU: the plugin cannot re-read the sustained product, so
+  /// a fresh product (inputs drawn from `seed`) is computed and checked on the same, hot GPU.
+  /// `corrupt` is test fault injection: one sampled output element is made wrong first (CPU), or
+  /// the check's result is (GPU).
+  virtual GemmVerification verify(std::uint64_t seed, bool corrupt) = 0;
+  /// What the record's extra says about the backend: library, function, threads, time basis.
+  virtual json facts() const = 0;
+  /// "thread_cpu" (the calling thread's CPU time: OpenBLAS on one thread per rank, so that ranks
+  /// sharing cores measure their own work) or "cuda_events".
+  virtual std::string time_basis() const = 0;
+  /// The PCI bus id of the device (GPU), "" on the CPU.
+  virtual std::string pci_bus_id() const { return ""; }
+};
+
+/// OpenBLAS on the calling thread (openblas_set_num_threads(1)): dtype "fp32" (cblas_sgemm) or
+/// "fp64" (cblas_dgemm), column-major NN, inputs gemm_input_value(seed, ...). Throws
+/// std::invalid_argument for another dtype.
+std::unique_ptr<SoakGemm> make_openblas_soak(const std::string& dtype, const GemmShape& shape,
+                                             std::uint64_t seed, int samples);
+
+/// cuBLASLt through the GPU plugin (cb_gpu_gemm_create/run/destroy) on the current device.
+/// Throws Waived (CB_GPU_UNSUPPORTED: the GPU lacks the dtype or memory) or CallError (the
+/// plugin's error text; a plugin without the GEMM entry points).
+std::unique_ptr<SoakGemm> make_cublaslt_soak(const std::string& dtype, const GemmShape& shape,
+                                             std::uint64_t seed, int samples);
+
+}  // namespace clusterbench::compute

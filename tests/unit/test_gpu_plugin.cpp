@@ -1,0 +1,212 @@
+// The GPU plugin loader's choice among plugins built for different CUDA versions
+// (bench/gpu_plugin.cpp): the pure choice function, then the loader on the fake plugins that say
+// they were built with CUDA 13.0 and 12.2 (tests/compute.cmake builds them).
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "gpu_plugin.hpp"
+
+namespace clusterbench {
+namespace {
+
+using Ints = std::vector<int>;
+
+const std::string kFake13 = CB_BINARY_DIR "/tests/fake_plugins/cuda13000/libclusterbench_gpu.so";
+const std::string kFake12 =
+    CB_BINARY_DIR "/tests/fake_plugins/cuda12020/libclusterbench_gpu_cuda12.so";
+const char* kNoDevice =
+    "cudaGetDeviceCount: no CUDA-capable device is detected (cudaErrorNoDevice)";
+
+GpuPluginCandidate loaded(const std::string& name, int built) {
+  return {"/opt/cb/" + name, built, ""};
+}
+
+TEST(GpuPluginVersions, ParseAndFormat) {
+  EXPECT_EQ(parse_cuda_version("12.2"), 12020);
+  EXPECT_EQ(parse_cuda_version("13.0"), 13000);
+  EXPECT_EQ(parse_cuda_version("12.10"), 12100);
+  EXPECT_EQ(parse_cuda_version(""), 0);
+  EXPECT_EQ(parse_cuda_version("12"), 0);
+  EXPECT_EQ(parse_cuda_version("12."), 0);
+  EXPECT_EQ(parse_cuda_version("v12.2"), 0);
+  EXPECT_EQ(cuda_version_string(12020), "12.2");
+  EXPECT_EQ(cuda_version_string(13000), "13.0");
+  EXPECT_EQ(cuda_version_string(0), "");
+}
+
+TEST(GpuPluginVersions, MinimumDriverBranch) {
+  EXPECT_EQ(min_driver_branch(13000), 580);
+  EXPECT_EQ(min_driver_branch(13020), 580);
+  EXPECT_EQ(min_driver_branch(12020), 525);
+  EXPECT_EQ(min_driver_branch(12090), 525);
+  EXPECT_EQ(min_driver_branch(11080), 450);
+  EXPECT_EQ(min_driver_branch(10020), 0);
+}
+
+// The seed's clusters: driver 535 = CUDA 12.2, an install with both plugins.
+TEST(ChooseGpuPlugin, Driver535PicksTheCuda12Plugin) {
+  std::vector<GpuPluginCandidate> c = {loaded("libclusterbench_gpu.so", 13000),
+                                       loaded("libclusterbench_gpu_cuda12.so", 12020)};
+  GpuPluginChoice ch = choose_gpu_plugin(12020, "535.161.08", c);
+  EXPECT_EQ(ch.order, Ints({1}));
+  EXPECT_FALSE(ch.driver_insufficient);
+  EXPECT_EQ(ch.reason, "");
+}
+
+TEST(ChooseGpuPlugin, Driver580PrefersTheNewestThatFits) {
+  std::vector<GpuPluginCandidate> c = {loaded("libclusterbench_gpu.so", 13000),
+                                       loaded("libclusterbench_gpu_cuda12.so", 12020)};
+  EXPECT_EQ(choose_gpu_plugin(13000, "580.65.06", c).order, Ints({0, 1}));
+  EXPECT_EQ(choose_gpu_plugin(13020, "", c).order, Ints({0, 1}));
+  // CUDA 12.8 driver (570): the 13.0 plugin is of another major: not tried.
+  EXPECT_EQ(choose_gpu_plugin(12080, "", c).order, Ints({1}));
+  // Unknown driver version: every plugin, newest first; cb_gpu_init decides.
+  EXPECT_EQ(choose_gpu_plugin(0, "", c).order, Ints({0, 1}));
+}
+
+TEST(ChooseGpuPlugin, MinorVersionCompatibilityAfterExactFits) {
+  std::vector<GpuPluginCandidate> c = {loaded("a.so", 12060), loaded("b.so", 12020),
+                                       loaded("c.so", 12040), loaded("d.so", 0)};
+  // Driver 12.0: none is <= 12.0; the same major's, closest first, then the unstated one.
+  EXPECT_EQ(choose_gpu_plugin(12000, "", c).order, Ints({1, 2, 0, 3}));
+  // Driver 12.3: 12.2 fits; then 12.4 and 12.6 by minor-version compatibility.
+  EXPECT_EQ(choose_gpu_plugin(12030, "", c).order, Ints({1, 2, 0, 3}));
+  // Driver 12.6: all fit, newest first.
+  EXPECT_EQ(choose_gpu_plugin(12060, "", c).order, Ints({0, 2, 1, 3}));
+}
+
+TEST(ChooseGpuPlugin, NoneFitsIsADeploymentError) {
+  std::vector<GpuPluginCandidate> c = {loaded("libclusterbench_gpu.so", 13000)};
+  GpuPluginChoice ch = choose_gpu_plugin(12020, "535.161.08", c);
+  EXPECT_TRUE(ch.order.empty());
+  EXPECT_TRUE(ch.driver_insufficient);
+  EXPECT_EQ(
+      ch.reason,
+      "CUDA driver version is insufficient: the driver (535.161.08) supports CUDA 12.2, and no "
+      "GPU plugin present fits it: libclusterbench_gpu.so (CUDA 13.0, driver >= 580). Install "
+      "a driver for CUDA 13.0 or newer (>= 580), or add a plugin built with CUDA <= 12.2 "
+      "(libclusterbench_gpu_cuda12.so, cmake -DCLUSTERBENCH_CUDA12_ROOT=...)");
+}
+
+TEST(ChooseGpuPlugin, NoneFitsNamesEveryPluginPresentAndTheOldestNeed) {
+  std::vector<GpuPluginCandidate> c = {loaded("libclusterbench_gpu.so", 13000),
+                                       loaded("libclusterbench_gpu_cuda12.so", 12020),
+                                       {"/opt/cb/libclusterbench_gpu_x.so", 0, "x: bad ELF"}};
+  GpuPluginChoice ch = choose_gpu_plugin(11080, "", c);
+  EXPECT_TRUE(ch.driver_insufficient);
+  EXPECT_NE(ch.reason.find("the driver supports CUDA 11.8, and no GPU plugin present fits it: "
+                           "libclusterbench_gpu.so (CUDA 13.0, driver >= 580), "
+                           "libclusterbench_gpu_cuda12.so (CUDA 12.2, driver >= 525), "
+                           "libclusterbench_gpu_x.so (cannot load). Install a driver for CUDA "
+                           "12.2 or newer (>= 525)"),
+            std::string::npos)
+      << ch.reason;
+}
+
+TEST(ChooseGpuPlugin, NoneLoadsGivesTheLoadErrors) {
+  std::vector<GpuPluginCandidate> one = {{"/x/libclusterbench_gpu.so", 0, "e1: cannot open"}};
+  GpuPluginChoice ch = choose_gpu_plugin(12020, "", one);
+  EXPECT_TRUE(ch.order.empty());
+  EXPECT_FALSE(ch.driver_insufficient);
+  EXPECT_EQ(ch.reason, "e1: cannot open");
+  std::vector<GpuPluginCandidate> two = {one[0], {"/x/libclusterbench_gpu_cuda12.so", 0, "e2"}};
+  EXPECT_EQ(choose_gpu_plugin(12020, "", two).reason, "e1: cannot open; e2");
+}
+
+TEST(FindGpuPlugins, NamesOfThePluginFamilyOnly) {
+  char tmpl[] = "/tmp/cbplugXXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  const std::string dir = tmpl;
+  EXPECT_EQ(find_gpu_plugins(dir), std::vector<std::string>({dir + "/libclusterbench_gpu.so"}));
+  for (const char* n : {"libclusterbench_gpu_cuda12.so", "libclusterbench_gpu.so", "other.so",
+                        "libclusterbench_gpu_.so", "libclusterbench_gpu.so.bak"})
+    std::ofstream(dir + "/" + n) << "x";
+  EXPECT_EQ(find_gpu_plugins(dir),
+            std::vector<std::string>(
+                {dir + "/libclusterbench_gpu.so", dir + "/libclusterbench_gpu_cuda12.so"}));
+  for (const char* n : {"libclusterbench_gpu_cuda12.so", "libclusterbench_gpu.so", "other.so",
+                        "libclusterbench_gpu_.so", "libclusterbench_gpu.so.bak"})
+    std::remove((dir + "/" + n).c_str());
+  rmdir(dir.c_str());
+}
+
+class OpenGpuPlugin : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    unsetenv("FAKE_GPU_DEVICES");
+    unsetenv("FAKE_GPU_ERROR");
+    unsetenv("FAKE_GPU_DRIVER_INSUFFICIENT");
+    struct stat st;
+    ASSERT_EQ(stat(kFake13.c_str(), &st), 0) << kFake13;
+    ASSERT_EQ(stat(kFake12.c_str(), &st), 0) << kFake12;
+  }
+};
+
+TEST_F(OpenGpuPlugin, Driver122LoadsTheCuda12Plugin) {
+  GpuPlugin p = open_gpu_plugin({kFake13, kFake12}, 12020, "535.161.08");
+  EXPECT_EQ(p.path, kFake12);
+  EXPECT_TRUE(p.loaded);
+  EXPECT_FALSE(p.initialised);  // the fake's CUDA start fails as a GPU-less node's
+  EXPECT_FALSE(p.driver_insufficient);
+  EXPECT_EQ(p.error, kNoDevice);
+  EXPECT_EQ(p.info.built_cuda, 12020);
+  auto built = reinterpret_cast<int (*)()>(p.symbol("cb_gpu_built_cuda_version"));
+  ASSERT_NE(built, nullptr);
+  EXPECT_EQ(built(), 12020);
+  EXPECT_EQ(p.present,
+            std::vector<std::string>({"libclusterbench_gpu.so (CUDA 13.0, driver >= 580)",
+                                      "libclusterbench_gpu_cuda12.so (CUDA 12.2, driver >= 525)"}));
+}
+
+TEST_F(OpenGpuPlugin, Driver130LoadsTheCuda13Plugin) {
+  GpuPlugin p = open_gpu_plugin({kFake13, kFake12}, 13000, "580.65.06");
+  EXPECT_EQ(p.path, kFake13);
+  EXPECT_EQ(p.info.built_cuda, 13000);
+  EXPECT_EQ(reinterpret_cast<int (*)()>(p.symbol("cb_gpu_built_cuda_version"))(), 13000);
+}
+
+TEST_F(OpenGpuPlugin, OnlyTheCuda13PluginOnDriver535IsADeploymentError) {
+  GpuPlugin p = open_gpu_plugin({kFake13}, 12020, "535.161.08");
+  EXPECT_TRUE(p.driver_insufficient);
+  EXPECT_FALSE(p.loaded);
+  EXPECT_EQ(p.handle, nullptr);
+  EXPECT_EQ(p.path, kFake13);
+  EXPECT_NE(p.error.find("libclusterbench_gpu.so (CUDA 13.0, driver >= 580). Install a driver for "
+                         "CUDA 13.0 or newer (>= 580)"),
+            std::string::npos)
+      << p.error;
+}
+
+TEST_F(OpenGpuPlugin, AnInitThatSaysInsufficientGivesWayToTheNext) {
+  // Driver version unknown: both are tried, newest first; each fake says the driver is too old.
+  setenv("FAKE_GPU_DRIVER_INSUFFICIENT", "1", 1);
+  GpuPlugin p = open_gpu_plugin({kFake13, kFake12}, 0, "");
+  unsetenv("FAKE_GPU_DRIVER_INSUFFICIENT");
+  EXPECT_TRUE(p.driver_insufficient);
+  EXPECT_EQ(p.path, kFake12);  // the last one tried
+  EXPECT_NE(p.error.find("[plugins present: libclusterbench_gpu.so (CUDA 13.0, driver >= 580), "
+                         "libclusterbench_gpu_cuda12.so (CUDA 12.2, driver >= 525)]"),
+            std::string::npos)
+      << p.error;
+}
+
+TEST_F(OpenGpuPlugin, MissingFilesGiveDlopensText) {
+  GpuPlugin p = open_gpu_plugin({"/nonexistent/libclusterbench_gpu.so"}, 12020, "");
+  EXPECT_FALSE(p.loaded);
+  EXPECT_FALSE(p.driver_insufficient);
+  EXPECT_EQ(p.path, "/nonexistent/libclusterbench_gpu.so");
+  EXPECT_NE(p.error.find("cannot open shared object file"), std::string::npos) << p.error;
+  // A missing file beside a usable one: the usable one is chosen.
+  GpuPlugin q = open_gpu_plugin({"/nonexistent/libclusterbench_gpu.so", kFake12}, 12020, "");
+  EXPECT_EQ(q.path, kFake12);
+  EXPECT_EQ(q.present[0], "libclusterbench_gpu.so (cannot load)");
+}
+
+}  // namespace
+}  // namespace clusterbench
