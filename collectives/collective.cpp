@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <iostream>
@@ -13,6 +14,7 @@
 #include <thread>
 
 #include "error.hpp"
+#include "progress.hpp"
 #include "runner.hpp"
 
 namespace clusterbench::collectives {
@@ -263,7 +265,7 @@ Fault parse_fault(const std::string& text, const std::string& what) {
 
 std::string CollectiveBenchmark::description() const {
   return std::string("nccl-tests' ") + coll_.name +
-         " (algbw, busbw), out-of-place and in-place, MPI on host buffers";
+         " (algbw, busbw), out-of-place and in-place, MPI on host buffers or NCCL on GPU buffers";
 }
 
 std::vector<json> CollectiveBenchmark::cases(const Settings& s) const {
@@ -276,9 +278,29 @@ std::vector<json> CollectiveBenchmark::cases(const Settings& s) const {
       id(), "dtypes",
       s.by_suite<std::vector<std::string>>({"float"}, {"float"}, {"float", "half", "bfloat16"}));
   parse_fault(s.get(id(), "fault", ""), "--set " + id() + ".fault");
-  auto backends = s.get_list(id(), "backends", {"mpi"});
+  auto backends =
+      s.get_list(id(), "backends",
+                 s.by_suite<std::vector<std::string>>({"mpi"}, {"mpi", "nccl"}, {"mpi", "nccl"}));
   std::string path = s.get(id(), "path", "nvlink");
   path_env(path);
+  // NCCL cases say where they run (span) and which algorithm they allow: wire-bandwidth cases
+  // (the network paths, and any run across nodes) force the ring (DESIGN.md "Collectives").
+  std::string span = "in-node";
+  try {
+    if (Context::get().node_count() > 1) span = "inter-node";
+  } catch (const std::logic_error&) {  // `list` plans without a context: one node
+  }
+  std::string algo = s.get(id(), "algo", path == "nvlink" && span == "in-node" ? "auto" : "ring");
+  if (algo != "auto" && algo != "ring")
+    throw InputError("--set " + id() + ".algo: '" + algo + "' (auto: NCCL's choice, ring)");
+  auto roce = [&](const char* knob, const char* var) {
+    std::string v = s.get(id(), knob, "");
+    if (v.empty())
+      if (const char* e = std::getenv(var)) v = e;
+    return v;
+  };
+  const std::string gid = roce("ib_gid_index", "NCCL_IB_GID_INDEX");
+  const std::string tc = roce("ib_tc", "NCCL_IB_TC");
   std::vector<json> out;
   for (const auto& be : backends) {
     if (be != "mpi" && be != "nccl")
@@ -288,7 +310,13 @@ std::vector<json> CollectiveBenchmark::cases(const Settings& s) const {
       for (long long b :
            sweep(minb, maxb, step, "--set " + id() + ".minbytes/maxbytes/stepfactor")) {
         json p = {{"backend", be}, {"dtype", t}, {"bytes", b}};
-        if (be == "nccl") p["path"] = path;
+        if (be == "nccl") {
+          p["path"] = path;
+          p["span"] = span;
+          p["algo"] = algo;
+          if (!gid.empty()) p["nccl_ib_gid_index"] = gid;
+          if (!tc.empty()) p["nccl_ib_tc"] = tc;
+        }
         out.push_back(p);
       }
     }
@@ -296,11 +324,13 @@ std::vector<json> CollectiveBenchmark::cases(const Settings& s) const {
   return out;
 }
 
-std::string CollectiveBenchmark::applicable(const NodeEnv& node) const {
-  if (!mpi_backend()) return "built without MPI (-DCLUSTERBENCH_MPI=OFF): no MPI backend";
-  // Over one rank a collective moves no data: busbw is 0 by definition and algbw meaningless.
-  if (node.ctx.world_size() < 2) return "needs at least 2 ranks (this run has 1)";
-  return "";
+std::string CollectiveBenchmark::applicable(const NodeEnv& /*node*/) const {
+  return "";  // per backend, in backend_for: NCCL runs on one rank, MPI needs two
+}
+
+double CollectiveBenchmark::estimate_s(const Settings& s, const json& params) const {
+  if (params.value("backend", "") == "mpi" && Context::get().world_size() < 2) return 0;
+  return 0.2 + 2 * loop_estimate_s(case_min_time(s, id()), 0);
 }
 
 namespace {
@@ -309,8 +339,15 @@ namespace {
 /// without GPUs, failed on a broken GPU node; agreed across the ranks so that none waits for a
 /// peer that skipped.
 Backend& backend_for(const std::string& id, CaseRun& run) {
-  if (run.params().at("backend") == "mpi") return *mpi_backend();
   const Context& ctx = run.ctx();
+  if (run.params().at("backend") == "mpi") {
+    if (!mpi_backend()) throw Waived("built without MPI (-DCLUSTERBENCH_MPI=OFF): no MPI backend");
+    // Over one rank MPI moves no data: busbw is 0 by definition and algbw meaningless.
+    if (ctx.world_size() < 2) throw Waived("MPI backend: needs at least 2 ranks (this run has 1)");
+    return *mpi_backend();
+  }
+  // NCCL on one rank still runs its kernels on the GPU: busbw is 0 (factor 0), so the case is a
+  // correctness check of the results (scripts/gpu-check.sh), and algbw the kernel's rate.
   GpuDisposition d = gpu_disposition(run.env());
   std::string path = run.params().at("path");
   if (path == "internode" && ctx.local_size() > 1 && d.status == "run") {
@@ -326,7 +363,7 @@ Backend& backend_for(const std::string& id, CaseRun& run) {
   if (worst == 2) throw std::runtime_error("the GPU failed on another rank (its record says why)");
   double timeout =
       run.settings().get_double(id, "timeout", run.settings().by_suite(60., 300., 600.));
-  return nccl_backend(ctx, path, timeout);
+  return nccl_backend(ctx, nccl_env(run.params()), timeout);
 }
 
 /// A buffer in the backend's memory.
@@ -387,11 +424,19 @@ void CollectiveBenchmark::run(CaseRun& run) const {
       be.upload(send.p, host.data(), static_cast<size_t>(l.send_count * es));
     }
   };
+  // Each batch is counted (bench/progress.hpp): at a hang, rank 0 names the ranks that never
+  // started the operation their peers wait in.
   auto op = [&](bool inplace, long long ops) {
-    return inplace ? be.run(coll_, t, at(inbuf.p, l.send_offset_inplace),
-                            at(inbuf.p, l.recv_offset_inplace), l, root, true, ops)
-                   : be.run(coll_, t, send.p, recv.p, l, root, false, ops);
+    progress::started(ops);
+    double s = inplace ? be.run(coll_, t, at(inbuf.p, l.send_offset_inplace),
+                                at(inbuf.p, l.recv_offset_inplace), l, root, true, ops)
+                       : be.run(coll_, t, send.p, recv.p, l, root, false, ops);
+    progress::finished(ops);
+    return s;
   };
+  // What the library chose for this case, from one untimed operation (NCCL's own logging).
+  prepare(false);
+  const json chose = be.probe(coll_, t, send.p, recv.p, l, root);
   auto timed = [&](bool inplace) {
     prepare(inplace);
     run.exec([&](long long ops) {
@@ -448,6 +493,7 @@ void CollectiveBenchmark::run(CaseRun& run) const {
   run.set_extra("root", root);
   const json facts = be.facts();  // items() needs the object alive
   for (const auto& [k, v] : facts.items()) run.set_extra(k, v);
+  for (const auto& [k, v] : chose.items()) run.set_extra(k, v);
 
   if (ctx.is_root()) {
     std::string out;

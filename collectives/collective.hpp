@@ -120,6 +120,13 @@ class Backend {
   virtual long long inplace_result_offset(const Collective& c, const Layout& l) const = 0;
   /// Facts for the record's extra (library version, NCCL environment of the path preset).
   virtual json facts() const { return json::object(); }
+  /// One untimed out-of-place operation before a case's timed loops, telling what the library
+  /// chose for it (NCCL: algorithm, protocol, channels, from its own logging; nccl_log.hpp), as
+  /// extra fields. MPI: nothing to tell, no operation.
+  virtual json probe(const Collective& /*c*/, Dtype /*t*/, const void* /*send*/, void* /*recv*/,
+                     const Layout& /*l*/, int /*root*/) {
+    return json::object();
+  }
 };
 
 /// The MPI backend on host buffers over MPI_COMM_WORLD (collectives/mpi_backend.cpp). Null in a
@@ -132,11 +139,18 @@ Backend* mpi_backend();
 /// Throws InputError for another name.
 json path_env(const std::string& path);
 
+/// The NCCL environment of a case's params: path_env(params.path), NCCL_ALGO=Ring when
+/// params.algo is "ring" (wire bandwidth: busbw is what the links carry), and the RoCE settings
+/// params.nccl_ib_gid_index / nccl_ib_tc as NCCL_IB_GID_INDEX / NCCL_IB_TC.
+json nccl_env(const json& params);
+
 /// The NCCL backend through the GPU plugin (collectives/nccl_host.cpp), created on first use by
-/// every rank together: rank 0's ncclUniqueId is broadcast with Context::bcast, the path's
-/// environment set, and each wait bounded by `timeout_s`. Throws CallError when the plugin lacks
-/// NCCL or init fails; AbortRun when init passes the deadline.
-Backend& nccl_backend(const Context& ctx, const std::string& path, double timeout_s);
+/// every rank together: the environment `env` (nccl_env) set, NCCL's own logging captured for
+/// the probe, rank 0's ncclUniqueId broadcast with Context::bcast, and each wait bounded by
+/// `timeout_s`. NCCL reads its environment once per process, so a later case asking for another
+/// `env` fails (std::runtime_error). Throws CallError when the plugin lacks NCCL or init fails;
+/// AbortRun when init passes the deadline.
+Backend& nccl_backend(const Context& ctx, const json& env, double timeout_s);
 
 /// The benchmark of one collective: one case per (backend, dtype, size); each case times the
 /// out-of-place and the in-place operation, verifies both, and prints nccl-tests' table row.
@@ -147,11 +161,14 @@ class CollectiveBenchmark : public Benchmark {
   std::string description() const override;
   Level level() const override { return Level::cluster; }
   std::vector<std::string> knobs() const override {
-    return {"minbytes", "maxbytes", "stepfactor", "dtypes",  "backends",
-            "path",     "timeout",  "fault",      "min_time"};
+    return {"minbytes", "maxbytes", "stepfactor", "dtypes", "backends",     "path",
+            "timeout",  "fault",    "min_time",   "algo",   "ib_gid_index", "ib_tc"};
   }
   std::vector<json> cases(const Settings& s) const override;
   std::string applicable(const NodeEnv& node) const override;
+  /// 0 for an MPI case on one rank (waived at once), else two measurement loops (out-of-place
+  /// and in-place) plus setup.
+  double estimate_s(const Settings& s, const json& params) const override;
   void run(CaseRun& run) const override;
 
  private:

@@ -3,6 +3,7 @@
 // deadline (nccl-tests' -T): the stream's stop event and ncclCommGetAsyncError. On timeout or an
 // asynchronous error the communicator is aborted and the caller told, so the run can end (exit 3).
 #include <cuda_runtime.h>
+#include <dlfcn.h>
 #include <nccl.h>
 
 #include <chrono>
@@ -184,8 +185,14 @@ extern "C" int cb_nccl_comm_init(const unsigned char id[CB_NCCL_ID_BYTES], int n
 extern "C" void cb_nccl_comm_destroy(cb_nccl_comm* c) {
   if (!c) return;
   if (c->comm && !c->aborted) {
-    ncclCommFinalize(c->comm);
-    ncclCommDestroy(c->comm);
+    // Non-blocking: finalize may answer ncclInProgress. Wait against the deadline; a communicator
+    // that does not finalize (a peer gone) is aborted by issue() instead of destroyed.
+    char err[512] = {0};
+    size_t errlen = sizeof err;
+    auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                       std::chrono::duration<double>(c->timeout_s));
+    if (issue(c, ncclCommFinalize(c->comm), deadline, "ncclCommFinalize", err, errlen) == CB_GPU_OK)
+      ncclCommDestroy(c->comm);
   }
   if (c->start) cudaEventDestroy(c->start);
   if (c->stop) cudaEventDestroy(c->stop);
@@ -246,5 +253,21 @@ extern "C" int cb_nccl_run(cb_nccl_comm* c, int coll, int dtype, const void* sen
   float ms = 0;
   CB_CUDA(cudaEventElapsedTime(&ms, c->start, c->stop));
   *seconds = ms / 1e3;
+  return CB_GPU_OK;
+}
+
+extern "C" int cb_nccl_reset_debug(void) {
+  // Looked up in the NCCL this plugin runs with (deprecated in the header, absent before 2.19).
+  static void (*reset)() = [] {
+    Dl_info info{};
+    void (*f)() = nullptr;
+    if (dladdr(reinterpret_cast<void*>(&ncclGetVersion), &info) && info.dli_fname) {
+      if (void* h = dlopen(info.dli_fname, RTLD_LAZY | RTLD_NOLOAD))
+        f = reinterpret_cast<void (*)()>(dlsym(h, "ncclResetDebugInit"));
+    }
+    return f;
+  }();
+  if (!reset) return CB_GPU_ERROR;
+  reset();
   return CB_GPU_OK;
 }

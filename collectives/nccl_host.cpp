@@ -1,10 +1,15 @@
 // The NCCL backend as the core sees it (collective.hpp): the plugin's "Collectives over NCCL"
 // entry points (bench/gpu/plugin_abi.h, collectives/nccl_backend.cpp) looked up with dlsym. The
 // core never links NCCL; this file holds no NCCL call.
+#include <unistd.h>
+
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 
 #include "collectives/collective.hpp"
+#include "collectives/nccl_log.hpp"
 #include "error.hpp"
 #include "gpu/plugin_abi.h"
 #include "gpu_plugin.hpp"
@@ -16,6 +21,15 @@ json path_env(const std::string& path) {
   if (path == "network") return {{"NCCL_P2P_DISABLE", "1"}, {"NCCL_SHM_DISABLE", "1"}};
   throw InputError("--set collectives.path: unknown path '" + path +
                    "' (nvlink, network, internode)");
+}
+
+json nccl_env(const json& params) {
+  json env = path_env(params.value("path", "nvlink"));
+  if (params.value("algo", "auto") == "ring") env["NCCL_ALGO"] = "Ring";
+  if (params.contains("nccl_ib_gid_index"))
+    env["NCCL_IB_GID_INDEX"] = params.at("nccl_ib_gid_index").get<std::string>();
+  if (params.contains("nccl_ib_tc")) env["NCCL_IB_TC"] = params.at("nccl_ib_tc").get<std::string>();
+  return env;
 }
 
 namespace {
@@ -51,11 +65,69 @@ int dtype_code(Dtype t) {
   return t == Dtype::f32 ? CB_DTYPE_FLOAT : t == Dtype::f16 ? CB_DTYPE_HALF : CB_DTYPE_BFLOAT16;
 }
 
+/// NCCL's own logging into a file, on around a probe and off again (NCCL_DEBUG=INFO,
+/// NCCL_DEBUG_SUBSYS, NCCL_DEBUG_FILE, then cb_nccl_reset_debug). Left alone when the user set
+/// NCCL_DEBUG. Without ncclResetDebugInit (NCCL < 2.19) only the init can be logged, and the
+/// logging stays on for it (INIT, NET and ENV only: nothing per operation).
+class NcclLogging {
+ public:
+  NcclLogging() : user_set_(std::getenv("NCCL_DEBUG") != nullptr) {
+    // One harmless reset before NCCL logs anything tells whether this NCCL can.
+    auto reset = reinterpret_cast<int (*)()>(load_gpu_plugin().symbol("cb_nccl_reset_debug"));
+    if (reset && reset() == CB_GPU_OK) reset_ = reset;
+  }
+  /// Why nothing can be logged, or "".
+  std::string unavailable() const {
+    return user_set_
+               ? "not run: NCCL_DEBUG is set in the environment (NCCL's logging is the user's)"
+               : "";
+  }
+  bool can_reset() const { return reset_ != nullptr; }
+  /// Starts logging `subsys` into a fresh file; false when it cannot.
+  bool begin(const char* subsys, bool need_reset) {
+    if (!unavailable().empty()) return false;
+    bool reset = reset_ != nullptr;
+    if (need_reset && !reset) return false;
+    path_ =
+        "/tmp/clusterbench-nccl-" + std::to_string(getpid()) + "-" + std::to_string(++n_) + ".log";
+    setenv("NCCL_DEBUG", "INFO", 1);
+    setenv("NCCL_DEBUG_SUBSYS", subsys, 1);
+    setenv("NCCL_DEBUG_FILE", path_.c_str(), 1);
+    if (reset) reset_();
+    on_ = true;
+    return true;
+  }
+  /// Stops logging (where NCCL can) and returns what the file says; the file is removed.
+  NcclLogFacts end() {
+    if (!on_) return {};
+    on_ = false;
+    if (reset_) {
+      unsetenv("NCCL_DEBUG");
+      unsetenv("NCCL_DEBUG_SUBSYS");
+      unsetenv("NCCL_DEBUG_FILE");
+      reset_();
+    }
+    std::ifstream in(path_);
+    NcclLogFacts f = parse_nccl_log(in);
+    std::remove(path_.c_str());
+    return f;
+  }
+
+ private:
+  bool user_set_;
+  int (*reset_)() = nullptr;
+  bool on_ = false;
+  int n_ = 0;
+  std::string path_;
+};
+
 class NcclBackend : public Backend {
  public:
-  NcclBackend(const Context& ctx, const std::string& path, double timeout_s)
-      : rank_(ctx.world_rank()), size_(ctx.world_size()), path_(path), env_(path_env(path)) {
+  NcclBackend(const Context& ctx, const json& env, double timeout_s)
+      : rank_(ctx.world_rank()), size_(ctx.world_size()), env_(env) {
     for (const auto& [k, v] : env_.items()) setenv(k.c_str(), v.get<std::string>().c_str(), 1);
+    // The init is the first probe: version, transports, network, NVLS, as NCCL logs them.
+    bool logging = log_.begin(log_.can_reset() ? "INIT,NET,GRAPH,ENV" : "INIT,NET,ENV", false);
     char err[1024] = {0};
     unsigned char id[CB_NCCL_ID_BYTES] = {0};
     std::string id_bytes;
@@ -72,7 +144,10 @@ class NcclBackend : public Backend {
     alloc_ = lookup<decltype(&cb_nccl_alloc)>("cb_nccl_alloc");
     free_ = lookup<decltype(&cb_nccl_free)>("cb_nccl_free");
     copy_ = lookup<decltype(&cb_nccl_copy)>("cb_nccl_copy");
+    if (logging) init_facts_ = to_json(log_.end());
+    if (!log_.unavailable().empty()) init_facts_["probe"] = log_.unavailable();
   }
+  const json& env() const { return env_; }
   ~NcclBackend() override {
     if (comm_) lookup<decltype(&cb_nccl_comm_destroy)>("cb_nccl_comm_destroy")(comm_);
   }
@@ -108,15 +183,49 @@ class NcclBackend : public Backend {
     return l.recv_offset_inplace;
   }
   json facts() const override {
-    return {{"backend_version", std::to_string(load_gpu_plugin().info.nccl_version)},
-            {"path", path_},
-            {"nccl_env", env_}};
+    std::string version = init_facts_.value("version", "");
+    return {{"backend_version",
+             version.empty() ? std::to_string(load_gpu_plugin().info.nccl_version) : version},
+            {"nccl_env", env_},
+            {"nccl", init_facts_}};
+  }
+  json probe(const Collective& c, Dtype t, const void* send, void* recv, const Layout& l,
+             int root) override {
+    std::string func = nccl_func_name(c.name);
+    // alltoall and sendrecv are grouped ncclSend/ncclRecv: no collective algorithm, every byte
+    // crosses a link as counted.
+    if (func.empty()) return {{"nccl_algorithm", "P2P"}, {"busbw_is_wire", true}};
+    bool logging = log_.begin("TUNING", true);
+    try {
+      run(c, t, send, recv, l, root, false, 1);
+    } catch (...) {
+      log_.end();  // never leave per-operation logging on for the cases after
+      throw;
+    }
+    if (!logging) {
+      std::string why = log_.unavailable().empty()
+                            ? "unknown: this NCCL cannot switch its logging on (ncclResetDebugInit)"
+                            : "unknown: probe " + log_.unavailable();
+      return {{"nccl_algorithm", why}};
+    }
+    NcclLogFacts f = log_.end();
+    const NcclChoice* ch = last_choice(f, func);
+    if (!ch) {
+      // NCCL logs the choice on rank 0 only; other ranks' records are not written.
+      if (rank_ != 0) return json::object();
+      return {{"nccl_algorithm", "unknown: NCCL logged no choice for " + func}};
+    }
+    return {{"nccl_algorithm", ch->algo},
+            {"nccl_protocol", ch->proto},
+            {"nccl_channels", ch->channels},
+            {"busbw_is_wire", algorithm_is_wire(ch->algo)}};
   }
 
  private:
   int rank_, size_;
-  std::string path_;
   json env_;
+  json init_facts_ = json::object();
+  NcclLogging log_;
   cb_nccl_comm* comm_ = nullptr;
   decltype(&cb_nccl_run) run_ = nullptr;
   decltype(&cb_nccl_alloc) alloc_ = nullptr;
@@ -126,12 +235,16 @@ class NcclBackend : public Backend {
 
 }  // namespace
 
-Backend& nccl_backend(const Context& ctx, const std::string& path, double timeout_s) {
+Backend& nccl_backend(const Context& ctx, const json& env, double timeout_s) {
   // One communicator for the run, created in the first NCCL case by every rank together (NCCL
   // init costs seconds; nccl-tests, too, initialises once). Never destroyed: at exit CUDA may be
   // torn down already.
   static NcclBackend* backend = nullptr;
-  if (!backend) backend = new NcclBackend(ctx, path, timeout_s);
+  if (!backend) backend = new NcclBackend(ctx, env, timeout_s);
+  if (backend->env() != env)
+    throw std::runtime_error("NCCL reads its environment once per run: this case asks for " +
+                             env.dump() + " but the communicator has " + backend->env().dump() +
+                             " (give path, algo, ib_gid_index and ib_tc to all collectives)");
   return *backend;
 }
 

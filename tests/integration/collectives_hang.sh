@@ -2,14 +2,17 @@
 # One rank stops responding mid-sweep (collectives.fault=hang:RANK:BYTES keeps rank 2 out of the
 # all_reduce of 4096 B): the watchdog ends the run with exit 3 within --case-timeout + 10 s,
 # writes a failed record for the hung case, marks run.json aborted, and every record written
-# before it stays intact. A backend's AbortRun does the same. Budget: about 25 s on 2 cores.
+# before it stays intact; the record names the rank and host that never reached the operation.
+# A backend's AbortRun does the same, on rank 0 or on another rank. Budget: about 35 s on 2 cores.
 source "$(dirname "$0")/lib.sh"
 [ "${CB_HAVE_MPI:-1}" = "1" ] || { echo "SKIP: built without MPI"; exit 77; }
 command -v mpirun >/dev/null || { echo "SKIP: no mpirun"; exit 77; }
 
+# Each rank gets its own host name (CLUSTERBENCH_HOSTNAME), so the record must name the right one.
+NAMED=(bash -c 'CLUSTERBENCH_HOSTNAME=cbhang$OMPI_COMM_WORLD_RANK exec "$0" "$@"' "$CB_BIN")
 deadline=5
 start=$(date +%s)
-expect_rc 3 "${MPIRUN[@]}" -np 3 "$CB_BIN" run --suite ci --only collectives.all_reduce \
+expect_rc 3 "${MPIRUN[@]}" -np 3 "${NAMED[@]}" run --suite ci --only collectives.all_reduce \
   --set collectives.fault=hang:2:4096 --set collectives.min_time=0.02 \
   --case-timeout $deadline --out "$TMP/run"
 took=$(( $(date +%s) - start ))
@@ -28,9 +31,16 @@ for r in recs[:3]:
     assert r['status'] == 'ok' and m['wrong'] == 0 and m['busbw'] > 0, r
 last = recs[3]
 assert last['status'] == 'failed' and 'case deadline of 5 s' in last['message'], last
+# The hung rank and its host are named: it never started the operation ranks 0 and 1 wait in.
+assert 'did not finish: rank 2 on cbhang2 (never started operation 1 of the case' in last['message'], last['message']
+assert 'waiting for it: rank 0 on cbhang0, rank 1 on cbhang1' in last['message'], last['message']
+st = {x['rank']: (x['host'], x['state'], x['started'], x['finished']) for x in last['extra']['ranks']}
+assert st == {0: ('cbhang0', 'waiting', 1, 0), 1: ('cbhang1', 'waiting', 1, 0),
+              2: ('cbhang2', 'behind', 0, 0)}, st
+assert 'did not finish: rank 2 on cbhang2' in run['abort_reason'], run['abort_reason']
 assert len(run['plan']) == 7, len(run['plan'])   # 8 B .. 2 MiB x 8; the rest never ran
 " "$TMP/run"
-ok "rank 2 hung at 4096 B: exit 3 after $took s, failed record, run.json aborted, 3 earlier records intact"
+ok "rank 2 hung at 4096 B: exit 3 after $took s, failed record naming rank 2 on cbhang2, run.json aborted, 3 earlier records intact"
 
 # report reads the aborted run and returns 3 too.
 expect_rc 3 "$CB_BIN" report "$TMP/run"
@@ -50,4 +60,24 @@ assert 'injected fault: communicator failed at 512 B' in recs[2]['message'], rec
 assert 'rank 0' in recs[2]['message'] and 'injected fault' in run['abort_reason'], run['abort_reason']
 " "$TMP/abort"
 ok "AbortRun on rank 0: failed record with the reason, run.json aborted, exit 3"
+
+# The same on rank 1 (a failed NCCL communicator there): rank 1 tells rank 0 over the progress
+# channel, and rank 0 writes the failed record naming rank 1, its host and the error.
+start=$(date +%s)
+expect_rc 3 "${MPIRUN[@]}" -np 2 "${NAMED[@]}" run --suite ci --only collectives.all_reduce \
+  --set collectives.fault=abort:1:512 --set collectives.min_time=0.02 --out "$TMP/abort1"
+took=$(( $(date +%s) - start ))
+py "
+d = sys.argv[1]
+run = json.load(open(d + '/run.json'))
+assert run['aborted'] and run['exit_code'] == 3, run
+recs = [json.loads(l) for l in open(d + '/records.jsonl')]
+assert [r['status'] for r in recs] == ['ok', 'ok', 'failed'], [r['status'] for r in recs]
+m = recs[2]['message']
+assert 'rank 1 on cbhang1 aborted: injected fault: communicator failed at 512 B on cbhang1 rank 1' in m, m
+assert recs[2]['params']['bytes'] == 512, recs[2]['params']
+assert 'rank 1 on cbhang1 aborted' in run['abort_reason'], run['abort_reason']
+" "$TMP/abort1"
+[ "$took" -le 20 ] || fail "abort on rank 1 took $took s"
+ok "AbortRun on rank 1: rank 0 writes the failed record naming rank 1 on cbhang1, exit 3 after $took s"
 echo "$PASSES passed, 0 failed"

@@ -1,12 +1,19 @@
 // Collectives: nccl-tests' busbw factors and algbw against hand-computed numbers, counts, the
-// expected results, the sweep, half/bfloat16 conversion and sums, and the table's form.
+// expected results, the sweep, half/bfloat16 conversion and sums, and the table's form; NCCL's
+// log lines read back; who did not finish a hung case; the collectives' spec rows.
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <fstream>
 #include <limits>
+#include <sstream>
 
 #include "collectives/collective.hpp"
+#include "collectives/nccl_log.hpp"
 #include "error.hpp"
+#include "progress.hpp"
+#include "reports/evaluate.hpp"
+#include "spec.hpp"
 
 namespace cb = clusterbench::collectives;
 using cb::Dtype;
@@ -181,4 +188,241 @@ TEST(Collectives, TableRow) {
   EXPECT_NE(h.find("out-of-place"), std::string::npos);
   EXPECT_NE(h.find("#wrong"), std::string::npos);
   for (const cb::Collective* c : all_colls) EXPECT_TRUE(c->layout != nullptr) << c->name;
+}
+
+// One rank (scripts/gpu-check.sh's NCCL sweep): busbw's factor is 0 for all_reduce and the
+// gathering ops, so the case is a correctness check; the expected values still hold: a rank's own
+// input comes back (all_reduce of one = the input; all_gather of one block = the block).
+TEST(Collectives, OneRankExpectedValues) {
+  EXPECT_DOUBLE_EQ(cb::kAllGather.factor(1), 0.0);
+  EXPECT_DOUBLE_EQ(cb::kAlltoall.factor(1), 0.0);
+  EXPECT_DOUBLE_EQ(cb::busbw_gbs(cb::kAllReduce, 1 << 20, 1e-3, 1), 0.0);
+  for (const cb::Collective* c : all_colls) {
+    cb::Layout l = c->layout(64, 0, 1);
+    EXPECT_EQ(l.block, 64) << c->name;
+    std::vector<float> result(static_cast<size_t>(l.recv_count));
+    for (long long i = 0; i < l.recv_count; ++i)
+      result[i] = static_cast<float>(cb::input_value(0, i));
+    EXPECT_EQ(cb::count_wrong(*c, Dtype::f32, result.data(), l.recv_count, 0, 1, l.block,
+                              c->rooted ? 0 : -1),
+              0)
+        << c->name;
+    result[5] = 0;  // one element off its expected (3*0 + 5) % 5 + 1 = 1
+    EXPECT_EQ(cb::count_wrong(*c, Dtype::f32, result.data(), l.recv_count, 0, 1, l.block,
+                              c->rooted ? 0 : -1),
+              1)
+        << c->name;
+  }
+}
+
+// NCCL's INFO lines (format of NCCL 2.21's debug.cc: "host:pid:tid [dev] NCCL INFO ...", the bare
+// VERSION line) of rank 0 of 16 on two 8x H100 nodes with RoCE NICs: tests/fixtures/nccl/.
+TEST(NcclLog, InitAndTuningLines) {
+  std::ifstream in(std::string(CB_FIXTURES) + "/nccl/h100x8-2nodes-rank0.log");
+  ASSERT_TRUE(in) << CB_FIXTURES;
+  cb::NcclLogFacts f = cb::parse_nccl_log(in);
+  EXPECT_EQ(f.version, "2.21.5+cuda12.4");
+  EXPECT_EQ(f.network, "IB");
+  EXPECT_EQ(f.nics, (std::vector<std::string>{"mlx5_0:1/RoCE", "mlx5_1:1/RoCE", "mlx5_2:1/RoCE"}));
+  // Distinct transports without the per-channel NIC index.
+  EXPECT_EQ(f.transports, (std::vector<std::string>{"P2P/CUMEM/read", "NET/IB/GDRDMA"}));
+  EXPECT_EQ(f.nvls, 1);
+  EXPECT_EQ(f.connected, (std::vector<std::string>{"all rings", "all trees"}));
+  EXPECT_EQ(f.env, (clusterbench::json{{"NCCL_IB_GID_INDEX", "3"}, {"NCCL_IB_TC", "106"}}));
+  ASSERT_EQ(f.choices.size(), 3u);
+  const cb::NcclChoice* ar = cb::last_choice(f, "AllReduce");
+  ASSERT_NE(ar, nullptr);
+  EXPECT_EQ(ar->bytes, 1073741824);
+  EXPECT_EQ(ar->algo, "NVLS");
+  EXPECT_EQ(ar->proto, "SIMPLE");
+  EXPECT_EQ(ar->channels, 16);
+  EXPECT_EQ(cb::last_choice(f, "Broadcast")->channels, 32);
+  EXPECT_EQ(cb::last_choice(f, "AllGather"), nullptr);
+  clusterbench::json j = cb::to_json(f);
+  EXPECT_EQ(j["version"], "2.21.5+cuda12.4");
+  EXPECT_EQ(j["nvls"], true);
+  EXPECT_EQ(j["transports"].size(), 2u);
+}
+
+// Older and other forms: "Ring NN :" (NCCL 2.5), "[send] via NET/Socket/3", "P2P/direct pointer",
+// NVLS unavailable, the VERSION line with the INFO prefix, CRLF endings.
+TEST(NcclLog, OtherForms) {
+  std::istringstream in(
+      "node7:5330:5330 [3] NCCL INFO NCCL version 2.18.3+cuda12.2\r\n"
+      "node7:5330:5499 [3] NCCL INFO Ring 00 : 155[3d000] -> 157[b2000] via P2P/IPC\n"
+      "node7:5330:5499 [3] NCCL INFO Channel 03/0 : 15[7] -> 6[6] [send] via NET/Socket/3\n"
+      "node7:5330:5499 [3] NCCL INFO Channel 00 : 11[3e000] -> 9[1b000] via P2P/direct pointer\n"
+      "node7:5330:5499 [3] NCCL INFO NVLS multicast support is not available on dev 3\n"
+      "node7:5330:5499 [3] NCCL INFO NET/Socket : Using [0]eth0:10.0.0.7<0>\n"
+      "node7:5330:5499 [3] NCCL INFO Using network Socket\n"
+      "node7:5330:5499 [3] NCCL INFO AllGather: 4096 Bytes -> Algo RING proto LL\n");
+  cb::NcclLogFacts f = cb::parse_nccl_log(in);
+  EXPECT_EQ(f.version, "2.18.3+cuda12.2");
+  EXPECT_EQ(f.transports,
+            (std::vector<std::string>{"P2P/IPC", "NET/Socket", "P2P/direct pointer"}));
+  EXPECT_EQ(f.nvls, 0);
+  EXPECT_EQ(f.network, "Socket");
+  EXPECT_TRUE(f.nics.empty());
+  ASSERT_EQ(f.choices.size(), 1u);
+  EXPECT_EQ(f.choices[0].algo, "RING");
+  EXPECT_EQ(f.choices[0].channels, 0);  // no channel{Lo..Hi} part
+}
+
+// busbw is wire bandwidth under the ring only (DESIGN.md "Collectives").
+TEST(NcclLog, WireAlgorithmsAndNames) {
+  EXPECT_TRUE(cb::algorithm_is_wire("RING"));
+  EXPECT_TRUE(cb::algorithm_is_wire("Ring"));
+  for (const char* a : {"TREE", "NVLS", "NVLS_TREE", "COLLNET_DIRECT", "COLLNET_CHAIN", "PAT"})
+    EXPECT_FALSE(cb::algorithm_is_wire(a)) << a;
+  EXPECT_EQ(cb::nccl_func_name("reduce_scatter"), "ReduceScatter");
+  EXPECT_EQ(cb::nccl_func_name("sendrecv"), "");
+}
+
+// The NCCL environment of a case: the path's, the forced ring, RoCE settings passed through.
+TEST(Collectives, NcclEnv) {
+  using clusterbench::json;
+  EXPECT_EQ(cb::nccl_env({{"path", "nvlink"}, {"algo", "auto"}}), json::object());
+  EXPECT_EQ(cb::nccl_env({{"path", "network"},
+                          {"algo", "ring"},
+                          {"nccl_ib_gid_index", "3"},
+                          {"nccl_ib_tc", "106"}}),
+            (json{{"NCCL_P2P_DISABLE", "1"},
+                  {"NCCL_SHM_DISABLE", "1"},
+                  {"NCCL_ALGO", "Ring"},
+                  {"NCCL_IB_GID_INDEX", "3"},
+                  {"NCCL_IB_TC", "106"}}));
+  EXPECT_THROW(cb::nccl_env({{"path", "pcie"}}), clusterbench::InputError);
+}
+
+// Who did not finish: rank 2 never started operation 3 that ranks 0 and 1 wait in; rank 3 did
+// not answer at all.
+TEST(Progress, NamesTheRanksBehindAndSilent) {
+  using clusterbench::RankProgress;
+  std::vector<std::string> hosts = {"n0", "n1", "n2", "n3"};
+  std::vector<RankProgress> all = {{0, 7, 3, 2, true}, {1, 7, 3, 2, true}, {2, 7, 2, 2, true}};
+  clusterbench::Unfinished u = clusterbench::describe_unfinished(all, hosts);
+  EXPECT_EQ(u.text,
+            "; did not finish: rank 2 on n2 (never started operation 3 of the case; 2 started, 2 "
+            "finished); waiting for it: rank 0 on n0, rank 1 on n1");
+  ASSERT_EQ(u.ranks.size(), 3u);
+  EXPECT_EQ(u.ranks[2]["state"], "behind");
+  EXPECT_EQ(u.ranks[0]["state"], "waiting");
+  EXPECT_EQ(u.ranks[0]["started"], 3);
+
+  all.push_back({3, -1, 0, 0, false});
+  all[2] = {2, 6, 9, 9, true};  // still in the case before
+  u = clusterbench::describe_unfinished(all, hosts);
+  EXPECT_NE(u.text.find("rank 2 on n2 (still in an earlier case), rank 3 on n3 (no answer"),
+            std::string::npos)
+      << u.text;
+  EXPECT_EQ(u.ranks[3]["state"], "silent");
+  EXPECT_FALSE(u.ranks[3].contains("started"));
+
+  // Everyone inside the same operation: none behind, the text says so; all done: nothing.
+  u = clusterbench::describe_unfinished({{0, 4, 5, 4, true}, {1, 4, 5, 4, true}}, {"a", "b"});
+  EXPECT_EQ(u.text,
+            "; did not finish: rank 0 on a, rank 1 on b (every one inside operation 5 of the case, "
+            "none behind: a link or the library hangs)");
+  u = clusterbench::describe_unfinished({{0, 4, 5, 5, true}, {1, 4, 5, 5, true}}, {"a", "b"});
+  EXPECT_EQ(u.text, "");
+  EXPECT_EQ(u.ranks[1]["state"], "finished");
+}
+
+namespace {
+namespace rep = clusterbench::report;
+using clusterbench::json;
+
+/// One all_reduce record as the NCCL backend writes it (cluster scope, rank 0's).
+clusterbench::ResultRecord allreduce_record(const std::string& span, const std::string& algo,
+                                            double busbw, const std::string& chose) {
+  clusterbench::ResultRecord r;
+  r.run_id = "r";
+  r.benchmark = "collectives.all_reduce";
+  r.params = {{"backend", "nccl"}, {"path", "nvlink"}, {"span", span},
+              {"algo", algo},      {"dtype", "float"}, {"bytes", 1073741824}};
+  r.scope.kind = "cluster";
+  r.case_key = clusterbench::make_case_key(r.benchmark, r.params, r.scope);
+  r.metrics = {{"busbw", busbw, "GB/s", true}};
+  r.extra = {{"nccl_algorithm", chose}, {"busbw_is_wire", cb::algorithm_is_wire(chose)}};
+  return r;
+}
+
+const rep::RowResult& row_of(const rep::Report& r, const std::string& id) {
+  for (const auto& row : r.rows)
+    if (row.req.id == id) return row;
+  throw std::runtime_error("no row " + id);
+}
+
+rep::Report judge(const std::string& table, std::vector<clusterbench::ResultRecord> recs) {
+  clusterbench::RunDir run;
+  run.run.run_id = "r";
+  run.records.records = std::move(recs);
+  return rep::evaluate(
+      run, clusterbench::load_spec(std::string(CB_SOURCE_DIR) + "/reports/specs/" + table));
+}
+}  // namespace
+
+// The collectives' spec rows, by hand. H100: in-node >= 0.90 x 360 = 324 GB/s (fail), with NVLS
+// >= 0.90 x 475 = 427.5 (warn); across nodes >= 0.90 x 24 x 8 = 172.8 (warn) and the seed alert
+// >= 0.5 x 25 x 8 = 100 (fail). A100: in-node >= 0.90 x 230 = 207.
+TEST(CollectivesSpec, RowsPassAndFailAsHandComputed) {
+  rep::Report ok =
+      judge("h100-sxm-80g-8x.json", {allreduce_record("in-node", "auto", 470, "NVLS"),
+                                     allreduce_record("inter-node", "ring", 180, "RING")});
+  EXPECT_EQ(row_of(ok, "collectives.nvlink_allreduce_busbw").outcome, "PASS");
+  EXPECT_EQ(row_of(ok, "collectives.nvlink_allreduce_busbw_nvls").outcome, "PASS");
+  EXPECT_EQ(row_of(ok, "collectives.internode_allreduce_busbw").outcome, "PASS");
+  EXPECT_EQ(row_of(ok, "collectives.network_busbw_alert").outcome, "PASS");
+  // NVLS chosen: the report says busbw is not wire bandwidth; the ring row says nothing.
+  EXPECT_NE(row_of(ok, "collectives.nvlink_allreduce_busbw")
+                .message.find("busbw is not wire bandwidth: NCCL chose NVLS"),
+            std::string::npos)
+      << row_of(ok, "collectives.nvlink_allreduce_busbw").message;
+  EXPECT_EQ(row_of(ok, "collectives.internode_allreduce_busbw").message.find("not wire"),
+            std::string::npos);
+
+  // Ring at 360 in-node: passes the ring row, WARNs the NVLS row. 163.2 across nodes (85% of
+  // 192): WARN; 90 (< 100): the seed alert FAILs.
+  rep::Report mid =
+      judge("h100-sxm-80g-8x.json", {allreduce_record("in-node", "auto", 360, "RING"),
+                                     allreduce_record("inter-node", "ring", 163.2, "RING")});
+  EXPECT_EQ(row_of(mid, "collectives.nvlink_allreduce_busbw").outcome, "PASS");
+  EXPECT_EQ(row_of(mid, "collectives.nvlink_allreduce_busbw_nvls").outcome, "WARN");
+  EXPECT_EQ(row_of(mid, "collectives.internode_allreduce_busbw").outcome, "WARN");
+  EXPECT_EQ(row_of(mid, "collectives.network_busbw_alert").outcome, "PASS");
+
+  rep::Report bad =
+      judge("h200-sxm-141g-8x.json", {allreduce_record("in-node", "auto", 306, "RING"),
+                                      allreduce_record("inter-node", "ring", 90, "RING")});
+  EXPECT_EQ(row_of(bad, "collectives.nvlink_allreduce_busbw").outcome, "FAIL");  // 85% of 360
+  EXPECT_EQ(row_of(bad, "collectives.network_busbw_alert").outcome, "FAIL");
+  EXPECT_EQ(bad.exit_code, 1);
+
+  rep::Report a100 =
+      judge("a100-sxm-80g-8x.json", {allreduce_record("in-node", "auto", 230, "RING")});
+  EXPECT_EQ(row_of(a100, "collectives.nvlink_allreduce_busbw").outcome, "PASS");
+  a100 = judge("a100-sxm-80g-8x.json", {allreduce_record("in-node", "auto", 195.5, "RING")});
+  EXPECT_EQ(row_of(a100, "collectives.nvlink_allreduce_busbw").outcome, "FAIL");
+  // A single-node run has no inter-node record: the seed alert row is MISSING (incomplete).
+  EXPECT_EQ(row_of(a100, "collectives.network_busbw_alert").outcome, "MISSING");
+}
+
+// nics_per_node is each table's field; the network rows' values follow from it.
+TEST(CollectivesSpec, NetworkRowsFollowNicsPerNode) {
+  for (const char* table :
+       {"a100-sxm-80g-8x.json", "h100-sxm-80g-8x.json", "h200-sxm-141g-8x.json"}) {
+    std::string dir = std::string(CB_SOURCE_DIR) + "/reports/specs/";
+    json t = json::parse(std::ifstream(dir + table));
+    ASSERT_TRUE(t.contains("nics_per_node")) << table;
+    double nics = t["nics_per_node"].get<double>();
+    clusterbench::Spec s = clusterbench::load_spec(dir + table);
+    for (const auto& r : s.requirements) {
+      if (r.id == "collectives.internode_allreduce_busbw") {
+        EXPECT_NEAR(r.value.get<double>(), 0.90 * 24 * nics, 1e-9) << table;
+      }
+      if (r.id == "collectives.network_busbw_alert") {
+        EXPECT_NEAR(r.value.get<double>(), 0.5 * 25 * nics, 1e-9) << table;
+      }
+    }
+  }
 }

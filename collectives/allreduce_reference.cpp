@@ -1,0 +1,71 @@
+// allreduce_reference: the plain MPI_Allreduce timing loop that collectives.all_reduce's MPI
+// backend must match (issue 4 "Performance": busbw ratio >= 0.97 on medians). Every rank:
+//   mpirun -np N allreduce_reference [MINBYTES=1024] [MAXBYTES=67108864] [STEP=4] [REPEATS=21]
+// For each size S (float, sum, out-of-place), after a warm-up, 16 operations calibrate a batch of
+// about 10 ms, then REPEATS batches are timed with MPI_Wtime; a batch's time is the slowest rank's
+// (an MPI_Allreduce MAX after it, as nccl-tests and our harness take it). Prints, on rank 0, one
+// line per size: S, the median time per operation in us, busbw = S / t x 2(n-1)/n in GB/s (1e9 B/s;
+// docs/metrics.md "Collectives"), and busbw at the fastest batch (robust on a shared machine).
+#include <mpi.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+int main(int argc, char** argv) {
+  // ALLREDUCE_REFERENCE_THREADS=multiple: MPI_THREAD_MULTIPLE, as clusterbench initialises MPI
+  // (its watchdog and progress threads need it), to tell the threading level's cost from ours.
+  const char* threads = std::getenv("ALLREDUCE_REFERENCE_THREADS");
+  if (threads && std::string(threads) == "multiple") {
+    int provided = 0;
+    MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+  } else {
+    MPI_Init(&argc, &argv);
+  }
+  int rank = 0, n = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &n);
+  long long minb = argc > 1 ? std::atoll(argv[1]) : 1024;
+  long long maxb = argc > 2 ? std::atoll(argv[2]) : 64LL << 20;
+  double step = argc > 3 ? std::atof(argv[3]) : 4;
+  int repeats = argc > 4 ? std::atoi(argv[4]) : 21;
+  if (n < 2 || minb < 4 || maxb < minb || step <= 1 || repeats < 1) {
+    if (rank == 0)
+      std::fprintf(stderr, "allreduce_reference: bad arguments or fewer than 2 ranks\n");
+    MPI_Abort(MPI_COMM_WORLD, 2);
+  }
+  std::vector<float> send(static_cast<size_t>(maxb / 4), 1.0f), recv(send.size());
+  if (rank == 0)
+    std::printf("# allreduce_reference: %d ranks, float, sum\n#%11s %10s %12s %12s\n", n, "size(B)",
+                "time(us)", "busbw");
+  for (double s = static_cast<double>(minb); s <= static_cast<double>(maxb); s *= step) {
+    int count = static_cast<int>(static_cast<long long>(s) / 4);
+    auto batch = [&](long long ops) {
+      MPI_Barrier(MPI_COMM_WORLD);
+      double t0 = MPI_Wtime();
+      for (long long k = 0; k < ops; ++k)
+        MPI_Allreduce(send.data(), recv.data(), count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+      double t = MPI_Wtime() - t0;
+      MPI_Allreduce(MPI_IN_PLACE, &t, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+      return t;
+    };
+    batch(1);  // warms up (the first operation of a size sets up buffers and connections)
+    double t1 = batch(16) / 16;
+    long long ops = std::max(1LL, static_cast<long long>(std::ceil(0.01 / t1)));
+    MPI_Bcast(&ops, 1, MPI_LONG_LONG, 0, MPI_COMM_WORLD);
+    batch(ops);
+    std::vector<double> per_op;
+    for (int r = 0; r < repeats; ++r) per_op.push_back(batch(ops) / static_cast<double>(ops));
+    std::sort(per_op.begin(), per_op.end());
+    double t = per_op[per_op.size() / 2], tmin = per_op.front();
+    double bytes = static_cast<double>(count) * 4, factor = 2.0 * (n - 1) / n;
+    if (rank == 0)
+      std::printf("%12.0f %10.2f %12.6g %12.6g\n", bytes, t * 1e6, bytes / t / 1e9 * factor,
+                  bytes / tmin / 1e9 * factor);
+  }
+  MPI_Finalize();
+  return 0;
+}
