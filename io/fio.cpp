@@ -4,6 +4,7 @@
 #include "io/fio.hpp"
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -57,6 +58,19 @@ int profile_numjobs(const std::string& text) {
   return n;
 }
 
+/// Seconds of a fio time value ("500ms", "2", "1m", "10s"; fio's default unit is seconds); 0 when
+/// it cannot be read.
+double fio_seconds(const std::string& text) {
+  char* end = nullptr;
+  double v = std::strtod(text.c_str(), &end);
+  std::string unit = end ? end : "";
+  if (unit == "ms") return v / 1e3;
+  if (unit == "us") return v / 1e6;
+  if (unit == "m") return v * 60;
+  if (unit == "h") return v * 3600;
+  return unit.empty() || unit == "s" ? v : 0;
+}
+
 struct Attempt {
   ProcessResult proc;
   std::optional<FioOutput> parsed;
@@ -89,6 +103,12 @@ class Fio : public Benchmark {
       out.push_back({{"profile", p}});
     }
     return out;
+  }
+  /// fio's ramp and runtime per case, plus its start, file layout and our parsing: ~1.8 s on the
+  /// 2-core CI machine (0.9 s idle, 3.6 s under heavy shared load).
+  double estimate_s(const Settings& s, const json& /*params*/) const override {
+    return 1.8 + fio_seconds(s.get(id(), "ramp", s.by_suite<std::string>("500ms", "2", "5"))) +
+           fio_seconds(s.get(id(), "runtime", s.by_suite<std::string>("1", "10", "60")));
   }
   std::string applicable(const NodeEnv& node) const override {
     std::string bin = node.settings.get(id(), "binary", "fio");
@@ -127,20 +147,23 @@ class Fio : public Benchmark {
     const Mount* m = mount_of(where.dir, mounts);
     std::string fs_type = m ? m->fs_type : "";
     if (is_network_fs(fs_type) && !named)
-      throw Waived("refused: " + where.dir + " is on a network filesystem (" + fs_type +
+      throw Refused("refused: " + where.dir + " is on a network filesystem (" + fs_type +
                    "); name it with --set io.fio.scratch to test it");
     long long need = static_cast<long long>(numjobs) * size;
     long long avail = free_bytes(where.dir);
     if (avail < 0)
-      throw Waived("refused: scratch directory " + where.dir +
+      throw Refused("refused: scratch directory " + where.dir +
                    " cannot be examined (statvfs: " + std::strerror(errno) + ")");
     long long margin = 64LL << 20;
     if (avail < need + margin)
-      throw Waived("refused: profile " + profile + " needs " + std::to_string(need) + " B (" +
+      throw Refused("refused: profile " + profile + " needs " + std::to_string(need) + " B (" +
                    std::to_string(numjobs) + " jobs x " + std::to_string(size) +
                    " B) plus a 64 MiB margin in " + where.dir + ", which has " +
                    std::to_string(avail) + " B free");
 
+    // A named target that another process is writing is refused. The automatic choice (the
+    // fastest NVMe mount, else $TMPDIR) is shared by the whole system: writers there are normal.
+    if (named) refuse_if_written(where.dir, "scratch directory");
     ScratchDir work(where.dir, "fio-" + profile);       // fio's files; removed on any exit
     ScratchDir capture(system_tmpdir(), "fio-output");  // fio's stdout/stderr
     execute(run, bin, job_file, job_text, size, runtime, ramp, work.path(), capture.path(), where,
@@ -148,6 +171,14 @@ class Fio : public Benchmark {
   }
 
  private:
+  /// Refused when another process holds `target` (or a file below it) open for writing.
+  static void refuse_if_written(const std::string& target, const std::string& what) {
+    auto writers = open_writers(target);
+    if (!writers.empty())
+      throw Refused("refused: " + what + " " + target +
+                    " is open for writing by another process: " + describe_writers(writers));
+  }
+
   /// A raw block device as the target (--set io.fio.device=/dev/X), only when it passes every
   /// check of raw_device_refusal. The profile's directory= becomes filename=DEVICE and each job
   /// gets its own region (offset_increment = size).
@@ -159,7 +190,8 @@ class Fio : public Benchmark {
     std::string device = s.get(id(), "device", "");
     bool allowed = s.get(id(), "allow_destructive_device", "false") == "true";
     std::string why = raw_device_refusal(device, allowed, mounts);
-    if (!why.empty()) throw Waived(why);
+    if (!why.empty()) throw Refused(why);
+    refuse_if_written(device, "device");
     ScratchDir capture(system_tmpdir(), "fio-output");
     std::string text = job_text;
     auto pos = text.find("directory=${CB_FIO_DIR}");

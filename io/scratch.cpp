@@ -200,4 +200,59 @@ std::string raw_device_refusal(const std::string& device, bool allowed,
   return "";
 }
 
+std::vector<OpenWriter> open_writers(const std::string& target, int* unreadable,
+                                     const std::string& proc_root) {
+  std::vector<OpenWriter> out;
+  if (unreadable) *unreadable = 0;
+  std::error_code ec;
+  const std::string want = fs::absolute(target, ec).lexically_normal().string();
+  std::string under = want;
+  if (under.empty() || under.back() != '/') under += '/';
+  const int self = static_cast<int>(::getpid());
+  for (const auto& entry : fs::directory_iterator(proc_root, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.empty() || !std::all_of(name.begin(), name.end(), ::isdigit)) continue;
+    const int pid = std::atoi(name.c_str());
+    if (pid == self) continue;
+    std::error_code fd_ec;
+    fs::directory_iterator fds(entry.path() / "fd", fd_ec);
+    if (fd_ec) {
+      if (unreadable && fd_ec != std::errc::no_such_file_or_directory) ++*unreadable;
+      continue;
+    }
+    for (const auto& fd : fds) {
+      std::error_code link_ec;
+      std::string path = fs::read_symlink(fd.path(), link_ec).string();
+      if (link_ec || path.empty() || path[0] != '/') continue;  // pipes, sockets, anon inodes
+      if (path != want && !starts_with(path, under)) continue;
+      std::ifstream info(entry.path() / "fdinfo" / fd.path().filename());
+      std::string line;
+      long flags = -1;
+      while (std::getline(info, line))
+        if (starts_with(line, "flags:")) flags = std::strtol(line.c_str() + 6, nullptr, 8);
+      if (flags < 0 || ((flags & O_ACCMODE) != O_WRONLY && (flags & O_ACCMODE) != O_RDWR))
+        continue;
+      OpenWriter w;
+      w.pid = pid;
+      w.path = path;
+      std::ifstream comm(entry.path() / "comm");
+      std::getline(comm, w.comm);
+      out.push_back(std::move(w));
+    }
+  }
+  std::sort(out.begin(), out.end(), [](const OpenWriter& a, const OpenWriter& b) {
+    return a.pid != b.pid ? a.pid < b.pid : a.path < b.path;
+  });
+  return out;
+}
+
+std::string describe_writers(const std::vector<OpenWriter>& writers) {
+  std::string out;
+  for (size_t i = 0; i < writers.size() && i < 5; ++i)
+    out += (i ? "; " : "") + std::string("pid ") + std::to_string(writers[i].pid) + " (" +
+           writers[i].comm + ") writes " + writers[i].path;
+  if (writers.size() > 5) out += "; and " + std::to_string(writers.size() - 5) + " more";
+  return out;
+}
+
 }  // namespace clusterbench::io

@@ -80,4 +80,23 @@ std::string block_signature(const std::string& head);
 std::string raw_device_refusal(const std::string& device, bool allowed,
                                const std::vector<Mount>& mounts, const std::string& fs_root = "/");
 
+/// A process holding a file open for writing.
+struct OpenWriter {
+  int pid = 0;
+  std::string comm;  ///< /proc/PID/comm
+  std::string path;  ///< the file, as /proc/PID/fd/N links to it
+};
+
+/// Processes other than this one that hold `target` or a file below it open for writing
+/// (O_WRONLY or O_RDWR): every `proc_root`/PID/fd/N whose link points there, with the access mode
+/// from the "flags:" line (octal) of `proc_root`/PID/fdinfo/N (proc(5)). `target` is compared by
+/// its absolute, normalised path. A process whose fd directory cannot be read (another user's,
+/// without privilege) is counted in `unreadable` and skipped.
+std::vector<OpenWriter> open_writers(const std::string& target, int* unreadable = nullptr,
+                                     const std::string& proc_root = "/proc");
+
+/// "pid 4242 (python3) writes /scratch/job/ckpt.bin" lines, joined with "; " (at most 5, then
+/// "and N more").
+std::string describe_writers(const std::vector<OpenWriter>& writers);
+
 }  // namespace clusterbench::io

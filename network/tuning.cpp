@@ -447,8 +447,10 @@ class Tuning : public Benchmark {
   }
   std::string applicable(const NodeEnv&) const override { return ""; }
 
-  /// 2 x repeats measurement loops (A and B) of about 0.8 s each beyond min_time on the CI
-  /// machine, plus touching both regions (page effects) at 0.5 GB/s.
+  /// 2 x repeats measurement loops (A and B) of about 0.5 s each beyond min_time on the CI
+  /// machine, plus touching both regions (page effects) at 0.5 GB/s; an effect that would be
+  /// waived at once (a setting to change without allow_changes=true, too few free hugepages)
+  /// 0.05 s.
   double estimate_s(const Settings& s, const json& params) const override {
     double repeats = s.get_double(id(), "repeats", 5);
     double bytes = static_cast<double>(
@@ -456,9 +458,18 @@ class Tuning : public Benchmark {
     std::string e = params.value("effect", "");
     // Effects that change a setting are waived at once unless allow_changes=true.
     bool changes = e == "tcp_buffers" || e == "tcp_buffers_2node" || e == "governor";
-    if (changes && s.get(id(), "allow_changes", "false") != "true") return 0.05;
+    bool allow = s.get(id(), "allow_changes", "false") == "true";
+    if (changes && !allow) return 0.05;
+    if (e == "hugetlb" && !allow) {  // waived at once without enough free hugepages
+      std::ifstream mi("/proc/meminfo");
+      std::string k, rest;
+      long long v = 0, free_pages = 0;
+      while (mi >> k >> v && std::getline(mi, rest))
+        if (k == "HugePages_Free:") free_pages = v;
+      if (free_pages * kHugePage < static_cast<long long>(bytes)) return 0.05;
+    }
     double touch = e == "thp_madvise" || e == "hugetlb" ? 2 * bytes / 0.5e9 : 0;
-    return touch + 2 * repeats * (0.8 + loop_estimate_s(case_min_time(s, id()), 0));
+    return touch + 2 * repeats * (0.5 + loop_estimate_s(case_min_time(s, id()), 0));
   }
 
   void run(CaseRun& run) const override {

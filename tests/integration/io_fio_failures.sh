@@ -4,7 +4,8 @@
 #    time) -> rerun buffered (real fio), recorded as direct=false with fio's message;
 #  - ENOSPC from fio (fake fio printing fio 3.33's real ENOSPC output) -> failed with fio's message;
 #  - fio missing -> waived "fio not found";
-#  - a run that would not fit in the scratch filesystem -> refused before fio starts (waived).
+#  - a run that would not fit in the scratch filesystem -> refused before fio starts (waived,
+#    extra.refused; the run exits 2).
 # Budget: about 10 s.
 source "$(dirname "$0")/lib.sh"
 command -v fio >/dev/null || { echo "fio not installed"; exit 77; }
@@ -67,7 +68,7 @@ assert r['status'] == 'waived' and r['message'].startswith('fio not found'), r
 ok "missing fio -> waived"
 
 # Would not fit: 4 jobs x 1 TiB in the scratch filesystem -> refused before fio runs.
-run_cb "$CB_BIN" run --suite ci --only io.fio --set io.fio.profiles=seq_write \
+expect_rc 2 "$CB_BIN" run --suite ci --only io.fio --set io.fio.profiles=seq_write \
   --set io.fio.size=1T --set io.fio.scratch="$SCR" --out "$TMP/full"
 scratch_empty nospace
 record "$TMP/full" >"$TMP/full.json"
@@ -78,14 +79,14 @@ assert r['status'] == 'waived' and r['message'].startswith('refused: profile seq
 ok "run larger than free space -> refused"
 
 # A raw block device without the explicit knob -> refused, nothing opened for writing.
-run_cb "$CB_BIN" run --suite ci --only io.fio --set io.fio.profiles=seq_write \
+expect_rc 2 "$CB_BIN" run --suite ci --only io.fio --set io.fio.profiles=seq_write \
   --set io.fio.device=/dev/null --out "$TMP/dev"
 record "$TMP/dev" >"$TMP/dev.json"
 py "
 r = json.load(open(sys.argv[1]))
 assert r['status'] == 'waived' and 'allow_destructive_device=true' in r['message'], r
 " "$TMP/dev.json"
-run_cb "$CB_BIN" run --suite ci --only io.fio --set io.fio.profiles=seq_write \
+expect_rc 2 "$CB_BIN" run --suite ci --only io.fio --set io.fio.profiles=seq_write \
   --set io.fio.device=/dev/null --set io.fio.allow_destructive_device=true --out "$TMP/dev2"
 record "$TMP/dev2" >"$TMP/dev2.json"
 py "

@@ -1,0 +1,108 @@
+#!/usr/bin/env bash
+# run --resume: a run killed with SIGKILL mid-run is completed by `run --resume DIR`, which runs
+# only the cases without a record and appends to the same directory; cases already finished are
+# not run again (one record per case key, the earlier lines untouched). A failed case is rerun.
+# Options that differ from the earlier run's (suite, --set, --only, spec) are refused with exit 2.
+# Budget: ~25 s on 2 shared cores.
+source "$(dirname "$0")/lib.sh"
+
+python3 - "$TMP/spec.json" <<'P'
+import json, sys
+rows = [{"id": "bw." + k, "title": k, "source": "test", "severity": "fail",
+         "select": {"benchmark": "compute.memory_bandwidth", "params": {"kernel": k}, "metric": "bandwidth"},
+         "scope": "node", "aggregate": "each", "op": ">=", "value": 0.001, "unit": "GB/s"}
+        for k in ("copy", "scale", "add", "triad")]
+json.dump({"schema": "clusterbench.spec/1", "name": "resume-test", "requirements": rows}, open(sys.argv[1], "w"))
+P
+SETS=(--set compute.memory_bandwidth.min_time=0.6 --set compute.memory_bandwidth.array_bytes=8M)
+
+# 1. Kill -9 once the first record is on disk.
+"$CB_BIN" run --suite ci --only compute.memory_bandwidth --spec "$TMP/spec.json" "${SETS[@]}" \
+  --out "$TMP/run" >"$TMP/run.log" 2>&1 &
+pid=$!
+for _ in $(seq 1 300); do
+  [ -s "$TMP/run/records.jsonl" ] && break
+  sleep 0.1
+done
+[ -s "$TMP/run/records.jsonl" ] || { kill -9 $pid; fail "no record after 30 s"; }
+kill -9 $pid
+wait $pid 2>/dev/null
+n=$(wc -l <"$TMP/run/records.jsonl")
+[ "$n" -ge 1 ] && [ "$n" -lt 4 ] || fail "expected 1..3 records after the kill, got $n"
+cp "$TMP/run/records.jsonl" "$TMP/before.jsonl"
+ok "killed after $n case(s)"
+
+# 2. Options that differ from the earlier run's: exit 2, naming what differs; nothing appended.
+expect_rc 2 "$CB_BIN" run --resume "$TMP/run" --suite quick
+expect_out "differs from the earlier one"
+expect_out "suite: earlier 'ci', now 'quick'"
+expect_rc 2 "$CB_BIN" run --resume "$TMP/run" --set compute.memory_bandwidth.min_time=0.5
+expect_out "--set: earlier '\[compute.memory_bandwidth.min_time=0.6, compute.memory_bandwidth.array_bytes=8M\]'"
+expect_rc 2 "$CB_BIN" run --resume "$TMP/run" --only 'compute.*'
+expect_out "--only: earlier '\[compute.memory_bandwidth\]', now '\[compute.\*\]'"
+sed 's/0.001/0.002/' "$TMP/spec.json" >"$TMP/spec2.json"
+expect_rc 2 "$CB_BIN" run --resume "$TMP/run" --spec "$TMP/spec2.json"
+expect_out "spec: earlier .*spec.json \(sha256 [0-9a-f]{64}\), now .*spec2.json"
+expect_rc 2 "$CB_BIN" run --resume "$TMP/nonexistent"
+expect_out "--resume .*nonexistent: .*run.json: cannot open"
+cmp -s "$TMP/run/records.jsonl" "$TMP/before.jsonl" || fail "a refused resume wrote records"
+ok "differing suite, --set, --only, spec and a missing directory refused with exit 2"
+
+# 3. The resume (same options given, or none): only the missing cases run, appended.
+expect_rc 0 "$CB_BIN" run --resume "$TMP/run" --suite ci
+expect_out "resuming .*: $((4 - n)) of 4 planned case\(s\) to run"
+expect_out "VERDICT: PASS"
+py "
+lines = open(sys.argv[1]).read().splitlines()
+before = open(sys.argv[2]).read().splitlines()
+n = int(sys.argv[3])
+assert lines[:n] == before, 'earlier records changed'
+recs = [json.loads(l) for l in lines]
+keys = [r['case_key'] for r in recs]
+assert len(keys) == 4 and len(set(keys)) == 4, keys
+assert sorted(r['params']['kernel'] for r in recs) == ['add', 'copy', 'scale', 'triad'], recs
+assert all(r['status'] == 'ok' for r in recs)
+assert len({r['run_id'] for r in recs}) == 1, 'one run id'
+# The resumed cases started after the earlier ones.
+assert min(r['started_at'] for r in recs[n:]) >= max(r['started_at'] for r in recs[:n])
+run = json.load(open(sys.argv[4]))
+assert run['exit_code'] == 0 and run['finished_at'], run
+res = run['resumes']
+assert len(res) == 1 and res[0]['cases_rerun'] == 4 - n and res[0]['cases_done'] == n, res
+assert res[0]['earlier_exit_code'] is None and not res[0]['earlier_finished_at'], res
+assert run['suite'] == 'ci' and run['only'] == ['compute.memory_bandwidth'], run
+" "$TMP/run/records.jsonl" "$TMP/before.jsonl" "$n" "$TMP/run/run.json"
+ok "resume ran the $((4 - n)) missing case(s) only; one record per case key; earlier lines kept"
+
+# 4. A failed case is rerun; its new record supersedes the failed one in the report.
+python3 - "$TMP/run/records.jsonl" <<'P'
+import json, sys
+lines = open(sys.argv[1]).read().splitlines()
+r = json.loads(lines[1]); r['status'] = 'failed'; r['message'] = 'injected failure'; r['metrics'] = []
+lines[1] = json.dumps(r)
+open(sys.argv[1], 'w').write('\n'.join(lines) + '\n')
+P
+expect_rc 1 "$CB_BIN" report "$TMP/run"
+failed_kernel=$(sed -n 2p "$TMP/run/records.jsonl" | python3 -c 'import json,sys; print(json.load(sys.stdin)["params"]["kernel"])')
+expect_rc 0 "$CB_BIN" run --resume "$TMP/run"
+expect_out "1 of 4 planned case\(s\) to run"
+expect_out "warning: .*1 record\(s\) superseded by a later record of the same case"
+py "
+recs = [json.loads(l) for l in open(sys.argv[1])]
+assert len(recs) == 5, len(recs)
+assert recs[4]['params']['kernel'] == sys.argv[2] and recs[4]['status'] == 'ok', recs[4]
+assert len(json.load(open(sys.argv[3]))['resumes']) == 2
+" "$TMP/run/records.jsonl" "$failed_kernel" "$TMP/run/run.json"
+ok "failed case ($failed_kernel) rerun; report takes the last record (PASS)"
+
+# 5. A complete run: a resume runs nothing.
+expect_rc 0 "$CB_BIN" run --resume "$TMP/run"
+expect_out "0 of 4 planned case\(s\) to run"
+[ "$(wc -l <"$TMP/run/records.jsonl")" -eq 5 ] || fail "a resume of a complete run wrote records"
+expect_rc 0 "$CB_BIN" run --resume "$TMP/run" --dry-run
+[ "$(grep -c '(done in the earlier run)' "$TMP/out")" -eq 4 ] || { cat "$TMP/out"; fail "dry-run of a complete resume"; }
+expect_out "total: 4 case\(s\), 0 to run, estimated 0.00 s"
+expect_rc 2 "$CB_BIN" run --resume "$TMP/run" --out "$TMP/elsewhere"
+expect_out "appends to that directory; --out .*elsewhere names another"
+ok "resume of a complete run runs nothing; its dry-run says so; --out elsewhere refused"
+echo "$PASSES passed, 0 failed"

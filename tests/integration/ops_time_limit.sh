@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# run --time-limit: no case starts past the limit nor one whose estimate would end past it; the
+# cases not run are listed in run.json "time_limit" and are MISSING in the report; exit 4, or 1
+# when a row fails. A limit the run fits in changes nothing. Budget: ~20 s on 2 shared cores.
+source "$(dirname "$0")/lib.sh"
+
+spec() {  # spec FILE THRESHOLD: one fail row per STREAM kernel
+  python3 - "$1" "$2" <<'P'
+import json, sys
+rows = [{"id": "bw." + k, "title": k, "source": "test", "severity": "fail",
+         "select": {"benchmark": "compute.memory_bandwidth", "params": {"kernel": k}, "metric": "bandwidth"},
+         "scope": "node", "aggregate": "each", "op": ">=", "value": float(sys.argv[2]), "unit": "GB/s"}
+        for k in ("copy", "scale", "add", "triad")]
+json.dump({"schema": "clusterbench.spec/1", "name": "limit-test", "requirements": rows}, open(sys.argv[1], "w"))
+P
+}
+spec "$TMP/easy.json" 0.001
+spec "$TMP/hard.json" 1e9
+# Cases of ~4 s (estimate) each: min_time 2 s, small arrays.
+SETS=(--suite ci --only compute.memory_bandwidth --set compute.memory_bandwidth.min_time=2
+      --set compute.memory_bandwidth.array_bytes=8M)
+QUICK=(--suite ci --only compute.memory_bandwidth --set compute.memory_bandwidth.min_time=0.2
+       --set compute.memory_bandwidth.array_bytes=8M)
+
+# The estimate of one case, from --dry-run.
+expect_rc 0 "$CB_BIN" run "${SETS[@]}" --dry-run
+est=$(awk '/compute.memory_bandwidth \{"kernel":"copy"\}/ {print $1}' "$TMP/out")
+[ -n "$est" ] || { cat "$TMP/out"; fail "no estimate for the copy case"; }
+
+# 1. A limit of 1.5 estimates: the first case runs (if the start took less than half a case),
+#    the run stops before the next, which would end past the limit (every case takes at least
+#    1.2 x min_time); exit 4 (no FAIL, but fail rows MISSING).
+limit=$(python3 -c "print(round(1.5 * $est, 2))")
+start=$(date +%s.%N)
+expect_rc 4 "$CB_BIN" run "${SETS[@]}" --spec "$TMP/easy.json" --time-limit "$limit" --out "$TMP/a"
+end=$(date +%s.%N)
+expect_out "--time-limit $limit s reached after .* planned case\(s\) not run \(MISSING in the report\)"
+expect_out "bw.copy +PASS"
+expect_out "MISSING"
+expect_out "VERDICT: INCOMPLETE \(exit 4\)"
+py "
+run = json.load(open(sys.argv[1] + '/run.json'))
+recs = [json.loads(l) for l in open(sys.argv[1] + '/records.jsonl')]
+tl = run['time_limit']
+assert tl['seconds'] == float(sys.argv[2]), tl
+ran = [r['params']['kernel'] for r in recs]
+not_run = [c['params']['kernel'] for c in tl['not_run']]
+assert len(ran) == 1 and sorted(ran + not_run) == ['add', 'copy', 'scale', 'triad'], (ran, not_run)
+assert ran == ['copy', 'scale', 'add', 'triad'][:len(ran)], ran
+assert run['exit_code'] == 4 and not run['aborted'], run
+rep = json.load(open(sys.argv[1] + '/report.json'))
+rows = {r['id']: r['outcome'] for r in rep['rows']}
+assert all(rows['bw.' + k] == 'MISSING' for k in not_run), rows
+assert all(rows['bw.' + k] == 'PASS' for k in ran), rows
+# Stopped cleanly: the time the run stopped at is within the limit plus one case's time.
+assert tl['stopped_after_s'] <= float(sys.argv[2]) + max(r['duration_s'] for r in recs) + 1, tl
+print('ran', ran, 'not run', not_run, 'stopped after', round(tl['stopped_after_s'], 2), 's')
+" "$TMP/a" "$limit"
+ok "--time-limit $limit: stopped before the limit, rest MISSING, exit 4"
+
+# 2. With a failing row: exit 1 (a FAIL outranks the incomplete verdict).
+expect_rc 1 "$CB_BIN" run "${SETS[@]}" --spec "$TMP/hard.json" --time-limit "$limit" --out "$TMP/b"
+expect_out "planned case\(s\) not run"
+expect_out "VERDICT: FAIL"
+ok "--time-limit with a failing row: exit 1"
+
+# 3. A limit the run fits in: every case runs, exit 0, no time_limit entry.
+expect_rc 0 "$CB_BIN" run "${QUICK[@]}" --spec "$TMP/easy.json" --time-limit 600 --out "$TMP/c"
+py "
+run = json.load(open(sys.argv[1] + '/run.json'))
+assert 'time_limit' not in run and run['exit_code'] == 0, run
+assert sum(1 for _ in open(sys.argv[1] + '/records.jsonl')) == 4
+" "$TMP/c"
+ok "a limit the run fits in: complete, exit 0"
+
+# 4. The cases a time limit left out are completed by --resume.
+expect_rc 0 "$CB_BIN" run --resume "$TMP/a"
+py "
+recs = [json.loads(l) for l in open(sys.argv[1] + '/records.jsonl')]
+assert sorted(r['params']['kernel'] for r in recs) == ['add', 'copy', 'scale', 'triad'], recs
+" "$TMP/a"
+ok "--resume completes what the time limit left out"
+
+# 5. Bad values are usage errors.
+expect_rc 2 "$CB_BIN" run "${SETS[@]}" --time-limit -3 --out "$TMP/d"
+expect_rc 2 "$CB_BIN" run "${SETS[@]}" --time-limit abc --out "$TMP/d"
+[ ! -e "$TMP/d" ] || fail "a refused --time-limit created $TMP/d"
+ok "--time-limit -3 / abc: exit 2"
+echo "$PASSES passed, 0 failed"

@@ -1,0 +1,106 @@
+// io::open_writers: processes holding a file at or below a target open for writing, from a /proc
+// tree in the kernel's formats (fd links, fdinfo "flags:" in octal).
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <csignal>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "io/scratch.hpp"
+
+namespace fs = std::filesystem;
+using clusterbench::io::describe_writers;
+using clusterbench::io::open_writers;
+
+namespace {
+
+class OpenWritersTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    root_ = fs::temp_directory_path() / ("cb-open-writers-" + std::to_string(::getpid()));
+    fs::remove_all(root_);
+    fs::create_directories(root_);
+  }
+  void TearDown() override { fs::remove_all(root_); }
+
+  /// One fd of a fake process: fd/N -> target, fdinfo/N with flags (octal text as the kernel).
+  void fd(int pid, int n, const std::string& target, const std::string& flags_octal,
+          const std::string& comm = "writer") {
+    fs::path p = root_ / std::to_string(pid);
+    fs::create_directories(p / "fd");
+    fs::create_directories(p / "fdinfo");
+    std::ofstream(p / "comm") << comm << "\n";
+    fs::create_symlink(target, p / "fd" / std::to_string(n));
+    std::ofstream(p / "fdinfo" / std::to_string(n))
+        << "pos:\t0\nflags:\t" << flags_octal << "\nmnt_id:\t29\nino:\t1234\n";
+  }
+  fs::path root_;
+};
+
+TEST_F(OpenWritersTest, WritersBelowTheTargetOnly) {
+  // 0100001 = O_LARGEFILE | O_WRONLY; 02 = O_RDWR; 0100000 = O_RDONLY | O_LARGEFILE.
+  fd(101, 3, "/scratch/job/ckpt.bin", "0100001", "python3");
+  fd(102, 4, "/scratch/data.bin", "02", "dd");
+  fd(103, 5, "/scratch/job/input.bin", "0100000", "reader");  // read-only: not a writer
+  fd(104, 6, "/scratchpad/other.bin", "01", "near");          // a sibling path, not below
+  fd(105, 7, "pipe:[12345]", "01", "pipe");                   // not a file
+  fd(106, 8, "/scratch", "0200001", "dir");                   // the target itself, O_WRONLY
+  std::ofstream(root_ / "self") << "not a pid\n";
+
+  int unreadable = -1;
+  auto w = open_writers("/scratch", &unreadable, root_.string());
+  ASSERT_EQ(w.size(), 3u);
+  EXPECT_EQ(w[0].pid, 101);
+  EXPECT_EQ(w[0].comm, "python3");
+  EXPECT_EQ(w[0].path, "/scratch/job/ckpt.bin");
+  EXPECT_EQ(w[1].pid, 102);
+  EXPECT_EQ(w[1].path, "/scratch/data.bin");
+  EXPECT_EQ(w[2].pid, 106);
+  EXPECT_EQ(unreadable, 0);
+  EXPECT_EQ(describe_writers({w[0]}), "pid 101 (python3) writes /scratch/job/ckpt.bin");
+
+  // A trailing slash and "." components name the same target.
+  EXPECT_EQ(open_writers("/scratch/./job/", nullptr, root_.string()).size(), 1u);
+  EXPECT_TRUE(open_writers("/elsewhere", nullptr, root_.string()).empty());
+}
+
+TEST_F(OpenWritersTest, DescribeCapsAtFive) {
+  std::vector<clusterbench::io::OpenWriter> many(7, {7, "w", "/s/f"});
+  std::string d = describe_writers(many);
+  EXPECT_NE(d.find("; and 2 more"), std::string::npos) << d;
+}
+
+TEST_F(OpenWritersTest, FindsThisMachinesRealWriter) {
+  // A child holding a file open O_WRONLY is found through the real /proc; this process is not.
+  fs::path dir = root_ / "target";
+  fs::create_directories(dir);
+  std::string file = (dir / "held.bin").string();
+  int self_fd = ::open((dir / "mine.bin").c_str(), O_WRONLY | O_CREAT, 0644);
+  ASSERT_GE(self_fd, 0);
+  pid_t child = ::fork();
+  if (child == 0) {
+    ::close(self_fd);  // the child holds only held.bin
+    int f = ::open(file.c_str(), O_WRONLY | O_CREAT, 0644);
+    if (f < 0) _exit(1);
+    ::pause();
+    _exit(0);
+  }
+  ASSERT_GT(child, 0);
+  std::vector<clusterbench::io::OpenWriter> w;
+  for (int i = 0; i < 100 && w.empty(); ++i) {
+    ::usleep(20000);
+    w = open_writers(dir.string());
+  }
+  ::kill(child, SIGKILL);
+  ::waitpid(child, nullptr, 0);
+  ::close(self_fd);
+  ASSERT_EQ(w.size(), 1u);
+  EXPECT_EQ(w[0].pid, child);
+  EXPECT_EQ(w[0].path, file);
+}
+
+}  // namespace
