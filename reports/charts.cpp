@@ -18,6 +18,8 @@
 #include <set>
 #include <sstream>
 
+#include "reports/burnin.hpp"
+
 extern char** environ;
 
 namespace clusterbench::report {
@@ -84,6 +86,36 @@ std::vector<SpecLine> spec_lines(const Report& report, const std::string& bench,
                    r.value.get<double>()});
   }
   return out;
+}
+
+}  // namespace
+
+namespace {
+
+/// kMaxChartMarks: the lowest and highest point of each slice of the x axis, per series.
+void thin(Chart& c) {
+  const size_t slices = kMaxChartMarks / 2;
+  const double width = std::max<double>(1, static_cast<double>(c.labels.size()) / slices);
+  size_t marks = 0;
+  for (auto& s : c.series) {
+    std::map<size_t, std::pair<size_t, size_t>> lo_hi;  // slice -> indices of min, max
+    for (size_t i = 0; i < s.points.size(); ++i) {
+      auto slice = static_cast<size_t>(s.points[i].first / width);
+      auto [it, fresh] = lo_hi.try_emplace(slice, i, i);
+      if (fresh) continue;
+      if (s.points[i].second < s.points[it->second.first].second) it->second.first = i;
+      if (s.points[i].second > s.points[it->second.second].second) it->second.second = i;
+    }
+    std::vector<std::pair<double, double>> kept;
+    for (const auto& [slice, mm] : lo_hi) {
+      kept.push_back(s.points[mm.first]);
+      if (mm.second != mm.first) kept.push_back(s.points[mm.second]);
+    }
+    s.points = std::move(kept);
+    marks += s.points.size();
+  }
+  c.note = std::to_string(marks) + " marks: the lowest and highest of each of " +
+           std::to_string(slices) + " slices of the x axis";
 }
 
 }  // namespace
@@ -162,6 +194,7 @@ std::vector<Chart> build_charts(const RunDir& run, const Report& report) {
   std::map<std::string, Pending> pend;
   std::vector<std::string> order;
   for (const auto* r : recs) {
+    if (r->benchmark == kBurninBenchmark) continue;  // drawn over time by burnin_charts()
     for (const auto& m : r->metrics) {
       std::string key = r->benchmark + "|" + m.name;
       if (done.count(key)) continue;
@@ -197,8 +230,10 @@ std::vector<Chart> build_charts(const RunDir& run, const Report& report) {
     for (auto& [n, s] : p.series) c.series.push_back(s);
     c.spec_lines = spec_lines(report, p.bench, p.metric);
     c.records = p.records;
+    if (c.kind == "points" && static_cast<size_t>(p.records) > kMaxChartMarks) thin(c);
     charts.push_back(std::move(c));
   }
+  for (auto& c : burnin_charts(run)) charts.push_back(std::move(c));
   for (size_t i = 0; i < charts.size(); ++i) charts[i].id = "chart-" + std::to_string(i + 1);
   return charts;
 }

@@ -33,11 +33,17 @@ struct Chart {
   std::vector<std::string> labels;  ///< bars/points: the x categories
   std::vector<Series> series;
   std::vector<SpecLine> spec_lines;
-  int records = 0;  ///< records plotted: one mark per record
+  int records = 0;   ///< records plotted: one mark per record (up to kMaxChartMarks)
+  std::string note;  ///< how the marks were thinned, when they were ("" when one per record)
 };
 
 /// Bars are drawn up to this many categories; beyond it a chart becomes points.
 inline constexpr size_t kMaxBars = 64;
+
+/// A points chart with more marks than this (8,000 GPUs) keeps, per series, the lowest and the
+/// highest value of each of kMaxChartMarks / 2 equal slices of the x axis (host order), so that
+/// every outlier still shows while the SVG stays small (docs/report.md "Scale").
+inline constexpr size_t kMaxChartMarks = 500;
 
 /// The charts that `run`'s ok records allow, in this order:
 /// - collectives.* busbw against the `bytes` param (log2 x), one series per benchmark + params;

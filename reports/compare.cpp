@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <future>
 #include <iostream>
 #include <set>
 #include <sstream>
@@ -318,6 +319,44 @@ std::string value_text(double v, const std::string& unit) {
 
 }  // namespace
 
+namespace {
+
+/// Unchanged cases of one benchmark, when they are too many to list (kFullDetailUnchanged).
+struct UnchangedGroup {
+  std::string benchmark;
+  size_t cases = 0;
+  const CaseChange* closest = nullptr;  ///< the case whose metric moved most towards worse
+  const MetricChange* metric = nullptr;
+};
+
+/// How far a metric moved towards worse, in percent (positive: worse).
+double worse_pct(const MetricChange& m) {
+  return m.higher_is_better ? -m.change_pct : m.change_pct;
+}
+
+std::vector<UnchangedGroup> unchanged_groups(const Comparison& c) {
+  std::vector<UnchangedGroup> out;
+  std::unordered_map<std::string, size_t> at;
+  for (const auto& cc : c.cases) {
+    if (cc.verdict != kUnchanged) continue;
+    auto [it, fresh] = at.try_emplace(cc.benchmark, out.size());
+    if (fresh) out.push_back({cc.benchmark});
+    UnchangedGroup& g = out[it->second];
+    ++g.cases;
+    for (const auto& m : cc.metrics)
+      if (!g.metric || worse_pct(m) > worse_pct(*g.metric)) g.closest = &cc, g.metric = &m;
+    if (!g.closest) g.closest = &cc;
+  }
+  return out;
+}
+
+bool list_unchanged(const Comparison& c) {
+  auto it = c.counts.find(kUnchanged);
+  return it == c.counts.end() || static_cast<size_t>(it->second) <= kFullDetailUnchanged;
+}
+
+}  // namespace
+
 std::string render_compare_markdown(const Comparison& c) {
   std::ostringstream md;
   md << "# clusterbench compare\n\n";
@@ -371,7 +410,9 @@ std::string render_compare_markdown(const Comparison& c) {
   for (const auto& cc : c.cases) {
     if (cc.verdict != kUnchanged) continue;
     if (shown++ == 200) {
-      md << "- ... and " << c.counts.at(kUnchanged) - 200 << " more (compare.json has all)\n";
+      md << "- ... and " << c.counts.at(kUnchanged) - 200 << " more ("
+         << (list_unchanged(c) ? "compare.json has all" : "compare.json counts them per benchmark")
+         << ")\n";
       break;
     }
     md << "- " << case_label(cc);
@@ -395,7 +436,10 @@ json render_compare_json(const Comparison& c) {
     j["tolerances"].push_back({{"key", r.key}, {"fraction", r.fraction}});
   j["counts"] = c.counts;
   j["cases"] = json::array();
+  const bool all = list_unchanged(c);
+  j["cases_listed"] = all ? "all" : "all but unchanged";
   for (const auto& cc : c.cases) {
+    if (!all && cc.verdict == kUnchanged) continue;
     json jc = {{"match_key", cc.match_key},
                {"case_key", cc.case_key},
                {"benchmark", cc.benchmark},
@@ -421,6 +465,16 @@ json render_compare_json(const Comparison& c) {
                                {"missing", m.missing}});
     j["cases"].push_back(std::move(jc));
   }
+  if (!all) {
+    j["unchanged_by_benchmark"] = json::array();
+    for (const auto& g : unchanged_groups(c)) {
+      json closest = {{"case_key", g.closest->case_key}, {"item", g.closest->item}};
+      if (g.metric)
+        closest["metric"] = g.metric->name, closest["change_pct"] = g.metric->change_pct;
+      j["unchanged_by_benchmark"].push_back(
+          {{"benchmark", g.benchmark}, {"cases", g.cases}, {"closest", closest}});
+    }
+  }
   j["env_changes"] = json::array();
   for (const auto& e : c.env_changes)
     j["env_changes"].push_back(
@@ -432,10 +486,17 @@ json render_compare_json(const Comparison& c) {
 
 std::string render_compare_junit(const Comparison& c) {
   std::ostringstream x;
+  const bool all = list_unchanged(c);
+  std::vector<UnchangedGroup> groups;
+  if (!all) groups = unchanged_groups(c);
+  size_t tests =
+      all ? c.cases.size()
+          : c.cases.size() - static_cast<size_t>(c.counts.at(kUnchanged)) + groups.size();
   x << "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
-  x << "<testsuite name=\"clusterbench.compare\" tests=\"" << c.cases.size() << "\" failures=\""
+  x << "<testsuite name=\"clusterbench.compare\" tests=\"" << tests << "\" failures=\""
     << c.counts.at(kRegressed) << "\" skipped=\"" << c.counts.at(kNotCompared) << "\">\n";
   for (const auto& cc : c.cases) {
+    if (!all && cc.verdict == kUnchanged) continue;
     x << "  <testcase classname=\"" << xml_escape(cc.benchmark) << "\" name=\""
       << xml_escape(cc.params.dump() + " " + cc.item) << "\">";
     std::string detail = cc.message;
@@ -450,6 +511,15 @@ std::string render_compare_junit(const Comparison& c) {
     else if (!detail.empty())
       x << "<system-out>" << xml_escape(cc.verdict + ": " + detail) << "</system-out>";
     x << "</testcase>\n";
+  }
+  for (const auto& g : groups) {
+    std::string detail = std::to_string(g.cases) + " unchanged cases";
+    if (g.metric)
+      detail += "; closest to regressing: " + g.closest->item + " " + g.metric->name + " " +
+                signed_pct(g.metric->change_pct);
+    x << "  <testcase classname=\"" << xml_escape(g.benchmark) << "\" name=\""
+      << xml_escape(std::to_string(g.cases) + " unchanged cases") << "\"><system-out>"
+      << xml_escape("unchanged: " + detail) << "</system-out></testcase>\n";
   }
   x << "</testsuite>\n";
   return x.str();
@@ -488,8 +558,10 @@ int compare_command(const std::string& baseline_dir, const std::string& current_
                     const std::vector<std::string>& tolerances, const std::string& out_dir) {
   std::vector<ToleranceRule> rules;
   for (const auto& t : tolerances) rules.push_back(parse_tolerance(t));
-  RunDir base = read_run_dir(baseline_dir);
+  // Both sides at once: reading is most of compare's time at 1,000 nodes (docs/report.md).
+  auto base_future = std::async(std::launch::async, [&] { return read_run_dir(baseline_dir); });
   RunDir cur = read_run_dir(current_dir);
+  RunDir base = base_future.get();
   Comparison c = compare(base, cur, rules);
   std::string dir = out_dir.empty() ? current_dir : out_dir;
   write_compare(c, dir);

@@ -106,11 +106,20 @@ Comparison compare(const RunDir& baseline, const RunDir& current,
 /// current | change | spread b/c | tolerance | verdict |), environment changes, then unchanged.
 std::string render_compare_markdown(const Comparison& c);
 
-/// compare.json, schema clusterbench.compare/1 (docs/records.md).
+/// compare.json and compare.junit.xml list every unchanged case up to this many unchanged cases;
+/// beyond it (a 1,000-node run has 720,000 cases) unchanged cases are counted per benchmark, with
+/// the case closest to regressing, and every other verdict is still listed in full.
+inline constexpr size_t kFullDetailUnchanged = 1000;
+
+/// compare.json, schema clusterbench.compare/1 (docs/records.md). Beyond kFullDetailUnchanged
+/// unchanged cases, "cases" omits the unchanged ones and "unchanged_by_benchmark" [{benchmark,
+/// cases, closest: {case_key, item, metric, change_pct}}] counts them; "cases_listed" says
+/// "all" or "all but unchanged".
 json render_compare_json(const Comparison& c);
 
 /// compare.junit.xml: testsuite "clusterbench.compare", one testcase per case; regressed ->
-/// <failure>, not_compared -> <skipped>.
+/// <failure>, not_compared -> <skipped>. Beyond kFullDetailUnchanged unchanged cases, the
+/// unchanged ones are one testcase per benchmark ("N unchanged cases").
 std::string render_compare_junit(const Comparison& c);
 
 /// Console summary: one line per regressed case, then "COMPARE: REGRESSED (exit 1): ...".

@@ -7,7 +7,11 @@
 #include <optional>
 #include <regex>
 #include <set>
+#include <unordered_map>
+#include <unordered_set>
 
+#include "reports/burnin.hpp"
+#include "reports/health.hpp"
 #include "reports/ifname.hpp"
 
 namespace clusterbench::report {
@@ -184,6 +188,7 @@ struct Item {
   std::vector<json> values;
   std::vector<std::string> unknown;  ///< concrete pointers whose value is "" or null
   bool env_no_match = false;
+  std::vector<std::string> notes;  ///< health rows: the evidence of each value (start -> end)
 };
 
 class Items {
@@ -206,7 +211,30 @@ class Items {
 
  private:
   std::vector<Item> items_;
-  std::map<std::string, size_t> index_;
+  std::unordered_map<std::string, size_t> index_;
+};
+
+/// Records and planned cases by benchmark id, built once per run so that a spec row touches only
+/// its candidates (rows x records scans dominated `report` at 1,000 nodes, docs/report.md).
+struct RunIndex {
+  std::unordered_map<std::string, std::vector<const ResultRecord*>> records;
+  std::unordered_map<std::string, std::vector<const PlannedCase*>> plan;
+  std::vector<const ResultRecord*> not_wire;  ///< records with extra.busbw_is_wire false
+
+  explicit RunIndex(const RunDir& run) {
+    for (const auto& r : run.records.records) {
+      records[r.benchmark].push_back(&r);
+      if (r.extra.is_object() && !r.extra.value("busbw_is_wire", true)) not_wire.push_back(&r);
+    }
+    for (const auto& pc : run.run.plan) plan[pc.benchmark].push_back(&pc);
+  }
+  template <class T>
+  static const std::vector<const T*>& of(
+      const std::unordered_map<std::string, std::vector<const T*>>& m, const std::string& b) {
+    static const std::vector<const T*> none;
+    auto it = m.find(b);
+    return it == m.end() ? none : it->second;
+  }
 };
 
 std::string gpu_key(const std::string& host, int index) {
@@ -292,9 +320,10 @@ std::string failure_text(const ResultRecord& r) {
 
 class RowEvaluator {
  public:
-  RowEvaluator(const RunDir& run, const Spec& spec, const Requirement& req,
+  RowEvaluator(const RunDir& run, const RunIndex& index, const Spec& spec, const Requirement& req,
                const std::vector<std::string>& hosts)
       : run_(run),
+        index_(index),
         req_(req),
         hosts_(hosts),
         where_((spec.path.empty() ? spec.name : spec.path) + ": spec row '" + req.id + "'"),
@@ -303,17 +332,41 @@ class RowEvaluator {
   RowResult run() {
     RowResult row;
     row.req = req_;
-    if (!req_.select.env.empty())
+    const bool health = !req_.select.health.empty();
+    if (health)
+      collect_health(row);
+    else if (!req_.select.env.empty())
       collect_env();
     else
       collect_records();
+    std::unordered_set<std::string> seen;  // evidence in first-seen order, O(1) per key
     for (auto& item : items_.all()) {
-      ItemResult r = req_.select.env.empty() ? judge_record_item(item) : judge_env_item(item);
-      for (const auto& k : r.records) add_unique(row.evidence, k);
+      ItemResult r = health                    ? judge_health_item(item)
+                     : req_.select.env.empty() ? judge_record_item(item)
+                                               : judge_env_item(item);
+      for (const auto& k : r.records)
+        if (seen.insert(k).second) row.evidence.push_back(k);
       row.items.push_back(std::move(r));
     }
     summarize(row);
+    note_not_wire(row);
     return row;
+  }
+
+  // DESIGN.md "Collectives": under NVLS, SHARP or tree, busbw is not wire bandwidth. The NCCL
+  // backend records what NCCL chose (extra.nccl_algorithm, extra.busbw_is_wire); say so.
+  void note_not_wire(RowResult& row) const {
+    if (req_.select.metric.rfind("busbw", 0) != 0) return;
+    std::vector<std::string> algos;
+    for (const ResultRecord* rp : index_.not_wire) {
+      const ResultRecord& rec = *rp;
+      if (std::find(row.evidence.begin(), row.evidence.end(), rec.case_key) == row.evidence.end())
+        continue;
+      add_unique(algos, rec.extra.value("nccl_algorithm", std::string("?")));
+    }
+    if (!algos.empty())
+      row.message += "; busbw is not wire bandwidth: NCCL chose " + join(algos, ", ") +
+                     " (NVLS, SHARP and tree reduce in the switch or move fewer bytes)";
   }
 
  private:
@@ -360,9 +413,10 @@ class RowEvaluator {
       json doc = json(env);
       auto matches = expand_pointer(doc, ptr);
       if (!req_.select.where.empty())
-        matches.erase(std::remove_if(matches.begin(), matches.end(),
-                                     [&](const auto& m) { return !where_holds(doc, env, m.first); }),
-                      matches.end());
+        matches.erase(
+            std::remove_if(matches.begin(), matches.end(),
+                           [&](const auto& m) { return !where_holds(doc, env, m.first); }),
+            matches.end());
       if (per_match) {
         if (matches.empty()) {
           Item& item = items_.get(env.host, env.host);
@@ -385,7 +439,8 @@ class RowEvaluator {
   /// select.where over the element of `concrete` (the prefix the last `*` of select.env names).
   bool where_holds(const json& doc, const EnvRecord& env, const std::string& concrete) const {
     const std::string& ptr = req_.select.env;
-    size_t segments = std::count(ptr.begin(), ptr.begin() + static_cast<long>(ptr.rfind("/*") + 2), '/');
+    size_t segments =
+        std::count(ptr.begin(), ptr.begin() + static_cast<long>(ptr.rfind("/*") + 2), '/');
     size_t end = 0;
     for (size_t i = 0; i < segments && end != std::string::npos; ++i)
       end = concrete.find('/', end + 1);
@@ -484,6 +539,7 @@ class RowEvaluator {
   /// The item keys a record (or a planned case's scope) belongs to in this row.
   std::vector<std::pair<std::string, std::string>> keys_for(const Scope& s) {
     if (req_.scope == "cluster") return {{"cluster", "cluster"}};
+    if (s.kind == "rank") return {{scope_item(s), scope_item(s)}};  // a CPU rank (burn-in)
     if (req_.scope == "gpu") {
       if (s.kind == "gpu") return {{gpu_key(s.host, s.gpu_index), scope_item(s)}};
       if (!s.host.empty()) {
@@ -513,10 +569,13 @@ class RowEvaluator {
         for (const auto& g : env.gpus)
           items_.get(gpu_key(env.host, g.index), gpu_name(env.host, g)).expected = true;
     }
-    std::set<std::string> present;
-    for (const auto& r : run_.records.records) {
+    // Keys of this row's records only: a planned key of this row names its own benchmark and
+    // params, and collecting every key for every row is rows x records (docs/report.md "Scale").
+    std::unordered_set<std::string> present;
+    for (const ResultRecord* rp : RunIndex::of(index_.records, sel.benchmark)) {
+      const ResultRecord& r = *rp;
+      if (!params_contain(r.params, sel.params)) continue;
       present.insert(case_key_of(r));
-      if (r.benchmark != sel.benchmark || !params_contain(r.params, sel.params)) continue;
       // A link row judges link records; a case's ok summary record at another scope is not an
       // item of it (its failed or waived record still is: nothing was measured).
       if (req_.scope == "link" && r.scope.kind != "link" && r.status == "ok") continue;
@@ -529,8 +588,9 @@ class RowEvaluator {
       }
       for (const auto& [key, name] : keys_for(r.scope)) items_.get(key, name).records.push_back(&r);
     }
-    for (const auto& pc : run_.run.plan) {
-      if (pc.benchmark != sel.benchmark || !params_contain(pc.params, sel.params)) continue;
+    for (const PlannedCase* pcp : RunIndex::of(index_.plan, sel.benchmark)) {
+      const PlannedCase& pc = *pcp;
+      if (!params_contain(pc.params, sel.params)) continue;
       for (const auto& ck : pc.case_keys) {
         if (present.count(ck)) continue;
         auto bar = ck.rfind('|');
@@ -614,12 +674,75 @@ class RowEvaluator {
     return cands[best];
   }
 
+  // --- health rows (reports/health.hpp) -------------------------------------------------------
+
+  /// Every node's deltas of the row's metric; `each` makes every value an item (a GPU, an NVLink,
+  /// a port, a PCIe device), other aggregates reduce them per node (or over the cluster).
+  void collect_health(RowResult& row) {
+    for (const auto& env : run_.run.env) {
+      const json& h = env.health;
+      const json start = h.is_object() ? h.value("start", json()) : json();
+      const json end = h.is_object() ? h.value("end", json()) : json();
+      std::vector<HealthValue> values;
+      try {
+        values = health_values(health_deltas(start, end, env.host), req_.select.health);
+      } catch (const InputError& e) {
+        throw InputError(where_ + ": field 'select.health': " + e.what());
+      }
+      if (start.is_object() && end.is_object())
+        add_unique(row.evidence, "run.json env[" + env.host + "].health: start " +
+                                     start.value("collected_at", "?") + ", end " +
+                                     end.value("collected_at", "?"));
+      for (const auto& v : values) {
+        const std::string key = req_.aggregate == "each"  ? v.item
+                                : req_.scope == "cluster" ? "cluster"
+                                                          : env.host;
+        Item& item = items_.get(key, key);
+        if (v.value.is_null())
+          item.unknown.push_back(v.item + ": " + v.detail);
+        else
+          item.values.push_back(v.value);
+        if (!v.value.is_null() && !v.detail.empty())
+          item.notes.push_back(req_.aggregate == "each" ? v.detail : v.item + ": " + v.detail);
+      }
+    }
+  }
+
+  ItemResult judge_health_item(const Item& item) {
+    ItemResult r;
+    r.item = item.name;
+    if (!item.unknown.empty()) {
+      r.outcome = kMissing;
+      r.message = item.unknown.front();
+      if (item.unknown.size() > 1)
+        r.message += " (and " + std::to_string(item.unknown.size() - 1) + " more unknown)";
+      return r;
+    }
+    if (req_.aggregate == "each") {
+      r = judged(r, item.values, "");
+    } else {
+      std::vector<double> xs;
+      for (const auto& v : item.values) xs.push_back(v.get<double>());
+      r = judged(r, {aggregate_numbers(xs, req_.aggregate)}, req_.aggregate + " ");
+    }
+    // The evidence: each value's start -> end (only the rising ones of an aggregate).
+    std::vector<std::string> notes;
+    for (size_t i = 0; i < item.notes.size(); ++i)
+      if (req_.aggregate == "each" || item.notes.size() == 1 ||
+          (i < item.values.size() && item.values[i].get<double>() > 0))
+        notes.push_back(item.notes[i]);
+    if (!notes.empty()) r.message += ": " + join(notes, "; ");
+    return r;
+  }
+
   // --- row --------------------------------------------------------------------------------------
 
   void summarize(RowResult& row) {
     if (row.items.empty()) {
       row.outcome = kMissing;
-      if (!req_.select.env.empty())
+      if (!req_.select.health.empty())
+        row.message = "no env record in run.json: no health counters";
+      else if (!req_.select.env.empty())
         row.message = run_.run.env.empty() ? "no env record in run.json"
                                            : req_.select.env + " matches nothing";
       else
@@ -651,6 +774,7 @@ class RowEvaluator {
   }
 
   const RunDir& run_;
+  const RunIndex& index_;
   const Requirement& req_;
   const std::vector<std::string>& hosts_;
   std::string where_;
@@ -659,14 +783,17 @@ class RowEvaluator {
 };
 
 std::vector<std::string> collect_hosts(const RunDir& run) {
+  // First-seen order; the set keeps it linear (1,000 hosts x 700,000 records, docs/report.md).
   std::vector<std::string> hosts;
-  for (const auto& env : run.run.env)
-    if (!env.host.empty()) add_unique(hosts, env.host);
-  for (const auto& h : run.run.hosts)
-    if (!h.empty()) add_unique(hosts, h);
+  std::unordered_set<std::string> seen;
+  auto add = [&](const std::string& h) {
+    if (!h.empty() && seen.insert(h).second) hosts.push_back(h);
+  };
+  for (const auto& env : run.run.env) add(env.host);
+  for (const auto& h : run.run.hosts) add(h);
   for (const auto& r : run.records.records) {
-    if (!r.scope.host.empty()) add_unique(hosts, r.scope.host);
-    for (const auto& h : r.scope.hosts) add_unique(hosts, h);
+    add(r.scope.host);
+    for (const auto& h : r.scope.hosts) add(h);
   }
   return hosts;
 }
@@ -699,7 +826,9 @@ void collect_warnings(const RunDir& run, const Spec& spec, Report& rep) {
 
 }  // namespace
 
-Report evaluate(const RunDir& run, const Spec& spec) {
+Report evaluate(const RunDir& run_in, const Spec& spec) {
+  RunDir derived;  // burn-in records with the metrics of their series (reports/burnin.hpp)
+  const RunDir& run = with_burnin_metrics(run_in, derived);
   Report rep;
   rep.run_id = run.run.run_id;
   rep.spec_name = spec.name;
@@ -709,8 +838,9 @@ Report evaluate(const RunDir& run, const Spec& spec) {
   rep.hosts = collect_hosts(run);
   collect_warnings(run, spec, rep);
   for (const auto& o : outcome_order()) rep.counts[o] = 0;
+  const RunIndex index(run);
   for (const auto& req : spec.requirements) {
-    rep.rows.push_back(RowEvaluator(run, spec, req, rep.hosts).run());
+    rep.rows.push_back(RowEvaluator(run, index, spec, req, rep.hosts).run());
     ++rep.counts[rep.rows.back().outcome];
   }
   rep.exit_code = exit_code(rep);

@@ -10,6 +10,7 @@
 
 #include "reports/charts.hpp"
 #include "reports/render.hpp"
+#include "reports/uniformity.hpp"
 
 namespace clusterbench::report {
 
@@ -49,6 +50,7 @@ void header(std::ostringstream& o, const Report& r, const RunDir& run) {
   o << "<tr><th>suite</th><td>" << h(or_dash(run.run.suite)) << "</td></tr>\n";
   o << "<tr><th>spec</th><td>" << h(r.spec_name) << " (<code>" << h(r.spec_path)
     << "</code>, sha256 <code>" << h(or_dash(r.spec_sha256)) << "</code>)</td></tr>\n";
+  o << "<tr><th>clusterbench</th><td>" << h(or_dash(run.run.version)) << "</td></tr>\n";
   o << "<tr><th>hosts</th><td>" << r.hosts.size() << "</td></tr>\n";
   o << "<tr><th>rows</th><td>";
   for (const auto& oc : outcome_order()) o << h(oc) << " " << r.counts.at(oc) << " &nbsp; ";
@@ -140,7 +142,7 @@ void charts_section(std::ostringstream& o, const Report& r, const RunDir& run,
     o << "<figure class=\"chart\" id=\"" << h(c.id) << "\" data-records=\"" << c.records
       << "\" data-series=\"" << c.series.size() << "\" data-spec-lines=\"" << c.spec_lines.size()
       << "\" data-kind=\"" << h(c.kind) << "\">\n<figcaption>" << h(c.title) << " (" << c.records
-      << " records)</figcaption>\n";
+      << " records" << (c.note.empty() ? "" : "; " + h(c.note)) << ")</figcaption>\n";
     if (svgs[i])
       o << *svgs[i] << "\n";
     else
@@ -202,9 +204,10 @@ void spec_section(std::ostringstream& o, const Report& r) {
        "<th>requirement</th><th>severity</th><th>source</th></tr>\n";
   for (const auto& row : r.rows) {
     const auto& q = row.req;
-    std::string sel = !q.select.env.empty() ? "env " + q.select.env
-                                            : q.select.benchmark + " " + q.select.params.dump() +
-                                                  " " + q.select.metric;
+    std::string sel = !q.select.health.empty() ? "health " + q.select.health
+                      : !q.select.env.empty()  ? "env " + q.select.env
+                                               : q.select.benchmark + " " + q.select.params.dump() +
+                                                    " " + q.select.metric;
     o << "<tr><td><code>" << h(q.id) << "</code></td><td><code>" << h(sel) << "</code></td><td>"
       << h(q.scope) << "</td><td>" << h(format_requirement(q)) << "</td><td>" << h(q.severity)
       << "</td><td class=\"src\">" << h(or_dash(q.source)) << "</td></tr>\n";
@@ -223,10 +226,12 @@ std::string render_html(const Report& r, const RunDir& run, const FleetView& fle
     << "</style>\n</head>\n<body>\n";
   header(o, r, run);
   o << "<p><a href=\"#verdicts\">Verdicts</a> · <a href=\"#fleet\">Fleet</a> · "
-       "<a href=\"#charts\">Charts</a> · <a href=\"#environment\">Environment</a> · "
+       "<a href=\"#uniformity\">Uniformity</a> · <a href=\"#charts\">Charts</a> · "
+       "<a href=\"#environment\">Environment</a> · "
        "<a href=\"#spec\">Spec</a></p>\n";
   verdict_table(o, r);
   fleet_section(o, fleet);
+  o << render_uniformity_html(check_uniformity(run.run.env));
   charts_section(o, r, run, gnuplot);
   env_section(o, run);
   spec_section(o, r);

@@ -10,6 +10,7 @@
 #include "reports/fleet.hpp"
 #include "reports/html.hpp"
 #include "reports/links.hpp"
+#include "reports/uniformity.hpp"
 
 namespace clusterbench::report {
 
@@ -140,6 +141,10 @@ std::string xml_escape(const std::string& text) {
 }
 
 std::string render_markdown(const Report& r, const RunDir& run) {
+  return render_markdown(r, run, fleet_view(run, r));
+}
+
+std::string render_markdown(const Report& r, const RunDir& run, const FleetView& fleet) {
   std::ostringstream md;
   int code_ = r.exit_code;
   md << "# clusterbench report: " << r.spec_name << "\n\n";
@@ -171,21 +176,31 @@ std::string render_markdown(const Report& r, const RunDir& run) {
     md << "\n### " << row.req.id << ": " << row.outcome << "\n\n";
     md << row.req.title << ". Requirement: " << format_requirement(row.req) << ", severity "
        << row.req.severity << ", scope " << row.req.scope << "; selects "
-       << (row.req.select.env.empty()
+       << (!row.req.select.health.empty() ? code("health " + row.req.select.health)
+           : row.req.select.env.empty()
                ? code(row.req.select.benchmark + " " + row.req.select.params.dump() + " metric " +
                       row.req.select.metric)
                : code(row.req.select.env))
        << ". Source: " << row.req.source << ".\n\n";
     md << "- " << row.message << "\n";
     // Item messages name their item; a one-item row's message is its item's message.
+    const bool full = row.items.size() <= kFullDetailItems;
     for (const auto& it : row.items) {
       if (it.outcome == kPass || row.items.size() == 1) continue;
       md << "- " << it.outcome << ": " << it.message << "\n";
-      for (const auto& k : it.records) md << "  - record " << code(k) << "\n";
+      const size_t n = full ? it.records.size() : std::min(it.records.size(), kItemRecords);
+      for (size_t i = 0; i < n; ++i) md << "  - record " << code(it.records[i]) << "\n";
+      if (n < it.records.size())
+        md << "  - ... and " << it.records.size() - n
+           << " more records (report.json counts them)\n";
     }
     if (!row.evidence.empty()) {
       md << "- Evidence:";
-      for (const auto& k : row.evidence) md << " " << code(k);
+      for (size_t i = 0; i < row.evidence.size() && i < kFullDetailItems; ++i)
+        md << " " << code(row.evidence[i]);
+      if (row.evidence.size() > kFullDetailItems)
+        md << " ... and " << row.evidence.size() - kFullDetailItems
+           << " more records (report.json lists those of the non-PASS items)";
       md << "\n";
     }
   }
@@ -193,7 +208,8 @@ std::string render_markdown(const Report& r, const RunDir& run) {
     md << "\n## Warnings\n\n";
     for (const auto& w : r.warnings) md << "- " << w << "\n";
   }
-  md << "\n" << render_fleet_markdown(fleet_view(run, r));
+  md << "\n" << render_fleet_markdown(fleet);
+  md << "\n" << render_uniformity_markdown(check_uniformity(run.run.env));
   if (auto links = render_link_matrices_markdown(run.records.records); !links.empty())
     md << "\n" << links;
   md << "\n## Environment\n\n";
@@ -203,11 +219,20 @@ std::string render_markdown(const Report& r, const RunDir& run) {
   if (run.records.records.empty()) {
     md << "No records.\n";
   } else {
+    // A 1,000-node full run has 700,000 records: past kMaxRecordRows the table would be
+    // hundreds of MB that nobody reads; records.jsonl holds them all.
+    constexpr size_t kMaxRecordRows = 10000;
+    const auto& recs = run.records.records;
+    if (recs.size() > kMaxRecordRows)
+      md << "The first " << kMaxRecordRows << " of " << recs.size()
+         << " records; all of them are in records.jsonl.\n\n";
     md << "| benchmark | params | item | status | metrics / message |\n|---|---|---|---|---|\n";
-    for (const auto& rec : run.records.records)
+    for (size_t i = 0; i < recs.size() && i < kMaxRecordRows; ++i) {
+      const auto& rec = recs[i];
       md << "| " << cell(rec.benchmark) << " | " << cell(rec.params.dump()) << " | "
          << cell(scope_item(rec.scope)) << " | " << rec.status << " | "
          << cell(rec.status == "ok" ? metrics_text(rec) : rec.message) << " |\n";
+    }
   }
   return md.str();
 }
@@ -224,13 +249,32 @@ json render_json(const Report& r) {
   j["hosts"] = r.hosts;
   json rows = json::array();
   for (const auto& row : r.rows) {
+    // docs/report.md "Scale": a row of up to kFullDetailItems items lists each one; a larger one
+    // (8,000 GPUs) lists its non-PASS items and its worst item, and counts the PASS ones.
+    const bool full = row.items.size() <= kFullDetailItems;
     json items = json::array();
-    for (const auto& it : row.items)
-      items.push_back({{"item", it.item},
-                       {"outcome", it.outcome},
-                       {"value", it.value},
-                       {"records", it.records},
-                       {"message", it.message}});
+    json item_counts = json::object();
+    for (const auto& o : outcome_order()) item_counts[o] = 0;
+    std::vector<std::string> evidence;
+    for (const auto& it : row.items) {
+      item_counts[it.outcome] = item_counts[it.outcome].get<int>() + 1;
+      if (!full && it.outcome == kPass && it.item != row.worst_item) continue;
+      json item = {{"item", it.item},
+                   {"outcome", it.outcome},
+                   {"value", it.value},
+                   {"records", it.records},
+                   {"message", it.message}};
+      if (!full && it.records.size() > kItemRecords) {
+        item["records"] =
+            std::vector<std::string>(it.records.begin(), it.records.begin() + kItemRecords);
+        item["records_count"] = it.records.size();
+      }
+      items.push_back(std::move(item));
+      if (!full && evidence.size() < kFullDetailItems)
+        evidence.insert(evidence.end(), it.records.begin(),
+                        it.records.begin() + std::min(it.records.size(), kItemRecords));
+    }
+    if (!full && evidence.size() > kFullDetailItems) evidence.resize(kFullDetailItems);
     rows.push_back({{"id", row.req.id},
                     {"title", row.req.title},
                     {"source", row.req.source},
@@ -244,8 +288,12 @@ json render_json(const Report& r) {
                     {"threshold", row.req.value},
                     {"worst_item", row.worst_item},
                     {"message", row.message},
-                    {"evidence", row.evidence},
-                    {"items", items}});
+                    {"evidence", full ? json(row.evidence) : json(evidence)},
+                    {"evidence_count", row.evidence.size()},
+                    {"items", items},
+                    {"items_count", row.items.size()},
+                    {"items_listed", full ? "all" : "non-PASS and worst"},
+                    {"item_counts", item_counts}});
   }
   j["rows"] = rows;
   j["counts"] = r.counts;
@@ -319,18 +367,30 @@ std::string render_console(const Report& r) {
   return out.str();
 }
 
-void write_reports(const Report& r, const RunDir& run, const std::string& dir) {
+std::string render_console_details(const Report& r, const RunDir& run) {
+  std::ostringstream out;
+  out << "spec: " << r.spec_name << " (" << r.spec_path << "), sha256 "
+      << (r.spec_sha256.empty() ? "unknown" : r.spec_sha256) << "; run by clusterbench "
+      << or_unknown(run.run.version) << "\n";
+  out << render_uniformity_console(check_uniformity(run.run.env));
+  return out.str();
+}
+
+FleetView write_reports(const Report& r, const RunDir& run, const std::string& dir) {
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec) throw std::runtime_error(dir + ": cannot create directory (" + ec.message() + ")");
-  write_file_atomic(dir + "/report.md", render_markdown(r, run));
   FleetView fleet = fleet_view(run, r);
+  write_file_atomic(dir + "/report.md", render_markdown(r, run, fleet));
   json j = render_json(r);
   j["fleet"] = fleet_json(fleet);
+  j["clusterbench_version"] = run.run.version;
+  j["uniformity"] = uniformity_json(check_uniformity(run.run.env));
   write_file_atomic(dir + "/report.json", j.dump(2) + "\n");
   write_file_atomic(dir + "/junit.xml", render_junit(r));
   write_file_atomic(dir + "/failing-hosts.txt", render_failing_hosts(fleet));
   write_file_atomic(dir + "/report.html", render_html(r, run, fleet, find_gnuplot()));
+  return fleet;
 }
 
 }  // namespace clusterbench::report

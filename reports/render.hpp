@@ -2,11 +2,23 @@
 // summary. They read the Report and the run directory only (STYLE.md: reporters read results).
 #pragma once
 
+#include <cstddef>
 #include <string>
 
 #include "reports/evaluate.hpp"
+#include "reports/fleet.hpp"
 
 namespace clusterbench::report {
+
+/// Rows with up to this many items list every item (and every evidence key) in report.json and
+/// report.md; a larger row (a GPU row of 8,000 GPUs) lists its non-PASS items and its worst item in
+/// full and counts the rest ("item_counts"), and its evidence is that of the listed items, at most
+/// this many keys ("evidence_count" is the full number). docs/report.md "Scale".
+inline constexpr size_t kFullDetailItems = 100;
+
+/// In a row beyond kFullDetailItems items, each listed item names at most this many of its
+/// records ("records_count" is the full number).
+inline constexpr size_t kItemRecords = 10;
 
 /// report.md: title, verdict line (with what the exit code means), run id, spec name + path +
 /// sha256, the row table (| row | title | outcome | value | requirement | worst item | source |),
@@ -14,9 +26,14 @@ namespace clusterbench::report {
 /// a summary of every record (benchmark, params, item, status, metrics).
 std::string render_markdown(const Report& report, const RunDir& run);
 
+/// The same, with the fleet view already computed (write_reports computes it once for all files).
+std::string render_markdown(const Report& report, const RunDir& run, const FleetView& fleet);
+
 /// report.json, schema clusterbench.report/1: run_id, spec {name, path, sha256}, verdict,
 /// exit_code, aborted, abort_reason, hosts, rows[] {id, title, source, severity, outcome, value,
-/// unit, aggregate, op, threshold, worst_item, message, evidence, items[]}, counts, warnings.
+/// unit, aggregate, op, threshold, worst_item, message, evidence, evidence_count, items[],
+/// items_count, items_listed ("all" | "non-PASS and worst"), item_counts {outcome: n}}, counts,
+/// warnings. Items beyond kFullDetailItems are counted, not listed, when they PASS.
 json render_json(const Report& report);
 
 /// junit.xml: one testsuite "clusterbench.<spec name>", one testcase per row (classname = spec
@@ -27,10 +44,15 @@ std::string render_junit(const Report& report);
 /// Console summary: one line per row, then "VERDICT: FAIL (exit 1): 3 FAIL, 1 MISSING, 5 PASS".
 std::string render_console(const Report& report);
 
-/// Writes report.md, report.json (with "fleet"), junit.xml, failing-hosts.txt and report.html
-/// (charts when gnuplot is on PATH) into `dir` (created if absent), each atomically.
-/// Throws std::runtime_error naming the path on a write error.
-void write_reports(const Report& report, const RunDir& run, const std::string& dir);
+/// Console lines after the summary: the spec's name, path and sha256 and the clusterbench version
+/// that ran, then the fleet uniformity (render_uniformity_console()).
+std::string render_console_details(const Report& report, const RunDir& run);
+
+/// Writes report.md, report.json (with "fleet", "clusterbench_version" and "uniformity"),
+/// junit.xml, failing-hosts.txt and report.html (charts when gnuplot is on PATH) into `dir`
+/// (created if absent), each atomically. Returns the fleet view it computed once for all of them
+/// (for --prometheus). Throws std::runtime_error naming the path on a write error.
+FleetView write_reports(const Report& report, const RunDir& run, const std::string& dir);
 
 /// XML 1.0 escaping of text and attribute values (& < > " ').
 std::string xml_escape(const std::string& text);

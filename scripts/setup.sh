@@ -4,6 +4,7 @@
 #        hwloc, OpenBLAS, iproute2 (and OpenSSL for SHA-256, pkg-config, python3-pip).
 #   pip: nvidia-nvml-dev for nvml.h, into .deps/python of this checkout. Without it NVML support
 #        is compiled out (GPUs are still seen on the PCI bus) and this script says so.
+#        Where nvcc is: the CUDA 12.2 wheels into .deps/cuda12 (the CUDA 12 host check).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -11,7 +12,8 @@ APT_PACKAGES=(
   build-essential g++ cmake make pkg-config git python3 python3-pip
   libopenmpi-dev openmpi-bin fio nlohmann-json3-dev libcli11-dev libbenchmark-dev
   libgtest-dev libgmock-dev libhwloc-dev hwloc libopenblas-dev libssl-dev iproute2 procps
-  gnuplot-nox
+  gnuplot-nox libarchive-dev
+  libbenchmark-tools python3-numpy python3-scipy time
 )
 
 missing=()
@@ -36,6 +38,24 @@ if [ -z "$(find "$NVML_DIR" -name nvml.h -path "*include*" 2>/dev/null | head -n
       nvidia-nvml-dev >/dev/null 2>&1; then
     echo "setup: nvidia-nvml-dev could not be installed: NVML support will be compiled out" \
          "(GPUs are still inventoried from the PCI bus)"
+  fi
+fi
+# CUDA 12.2 runtime, cuBLAS, NCCL and the nvcc wheel's crt headers, for the CUDA 12 host check
+# (tests/compute.cmake). PyPI has no CUDA 12 nvcc (nvidia-cuda-nvcc-cu12 ships ptxas only), so the
+# CUDA 12 plugin itself needs a full toolkit: cmake -DCLUSTERBENCH_CUDA12_ROOT=/usr/local/cuda-12.x.
+# About 950 MB unpacked; CB_SETUP_CUDA12=0 skips it.
+CUDA12_DIR=.deps/cuda12
+CUDA12_WHEELS=(nvidia-cuda-nvcc-cu12==12.2.140 nvidia-cuda-runtime-cu12==12.2.140
+               nvidia-cublas-cu12==12.2.5.6 nvidia-nccl-cu12==2.18.3)
+if [ "${CB_SETUP_CUDA12:-1}" != "0" ] && [ -x /usr/local/cuda/bin/nvcc ] &&
+   ! { [ -f "$CUDA12_DIR/nvidia/cuda_runtime/lib/libcudart.so.12" ] &&
+       [ -f "$CUDA12_DIR/nvidia/cublas/lib/libcublasLt.so.12" ] &&
+       [ -f "$CUDA12_DIR/nvidia/nccl/lib/libnccl.so.2" ] &&
+       [ -f "$CUDA12_DIR/nvidia/cuda_nvcc/include/crt/host_config.h" ]; }; then
+  echo "setup: fetching CUDA 12.2 runtime, cuBLAS 12.2 and NCCL 2.18 (pip) for the CUDA 12 host check"
+  if ! python3 -m pip install --quiet --disable-pip-version-check --no-deps --upgrade \
+      --target "$CUDA12_DIR" "${CUDA12_WHEELS[@]}" >/dev/null 2>&1; then
+    echo "setup: the CUDA 12 wheels could not be installed: the CUDA 12 host check is skipped"
   fi
 fi
 if command -v nvcc >/dev/null 2>&1 || [ -x /usr/local/cuda/bin/nvcc ]; then

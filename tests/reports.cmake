@@ -1,9 +1,16 @@
-# Tests of reports/ for issue 7: compare, fleet view, HTML report, launch recipes.
+# Tests of reports/ for issue 7: compare, fleet view, HTML report, launch recipes, Google
+# Benchmark JSON, Prometheus textfile, Slurm end to end.
 # Budgets: each unit test file < 5 s; reports_cli < 30 s; reports_html < 60 s (gnuplot,
-# headless Chromium when installed); reports_launch < 10 s.
+# headless Chromium when installed); reports_launch < 10 s; reports_gbench < 30 s (two ci runs of
+# STREAM + compare.py); reports_prometheus < 20 s; reports_slurm < 90 s (about 15 s here).
 cb_unit_test(test_compare clusterbench_reports)
 cb_unit_test(test_fleet clusterbench_reports)
 cb_unit_test(test_html clusterbench_reports)
+cb_unit_test(test_prometheus clusterbench_reports)
 cb_integration_test(reports_cli TIMEOUT 120)
 cb_integration_test(reports_html TIMEOUT 180)
 cb_integration_test(reports_launch TIMEOUT 60)
+cb_integration_test(reports_gbench TIMEOUT 120)
+cb_integration_test(reports_prometheus TIMEOUT 120)
+# Slurm's srun starts MPI ranks: hold the mpirun lock like the other MPI tests.
+cb_integration_test(reports_slurm LOCKS mpirun TIMEOUT 180)

@@ -1,0 +1,265 @@
+// Run archives (archive.hpp): libarchive writes and reads; records' sha256_hex hashes.
+#include "reports/archive.hpp"
+
+#include <archive.h>
+#include <archive_entry.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <sstream>
+
+#include "records.hpp"
+
+namespace clusterbench::report {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr const char* kManifest = "SHA256SUMS";
+
+using WriteHandle = std::unique_ptr<struct archive, decltype(&archive_write_free)>;
+using ReadHandle = std::unique_ptr<struct archive, decltype(&archive_read_free)>;
+using EntryHandle = std::unique_ptr<struct archive_entry, decltype(&archive_entry_free)>;
+
+std::string read_whole(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  if (!in) throw std::runtime_error(p.string() + ": cannot open (" + std::strerror(errno) + ")");
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  if (in.bad()) throw std::runtime_error(p.string() + ": read error");
+  return ss.str();
+}
+
+std::string resolved(const std::string& dir) {
+  std::error_code ec;
+  fs::path p = fs::canonical(dir, ec);
+  if (ec) throw InputError(dir + ": " + ec.message());
+  return p.string();
+}
+
+class Writer {
+ public:
+  explicit Writer(const std::string& path) : a_(archive_write_new(), archive_write_free) {
+    if (archive_write_set_format_pax_restricted(a_.get()) != ARCHIVE_OK ||
+        archive_write_add_filter_gzip(a_.get()) != ARCHIVE_OK ||
+        archive_write_open_filename(a_.get(), path.c_str()) != ARCHIVE_OK)
+      fail(path);
+    path_ = path;
+  }
+  void add(const std::string& name, const std::string& data, mode_t perm, time_t mtime) {
+    EntryHandle e(archive_entry_new(), archive_entry_free);
+    archive_entry_set_pathname(e.get(), name.c_str());
+    archive_entry_set_filetype(e.get(), AE_IFREG);
+    archive_entry_set_perm(e.get(), perm & 07777);
+    archive_entry_set_size(e.get(), static_cast<la_int64_t>(data.size()));
+    archive_entry_set_mtime(e.get(), mtime, 0);
+    if (archive_write_header(a_.get(), e.get()) != ARCHIVE_OK) fail(name);
+    if (!data.empty() && archive_write_data(a_.get(), data.data(), data.size()) !=
+                             static_cast<la_ssize_t>(data.size()))
+      fail(name);
+  }
+  void close() {
+    if (archive_write_close(a_.get()) != ARCHIVE_OK) fail(path_);
+  }
+
+ private:
+  [[noreturn]] void fail(const std::string& what) {
+    const char* err = archive_error_string(a_.get());
+    throw std::runtime_error(what + ": libarchive: " + (err ? err : "unknown error"));
+  }
+  WriteHandle a_;
+  std::string path_;
+};
+
+/// "prefix/rel" -> {"prefix", "rel"}; a name without a slash has an empty rel.
+std::pair<std::string, std::string> split_prefix(std::string name) {
+  while (name.rfind("./", 0) == 0) name = name.substr(2);
+  auto slash = name.find('/');
+  if (slash == std::string::npos) return {name, ""};
+  return {name.substr(0, slash), name.substr(slash + 1)};
+}
+
+}  // namespace
+
+std::string default_archive_path(const std::string& dir) { return resolved(dir) + ".tar.gz"; }
+
+ArchiveSummary write_archive(const std::string& dir, const std::string& out) {
+  std::string root = resolved(dir);
+  if (!fs::is_regular_file(fs::path(root) / "run.json"))
+    throw InputError(dir + ": no run.json here; is this a clusterbench results directory?");
+  ArchiveSummary sum;
+  sum.path = out;
+  sum.prefix = fs::path(root).filename().string();
+
+  // The archive itself may be written inside the run directory: never pack it.
+  std::error_code ec;
+  fs::path out_abs = fs::absolute(out, ec);
+  std::string tmp = out + ".tmp." + std::to_string(getpid());
+  fs::path tmp_abs = fs::absolute(tmp, ec);
+
+  std::vector<fs::path> files;
+  for (auto it = fs::recursive_directory_iterator(root, ec); !ec && it != fs::end(it);
+       it.increment(ec)) {
+    const fs::path& p = it->path();
+    std::string rel = fs::relative(p, root).generic_string();
+    auto st = it->symlink_status(ec);
+    if (fs::is_directory(st)) continue;
+    if (!fs::is_regular_file(st)) {
+      sum.skipped.push_back(rel + ": not a regular file");
+      continue;
+    }
+    std::error_code same_ec;  // `out` may not exist yet: not the same file then
+    if (rel == kManifest || p == tmp_abs || fs::equivalent(p, out_abs, same_ec)) continue;
+    files.push_back(p);
+  }
+  if (ec) throw std::runtime_error(root + ": cannot list (" + ec.message() + ")");
+  std::sort(files.begin(), files.end());
+
+  std::string manifest;
+  try {
+    Writer w(tmp);
+    for (const auto& p : files) {
+      std::string rel = fs::relative(p, root).generic_string();
+      std::string data = read_whole(p);
+      struct stat st {};
+      ::stat(p.c_str(), &st);
+      w.add(sum.prefix + "/" + rel, data, st.st_mode, st.st_mtime);
+      manifest += sha256_hex(data) + "  " + rel + "\n";
+      ++sum.files;
+      sum.bytes += data.size();
+    }
+    w.add(sum.prefix + "/" + kManifest, manifest, 0644, std::time(nullptr));
+    w.close();
+  } catch (...) {
+    fs::remove(tmp, ec);
+    throw;
+  }
+  if (::rename(tmp.c_str(), out.c_str()) != 0) {
+    int err = errno;
+    fs::remove(tmp, ec);
+    throw std::runtime_error(out + ": rename: " + std::strerror(err));
+  }
+  return sum;
+}
+
+VerifyResult verify_archive(const std::string& path) {
+  VerifyResult res;
+  if (::access(path.c_str(), R_OK) != 0)
+    throw InputError(path + ": cannot open (" + std::strerror(errno) + ")");
+  ReadHandle a(archive_read_new(), archive_read_free);
+  archive_read_support_filter_all(a.get());
+  archive_read_support_format_all(a.get());
+  if (archive_read_open_filename(a.get(), path.c_str(), 64 * 1024) != ARCHIVE_OK) {
+    const char* err = archive_error_string(a.get());
+    res.problems.push_back(path + ": not a readable archive: " + (err ? err : "unknown error"));
+    return res;
+  }
+  std::map<std::string, std::string> hashes;  // relative path -> sha256 of the member
+  std::string manifest, prefix, last = "(start of archive)";
+  bool have_manifest = false, damaged = false;
+  for (;;) {
+    struct archive_entry* e = nullptr;
+    int rc = archive_read_next_header(a.get(), &e);
+    if (rc == ARCHIVE_EOF) break;
+    if (rc != ARCHIVE_OK && rc != ARCHIVE_WARN) {  // RETRY ("Damaged tar archive") or FATAL
+      damaged = true;
+      const char* err = archive_error_string(a.get());
+      res.problems.push_back(
+          "after " + last +
+          ": archive damaged, the next member cannot be read: " + (err ? err : "unknown error"));
+      break;
+    }
+    std::string name = archive_entry_pathname(e) ? archive_entry_pathname(e) : "";
+    if (archive_entry_filetype(e) != AE_IFREG) continue;
+    last = name;
+    auto [top, rel] = split_prefix(name);
+    if (prefix.empty()) prefix = top;
+    std::string data;
+    char buf[64 * 1024];
+    la_ssize_t n = 0;
+    while ((n = archive_read_data(a.get(), buf, sizeof buf)) > 0)
+      data.append(buf, static_cast<size_t>(n));
+    if (n < 0) {
+      damaged = true;
+      const char* err = archive_error_string(a.get());
+      res.problems.push_back(
+          name + ": archive damaged while reading it: " + (err ? err : "unknown error"));
+      break;
+    }
+    if (top != prefix || rel.empty()) {
+      res.problems.push_back(name + ": outside the run directory " + prefix + "/");
+      continue;
+    }
+    if (rel == kManifest) {
+      manifest = std::move(data);
+      have_manifest = true;
+      continue;
+    }
+    if (!hashes.emplace(rel, sha256_hex(data)).second)
+      res.problems.push_back(rel + ": appears twice");
+  }
+  if (!have_manifest) {
+    // The manifest is the last member: after damage, the damage is the finding.
+    if (!damaged) res.problems.push_back(std::string(kManifest) + ": missing from the archive");
+    return res;
+  }
+  std::map<std::string, std::string> listed;
+  std::istringstream in(manifest);
+  std::string line;
+  for (int no = 1; std::getline(in, line); ++no) {
+    if (line.empty()) continue;
+    // sha256sum: 64 hex digits, a space, then ' ' (text) or '*' (binary), then the path.
+    if (line.size() < 67 || line[64] != ' ' || (line[65] != ' ' && line[65] != '*') ||
+        line.find_first_not_of("0123456789abcdef") < 64) {
+      res.problems.push_back(std::string(kManifest) + " line " + std::to_string(no) +
+                             ": malformed");
+      continue;
+    }
+    listed[line.substr(66)] = line.substr(0, 64);
+  }
+  for (const auto& [rel, want] : listed) {
+    auto it = hashes.find(rel);
+    if (it == hashes.end())
+      res.problems.push_back(rel + ": listed in SHA256SUMS but missing from the archive");
+    else if (it->second != want)
+      res.problems.push_back(rel + ": sha256 mismatch (manifest " + want + ", archive " +
+                             it->second + ")");
+    else
+      ++res.files_checked;
+  }
+  for (const auto& [rel, got] : hashes)
+    if (!listed.count(rel)) res.problems.push_back(rel + ": not listed in SHA256SUMS");
+  return res;
+}
+
+int archive_command(const std::string& dir, const std::string& out) {
+  std::string target = out.empty() ? default_archive_path(dir) : out;
+  ArchiveSummary s = write_archive(dir, target);
+  for (const auto& k : s.skipped) std::cerr << "archive: skipped " << k << "\n";
+  std::cout << "archive: " << s.path << " (" << s.files << " files, " << s.bytes << " B, manifest "
+            << s.prefix << "/" << kManifest << ")\n";
+  return 0;
+}
+
+int verify_command(const std::string& path) {
+  VerifyResult r = verify_archive(path);
+  if (r.ok()) {
+    std::cout << "verified: " << path << ": " << r.files_checked << " files match SHA256SUMS\n";
+    return 0;
+  }
+  for (const auto& p : r.problems) std::cerr << "verify: " << p << "\n";
+  std::cerr << "verify: " << path << ": FAILED (" << r.problems.size() << " problem"
+            << (r.problems.size() == 1 ? "" : "s") << ", " << r.files_checked << " files match)\n";
+  return 1;
+}
+
+}  // namespace clusterbench::report

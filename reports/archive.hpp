@@ -1,0 +1,60 @@
+// Run archives as procurement evidence (docs/report.md "Archive and verify"): `clusterbench
+// archive DIR` packs a run directory into one gzip-compressed tar with a SHA256SUMS manifest
+// inside, and `clusterbench verify ARCHIVE` checks every member against it. libarchive reads and
+// writes the tar; SHA-256 is the records library's (OpenSSL).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace clusterbench::report {
+
+/// What write_archive() packed.
+struct ArchiveSummary {
+  std::string path;                  ///< the archive written
+  std::string prefix;                ///< top directory of every member: the run directory's name
+  int files = 0;                     ///< regular files packed, SHA256SUMS not counted
+  std::uint64_t bytes = 0;           ///< their total size, B
+  std::vector<std::string> skipped;  ///< "path: why" for symlinks, sockets and the like
+};
+
+/// `<dir>.tar.gz` beside the run directory (its resolved path, trailing slashes dropped).
+std::string default_archive_path(const std::string& dir);
+
+/// Writes `out` (a temporary file, then rename): a pax tar, gzip-compressed, holding every regular
+/// file below `dir` as `<prefix>/<relative path>` in path order, then `<prefix>/SHA256SUMS` with
+/// one line per file, `<sha256 hex>  <relative path>` (sha256sum's format, so `sha256sum -c
+/// SHA256SUMS` works in the extracted directory). prefix = the last component of `dir`'s resolved
+/// path. A SHA256SUMS already at the top of `dir` and `out` itself are left out. Each file is read
+/// once into memory: what is hashed is what is packed, even while records.jsonl grows.
+/// Throws InputError when `dir` is not a run directory (no run.json) and std::runtime_error
+/// naming the path on an I/O or libarchive error.
+ArchiveSummary write_archive(const std::string& dir, const std::string& out);
+
+/// What verify_archive() found.
+struct VerifyResult {
+  int files_checked = 0;              ///< members whose hash matched the manifest
+  std::vector<std::string> problems;  ///< one line each, naming the file; empty = verified
+  bool ok() const { return problems.empty(); }
+};
+
+/// Reads the whole archive (any format and compression libarchive knows) and compares every
+/// member with `<prefix>/SHA256SUMS`. Problems, each naming its file: "<path>: sha256 mismatch
+/// (manifest X, archive Y)", "<path>: listed in SHA256SUMS but missing from the archive",
+/// "<path>: not listed in SHA256SUMS", "<path>: appears twice", "<path>: archive damaged while
+/// reading it: <libarchive's text>", "after <member>: archive damaged, the next member cannot be
+/// read: ...", "<archive>: not a readable archive: ..." (damage before the first member),
+/// "SHA256SUMS: missing from the archive" (only when nothing was damaged), "SHA256SUMS line N:
+/// malformed".
+/// Throws InputError when the file cannot be opened.
+VerifyResult verify_archive(const std::string& path);
+
+/// `clusterbench archive DIR [-o FILE]`: prints the archive's path, files and bytes; returns 0.
+int archive_command(const std::string& dir, const std::string& out);
+
+/// `clusterbench verify ARCHIVE`: prints "verified: N files" and returns 0, or prints each
+/// problem to stderr and returns 1.
+int verify_command(const std::string& path);
+
+}  // namespace clusterbench::report

@@ -1,0 +1,58 @@
+// Burn-in judgement inputs (docs/burnin.md): what the time series of a `burnin.soak` record
+// says, as metrics the spec rows of reports/specs/burnin-*.json judge, and the burn-in charts.
+// Reads records only.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "records.hpp"
+#include "reports/charts.hpp"
+
+namespace clusterbench::report {
+
+/// Benchmark id of the burn-in's records (one per GPU, or per rank on a CPU node).
+inline constexpr const char* kBurninBenchmark = "burnin.soak";
+
+/// NVML clocks-event reasons that mean heat: hw_slowdown 0x8 (which includes HW thermal
+/// slowdown on older drivers), sw_thermal_slowdown 0x20, hw_thermal_slowdown 0x40
+/// (nvml.h nvmlClocksEventReason*). Power-cap reasons are not thermal throttling.
+inline constexpr unsigned long long kThermalReasonMask = 0x8 | 0x20 | 0x40;
+
+/// What a burn-in series (a record's extra.series: intervals with "rate_tflops" and optional
+/// "telemetry": {"samples", "clock_event_reasons", "temperature_c_max"}) says.
+struct BurninAnalysis {
+  int intervals = 0;
+  int third = 0;           ///< intervals in each third: max(1, intervals / 3)
+  double first_third = 0;  ///< median rate of the first `third` intervals, TFLOP/s
+  double last_third = 0;   ///< median rate of the last `third` intervals, TFLOP/s
+  double median = 0;       ///< median rate of every interval
+  double worst = 0;        ///< lowest interval rate
+  int worst_index = -1;
+  /// rate_drop = 100 (first_third - last_third) / first_third, %: how much the rate fell over the
+  /// soak (negative: it rose). Medians of thirds, so that one noisy interval cannot decide it.
+  double drop_pct = 0;
+  /// rate_dip = 100 (median - worst) / median, %: the worst interval below the typical one.
+  double dip_pct = 0;
+  int telemetry_intervals = 0;  ///< intervals with at least one telemetry sample
+  int thermal_intervals = 0;    ///< of those, intervals whose reasons hit kThermalReasonMask
+};
+
+/// Analyses a series. Intervals without a numeric rate are skipped; an empty series gives
+/// intervals = 0 and zeros.
+BurninAnalysis analyze_burnin(const json& series);
+
+/// The derived metrics of a series, for the spec rows: rate_drop (%), rate_dip (%), and, where
+/// any interval has telemetry, thermal_slowdown_intervals (count). None for an empty series.
+std::vector<Metric> burnin_metrics(const json& series);
+
+/// `run` itself when it holds no ok burnin.soak record; else `storage`, a copy of it whose ok
+/// burn-in records also carry burnin_metrics() (a metric already present is kept).
+const RunDir& with_burnin_metrics(const RunDir& run, RunDir& storage);
+
+/// Line charts of the burn-in: the rate per interval over time, one series per GPU or rank, and
+/// the maximum GPU temperature per interval over time where telemetry was sampled. x = the
+/// interval's middle in seconds since the soak started.
+std::vector<Chart> burnin_charts(const RunDir& run);
+
+}  // namespace clusterbench::report

@@ -1,0 +1,345 @@
+// Fleet uniformity (uniformity.hpp): per field, one pass over the nodes to make the values, one to
+// count them, one to name the nodes that differ.
+#include "reports/uniformity.hpp"
+
+#include <algorithm>
+#include <functional>
+#include <set>
+#include <sstream>
+#include <unordered_map>
+
+#include "reports/render.hpp"
+
+namespace clusterbench::report {
+
+namespace {
+
+constexpr const char* kUnknown = "unknown";
+
+std::string known(const std::string& s) { return s.empty() ? kUnknown : s; }
+
+std::string known(long long v) { return v < 0 ? kUnknown : std::to_string(v); }
+
+/// Distinct non-empty values, sorted, comma-separated; `none` when there are none.
+std::string distinct(const std::vector<std::string>& values, const std::string& none) {
+  std::set<std::string> s;
+  for (const auto& v : values)
+    if (!v.empty()) s.insert(v);
+  if (s.empty()) return none;
+  std::string out;
+  for (const auto& v : s) out += (out.empty() ? "" : ", ") + v;
+  return out;
+}
+
+/// A per-GPU mode: `good` when every GPU has it, else "<most> except gpuI=<v>, ...".
+std::string gpu_mode(const EnvRecord& e, const std::string GpuInfo::*field,
+                     const std::string& good) {
+  if (e.gpus.empty()) return "no GPUs";
+  std::string out;
+  int unknown = 0;
+  for (const auto& g : e.gpus) {
+    const std::string& v = g.*field;
+    if (v.empty()) ++unknown;
+    if (v == good || v.empty()) continue;
+    out += (out.empty() ? "" : ", ") + ("gpu" + std::to_string(g.index) + "=" + v);
+  }
+  if (unknown == static_cast<int>(e.gpus.size())) return kUnknown;
+  return out.empty() ? good : good + " except " + out;
+}
+
+struct FieldDef {
+  const char* name;
+  const char* group;
+  const char* expected;
+  std::function<std::string(const EnvRecord&)> value;
+};
+
+const std::vector<FieldDef>& field_defs() {
+  static const std::vector<FieldDef> defs = {
+      {"versions.driver", "versions", "",
+       [](const EnvRecord& e) { return known(e.versions.driver); }},
+      {"versions.cuda_driver", "versions", "",
+       [](const EnvRecord& e) { return known(e.versions.cuda_driver); }},
+      {"versions.cuda_runtime", "versions", "",
+       [](const EnvRecord& e) { return known(e.versions.cuda_runtime); }},
+      {"versions.cublas", "versions", "",
+       [](const EnvRecord& e) { return known(e.versions.cublas); }},
+      {"versions.nccl", "versions", "", [](const EnvRecord& e) { return known(e.versions.nccl); }},
+      {"versions.mpi", "versions", "", [](const EnvRecord& e) { return known(e.versions.mpi); }},
+      {"versions.kernel", "versions", "",
+       [](const EnvRecord& e) { return known(e.versions.kernel); }},
+      {"versions.clusterbench", "versions", "",
+       [](const EnvRecord& e) { return known(e.versions.clusterbench); }},
+      {"platform.model", "firmware", "",
+       [](const EnvRecord& e) {
+         std::string m = e.dmi.sys_vendor + " " + e.dmi.product_name;
+         return m == " " ? std::string(kUnknown) : m;
+       }},
+      {"firmware.bios", "firmware", "",
+       [](const EnvRecord& e) {
+         if (e.dmi.bios_version.empty()) return std::string(kUnknown);
+         return e.dmi.bios_version + (e.dmi.bios_date.empty() ? "" : " (" + e.dmi.bios_date + ")");
+       }},
+      {"firmware.gpu_vbios", "firmware", "",
+       [](const EnvRecord& e) {
+         std::vector<std::string> v;
+         for (const auto& g : e.gpus) v.push_back(g.vbios);
+         return distinct(v, e.gpus.empty() ? "no GPUs" : kUnknown);
+       }},
+      {"firmware.gpu_board_part_number", "firmware", "",
+       [](const EnvRecord& e) {
+         std::vector<std::string> v;
+         for (const auto& g : e.gpus) v.push_back(g.board_part_number);
+         return distinct(v, e.gpus.empty() ? "no GPUs" : kUnknown);
+       }},
+      {"firmware.nic", "firmware", "",
+       [](const EnvRecord& e) {
+         std::vector<std::string> v;
+         for (const auto& n : e.nics) v.push_back(n.firmware);
+         return distinct(v, e.nics.empty() ? "no NICs" : kUnknown);
+       }},
+      {"firmware.nvme", "firmware", "",
+       [](const EnvRecord& e) {
+         std::vector<std::string> v;
+         bool any = false;
+         for (const auto& b : e.block_devices) {
+           if (!b.nvme) continue;
+           any = true;
+           v.push_back(b.model + " " + known(b.firmware));
+         }
+         return distinct(v, any ? kUnknown : "no NVMe");
+       }},
+      {"tuning.governor", "tuning", "",
+       [](const EnvRecord& e) { return known(e.tuning.governor); }},
+      {"tuning.nr_hugepages", "tuning", "",
+       [](const EnvRecord& e) { return known(e.tuning.nr_hugepages); }},
+      {"tuning.thp", "tuning", "", [](const EnvRecord& e) { return known(e.tuning.thp); }},
+      {"tuning.net_core_rmem_max", "tuning", "",
+       [](const EnvRecord& e) { return known(e.tuning.net_core_rmem_max); }},
+      {"tuning.net_core_wmem_max", "tuning", "",
+       [](const EnvRecord& e) { return known(e.tuning.net_core_wmem_max); }},
+      {"tuning.tcp_rmem", "tuning", "",
+       [](const EnvRecord& e) { return known(e.tuning.tcp_rmem); }},
+      {"tuning.tcp_wmem", "tuning", "",
+       [](const EnvRecord& e) { return known(e.tuning.tcp_wmem); }},
+      {"affinity.gpus", "affinity", "",
+       [](const EnvRecord& e) {
+         std::vector<std::string> v;
+         for (const auto& g : e.gpus) v.push_back(known(g.name));
+         std::string out = std::to_string(e.gpus.size()) + " GPU(s)";
+         return e.gpus.empty() ? out : out + ": " + distinct(v, kUnknown);
+       }},
+      {"affinity.gpu_numa", "affinity", "",
+       [](const EnvRecord& e) {
+         // NUMA node of each GPU in index order: "0 0 0 0 1 1 1 1".
+         std::string out;
+         for (const auto& g : e.gpus)
+           out += (out.empty() ? "" : " ") + (g.numa_node < 0 ? "?" : std::to_string(g.numa_node));
+         return out.empty() ? "no GPUs" : out;
+       }},
+      {"affinity.nic_numa", "affinity", "",
+       [](const EnvRecord& e) {
+         // IB/RoCE ports (the GPU fabric) and their NUMA node: "mlx5_0/1:0 mlx5_1/1:1".
+         std::string out;
+         for (const auto& n : e.nics) {
+           if (n.kind != "ib_port") continue;
+           out += (out.empty() ? "" : " ") + n.name + ":" +
+                  (n.numa_node < 0 ? "?" : std::to_string(n.numa_node));
+         }
+         return out.empty() ? "no IB/RoCE ports" : out;
+       }},
+      {"gpudirect.iommu_cmdline", "gpudirect", "",
+       [](const EnvRecord& e) {
+         return e.gpudirect.iommu_cmdline.empty() ? "none" : e.gpudirect.iommu_cmdline;
+       }},
+      {"gpudirect.iommu", "gpudirect", "",
+       [](const EnvRecord& e) {
+         int g = e.gpudirect.iommu_groups;
+         return std::string(g < 0 ? kUnknown : g == 0 ? "no IOMMU groups" : "IOMMU groups present");
+       }},
+      {"gpudirect.acs", "gpudirect", "",
+       [](const EnvRecord& e) {
+         const auto& d = e.gpudirect;
+         if (d.acs_bridges_checked == 0) return std::string(kUnknown);
+         if (d.acs_redirect.empty()) return std::string("no P2P redirect");
+         std::string out = "P2P redirect on";
+         for (const auto& b : d.acs_redirect) out += " " + b;
+         return out;
+       }},
+      {"gpudirect.peermem", "gpudirect", "",
+       [](const EnvRecord& e) {
+         return e.gpudirect.peermem.empty() ? std::string("not loaded") : e.gpudirect.peermem;
+       }},
+      {"gpu.persistence_mode", "gpu", "enabled",
+       [](const EnvRecord& e) { return gpu_mode(e, &GpuInfo::persistence_mode, "enabled"); }},
+      {"gpu.mig_mode", "gpu", "disabled",
+       [](const EnvRecord& e) { return gpu_mode(e, &GpuInfo::mig_mode, "disabled"); }},
+  };
+  return defs;
+}
+
+/// A value that says nothing about the expected setting: it is judged by the majority only.
+bool judged_against_expected(const std::string& value) {
+  return value != kUnknown && value != "no GPUs";
+}
+
+std::string md_cell(const std::string& text) {
+  std::string out;
+  for (char c : text) out += c == '|' ? std::string("\\|") : std::string(1, c == '\n' ? ' ' : c);
+  return out.empty() ? "-" : out;
+}
+
+}  // namespace
+
+std::vector<std::string> uniformity_field_names() {
+  std::vector<std::string> names;
+  for (const auto& d : field_defs()) names.push_back(d.name);
+  return names;
+}
+
+Uniformity check_uniformity(const std::vector<EnvRecord>& env) {
+  Uniformity u;
+  std::vector<char> differs(env.size(), 0);
+  std::vector<std::string> values(env.size());
+  for (const auto& def : field_defs()) {
+    UniformityField f;
+    f.name = def.name;
+    f.group = def.group;
+    f.expected = def.expected;
+    f.nodes = static_cast<int>(env.size());
+    std::unordered_map<std::string, int> counts;
+    for (size_t i = 0; i < env.size(); ++i) ++counts[values[i] = def.value(env[i])];
+    int best = 0;
+    for (size_t i = 0; i < env.size(); ++i) {
+      int c = counts[values[i]];
+      if (c > best) best = c, f.reference = values[i];
+    }
+    f.agreeing = best;
+    f.majority = 2 * best > f.nodes;
+    for (size_t i = 0; i < env.size(); ++i) {
+      const std::string& v = values[i];
+      bool off_majority = v != f.reference;
+      bool off_expected = !f.expected.empty() && v != f.expected && judged_against_expected(v);
+      if (!off_majority && !off_expected) continue;
+      std::string reason;
+      if (off_majority)
+        reason = "differs from " + std::to_string(best) + " of " + std::to_string(f.nodes) +
+                 " nodes" + (f.majority ? "" : " (no majority)");
+      if (off_expected) reason += (reason.empty() ? "" : "; ") + ("expected " + f.expected);
+      f.deviations.push_back({env[i].host, f.name, v, f.reference, reason});
+      differs[i] = 1;
+    }
+    u.deviations.insert(u.deviations.end(), f.deviations.begin(), f.deviations.end());
+    u.fields.push_back(std::move(f));
+  }
+  for (size_t i = 0; i < env.size(); ++i)
+    if (differs[i]) u.hosts.push_back(env[i].host);
+  return u;
+}
+
+std::string render_uniformity_markdown(const Uniformity& u) {
+  std::ostringstream md;
+  int nodes = u.fields.empty() ? 0 : u.fields.front().nodes;
+  md << "## Uniformity\n\n";
+  md << "Fields that should be identical on every node; the most common value is the reference"
+        " (docs/report.md#uniformity). ";
+  if (u.hosts.empty())
+    md << "All " << u.fields.size() << " fields agree on the " << nodes << " node(s).\n\n";
+  else
+    md << u.hosts.size() << " of " << nodes << " node(s) differ: " << [&] {
+      std::string s;
+      for (const auto& h : u.hosts) s += (s.empty() ? "" : ", ") + h;
+      return s;
+    }() << ".\n\n";
+  md << "| field | reference | nodes agreeing | differing nodes |\n|---|---|---|---|\n";
+  for (const auto& f : u.fields) {
+    std::string who;
+    for (const auto& d : f.deviations) who += (who.empty() ? "" : ", ") + d.host;
+    md << "| " << md_cell(f.name) << " | " << md_cell(f.reference)
+       << (f.expected.empty() ? "" : " (expected " + f.expected + ")") << " | " << f.agreeing << "/"
+       << f.nodes << " | " << md_cell(who.empty() ? "none" : who) << " |\n";
+  }
+  if (!u.deviations.empty()) {
+    md << "\n| host | field | value | reference | why |\n|---|---|---|---|---|\n";
+    for (const auto& d : u.deviations)
+      md << "| " << md_cell(d.host) << " | " << md_cell(d.field) << " | " << md_cell(d.value)
+         << " | " << md_cell(d.reference) << " | " << md_cell(d.reason) << " |\n";
+  }
+  return md.str();
+}
+
+json uniformity_json(const Uniformity& u) {
+  json fields = json::array();
+  for (const auto& f : u.fields) {
+    json devs = json::array();
+    for (const auto& d : f.deviations)
+      devs.push_back({{"host", d.host}, {"value", d.value}, {"reason", d.reason}});
+    fields.push_back({{"name", f.name},
+                      {"group", f.group},
+                      {"reference", f.reference},
+                      {"expected", f.expected},
+                      {"nodes", f.nodes},
+                      {"agreeing", f.agreeing},
+                      {"majority", f.majority},
+                      {"deviations", devs}});
+  }
+  json devs = json::array();
+  for (const auto& d : u.deviations)
+    devs.push_back({{"host", d.host},
+                    {"field", d.field},
+                    {"value", d.value},
+                    {"reference", d.reference},
+                    {"reason", d.reason}});
+  return {{"fields", fields}, {"deviations", devs}, {"hosts", u.hosts}};
+}
+
+std::string render_uniformity_console(const Uniformity& u, size_t max_lines) {
+  std::ostringstream out;
+  int nodes = u.fields.empty() ? 0 : u.fields.front().nodes;
+  if (u.deviations.empty()) {
+    out << "uniformity: " << u.fields.size() << " fields identical on " << nodes << " node(s)\n";
+    return out.str();
+  }
+  out << "uniformity: " << u.hosts.size() << " of " << nodes << " node(s) differ\n";
+  for (size_t i = 0; i < u.deviations.size() && i < max_lines; ++i) {
+    const auto& d = u.deviations[i];
+    out << "  " << d.host << ": " << d.field << " = " << d.value << " (reference " << d.reference
+        << "; " << d.reason << ")\n";
+  }
+  if (u.deviations.size() > max_lines)
+    out << "  ... and " << u.deviations.size() - max_lines << " more (report.md, Uniformity)\n";
+  return out.str();
+}
+
+std::string render_uniformity_html(const Uniformity& u) {
+  auto h = [](const std::string& s) { return xml_escape(s); };
+  std::ostringstream o;
+  o << "<h2 id=\"uniformity\">Uniformity</h2>\n";
+  if (u.hosts.empty())
+    o << "<p>All " << u.fields.size() << " fields agree on every node.</p>\n";
+  else
+    o << "<p>" << u.hosts.size() << " node(s) differ from the fleet.</p>\n";
+  o << "<table class=\"uniformity\">\n<tr><th>field</th><th>reference</th><th>expected</th>"
+       "<th>nodes agreeing</th><th>differing nodes</th></tr>\n";
+  for (const auto& f : u.fields) {
+    std::string who;
+    for (const auto& d : f.deviations) who += (who.empty() ? "" : ", ") + d.host;
+    o << "<tr" << (who.empty() ? "" : " class=\"failing\"") << "><td><code>" << h(f.name)
+      << "</code></td><td>" << h(f.reference) << "</td><td>"
+      << h(f.expected.empty() ? "-" : f.expected) << "</td><td class=\"num\">" << f.agreeing << "/"
+      << f.nodes << "</td><td>" << h(who.empty() ? "none" : who) << "</td></tr>\n";
+  }
+  o << "</table>\n";
+  if (!u.deviations.empty()) {
+    o << "<table class=\"uniformity-deviations\">\n<tr><th>host</th><th>field</th><th>value</th>"
+         "<th>reference</th><th>why</th></tr>\n";
+    for (const auto& d : u.deviations)
+      o << "<tr><td>" << h(d.host) << "</td><td><code>" << h(d.field) << "</code></td><td>"
+        << h(d.value) << "</td><td>" << h(d.reference) << "</td><td>" << h(d.reason)
+        << "</td></tr>\n";
+    o << "</table>\n";
+  }
+  return o.str();
+}
+
+}  // namespace clusterbench::report

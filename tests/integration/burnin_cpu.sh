@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# clusterbench burnin on CPU ranks, for real: mpirun -np 2, 0.2 min (six intervals of 2 s).
+# Per-rank records with a time series, per-rank verdicts from reports/, the burn-in chart, and
+# `clusterbench report` on the run directory. Budget: about 20 s.
+source "$(dirname "$0")/lib.sh"
+[ "${CB_HAVE_MPI:-1}" = "1" ] || { echo "SKIP: built without MPI"; exit 77; }
+command -v mpirun >/dev/null || { echo "SKIP: no mpirun"; exit 77; }
+
+expect_rc 0 "${MPIRUN[@]}" -np 2 "$CB_BIN" burnin --minutes 0.2 --out "$TMP/run"
+expect_out "burn-in .*2 rank\(s\) on 1 node\(s\), 0.2 min in 6 intervals of 2 s"
+expect_out "burnin-cpu.json"
+py "
+d = sys.argv[1]
+run = json.load(open(d + '/run.json'))
+recs = [json.loads(l) for l in open(d + '/records.jsonl')]
+assert run['suite'] == 'burnin' and run['exit_code'] == 0 and not run['aborted'], run
+assert run['spec']['path'].endswith('reports/specs/burnin-cpu.json'), run['spec']
+assert len(run['plan']) == 1 and len(run['plan'][0]['case_keys']) == 2, run['plan']
+assert sorted(r['scope']['rank'] for r in recs) == [0, 1], recs
+for r in recs:
+    assert r['benchmark'] == 'burnin.soak' and r['status'] == 'ok', r
+    assert r['scope']['kind'] == 'rank' and r['case_key'] in run['plan'][0]['case_keys'], r['scope']
+    assert r['params'] == {'backend': 'openblas', 'dtype': 'fp32', 'm': 256, 'n': 256, 'k': 256}
+    s = r['extra']['series']
+    assert len(s) == 6 and [iv['index'] for iv in s] == list(range(6)), len(s)
+    flop = 2 * 256**3
+    for iv in s:
+        assert iv['products'] > 0 and iv['flop'] == flop * iv['products'], iv
+        # The rate is the FLOP over the GEMM thread's CPU seconds.
+        assert abs(iv['rate_tflops'] - iv['flop'] / iv['seconds'] / 1e12) < 1e-9 * iv['rate_tflops']
+        assert iv['verification']['passed'] and iv['verification']['samples'] == 16, iv
+        assert iv['allreduce']['ops'] > 0 and iv['allreduce']['wrong'] == 0, iv['allreduce']
+        assert iv['allreduce']['bytes'] == 1 << 20, iv['allreduce']
+        assert 1.5 < iv['t_end_s'] - iv['t_start_s'] < 3.5, iv
+    m = {x['name']: x for x in r['metrics']}
+    assert m['verification_errors']['value'] == 0 and m['intervals']['value'] == 6, m
+    rates = sorted(iv['rate_tflops'] for iv in s)
+    assert m['rate_worst_interval']['value'] == rates[0], m
+    assert abs(m['rate_median']['value'] - (rates[2] + rates[3]) / 2) < 1e-12, m
+    # A soak shorter than two minutes: its first and last minute are its first and last interval.
+    assert abs(m['rate_first_minute']['value'] - s[0]['rate_tflops']) <= 1e-12, m
+    assert abs(m['rate_last_minute']['value'] - s[-1]['rate_tflops']) <= 1e-12, m
+    assert m['rate_first_minute']['unit'] == 'TFLOP/s'
+    assert r['extra']['health_deltas'] is not None
+    assert 'temperature_max' not in m
+    assert 'no NVML telemetry' in r['extra']['telemetry']['status'], r['extra']['telemetry']
+    assert r['extra']['time_basis'] == 'thread_cpu' and r['extra']['allreduce']['backend'] == 'mpi'
+rep = json.load(open(d + '/report.json'))
+rows = {row['id']: row for row in rep['rows']}
+for rid in ('burnin.verification', 'burnin.rate_drop', 'burnin.rate_dip'):
+    items = sorted(it['item'] for it in rows[rid]['items'])
+    assert len(items) == 2 and items[0].endswith('/rank0') and items[1].endswith('/rank1'), items
+assert rows['burnin.verification']['outcome'] == 'PASS' and rows['burnin.rate_drop']['outcome'] == 'PASS', rows
+" "$TMP/run"
+ok "2 ranks: six intervals each, verified, per-rank verdicts PASS"
+
+if command -v gnuplot >/dev/null; then
+  grep -q "Burn-in: rate per interval over time" "$TMP/run/report.html" || fail "no burn-in chart"
+  grep -q "rank1" "$TMP/run/report.html" || fail "burn-in chart lacks rank1"
+  ok "report.html has the burn-in chart"
+fi
+
+expect_rc 0 "$CB_BIN" report "$TMP/run"
+expect_out "burnin.rate_drop"
+ok "clusterbench report works on the burn-in directory"
+
+expect_rc 2 "$CB_BIN" burnin --minutes 0 --out "$TMP/bad"
+expect_out "--minutes 0.000000: must be in \(0, 10080\]"
+expect_rc 2 "$CB_BIN" burnin --minutes 0.1 --dtype bf16 --out "$TMP/bad2"
+expect_out "--dtype bf16: the CPU burn-in runs fp32 or fp64"
+[ ! -e "$TMP/bad2/run.json" ] || fail "a refused burn-in wrote a run directory"
+ok "--minutes 0 and a CPU --dtype bf16 are usage errors (exit 2)"
+echo "$PASSES passed, 0 failed"

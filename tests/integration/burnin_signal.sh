@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# SIGTERM during a burn-in: the GEMM stops within a second, writes the record with the
+# intervals it has, marks run.json aborted and exits 3. One process, no mpirun. Budget: about 20 s.
+source "$(dirname "$0")/lib.sh"
+
+"$CB_BIN" burnin --minutes 1 --out "$TMP/run" >"$TMP/out" 2>&1 &
+pid=$!
+for _ in $(seq 1 100); do
+  [ -f "$TMP/run/run.json" ] && break
+  sleep 0.1
+done
+[ -f "$TMP/run/run.json" ] || { kill -9 "$pid"; fail "run.json never appeared"; }
+sleep 15  # inside the second interval (10 to 20 s)
+kill -TERM "$pid"
+start=$(date +%s)
+wait "$pid"
+rc=$?
+[ "$rc" -eq 3 ] || { cat "$TMP/out" >&2; fail "expected exit 3 after SIGTERM, got $rc"; }
+[ $(($(date +%s) - start)) -le 10 ] || fail "took more than 10 s to stop after SIGTERM"
+py "
+d = sys.argv[1]
+run = json.load(open(d + '/run.json'))
+assert run['aborted'] and 'SIGTERM' in run['abort_reason'] and run['exit_code'] == 3, run
+recs = [json.loads(l) for l in open(d + '/records.jsonl')]
+assert len(recs) == 1 and recs[0]['status'] == 'ok', recs
+s = recs[0]['extra']['series']
+assert len(s) == 2 and s[-1].get('partial') is True and 'partial' not in s[0], s
+assert 'SIGTERM during interval 2 of 6' in recs[0]['extra']['stopped_early'], recs[0]['extra']
+assert os.path.exists(d + '/report.json')
+" "$TMP/run"
+ok "SIGTERM: stops within seconds, writes what it has, exit 3"
+echo "$PASSES passed, 0 failed"

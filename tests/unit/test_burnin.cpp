@@ -1,0 +1,198 @@
+// Burn-in verdict logic on hand-made series (reports/burnin.hpp) and its spec rows
+// (reports/specs/burnin-*.json) through reports/evaluate.
+#include <gtest/gtest.h>
+
+#include "bench/burnin.hpp"
+#include "reports/burnin.hpp"
+#include "reports/evaluate.hpp"
+#include "spec.hpp"
+
+namespace clusterbench::report {
+namespace {
+
+/// A series of intervals of 10 s with these rates; `reasons`/`temps` give telemetry when set.
+json series_of(const std::vector<double>& rates,
+               const std::vector<unsigned long long>& reasons = {},
+               const std::vector<double>& temps = {}) {
+  json s = json::array();
+  for (size_t i = 0; i < rates.size(); ++i) {
+    json iv = {{"index", i},
+               {"t_start_s", 10.0 * i},
+               {"t_end_s", 10.0 * (i + 1)},
+               {"rate_tflops", rates[i]},
+               {"verification", {{"passed", true}}}};
+    if (!reasons.empty())
+      iv["telemetry"] = {{"samples", 5},
+                         {"clock_event_reasons", reasons[i]},
+                         {"temperature_c_max", temps.empty() ? 70.0 : temps[i]}};
+    s.push_back(iv);
+  }
+  return s;
+}
+
+TEST(BurninIntervals, AtLeastSixAndAtMostAMinute) {
+  EXPECT_EQ(burnin_intervals(12), 6);   // 0.2 min: six of 2 s
+  EXPECT_EQ(burnin_intervals(360), 6);  // 6 min: six of 60 s
+  EXPECT_EQ(burnin_intervals(361), 7);  // just over: seven of 51.6 s
+  EXPECT_EQ(burnin_intervals(3600), 60);
+}
+
+TEST(BurninAnalysis, SteadySeriesHasNoDrop) {
+  BurninAnalysis a = analyze_burnin(series_of({10, 10.2, 9.9, 10.1, 10, 10}));
+  EXPECT_EQ(a.intervals, 6);
+  EXPECT_EQ(a.third, 2);
+  EXPECT_DOUBLE_EQ(a.first_third, 10.1);  // median of 10, 10.2
+  EXPECT_DOUBLE_EQ(a.last_third, 10.0);   // median of 10, 10
+  EXPECT_NEAR(a.drop_pct, 100.0 * 0.1 / 10.1, 1e-12);
+  EXPECT_DOUBLE_EQ(a.worst, 9.9);
+  EXPECT_EQ(a.worst_index, 2);
+  EXPECT_DOUBLE_EQ(a.median, 10.0);  // (10 + 10) / 2 of 9.9 10 10 10 10.1 10.2
+  EXPECT_NEAR(a.dip_pct, 1.0, 1e-12);
+  EXPECT_EQ(a.telemetry_intervals, 0);
+}
+
+TEST(BurninAnalysis, TwentyPercentSlowerFromHalfwayIsA20PercentDrop) {
+  // Rates 1/1.25 = 0.8 of 10 from the fourth interval of six (the test-only slow injection).
+  BurninAnalysis a = analyze_burnin(series_of({10, 10, 10, 8, 8, 8}));
+  EXPECT_DOUBLE_EQ(a.first_third, 10);
+  EXPECT_DOUBLE_EQ(a.last_third, 8);
+  EXPECT_DOUBLE_EQ(a.drop_pct, 20);
+  EXPECT_DOUBLE_EQ(a.dip_pct, 100.0 * (9 - 8) / 9);  // median (10 + 8) / 2 = 9
+}
+
+TEST(BurninAnalysis, OneSlowIntervalInAThirdDoesNotDecide) {
+  // Nine intervals: thirds of three; one noisy last-third interval leaves the median alone.
+  BurninAnalysis a = analyze_burnin(series_of({10, 10, 10, 10, 10, 10, 10, 6, 10}));
+  EXPECT_EQ(a.third, 3);
+  EXPECT_DOUBLE_EQ(a.drop_pct, 0);
+  EXPECT_DOUBLE_EQ(a.dip_pct, 40);  // but the dip shows it
+  EXPECT_EQ(a.worst_index, 7);
+}
+
+TEST(BurninAnalysis, RiseIsNegativeDropAndThermalReasonsCounted) {
+  // 0x4 sw_power_cap is not thermal; 0x20 sw_thermal, 0x40 hw_thermal, 0x8 hw_slowdown are.
+  BurninAnalysis a =
+      analyze_burnin(series_of({8, 8, 9, 9, 10, 10}, {0x4, 0x0, 0x20, 0x4, 0x40 | 0x4, 0x8}));
+  EXPECT_DOUBLE_EQ(a.drop_pct, -25);
+  EXPECT_EQ(a.telemetry_intervals, 6);
+  EXPECT_EQ(a.thermal_intervals, 3);
+}
+
+TEST(BurninAnalysis, EmptyAndShortSeries) {
+  EXPECT_EQ(analyze_burnin(json::array()).intervals, 0);
+  EXPECT_TRUE(burnin_metrics(json::array()).empty());
+  BurninAnalysis two = analyze_burnin(series_of({10, 5}));
+  EXPECT_EQ(two.third, 1);
+  EXPECT_DOUBLE_EQ(two.drop_pct, 50);
+}
+
+TEST(BurninMetrics, ThermalMetricOnlyWithTelemetry) {
+  auto cpu = burnin_metrics(series_of({1, 1, 1, 1, 1, 1}));
+  ASSERT_EQ(cpu.size(), 2u);
+  EXPECT_EQ(cpu[0].name, "rate_drop");
+  EXPECT_EQ(cpu[0].unit, "%");
+  EXPECT_EQ(cpu[1].name, "rate_dip");
+  auto gpu = burnin_metrics(series_of({1, 1, 1, 1, 1, 1}, {0, 0, 0x40, 0, 0, 0}));
+  ASSERT_EQ(gpu.size(), 3u);
+  EXPECT_EQ(gpu[2].name, "thermal_slowdown_intervals");
+  EXPECT_EQ(gpu[2].value, 1);
+}
+
+ResultRecord rank_record(int rank, const json& series, double verification_errors,
+                         const std::string& kind = "rank") {
+  ResultRecord r;
+  r.run_id = "run";
+  r.benchmark = kBurninBenchmark;
+  r.params = {{"backend", kind == "rank" ? "openblas" : "cublaslt"}};
+  r.scope.kind = kind;
+  r.scope.host = "node01";
+  r.scope.rank = rank;
+  r.scope.gpu_index = rank;
+  r.case_key = make_case_key(r.benchmark, r.params, r.scope);
+  r.metrics = {{"verification_errors", verification_errors, "count", false}};
+  r.extra["series"] = series;
+  return r;
+}
+
+const RowResult& row(const Report& rep, const std::string& id) {
+  for (const auto& r : rep.rows)
+    if (r.req.id == id) return r;
+  throw std::runtime_error("no row " + id);
+}
+
+TEST(BurninVerdicts, SlowRankFailsOnItsDropAndOnlyIt) {
+  RunDir run;
+  run.run.run_id = "run";
+  run.run.finished_at = "2026-11-30T12:00:00Z";
+  run.records.records = {rank_record(0, series_of({10, 10.1, 9.9, 10, 10.2, 10}), 0),
+                         rank_record(1, series_of({10, 10, 10, 8, 8, 8}), 0)};
+  Spec spec = load_spec(std::string(CB_SOURCE_DIR) + "/reports/specs/burnin-cpu.json");
+  Report rep = evaluate(run, spec);
+  const RowResult& drop = row(rep, "burnin.rate_drop");
+  EXPECT_EQ(drop.outcome, kFail);
+  EXPECT_EQ(drop.worst_item, "node01/rank1");
+  ASSERT_EQ(drop.items.size(), 2u);
+  for (const auto& it : drop.items)
+    EXPECT_EQ(it.outcome, it.item == "node01/rank1" ? kFail : kPass) << it.item;
+  EXPECT_DOUBLE_EQ(drop.value.get<double>(), 20);
+  EXPECT_EQ(row(rep, "burnin.verification").outcome, kPass);
+  EXPECT_EQ(exit_code(rep), 1);
+}
+
+TEST(BurninVerdicts, WrongResultFailsThatRank) {
+  RunDir run;
+  run.run.run_id = "run";
+  json steady = series_of({5, 5, 5, 5, 5, 5});
+  run.records.records = {rank_record(0, steady, 0), rank_record(1, steady, 2)};
+  Spec spec = load_spec(std::string(CB_SOURCE_DIR) + "/reports/specs/burnin-cpu.json");
+  Report rep = evaluate(run, spec);
+  const RowResult& v = row(rep, "burnin.verification");
+  EXPECT_EQ(v.outcome, kFail);
+  EXPECT_EQ(v.worst_item, "node01/rank1");
+  EXPECT_EQ(row(rep, "burnin.rate_drop").outcome, kPass);
+  EXPECT_EQ(exit_code(rep), 1);
+}
+
+TEST(BurninVerdicts, HealthySoakPassesAndGpuTableJudgesThrottling) {
+  RunDir run;
+  run.run.run_id = "run";
+  json cool = series_of({500, 500, 500, 500, 500, 500}, {4, 4, 4, 4, 4, 4});
+  json hot =
+      series_of({500, 500, 500, 500, 500, 500}, {4, 4, 0x20, 0x20, 4, 4}, {80, 84, 88, 88, 86, 86});
+  run.records.records = {rank_record(0, cool, 0, "gpu"), rank_record(1, hot, 0, "gpu")};
+  run.records.records[0].metrics.push_back({"temperature_max", 70, "C", false});
+  run.records.records[1].metrics.push_back({"temperature_max", 88, "C", false});
+  Spec cpu = load_spec(std::string(CB_SOURCE_DIR) + "/reports/specs/burnin-cpu.json");
+  EXPECT_EQ(exit_code(evaluate(run, cpu)), 0);
+  Spec gpu = load_spec(std::string(CB_SOURCE_DIR) + "/reports/specs/burnin-gpu.json");
+  Report rep = evaluate(run, gpu);
+  const RowResult& th = row(rep, "burnin.thermal_slowdown");
+  EXPECT_EQ(th.outcome, kFail);
+  EXPECT_EQ(th.worst_item, "node01/gpu1");
+  EXPECT_EQ(th.value, 2);
+  EXPECT_EQ(row(rep, "burnin.temperature_max").outcome, kWarn);
+  EXPECT_EQ(exit_code(rep), 1);
+}
+
+TEST(BurninCharts, RateAndTemperatureOverTime) {
+  RunDir run;
+  run.records.records = {
+      rank_record(0, series_of({1, 2, 3, 4, 5, 6}), 0),
+      rank_record(1, series_of({1, 1, 1, 1, 1, 1}, {0, 0, 0, 0, 0, 0}, {60, 61, 62, 63, 64, 65}), 0,
+                  "gpu")};
+  auto charts = burnin_charts(run);
+  ASSERT_EQ(charts.size(), 2u);
+  EXPECT_EQ(charts[0].kind, "lines");
+  ASSERT_EQ(charts[0].series.size(), 2u);
+  EXPECT_EQ(charts[0].series[0].name, "node01/gpu1");
+  EXPECT_EQ(charts[0].series[1].name, "node01/rank0");
+  EXPECT_EQ(charts[0].series[1].points[2], std::make_pair(25.0, 3.0));  // middle of [20, 30]
+  ASSERT_EQ(charts[1].series.size(), 1u);
+  EXPECT_EQ(charts[1].series[0].points[5], std::make_pair(55.0, 65.0));
+  std::string script = gnuplot_script(charts[0]);
+  EXPECT_NE(script.find("node01/rank0"), std::string::npos);
+  EXPECT_NE(script.find("with linespoints"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace clusterbench::report
