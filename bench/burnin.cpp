@@ -321,20 +321,12 @@ int burnin_command(const BurninOptions& opt) {
   EnvRecord env;
   health::XidWatcher xid_watcher;  // leaders: NVML XID events from here to the end snapshot
   if (ctx.is_leader()) {
-    InventoryOptions io;
-    io.fs_root = opt.fs_root;
-    io.host = ctx.host();
-    env = collect_env(io);
-    env.versions.mpi = ctx.mpi_version();
-    env.versions.clusterbench = std::string(CLUSTERBENCH_VERSION) + "+" + CLUSTERBENCH_GIT_SHA;
-    // Health counters at the start and the end, as `run` takes them (docs/health.md): the
-    // report judges their deltas over the soak.
-    env.health["start"] = health::read_counters(opt.fs_root, io.query_nvml);
+    // With the health counters' start snapshot, as `run` takes it (docs/health.md): the report
+    // judges their deltas over the soak.
+    env = collect_run_env(ctx, opt.fs_root);
     xid_watcher.start();
   }
-  std::vector<EnvRecord> envs;
-  for (const auto& g : ctx.allgather(ctx.is_leader() ? json(env).dump() : ""))
-    if (!g.empty()) envs.push_back(json::parse(g).get<EnvRecord>());
+  std::vector<EnvRecord> envs = allgather_envs(ctx, env);
   const EnvRecord* my_env = &envs.front();
   for (const auto& e : envs)
     if (e.host == ctx.host()) my_env = &e;

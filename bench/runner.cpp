@@ -11,8 +11,8 @@
 #include <cstdlib>
 #include <exception>
 #include <filesystem>
-#include <functional>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <optional>
 #include <thread>
@@ -141,8 +141,14 @@ class CaseRunImpl : public CaseRun {
   CaseRunImpl(const Benchmark& b, const json& params, const Settings& s, const Context& c,
               const EnvRecord& env, const Group& group, CollectingReporter& reporter,
               bool combine_max)
-      : bench_(b), params_(params), settings_(s), ctx_(c), env_(env), group_(group),
-        reporter_(reporter), combine_max_(combine_max) {}
+      : bench_(b),
+        params_(params),
+        settings_(s),
+        ctx_(c),
+        env_(env),
+        group_(group),
+        reporter_(reporter),
+        combine_max_(combine_max) {}
 
   const json& params() const override { return params_; }
   const Settings& settings() const override { return settings_; }
@@ -252,7 +258,9 @@ std::string make_run_id(const std::string& host) {
   std::strftime(buf, sizeof buf, "%Y%m%dT%H%M%SZ", &tm);
   // The host names a directory: keep it to characters that are safe in a path.
   std::string safe;
-  for (char c : host) safe += std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-' || c == '_' ? c : '_';
+  for (char c : host)
+    safe +=
+        std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-' || c == '_' ? c : '_';
   return std::string(buf) + "-" + safe.substr(0, 64);
 }
 
@@ -278,9 +286,7 @@ Scope scope_for(Level level, const Context& ctx, const EnvRecord& env) {
 }
 
 /// Whether this rank takes part in cases of a level: node cases run on leaders only.
-bool in_domain(Level level, const Context& ctx) {
-  return level != Level::node || ctx.is_leader();
-}
+bool in_domain(Level level, const Context& ctx) { return level != Level::node || ctx.is_leader(); }
 
 std::string env_of_rank_host(const std::vector<EnvRecord>& envs, const std::string& host,
                              const EnvRecord*& out) {
@@ -484,6 +490,24 @@ std::vector<std::string> lines_to_write(Level level, const std::vector<std::stri
 
 }  // namespace
 
+EnvRecord collect_run_env(const Context& ctx, const std::string& fs_root) {
+  InventoryOptions io;
+  io.fs_root = fs_root;
+  io.host = ctx.host();
+  EnvRecord env = collect_env(io);
+  env.versions.mpi = ctx.mpi_version();
+  env.versions.clusterbench = std::string(CLUSTERBENCH_VERSION) + "+" + CLUSTERBENCH_GIT_SHA;
+  env.health["start"] = health::read_counters(fs_root, io.query_nvml);
+  return env;
+}
+
+std::vector<EnvRecord> allgather_envs(const Context& ctx, const EnvRecord& leader_env) {
+  std::vector<EnvRecord> envs;
+  for (const auto& g : ctx.allgather(ctx.is_leader() ? json(leader_env).dump() : ""))
+    if (!g.empty()) envs.push_back(json::parse(g).get<EnvRecord>());
+  return envs;
+}
+
 int run_command(const RunOptions& given) {
   Context& ctx = Context::get();
   const auto run_t0 = Clock::now();
@@ -516,26 +540,19 @@ int run_command(const RunOptions& given) {
     if (!known && !named.empty())
       throw InputError("--set " + key + ": " + named +
                        " has no such knob (`clusterbench list` shows its knobs)");
-    if (!known) throw InputError("--set " + key + ": no benchmark or area of that name (see `clusterbench list`)");
+    if (!known)
+      throw InputError("--set " + key +
+                       ": no benchmark or area of that name (see `clusterbench list`)");
   }
 
   // Inventory: each node's leader collects; everyone learns every node's EnvRecord.
   EnvRecord env;
   health::XidWatcher xid_watcher;  // leaders: NVML XID events from here to the end snapshot
   if (ctx.is_leader()) {
-    InventoryOptions io;
-    io.fs_root = opt.fs_root;
-    io.host = ctx.host();
-    env = collect_env(io);
-    env.versions.mpi = ctx.mpi_version();
-    env.versions.clusterbench = std::string(CLUSTERBENCH_VERSION) + "+" + CLUSTERBENCH_GIT_SHA;
-    env.health["start"] = health::read_counters(opt.fs_root, io.query_nvml);
+    env = collect_run_env(ctx, opt.fs_root);
     xid_watcher.start();
   }
-  std::vector<std::string> gathered_env = ctx.allgather(ctx.is_leader() ? json(env).dump() : "");
-  std::vector<EnvRecord> envs;
-  for (const auto& g : gathered_env)
-    if (!g.empty()) envs.push_back(json::parse(g).get<EnvRecord>());
+  std::vector<EnvRecord> envs = allgather_envs(ctx, env);
   const EnvRecord* my_env = nullptr;
   env_of_rank_host(envs, ctx.host(), my_env);
 
@@ -559,10 +576,10 @@ int run_command(const RunOptions& given) {
     if (p.info.cublaslt_version) env.versions.cublas = std::to_string(p.info.cublaslt_version);
     if (p.info.nccl_version) env.versions.nccl = std::to_string(p.info.nccl_version);
   } else if (ctx.is_leader()) {
-    env.gpu_status.plugin = CLUSTERBENCH_HAVE_CUDA ? "not loaded: no NVIDIA GPU on the PCI bus"
-                                                   : "not built";
+    env.gpu_status.plugin =
+        CLUSTERBENCH_HAVE_CUDA ? "not loaded: no NVIDIA GPU on the PCI bus" : "not built";
   }
-  gathered_env = ctx.gather(ctx.is_leader() ? json(env).dump() : "");
+  std::vector<std::string> gathered_env = ctx.gather(ctx.is_leader() ? json(env).dump() : "");
 
   // A driver older than the plugin's CUDA is a deployment error on any rank: exit 2 everywhere.
   if (ctx.allreduce_sum(gpu.deployment_error ? 1 : 0) > 0) {
@@ -611,17 +628,18 @@ int run_command(const RunOptions& given) {
                            std::to_string(ctx.world_size()) + " rank(s) on " +
                            std::to_string(ctx.hosts().size()) + " node(s); nothing is run\n";
       if (!busy.empty())
-        header += "note: other processes use the GPUs (a run refuses without "
-                  "--allow-shared-gpus):\n" +
-                  describe_busy(busy);
+        header +=
+            "note: other processes use the GPUs (a run refuses without "
+            "--allow-shared-gpus):\n" +
+            describe_busy(busy);
       std::cout << render_dry_run(rows, header) << std::flush;
     }
     return 0;
   }
 
   // Rank 0: run id, directory, spec choice, plan, run.json. Failures here are input errors.
-  std::string plan_mask;            // per planned case: '1' runs, '0' done earlier (--resume)
-  std::vector<double> estimates;    // per planned case, seconds (Benchmark::estimate_s)
+  std::string plan_mask;          // per planned case: '1' runs, '0' done earlier (--resume)
+  std::vector<double> estimates;  // per planned case, seconds (Benchmark::estimate_s)
   RunRecord run;
   std::unique_ptr<Sink> sink;
   std::string setup_error;
@@ -653,7 +671,8 @@ int run_command(const RunOptions& given) {
       run.spec.sha256 = sha256_file(run.spec.path);
       for (const Benchmark* b : benchmarks)
         for (const auto& p : b->cases(settings))
-          run.plan.push_back({b->id(), p, level_name(b->case_level(p)), expected_keys(*b, p, ctx, envs)});
+          run.plan.push_back(
+              {b->id(), p, level_name(b->case_level(p)), expected_keys(*b, p, ctx, envs)});
       NodeEnv node{*my_env, gpu.status, gpu.reason, ctx, settings};
       for (const Benchmark* b : benchmarks)
         for (const auto& p : b->cases(settings))
@@ -683,7 +702,8 @@ int run_command(const RunOptions& given) {
       std::string dir = resume.active ? resume.dir : opt.out_dir;
       if (dir.empty()) {
         dir = opt.results_root + "/" + run.run_id;
-        for (int i = 2; fs::exists(dir); ++i) dir = opt.results_root + "/" + run.run_id + "-" + std::to_string(i);
+        for (int i = 2; fs::exists(dir); ++i)
+          dir = opt.results_root + "/" + run.run_id + "-" + std::to_string(i);
       }
       sink = std::make_unique<Sink>(dir);
       if (!resume.active &&
@@ -700,8 +720,8 @@ int run_command(const RunOptions& given) {
                            {"earlier_finished_at", resume.run.finished_at},
                            {"earlier_aborted", resume.run.aborted}});
         sink->set_run_field("resumes", resumes);
-        std::cout << "clusterbench: resuming " << dir << ": " << reruns << " of "
-                  << run.plan.size() << " planned case(s) to run\n";
+        std::cout << "clusterbench: resuming " << dir << ": " << reruns << " of " << run.plan.size()
+                  << " planned case(s) to run\n";
       }
       if (!busy.empty()) sink->set_run_field("shared_gpus", busy);
       sink->write_run(run);
@@ -769,8 +789,8 @@ int run_command(const RunOptions& given) {
   watchdog.emplace(record_abort);
   std::optional<ProgressChannel> progress_channel;  // names who did not finish a hung case
   progress_channel.emplace(ctx, [&](const std::string& reason) { watchdog->trip(reason); });
-  double timeout = opt.case_timeout_s > 0 ? opt.case_timeout_s
-                                          : settings.by_suite(300.0, 1200.0, 3600.0);
+  double timeout =
+      opt.case_timeout_s > 0 ? opt.case_timeout_s : settings.by_suite(300.0, 1200.0, 3600.0);
   for (const Benchmark* b : benchmarks) {
     if (stopped_at_limit) break;
     for (const auto& params : b->cases(settings)) {
@@ -855,12 +875,12 @@ int run_command(const RunOptions& given) {
       if (i >= plan_mask.size() || plan_mask[i] == '1')
         not_run.push_back({{"benchmark", run.plan[i].benchmark}, {"params", run.plan[i].params}});
     double elapsed = std::chrono::duration<double>(Clock::now() - run_t0).count();
-    sink->set_run_field("time_limit", {{"seconds", opt.time_limit_s},
-                                       {"stopped_after_s", elapsed},
-                                       {"not_run", not_run}});
-    std::cout << "clusterbench: --time-limit " << opt.time_limit_s << " s reached after "
-              << elapsed << " s: " << not_run.size()
-              << " planned case(s) not run (MISSING in the report)" << std::endl;
+    sink->set_run_field(
+        "time_limit",
+        {{"seconds", opt.time_limit_s}, {"stopped_after_s", elapsed}, {"not_run", not_run}});
+    std::cout << "clusterbench: --time-limit " << opt.time_limit_s << " s reached after " << elapsed
+              << " s: " << not_run.size() << " planned case(s) not run (MISSING in the report)"
+              << std::endl;
   }
 
   // End: run.json completed, Google Benchmark JSON once, the report.
@@ -913,7 +933,8 @@ int report_command(const std::string& dir, const std::string& spec_path, bool qu
   if (!quiet) {
     // The records' warnings are among rep.warnings: render_console prints them once.
     std::cout << report::render_console(rep) << report::render_console_details(rep, rd)
-              << "report: " << dir << "/report.md\n" << std::flush;
+              << "report: " << dir << "/report.md\n"
+              << std::flush;
   }
   return report::exit_code(rep);
 }

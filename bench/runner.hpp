@@ -13,14 +13,14 @@ namespace clusterbench {
 /// Options of `clusterbench run`.
 struct RunOptions {
   std::string suite = "ci";
-  std::string spec_path;               ///< empty: chosen from the hardware found
-  std::vector<std::string> only;       ///< globs on benchmark ids; empty: all
-  std::vector<std::string> set;        ///< KEY=VALUE
-  std::string out_dir;                 ///< the run directory; empty: results/<run-id>
+  std::string spec_path;          ///< empty: chosen from the hardware found
+  std::vector<std::string> only;  ///< globs on benchmark ids; empty: all
+  std::vector<std::string> set;   ///< KEY=VALUE
+  std::string out_dir;            ///< the run directory; empty: results/<run-id>
   std::string results_root = "results";
   std::string fs_root = "/";
   std::vector<std::string> argv;
-  double case_timeout_s = 0;           ///< 0: the suite's default
+  double case_timeout_s = 0;  ///< 0: the suite's default
   /// --resume DIR: complete that earlier run (its failed and missing cases), appending to it.
   std::string resume_dir;
   bool dry_run = false;            ///< --dry-run: print the plan with estimates; run nothing
@@ -29,7 +29,7 @@ struct RunOptions {
   /// Whether --suite, --spec, --only, --set were given (a resume takes the others from the
   /// earlier run and refuses given ones that differ).
   bool suite_given = false, spec_given = false, only_given = false, set_given = false;
-  std::string prometheus_path;         ///< --prometheus FILE: textfile of the headline metrics
+  std::string prometheus_path;  ///< --prometheus FILE: textfile of the headline metrics
 };
 
 /// Whether GPU cases run on this rank, and if not, why (DESIGN.md "GPU plugin"):
@@ -44,6 +44,15 @@ struct GpuDisposition {
 
 /// Decides GPU disposition from the node's EnvRecord and (where GPUs are on the bus) the plugin.
 GpuDisposition gpu_disposition(const EnvRecord& env, bool load_plugin = true);
+
+/// This node's EnvRecord as `run` and `burnin` take it; call on node leaders. The inventory below
+/// `fs_root` (collect_env), the MPI and clusterbench versions, and the health counters' start
+/// snapshot in `health["start"]` (docs/health.md). Throws what collect_env throws.
+EnvRecord collect_run_env(const Context& ctx, const std::string& fs_root);
+
+/// Every node's EnvRecord on every rank, in rank order of the leaders: leaders pass their own
+/// record, other ranks an empty one (ignored).
+std::vector<EnvRecord> allgather_envs(const Context& ctx, const EnvRecord& leader_env);
 
 /// Benchmarks selected by `only` globs, in registry order. Throws InputError listing the known
 /// benchmark ids when a pattern matches none.

@@ -11,8 +11,8 @@
 #include <type_traits>
 #include <vector>
 
+#include "compute/gemm_plugin.hpp"
 #include "error.hpp"
-#include "gpu_plugin.hpp"
 
 namespace clusterbench::compute {
 
@@ -97,41 +97,13 @@ class OpenblasSoak : public SoakGemm {
   std::vector<T> a_, b_, c_;
 };
 
-using CreateFn = int (*)(const cb_gemm_params*, cb_gemm**, cb_gemm_info*, char*, size_t);
-using RunFn = int (*)(cb_gemm*, long long, double*, char*, size_t);
-using DestroyFn = void (*)(cb_gemm*);
-
-struct PluginGemm {
-  CreateFn create = nullptr;
-  RunFn run = nullptr;
-  DestroyFn destroy = nullptr;
-};
-
-/// One plugin GEMM: throws Waived for CB_GPU_UNSUPPORTED, CallError for other errors.
-cb_gemm* create_plugin_gemm(const PluginGemm& fn, const std::string& dtype, const GemmShape& s,
-                            std::uint64_t seed, int samples, int algos, cb_gemm_info* info) {
-  cb_gemm_params prm{};
-  prm.dtype = dtype.c_str();
-  prm.m = s.m, prm.n = s.n, prm.k = s.k;
-  prm.max_algos = algos;
-  prm.verify_samples = samples;
-  prm.seed = seed;
-  cb_gemm* g = nullptr;
-  char err[1024] = {0};
-  int rc = fn.create(&prm, &g, info, err, sizeof err);
-  if (rc == CB_GPU_UNSUPPORTED) throw Waived(err);
-  if (rc != CB_GPU_OK)
-    throw_call_error("cuBLASLt", std::to_string(rc), err, "cb_gpu_gemm_create", __FILE__, __LINE__);
-  return g;
-}
-
 class CublasltSoak : public SoakGemm {
  public:
-  CublasltSoak(const PluginGemm& fn, std::string dtype, const GemmShape& s, std::uint64_t seed,
+  CublasltSoak(const PluginGemmFns& fn, std::string dtype, const GemmShape& s, std::uint64_t seed,
                int samples)
       : fn_(fn), dtype_(std::move(dtype)), s_(s), samples_(samples) {
     g_ = create_plugin_gemm(fn_, dtype_, s_, seed, samples_, 8, &info_);
-    GemmVerification v = from_info(info_);
+    GemmVerification v = plugin_gemm_verification(info_, dtype_);
     CHECK_MSG(v.samples > 0 && v.passed(), "cuBLASLt", v.failure_message(dtype_, s_));
   }
   ~CublasltSoak() override { fn_.destroy(g_); }
@@ -140,12 +112,7 @@ class CublasltSoak : public SoakGemm {
     SoakWork w;
     auto wall0 = Clock::now();
     do {
-      double sec = 0;
-      char err[1024] = {0};
-      int rc = fn_.run(g_, batch_, &sec, err, sizeof err);
-      if (rc != CB_GPU_OK)
-        throw_call_error("cuBLASLt", std::to_string(rc), err, "cb_gpu_gemm_run", __FILE__,
-                         __LINE__);
+      double sec = run_plugin_gemm(fn_, g_, batch_);
       if (extra_fraction > 0) {
         std::this_thread::sleep_for(std::chrono::duration<double>(extra_fraction * sec));
         sec *= 1 + extra_fraction;
@@ -163,7 +130,7 @@ class CublasltSoak : public SoakGemm {
     cb_gemm_info info{};
     cb_gemm* g = create_plugin_gemm(fn_, dtype_, s_, seed, samples_, 1, &info);
     fn_.destroy(g);
-    GemmVerification v = from_info(info);
+    GemmVerification v = plugin_gemm_verification(info, dtype_);
     if (corrupt) v.max_rel_error = 1.0;  // test fault injection (docs/burnin.md)
     return v;
   }
@@ -184,16 +151,7 @@ class CublasltSoak : public SoakGemm {
   std::string pci_bus_id() const override { return info_.pci_bus_id; }
 
  private:
-  GemmVerification from_info(const cb_gemm_info& info) const {
-    GemmVerification v;
-    v.samples = info.samples_checked;
-    v.max_rel_error = info.max_rel_error;
-    v.worst_i = info.worst_i;
-    v.worst_j = info.worst_j;
-    v.bound = gemm_error_bound(dtype_);
-    return v;
-  }
-  PluginGemm fn_;
+  PluginGemmFns fn_;
   std::string dtype_;
   GemmShape s_;
   int samples_;
@@ -213,14 +171,7 @@ std::unique_ptr<SoakGemm> make_openblas_soak(const std::string& dtype, const Gem
 
 std::unique_ptr<SoakGemm> make_cublaslt_soak(const std::string& dtype, const GemmShape& shape,
                                              std::uint64_t seed, int samples) {
-  const GpuPlugin& plugin = load_gpu_plugin();
-  PluginGemm fn;
-  fn.create = reinterpret_cast<CreateFn>(plugin.symbol("cb_gpu_gemm_create"));
-  fn.run = reinterpret_cast<RunFn>(plugin.symbol("cb_gpu_gemm_run"));
-  fn.destroy = reinterpret_cast<DestroyFn>(plugin.symbol("cb_gpu_gemm_destroy"));
-  CHECK_MSG(
-      fn.create && fn.run && fn.destroy, "GPU plugin",
-      plugin.path + " lacks cb_gpu_gemm_create/run/destroy (a plugin older than the burn-in)");
+  const PluginGemmFns fn = PluginGemmFns::load();
   return std::make_unique<CublasltSoak>(fn, dtype, shape, seed, samples);
 }
 

@@ -15,6 +15,7 @@
 #include <stdexcept>
 
 #include "benchmark.hpp"
+#include "compute/gemm_plugin.hpp"
 #include "compute/gpu_telemetry.hpp"
 #include "error.hpp"
 #include "gpu_plugin.hpp"
@@ -380,39 +381,13 @@ class Gemm : public Benchmark {
   }
 
   void run_cublaslt(CaseRun& run, const std::string& dtype, const GemmShape& s) const {
-    const GpuPlugin& plugin = load_gpu_plugin();
-    using CreateFn = int (*)(const cb_gemm_params*, cb_gemm**, cb_gemm_info*, char*, size_t);
-    using RunFn = int (*)(cb_gemm*, long long, double*, char*, size_t);
-    using DestroyFn = void (*)(cb_gemm*);
-    auto create = reinterpret_cast<CreateFn>(plugin.symbol("cb_gpu_gemm_create"));
-    auto run_fn = reinterpret_cast<RunFn>(plugin.symbol("cb_gpu_gemm_run"));
-    auto destroy = reinterpret_cast<DestroyFn>(plugin.symbol("cb_gpu_gemm_destroy"));
-    CHECK_MSG(
-        create && run_fn && destroy, "GPU plugin",
-        plugin.path + " lacks cb_gpu_gemm_create/run/destroy (a plugin older than compute.gemm)");
-    cb_gemm_params prm{};
-    prm.dtype = dtype.c_str();
-    prm.m = s.m;
-    prm.n = s.n;
-    prm.k = s.k;
-    prm.max_algos = static_cast<int>(run.settings().get_double(id(), "algos", 8));
-    prm.verify_samples = samples(run);
-    prm.seed = seed(run);
+    const PluginGemmFns fns = PluginGemmFns::load();
     cb_gemm_info info{};
-    cb_gemm* raw = nullptr;
-    char err[1024] = {0};
-    int rc = create(&prm, &raw, &info, err, sizeof err);
-    std::unique_ptr<cb_gemm, PluginGemmDeleter> g(raw, PluginGemmDeleter{destroy});
-    if (rc == CB_GPU_UNSUPPORTED) throw Waived(err);
-    if (rc != CB_GPU_OK)
-      throw_call_error("cuBLASLt", std::to_string(rc), err, "cb_gpu_gemm_create", __FILE__,
-                       __LINE__);
-    GemmVerification ver;
-    ver.samples = info.samples_checked;
-    ver.max_rel_error = info.max_rel_error;
-    ver.worst_i = info.worst_i;
-    ver.worst_j = info.worst_j;
-    ver.bound = gemm_error_bound(dtype);
+    std::unique_ptr<cb_gemm, PluginGemmDeleter> g(
+        create_plugin_gemm(fns, dtype, s, seed(run), samples(run),
+                           static_cast<int>(run.settings().get_double(id(), "algos", 8)), &info),
+        PluginGemmDeleter{fns.destroy});
+    GemmVerification ver = plugin_gemm_verification(info, dtype);
     CHECK_MSG(ver.samples > 0 && ver.passed(), "cuBLASLt", ver.failure_message(dtype, s));
 
     int nvml_index = nvml_index_for_bus_id(run.env(), info.pci_bus_id);
@@ -428,14 +403,7 @@ class Gemm : public Benchmark {
     double own = in_b * (static_cast<double>(s.k) * s.m + static_cast<double>(s.k) * s.n) +
                  out_b * static_cast<double>(s.m) * s.n + static_cast<double>(info.workspace_bytes);
     TelemetrySampler sampler(nvml_index, 0.05, why_not, own);
-    run.exec([&](long long ops) {
-      double seconds = -1;
-      char e[1024] = {0};
-      int r = run_fn(g.get(), ops, &seconds, e, sizeof e);
-      if (r != CB_GPU_OK)
-        throw_call_error("cuBLASLt", std::to_string(r), e, "cb_gpu_gemm_run", __FILE__, __LINE__);
-      return seconds;
-    });
+    run.exec([&](long long ops) { return run_plugin_gemm(fns, g.get(), ops); });
     json tel = sampler.stop();
     record_rate(run, s, dtype, ver);
     run.set_extra("telemetry", tel);
