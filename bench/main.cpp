@@ -82,7 +82,8 @@ int main(int argc, char** argv) {
   run->add_option("--set", ro.set, "id.key=value or area.key=value");
   run->add_option("--out", ro.out_dir, "run directory (default results/<run-id>)");
   run->add_option("--results", ro.results_root, "where default run directories go");
-  run->add_option("--fs-root", ro.fs_root, "read /sys, /proc, /dev below this root");
+  run->add_option("--fs-root", ro.fs_root, "read /sys, /proc, /dev below this root")
+      ->check(CLI::ExistingDirectory);
   run->add_option("--case-timeout", ro.case_timeout_s, "seconds before a case is declared hung");
   run->add_option("--resume", ro.resume_dir,
                   "complete an earlier run directory: rerun its failed and missing cases");
@@ -117,7 +118,8 @@ int main(int argc, char** argv) {
   std::string inv_root = "/";
   bool inv_all = false;
   auto* inventory = app.add_subcommand("inventory", "print this node's EnvRecord (JSON)");
-  inventory->add_option("--fs-root", inv_root, "read /sys, /proc, /dev below this root");
+  inventory->add_option("--fs-root", inv_root, "read /sys, /proc, /dev below this root")
+      ->check(CLI::ExistingDirectory);
   inventory->add_flag("--all", inv_all, "always print an array (one EnvRecord per node)");
 
   std::string list_suite = "ci";
@@ -145,7 +147,8 @@ int main(int argc, char** argv) {
   burnin->add_option("--spec", bo.spec_path, "spec table (default: reports/specs/burnin-*.json)");
   burnin->add_option("--out", bo.out_dir, "run directory (default results/<run-id>)");
   burnin->add_option("--results", bo.results_root, "where default run directories go");
-  burnin->add_option("--fs-root", bo.fs_root, "read /sys, /proc, /dev below this root");
+  burnin->add_option("--fs-root", bo.fs_root, "read /sys, /proc, /dev below this root")
+      ->check(CLI::ExistingDirectory);
   burnin->add_option("--dtype", bo.dtype, "GEMM dtype (default bf16 on GPUs, fp32 on CPUs)");
   burnin->add_option("--shape", bo.shape, "GEMM cube size (default 8192 on GPUs, 256 on CPUs)");
   burnin->add_option("--allreduce-bytes", bo.allreduce_bytes,

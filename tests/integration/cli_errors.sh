@@ -42,6 +42,11 @@ expect_rc 2 "$CB_BIN" run --suite ci --set io.sratch=/tmp --out "$TMP/r4"
 expect_out "--set io.sratch: io has no such knob"
 ok "bad --set is refused"
 
+# A --fs-root that does not exist is bad input, not an empty inventory.
+expect_rc 2 "$CB_BIN" inventory --fs-root "$TMP/no-such-root"
+expect_out "--fs-root: Directory does not exist"
+ok "missing --fs-root is refused"
+
 # Results directory missing, empty, or with a malformed record.
 expect_rc 2 "$CB_BIN" report "$TMP/does-not-exist"
 expect_out "does-not-exist: results directory does not exist"
