@@ -17,6 +17,8 @@
 #include <map>
 #include <set>
 #include <sstream>
+#include <string_view>
+#include <unordered_map>
 
 #include "reports/burnin.hpp"
 
@@ -122,7 +124,8 @@ void thin(Chart& c) {
 
 std::vector<Chart> build_charts(const RunDir& run, const Report& report) {
   // The last record of a case wins.
-  std::map<std::string, const ResultRecord*> last;
+  std::unordered_map<std::string_view, const ResultRecord*> last;
+  last.reserve(run.records.records.size());
   std::vector<const ResultRecord*> recs;
   for (const auto& r : run.records.records) last[r.case_key] = &r;
   for (const auto& r : run.records.records)
@@ -187,30 +190,37 @@ std::vector<Chart> build_charts(const RunDir& run, const Report& report) {
   struct Pending {
     std::string bench, metric, unit, scope;
     std::vector<std::string> labels;
-    std::map<std::string, size_t> label_index;
+    std::unordered_map<std::string, size_t> label_index;
     std::map<std::string, Series> series;
     int records = 0;
   };
-  std::map<std::string, Pending> pend;
+  std::unordered_map<std::string, Pending> pend;
   std::vector<std::string> order;
+  std::string plabel;  // params_label of the record before, when the same
+  const json* plabel_of = nullptr;
   for (const auto* r : recs) {
     if (r->benchmark == kBurninBenchmark) continue;  // drawn over time by burnin_charts()
+    if (!plabel_of || *plabel_of != r->params) plabel = params_label(r->params);
+    plabel_of = &r->params;
+    const bool cluster = r->scope.kind == "cluster";
+    const std::string item = cluster ? std::string() : short_item(r->scope);
     for (const auto& m : r->metrics) {
       std::string key = r->benchmark + "|" + m.name;
       if (done.count(key)) continue;
-      if (!pend.count(key)) order.push_back(key);
-      Pending& p = pend[key];
+      auto [pit, pfresh] = pend.try_emplace(key);
+      if (pfresh) order.push_back(key);
+      Pending& p = pit->second;
       p.bench = r->benchmark;
       p.metric = m.name;
       p.unit = m.unit;
       p.scope = r->scope.kind;
-      bool cluster = r->scope.kind == "cluster";
-      std::string label = cluster ? params_label(r->params) : short_item(r->scope);
-      std::string sname = cluster ? m.name : params_label(r->params);
+      const std::string& label = cluster ? plabel : item;
+      const std::string& sname = cluster ? m.name : plabel;
       auto [it, fresh] = p.label_index.emplace(label, p.labels.size());
       if (fresh) p.labels.push_back(label);
-      p.series[sname].name = sname;
-      p.series[sname].points.push_back({static_cast<double>(it->second), m.value});
+      Series& series = p.series[sname];
+      series.name = sname;
+      series.points.push_back({static_cast<double>(it->second), m.value});
       ++p.records;
     }
   }

@@ -4,9 +4,11 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <deque>
 #include <optional>
 #include <regex>
 #include <set>
+#include <string_view>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -214,19 +216,45 @@ class Items {
   std::unordered_map<std::string, size_t> index_;
 };
 
+std::string case_key_of(const ResultRecord& r);
+
 /// Records and planned cases by benchmark id, built once per run so that a spec row touches only
 /// its candidates (rows x records scans dominated `report` at 1,000 nodes, docs/report.md).
 struct RunIndex {
-  std::unordered_map<std::string, std::vector<const ResultRecord*>> records;
+  /// The records of one benchmark with equal params (a spec row's params test runs once each).
+  struct Group {
+    const json* params;
+    std::vector<const ResultRecord*> records;
+  };
+  std::unordered_map<std::string, std::vector<Group>> records;
   std::unordered_map<std::string, std::vector<const PlannedCase*>> plan;
   std::vector<const ResultRecord*> not_wire;  ///< records with extra.busbw_is_wire false
+  std::vector<json> env_docs;                 ///< run.run.env[i] as JSON, for env rows
+  /// The case key of every record. A planned key names its benchmark and params, so a row's
+  /// planned key is present exactly when some record of the row has it.
+  std::unordered_set<std::string_view> present;
+  std::deque<std::string> made;  ///< case keys that records.jsonl left out
 
   explicit RunIndex(const RunDir& run) {
+    std::unordered_map<std::string, std::unordered_map<std::string, size_t>> at;
     for (const auto& r : run.records.records) {
-      records[r.benchmark].push_back(&r);
+      auto& groups = records[r.benchmark];
+      // Records of a case come together: compare with the last group before hashing.
+      size_t g = groups.size() - 1;
+      if (groups.empty() || *groups.back().params != r.params) {
+        auto [it, fresh] = at[r.benchmark].try_emplace(r.params.dump(), groups.size());
+        if (fresh) groups.push_back({&r.params, {}});
+        g = it->second;
+      }
+      groups[g].records.push_back(&r);
       if (r.extra.is_object() && !r.extra.value("busbw_is_wire", true)) not_wire.push_back(&r);
     }
     for (const auto& pc : run.run.plan) plan[pc.benchmark].push_back(&pc);
+    for (const auto& env : run.run.env) env_docs.push_back(json(env));
+    present.reserve(run.records.records.size());
+    for (const auto& r : run.records.records)
+      present.insert(r.case_key.empty() ? std::string_view(made.emplace_back(case_key_of(r)))
+                                        : std::string_view(r.case_key));
   }
   template <class T>
   static const std::vector<const T*>& of(
@@ -339,7 +367,9 @@ class RowEvaluator {
       collect_env();
     else
       collect_records();
-    std::unordered_set<std::string> seen;  // evidence in first-seen order, O(1) per key
+    // Evidence in first-seen order, O(1) per key; the views point into the items' record lists,
+    // whose heap buffers stay put when an item is moved.
+    std::unordered_set<std::string_view> seen;
     for (auto& item : items_.all()) {
       ItemResult r = health                    ? judge_health_item(item)
                      : req_.select.env.empty() ? judge_record_item(item)
@@ -409,8 +439,9 @@ class RowEvaluator {
     const std::string& ptr = req_.select.env;
     bool wildcard = ptr.find('*') != std::string::npos;
     bool per_match = req_.aggregate == "each" && wildcard;
-    for (const auto& env : run_.run.env) {
-      json doc = json(env);
+    for (size_t e = 0; e < run_.run.env.size(); ++e) {
+      const EnvRecord& env = run_.run.env[e];
+      const json& doc = index_.env_docs[e];
       auto matches = expand_pointer(doc, ptr);
       if (!req_.select.where.empty())
         matches.erase(
@@ -571,11 +602,19 @@ class RowEvaluator {
     }
     // Keys of this row's records only: a planned key of this row names its own benchmark and
     // params, and collecting every key for every row is rows x records (docs/report.md "Scale").
-    std::unordered_set<std::string> present;
-    for (const ResultRecord* rp : RunIndex::of(index_.records, sel.benchmark)) {
+    std::vector<const ResultRecord*> candidates;
+    size_t matched = 0;
+    if (auto it = index_.records.find(sel.benchmark); it != index_.records.end())
+      for (const auto& group : it->second)
+        if (params_contain(*group.params, sel.params)) {
+          candidates.insert(candidates.end(), group.records.begin(), group.records.end());
+          ++matched;
+        }
+    // Records in file order (they lie in one vector), as a scan of every record would see them.
+    if (matched > 1) std::sort(candidates.begin(), candidates.end());
+    const auto& present = index_.present;
+    for (const ResultRecord* rp : candidates) {
       const ResultRecord& r = *rp;
-      if (!params_contain(r.params, sel.params)) continue;
-      present.insert(case_key_of(r));
       // A link row judges link records; a case's ok summary record at another scope is not an
       // item of it (its failed or waived record still is: nothing was measured).
       if (req_.scope == "link" && r.scope.kind != "link" && r.status == "ok") continue;
@@ -606,8 +645,15 @@ class RowEvaluator {
     r.item = item.name;
     std::vector<const ResultRecord*> failed, waived, lacking;
     std::vector<json> values;
+    // The case keys go into the chosen candidate only (copying them into each was per record).
+    std::vector<std::string> keys;
+    keys.reserve(item.records.size());
+    auto with_keys = [&keys](ItemResult x) {
+      x.records = std::move(keys);
+      return x;
+    };
     for (const ResultRecord* rec : item.records) {
-      r.records.push_back(case_key_of(*rec));
+      keys.push_back(case_key_of(*rec));
       if (rec->status == "failed") {
         failed.push_back(rec);
       } else if (rec->status == "waived") {
@@ -658,7 +704,7 @@ class RowEvaluator {
       cands.push_back(std::move(c));
     }
     if (cands.empty()) {
-      if (req_.aggregate == "count") return judged(r, {json(0)}, "count ");
+      if (req_.aggregate == "count") return with_keys(judged(r, {json(0)}, "count "));
       r.outcome = kMissing;
       if (!lacking.empty())
         r.message = item.name + ": record " + case_key_of(*lacking.front()) + " has no metric '" +
@@ -666,12 +712,12 @@ class RowEvaluator {
       else
         r.message =
             item.name + ": no record of " + req_.select.benchmark + " " + req_.select.params.dump();
-      return r;
+      return with_keys(std::move(r));
     }
     size_t best = 0;
     for (size_t i = 1; i < cands.size(); ++i)
       if (outcome_rank(cands[i].outcome) < outcome_rank(cands[best].outcome)) best = i;
-    return cands[best];
+    return with_keys(std::move(cands[best]));
   }
 
   // --- health rows (reports/health.hpp) -------------------------------------------------------

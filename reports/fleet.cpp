@@ -3,9 +3,12 @@
 
 #include <algorithm>
 #include <cmath>
+#include <deque>
 #include <set>
 #include <sstream>
+#include <string_view>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "reports/render.hpp"
 #include "spec.hpp"
@@ -69,29 +72,49 @@ std::vector<Outlier> find_outliers(const std::vector<ResultRecord>& records,
                                    const std::vector<EnvRecord>& env,
                                    const std::vector<ToleranceRule>& rules, int min_items) {
   // The last record of a case wins (a resumed run may repeat one).
-  std::unordered_map<std::string, const ResultRecord*> last;
-  std::vector<std::string> order;
+  // Views of the case keys (720,000 records at 1,000 nodes, docs/report.md "Scale").
+  std::deque<std::string> made;  // case keys that records.jsonl left out
+  std::unordered_map<std::string_view, const ResultRecord*> last;
+  std::vector<std::string_view> order;
+  last.reserve(records.size());
   for (const auto& r : records) {
     const auto& k = r.scope.kind;
     if (k != "gpu" && k != "node" && k != "link") continue;
-    std::string key =
-        r.case_key.empty() ? make_case_key(r.benchmark, r.params, r.scope) : r.case_key;
-    if (!last.count(key)) order.push_back(key);
-    last[key] = &r;
+    std::string_view key =
+        r.case_key.empty()
+            ? std::string_view(made.emplace_back(make_case_key(r.benchmark, r.params, r.scope)))
+            : std::string_view(r.case_key);
+    auto [it, fresh] = last.try_emplace(key, &r);
+    if (fresh)
+      order.push_back(key);
+    else
+      it->second = &r;
   }
-  std::map<std::string, Group> groups;  // ordered: deterministic output
+  std::unordered_map<std::string, size_t> group_at;
+  std::vector<std::pair<std::string, Group>> group_list;
+  std::string base;
+  const ResultRecord* base_of = nullptr;  // consecutive records of a case share `base`
   for (const auto& key : order) {
     const ResultRecord* r = last[key];
     if (r->status != "ok") continue;
-    std::string base = r->benchmark + "|" + r->params.dump() + "|";
+    if (!base_of || base_of->benchmark != r->benchmark || base_of->params != r->params)
+      base = r->benchmark + "|" + r->params.dump() + "|";
+    base_of = r;
     for (const auto& m : r->metrics) {
       if (!std::isfinite(m.value)) continue;
-      Group& g = groups[base + m.name + "|" + r->scope.kind];
+      auto [it, fresh] =
+          group_at.try_emplace(base + m.name + "|" + r->scope.kind, group_list.size());
+      if (fresh) group_list.emplace_back(it->first, Group{});
+      Group& g = group_list[it->second].second;
       g.recs.push_back(r);
       g.values.push_back(m.value);
       if (!g.proto) g.proto = &m;
     }
   }
+  // Ordered by key: deterministic output.
+  std::sort(group_list.begin(), group_list.end(),
+            [](const auto& a, const auto& b) { return a.first < b.first; });
+  const auto& groups = group_list;
   std::map<std::pair<std::string, int>, const GpuInfo*> gpus;
   for (const auto& e : env)
     for (const auto& g : e.gpus) gpus[{e.host, g.index}] = &g;
@@ -150,11 +173,12 @@ FleetView fleet_view(const RunDir& run, const Report& report,
                      const std::vector<ToleranceRule>& rules) {
   FleetView fv;
   std::vector<std::string> hosts = report.hosts;
-  std::set<std::string> known(hosts.begin(), hosts.end());
+  std::unordered_set<std::string> known(hosts.begin(), hosts.end());
   for (const auto& r : run.records.records)
     if (!r.scope.host.empty() && r.scope.kind != "cluster" && known.insert(r.scope.host).second)
       hosts.push_back(r.scope.host);
-  std::map<std::string, FleetNode> nodes;
+  std::unordered_map<std::string, FleetNode> nodes;
+  nodes.reserve(hosts.size());
   for (const auto& h : hosts) {
     FleetNode& n = nodes[h];
     n.host = h;
@@ -171,10 +195,11 @@ FleetView fleet_view(const RunDir& run, const Report& report,
       }
   std::map<std::string, std::set<std::string>> failed_benches;
   for (const auto& r : run.records.records) {
-    std::vector<std::string> rh =
-        r.scope.kind == "link" ? r.scope.hosts : std::vector<std::string>{r.scope.host};
-    if (r.scope.kind == "cluster") rh.clear();
-    for (const auto& h : rh) {
+    if (r.scope.kind == "cluster") continue;
+    const bool link = r.scope.kind == "link";
+    const size_t count = link ? r.scope.hosts.size() : 1;
+    for (size_t i = 0; i < count; ++i) {
+      const std::string& h = link ? r.scope.hosts[i] : r.scope.host;
       auto n = nodes.find(h);
       if (n == nodes.end()) continue;
       if (r.status == "ok") ++n->second.records_ok;
