@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <map>
 #include <sstream>
 
@@ -106,8 +107,11 @@ void differ(std::vector<std::string>& out, const std::string& what, const std::s
 
 RunOptions resolve_resume(const RunOptions& given, const Context& ctx, ResumeState& state) {
   if (given.resume_dir.empty()) return given;
-  if (!given.out_dir.empty() && std::filesystem::absolute(given.out_dir).lexically_normal() !=
-                                    std::filesystem::absolute(given.resume_dir).lexically_normal())
+  auto norm = [](const std::string& p) {
+    auto n = std::filesystem::absolute(p).lexically_normal();
+    return n.has_filename() ? n : n.parent_path();  // "R/" names R
+  };
+  if (!given.out_dir.empty() && norm(given.out_dir) != norm(given.resume_dir))
     throw InputError("--resume " + given.resume_dir + " appends to that directory; --out " +
                      given.out_dir + " names another");
   std::string text, error;
@@ -153,17 +157,50 @@ RunOptions resolve_resume(const RunOptions& given, const Context& ctx, ResumeSta
   return o;
 }
 
-void read_resume_records(ResumeState& state) {
-  std::ifstream in(state.dir + "/records.jsonl");
+void read_resume_records(ResumeState& state, bool repair) {
+  const std::string path = state.dir + "/records.jsonl";
+  std::string text;
+  {
+    std::ifstream in(path, std::ios::binary);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    text = ss.str();
+  }
+  // A last line without its newline is a write the killed run did not finish.
+  const size_t complete = text.empty() || text.back() == '\n' ? text.size() : text.rfind('\n') + 1;
+  if (complete < text.size()) {
+    std::string torn = text.substr(complete);
+    bool whole = false;  // a whole record that only lacks its newline: keep it, add the newline
+    try {
+      whole = json::parse(torn).is_object();
+    } catch (const std::exception&) {
+    }
+    if (repair) {
+      if (whole) {
+        std::ofstream(path, std::ios::app) << '\n';
+      } else {
+        std::ofstream(path + ".torn", std::ios::app) << torn << '\n';
+        std::filesystem::resize_file(path, complete);
+        std::cerr << "clusterbench: --resume: " << path << ": its torn last line (" << torn.size()
+                  << " bytes, a partial write of the killed run) was moved to " << path << ".torn"
+                  << std::endl;
+      }
+    }
+    if (!whole) text.resize(complete);
+  }
   std::map<std::string, bool> last;  // case key -> its last record is done
+  std::istringstream lines(text);
   std::string line;
-  while (std::getline(in, line)) {
+  int number = 0;
+  while (std::getline(lines, line)) {
+    ++number;
     if (line.empty()) continue;
     json j;
     try {
       j = json::parse(line);
-    } catch (const std::exception&) {
-      continue;  // the truncated last line of a killed run
+    } catch (const std::exception& e) {
+      throw InputError("--resume " + state.dir + ": " + path + ":" + std::to_string(number) +
+                       ": not a record (" + e.what() + "); fix or remove that line, then resume");
     }
     std::string key = j.value("case_key", "");
     if (key.empty()) {

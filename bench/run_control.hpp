@@ -30,8 +30,11 @@ struct ResumeState {
 /// --resume returns `given` unchanged and leaves `state` inactive.
 RunOptions resolve_resume(const RunOptions& given, const Context& ctx, ResumeState& state);
 
-/// Rank 0: reads DIR/records.jsonl into `state.done_keys` (a truncated last line is ignored).
-void read_resume_records(ResumeState& state);
+/// Rank 0: reads DIR/records.jsonl into `state.done_keys`. A malformed line before the last one
+/// throws InputError naming records.jsonl:LINE (nothing is measured). A torn last line (a killed
+/// run's partial write, no newline) is ignored; with `repair` it is moved to
+/// records.jsonl.torn and cut off, so that appended records start on a line of their own.
+void read_resume_records(ResumeState& state, bool repair = false);
 
 /// Differences of the plan between the earlier run and this one (hosts, ranks, planned case
 /// keys), as texts; empty when the earlier plan can be completed by this job.

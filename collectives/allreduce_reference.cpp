@@ -40,7 +40,7 @@ int main(int argc, char** argv) {
   std::vector<float> send(static_cast<size_t>(maxb / 4), 1.0f), recv(send.size());
   if (rank == 0)
     std::printf("# allreduce_reference: %d ranks, float, sum\n#%11s %10s %12s %12s\n", n, "size(B)",
-                "time(us)", "busbw");
+                "time(us)", "busbw", "busbw_best");
   for (double s = static_cast<double>(minb); s <= static_cast<double>(maxb); s *= step) {
     int count = static_cast<int>(static_cast<long long>(s) / 4);
     auto batch = [&](long long ops) {

@@ -3,9 +3,12 @@
 // safety rules: docs/fio.md "Safety".
 #include "io/fio.hpp"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -94,7 +97,8 @@ class Fio : public Benchmark {
       if (s.has(id(), key) && (s.get(id(), key, "").empty() || s.get(id(), key, "")[0] == '-'))
         throw InputError(std::string("--set ") + id() + "." + key + ": must be a positive value");
     if (s.get(id(), "scratch", "").find(':') != std::string::npos)
-      throw InputError("--set " + id() + ".scratch: fio's directory= cannot hold ':'; choose another path");
+      throw InputError("--set " + id() +
+                       ".scratch: fio's directory= cannot hold ':'; choose another path");
     std::vector<json> out;
     for (const auto& p : s.get_list(id(), "profiles", fio_profiles())) {
       if (std::find(fio_profiles().begin(), fio_profiles().end(), p) == fio_profiles().end() &&
@@ -144,22 +148,35 @@ class Fio : public Benchmark {
       where = default_scratch(run.env().block_devices, mounts, system_tmpdir(),
                               [](const std::string& d) { return free_bytes(d); });
     }
+    // The target must be an existing directory this process may create its files in.
+    const std::string origin = named ? "--set " + id() + ".scratch" : where.reason;
+    if (where.dir.empty())
+      throw Refused("refused: " + origin + " names no directory (it is empty)");
+    {
+      std::error_code ec;
+      if (!std::filesystem::is_directory(where.dir, ec))
+        throw Refused("refused: " + origin + " " + where.dir + " is not a directory" +
+                      (std::filesystem::exists(where.dir, ec) ? "" : " (it does not exist)"));
+      if (::access(where.dir.c_str(), W_OK | X_OK) != 0)
+        throw Refused("refused: " + origin + " " + where.dir +
+                      ": fio cannot create its files there (" + std::strerror(errno) + ")");
+    }
     const Mount* m = mount_of(where.dir, mounts);
     std::string fs_type = m ? m->fs_type : "";
     if (is_network_fs(fs_type) && !named)
       throw Refused("refused: " + where.dir + " is on a network filesystem (" + fs_type +
-                   "); name it with --set io.fio.scratch to test it");
+                    "); name it with --set io.fio.scratch to test it");
     long long need = static_cast<long long>(numjobs) * size;
     long long avail = free_bytes(where.dir);
     if (avail < 0)
       throw Refused("refused: scratch directory " + where.dir +
-                   " cannot be examined (statvfs: " + std::strerror(errno) + ")");
+                    " cannot be examined (statvfs: " + std::strerror(errno) + ")");
     long long margin = 64LL << 20;
     if (avail < need + margin)
       throw Refused("refused: profile " + profile + " needs " + std::to_string(need) + " B (" +
-                   std::to_string(numjobs) + " jobs x " + std::to_string(size) +
-                   " B) plus a 64 MiB margin in " + where.dir + ", which has " +
-                   std::to_string(avail) + " B free");
+                    std::to_string(numjobs) + " jobs x " + std::to_string(size) +
+                    " B) plus a 64 MiB margin in " + where.dir + ", which has " +
+                    std::to_string(avail) + " B free");
 
     // A named target that another process is writing is refused. The automatic choice (the
     // fastest NVMe mount, else $TMPDIR) is shared by the whole system: writers there are normal.

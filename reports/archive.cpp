@@ -17,6 +17,7 @@
 #include <sstream>
 
 #include "records.hpp"
+#include "reports/render.hpp"
 
 namespace clusterbench::report {
 
@@ -80,6 +81,35 @@ class Writer {
   std::string path_;
 };
 
+/// Why a member name is unsafe to extract (absolute, or a ".." component), or "" when it is not.
+std::string unsafe_name(const std::string& name) {
+  if (name.empty()) return "empty member name";
+  if (name[0] == '/') return "absolute member path";
+  for (const auto& part : fs::path(name))
+    if (part == "..") return "member path climbs out with ..";
+  return "";
+}
+
+/// What a non-regular member is, for the problem line.
+std::string member_kind(struct archive_entry* e) {
+  if (archive_entry_hardlink(e)) return std::string("hard link to ") + archive_entry_hardlink(e);
+  switch (archive_entry_filetype(e)) {
+    case AE_IFLNK:
+      return std::string("symbolic link to ") +
+             (archive_entry_symlink(e) ? archive_entry_symlink(e) : "?");
+    case AE_IFCHR:
+      return "character device";
+    case AE_IFBLK:
+      return "block device";
+    case AE_IFIFO:
+      return "FIFO";
+    case AE_IFSOCK:
+      return "socket";
+    default:
+      return "not a regular file";
+  }
+}
+
 /// "prefix/rel" -> {"prefix", "rel"}; a name without a slash has an empty rel.
 std::pair<std::string, std::string> split_prefix(std::string name) {
   while (name.rfind("./", 0) == 0) name = name.substr(2);
@@ -96,11 +126,13 @@ ArchiveSummary write_archive(const std::string& dir, const std::string& out) {
   std::string root = resolved(dir);
   if (!fs::is_regular_file(fs::path(root) / "run.json"))
     throw InputError(dir + ": no run.json here; is this a clusterbench results directory?");
+  // Before reading anything: never inside the run (it would replace a run file), parent writable.
+  check_output_file(out, "-o", root);
   ArchiveSummary sum;
   sum.path = out;
   sum.prefix = fs::path(root).filename().string();
 
-  // The archive itself may be written inside the run directory: never pack it.
+  // check_output_file keeps `out` out of the run directory; these checks stay as a second guard.
   std::error_code ec;
   fs::path out_abs = fs::absolute(out, ec);
   std::string tmp = out + ".tmp." + std::to_string(getpid());
@@ -155,14 +187,22 @@ VerifyResult verify_archive(const std::string& path) {
   VerifyResult res;
   if (::access(path.c_str(), R_OK) != 0)
     throw InputError(path + ": cannot open (" + std::strerror(errno) + ")");
+  std::error_code dir_ec;
+  if (fs::is_directory(path, dir_ec))
+    throw InputError(path + ": is a directory; it cannot be opened as a clusterbench archive");
+  // Only what `clusterbench archive` writes (tar, gzip or uncompressed): libarchive's other
+  // readers accept nearly any text (/etc/passwd reads as an mtree).
   ReadHandle a(archive_read_new(), archive_read_free);
-  archive_read_support_filter_all(a.get());
-  archive_read_support_format_all(a.get());
+  archive_read_support_filter_gzip(a.get());
+  archive_read_support_filter_none(a.get());
+  archive_read_support_format_tar(a.get());
+  archive_read_support_format_gnutar(a.get());
   if (archive_read_open_filename(a.get(), path.c_str(), 64 * 1024) != ARCHIVE_OK) {
     const char* err = archive_error_string(a.get());
-    res.problems.push_back(path + ": not a readable archive: " + (err ? err : "unknown error"));
-    return res;
+    throw InputError(path + ": cannot be opened as a clusterbench archive (" +
+                     (err ? err : "unknown error") + ")");
   }
+  int members = 0;
   std::map<std::string, std::string> hashes;  // relative path -> sha256 of the member
   std::string manifest, prefix, last = "(start of archive)";
   bool have_manifest = false, damaged = false;
@@ -173,14 +213,26 @@ VerifyResult verify_archive(const std::string& path) {
     if (rc != ARCHIVE_OK && rc != ARCHIVE_WARN) {  // RETRY ("Damaged tar archive") or FATAL
       damaged = true;
       const char* err = archive_error_string(a.get());
+      if (members == 0)  // empty, truncated in the first header, or not a tar at all
+        throw InputError(path + ": cannot be opened as a clusterbench archive (" +
+                         (err ? err : "no tar member") + ")");
       res.problems.push_back(
           "after " + last +
           ": archive damaged, the next member cannot be read: " + (err ? err : "unknown error"));
       break;
     }
+    ++members;
     std::string name = archive_entry_pathname(e) ? archive_entry_pathname(e) : "";
-    if (archive_entry_filetype(e) != AE_IFREG) continue;
     last = name;
+    if (std::string why = unsafe_name(name); !why.empty()) {
+      res.problems.push_back(name + ": " + why + " (unsafe to extract)");
+      continue;
+    }
+    if (archive_entry_hardlink(e) || archive_entry_filetype(e) != AE_IFREG) {
+      if (archive_entry_filetype(e) == AE_IFDIR && !archive_entry_hardlink(e)) continue;
+      res.problems.push_back(name + ": " + member_kind(e) + ", not a regular file");
+      continue;
+    }
     auto [top, rel] = split_prefix(name);
     if (prefix.empty()) prefix = top;
     std::string data;

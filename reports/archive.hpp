@@ -26,10 +26,11 @@ std::string default_archive_path(const std::string& dir);
 /// file below `dir` as `<prefix>/<relative path>` in path order, then `<prefix>/SHA256SUMS` with
 /// one line per file, `<sha256 hex>  <relative path>` (sha256sum's format, so `sha256sum -c
 /// SHA256SUMS` works in the extracted directory). prefix = the last component of `dir`'s resolved
-/// path. A SHA256SUMS already at the top of `dir` and `out` itself are left out. Each file is read
-/// once into memory: what is hashed is what is packed, even while records.jsonl grows.
-/// Throws InputError when `dir` is not a run directory (no run.json) and std::runtime_error
-/// naming the path on an I/O or libarchive error.
+/// path. A SHA256SUMS already at the top of `dir` is left out. Each file is read once into
+/// memory: what is hashed is what is packed, even while records.jsonl grows.
+/// Throws InputError, before reading anything, when `dir` is not a run directory (no run.json)
+/// or `out` fails check_output_file() (inside `dir`, a directory, parent missing or not
+/// writable), and std::runtime_error naming the path on an I/O or libarchive error.
 ArchiveSummary write_archive(const std::string& dir, const std::string& out);
 
 /// What verify_archive() found.
@@ -39,15 +40,19 @@ struct VerifyResult {
   bool ok() const { return problems.empty(); }
 };
 
-/// Reads the whole archive (any format and compression libarchive knows) and compares every
-/// member with `<prefix>/SHA256SUMS`. Problems, each naming its file: "<path>: sha256 mismatch
+/// Reads the whole archive (tar formats only, gzip-compressed or not) and compares every member
+/// with `<prefix>/SHA256SUMS`. Problems, each naming its file: "<member>: absolute member path
+/// (unsafe to extract)", "<member>: member path climbs out with .. (unsafe to extract)",
+/// "<member>: symbolic link to X, not a regular file" (hard links, devices, FIFOs, sockets
+/// likewise; directory members are ignored), "<path>: sha256 mismatch
 /// (manifest X, archive Y)", "<path>: listed in SHA256SUMS but missing from the archive",
 /// "<path>: not listed in SHA256SUMS", "<path>: appears twice", "<path>: archive damaged while
 /// reading it: <libarchive's text>", "after <member>: archive damaged, the next member cannot be
-/// read: ...", "<archive>: not a readable archive: ..." (damage before the first member),
-/// "SHA256SUMS: missing from the archive" (only when nothing was damaged), "SHA256SUMS line N:
-/// malformed".
-/// Throws InputError when the file cannot be opened.
+/// read: ...", "SHA256SUMS: missing from the archive" (only when nothing was damaged),
+/// "SHA256SUMS line N: malformed".
+/// Throws InputError when the file cannot be opened, is a directory, or is not a tar (gzip or
+/// plain) whose first member header can be read: "<path>: cannot be opened as a clusterbench
+/// archive (...)" — empty files, text files, and files truncated before the first member.
 VerifyResult verify_archive(const std::string& path);
 
 /// `clusterbench archive DIR [-o FILE]`: prints the archive's path, files and bytes; returns 0.

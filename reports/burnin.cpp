@@ -57,8 +57,9 @@ BurninAnalysis analyze_burnin(const json& series) {
 std::vector<Metric> burnin_metrics(const json& series) {
   BurninAnalysis a = analyze_burnin(series);
   if (a.intervals == 0) return {};
-  std::vector<Metric> out = {{"rate_drop", a.drop_pct, "%", false},
-                             {"rate_dip", a.dip_pct, "%", false}};
+  std::vector<Metric> out;
+  if (a.intervals >= kBurninMinIntervals)
+    out = {{"rate_drop", a.drop_pct, "%", false}, {"rate_dip", a.dip_pct, "%", false}};
   if (a.telemetry_intervals > 0)
     out.push_back(
         {"thermal_slowdown_intervals", static_cast<double>(a.thermal_intervals), "count", false});
@@ -74,6 +75,15 @@ const RunDir& with_burnin_metrics(const RunDir& run, RunDir& storage) {
       if (std::none_of(r.metrics.begin(), r.metrics.end(),
                        [&](const Metric& have) { return have.name == m.name; }))
         r.metrics.push_back(m);
+    int n = analyze_burnin(r.extra["series"]).intervals;
+    if (n < kBurninMinIntervals) {
+      std::string why = "rate_drop and rate_dip not judged: " + std::to_string(n) +
+                        " interval(s) measured, " + std::to_string(kBurninMinIntervals) + " needed";
+      if (r.extra.contains("stopped_early") && r.extra["stopped_early"].is_string())
+        why += " (" + r.extra["stopped_early"].get<std::string>() + ")";
+      r.extra["not_judged"] = why;
+      r.message = r.message.empty() ? why : r.message + "; " + why;
+    }
   }
   return storage;
 }

@@ -19,6 +19,11 @@ inline constexpr const char* kBurninBenchmark = "burnin.soak";
 /// (nvml.h nvmlClocksEventReason*). Power-cap reasons are not thermal throttling.
 inline constexpr unsigned long long kThermalReasonMask = 0x8 | 0x20 | 0x40;
 
+/// Intervals a soak needs before its rate is judged (docs/burnin.md: the soak is cut into at
+/// least six): rate_drop compares the medians of the first and last thirds, which on fewer
+/// intervals are one or two samples, and a run stopped early must not PASS on them.
+inline constexpr int kBurninMinIntervals = 6;
+
 /// What a burn-in series (a record's extra.series: intervals with "rate_tflops" and optional
 /// "telemetry": {"samples", "clock_event_reasons", "temperature_c_max"}) says.
 struct BurninAnalysis {
@@ -42,12 +47,17 @@ struct BurninAnalysis {
 /// intervals = 0 and zeros.
 BurninAnalysis analyze_burnin(const json& series);
 
-/// The derived metrics of a series, for the spec rows: rate_drop (%), rate_dip (%), and, where
-/// any interval has telemetry, thermal_slowdown_intervals (count). None for an empty series.
+/// The derived metrics of a series, for the spec rows: rate_drop (%) and rate_dip (%) when the
+/// series has at least kBurninMinIntervals intervals (fewer: neither, so their rows are MISSING,
+/// never PASS), and, where any interval has telemetry, thermal_slowdown_intervals (count). None
+/// for an empty series.
 std::vector<Metric> burnin_metrics(const json& series);
 
 /// `run` itself when it holds no ok burnin.soak record; else `storage`, a copy of it whose ok
-/// burn-in records also carry burnin_metrics() (a metric already present is kept).
+/// burn-in records also carry burnin_metrics() (a metric already present is kept). A record with
+/// fewer than kBurninMinIntervals intervals also gets the reason its rate is not judged in its
+/// message and in extra.not_judged: "rate_drop and rate_dip not judged: N interval(s) measured,
+/// 6 needed (...)", with its extra.stopped_early when it has one.
 const RunDir& with_burnin_metrics(const RunDir& run, RunDir& storage);
 
 /// Line charts of the burn-in: the rate per interval over time, one series per GPU or rank, and

@@ -190,7 +190,8 @@ struct Item {
   std::vector<json> values;
   std::vector<std::string> unknown;  ///< concrete pointers whose value is "" or null
   bool env_no_match = false;
-  std::vector<std::string> notes;  ///< health rows: the evidence of each value (start -> end)
+  std::vector<std::string> notes;   ///< health rows: the evidence of each value (start -> end)
+  std::vector<std::string> absent;  ///< health rows: hardware not on the node (WAIVED)
 };
 
 class Items {
@@ -744,7 +745,9 @@ class RowEvaluator {
                                 : req_.scope == "cluster" ? "cluster"
                                                           : env.host;
         Item& item = items_.get(key, key);
-        if (v.value.is_null())
+        if (v.absent)
+          item.absent.push_back(v.item + ": " + v.detail);
+        else if (v.value.is_null())
           item.unknown.push_back(v.item + ": " + v.detail);
         else
           item.values.push_back(v.value);
@@ -762,6 +765,11 @@ class RowEvaluator {
       r.message = item.unknown.front();
       if (item.unknown.size() > 1)
         r.message += " (and " + std::to_string(item.unknown.size() - 1) + " more unknown)";
+      return r;
+    }
+    if (item.values.empty() && !item.absent.empty()) {
+      r.outcome = kWaived;
+      r.message = item.absent.front();
       return r;
     }
     if (req_.aggregate == "each") {

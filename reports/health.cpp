@@ -352,7 +352,8 @@ class Builder {
     auto starts = by_key(start_, "ib_ports", "name");
     auto ends = by_key(end_, "ib_ports", "name");
     if (starts.empty() && ends.empty()) {
-      for (const auto& m : kIbMetrics) add(m, host_, 0, "no InfiniBand port on this node");
+      for (const auto& m : kIbMetrics)
+        add(m, host_, nullptr, "no InfiniBand port on this node").absent = true;
       return;
     }
     std::set<std::string> names;
@@ -401,7 +402,7 @@ class Builder {
     }
     if (!any)
       for (const auto& m : kAerMetrics)
-        add(m, host_, 0, "no GPU or NIC on this node reports AER counters");
+        add(m, host_, nullptr, "no GPU or NIC on this node reports AER counters").absent = true;
   }
 
   const json& start_;

@@ -12,12 +12,13 @@ namespace clusterbench::report {
 
 /// One judged value of a health metric on one item.
 struct HealthValue {
-  std::string metric;  ///< one of health_metrics(), e.g. "gpu.ecc_uncorrected", "ib.symbol_error"
-  std::string item;    ///< "node01/gpu3[GPU-uuid]@0000:18:00.0", ".../nvlink5",
-                       ///< "node01/nic[mlx5_0/1]", "node01/pci[0000:3b:00.0]/mlx5_0", or "node01"
-  json value;          ///< count (a delta, or 0/1 for a state); null when it could not be read
-  std::string detail;  ///< evidence: "volatile 0 -> 2, aggregate 5 -> 7", or why it is unknown
-  int gpu_index = -1;  ///< GPU metrics: NVML index; -1 otherwise
+  std::string metric;   ///< one of health_metrics(), e.g. "gpu.ecc_uncorrected", "ib.symbol_error"
+  std::string item;     ///< "node01/gpu3[GPU-uuid]@0000:18:00.0", ".../nvlink5",
+                        ///< "node01/nic[mlx5_0/1]", "node01/pci[0000:3b:00.0]/mlx5_0", or "node01"
+  json value;           ///< count (a delta, or 0/1 for a state); null when it could not be read
+  std::string detail;   ///< evidence: "volatile 0 -> 2, aggregate 5 -> 7", or why it is unknown
+  bool absent = false;  ///< the hardware is not on this node (no IB port, no AER): WAIVED, not 0
+  int gpu_index = -1;   ///< GPU metrics: NVML index; -1 otherwise
   std::string uuid, pci_bus_id;  ///< GPU (uuid, bus) or PCIe device (bus)
 };
 

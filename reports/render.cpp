@@ -1,7 +1,12 @@
 // Renderers: Markdown, JSON, JUnit XML, console. They format; every judgement is in evaluate.cpp.
 #include "reports/render.hpp"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <map>
 #include <sstream>
@@ -374,6 +379,33 @@ std::string render_console_details(const Report& r, const RunDir& run) {
       << or_unknown(run.run.version) << "\n";
   out << render_uniformity_console(check_uniformity(run.run.env));
   return out.str();
+}
+
+void check_output_file(const std::string& path, const std::string& option,
+                       const std::string& run_dir) {
+  namespace fs = std::filesystem;
+  std::string what = option + " " + path + ": ";
+  if (path.empty()) throw InputError(what + "empty path");
+  std::error_code ec;
+  fs::path target = fs::weakly_canonical(fs::absolute(path, ec), ec);
+  fs::path parent = fs::absolute(path, ec).parent_path();
+  if (!run_dir.empty()) {
+    fs::path run = fs::weakly_canonical(fs::absolute(run_dir, ec), ec);
+    auto rel = target.lexically_relative(run);
+    if (!rel.empty() && *rel.begin() != ".." && !rel.is_absolute())
+      throw InputError(what + "lies inside the run directory " + run.string() +
+                       "; write it elsewhere");
+  }
+  if (fs::is_directory(path, ec)) throw InputError(what + "is a directory; name a file");
+  if (!fs::is_directory(parent, ec))
+    throw InputError(what + "directory " + parent.string() + " does not exist");
+  std::string probe = path + ".tmp." + std::to_string(::getpid());
+  int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (fd < 0)
+    throw InputError(what + "cannot create a file in " + parent.string() + " (" +
+                     std::strerror(errno) + ")");
+  ::close(fd);
+  ::unlink(probe.c_str());
 }
 
 FleetView write_reports(const Report& r, const RunDir& run, const std::string& dir) {

@@ -39,11 +39,12 @@ if [ ! -x "$BIN" ]; then
   say "building $BIN (-DCLUSTERBENCH_MPI=OFF)"
   gen=()
   command -v ninja >/dev/null && gen=(-G Ninja)
+  mkdir -p "$BUILD"
   cmake -S "$ROOT" -B "$BUILD" "${gen[@]}" -DCLUSTERBENCH_MPI=OFF -DCLUSTERBENCH_TESTS=OFF \
-    -DCMAKE_BUILD_TYPE=Release >"$BUILD.configure.log" 2>&1 ||
-    { tail -30 "$BUILD.configure.log"; echo "gpu-check: configure failed" >&2; exit 1; }
-  cmake --build "$BUILD" --target clusterbench -j"$(nproc)" >"$BUILD.build.log" 2>&1 ||
-    { tail -30 "$BUILD.build.log"; echo "gpu-check: build failed" >&2; exit 1; }
+    -DCMAKE_BUILD_TYPE=Release >"$BUILD/gpu-check.configure.log" 2>&1 ||
+    { tail -30 "$BUILD/gpu-check.configure.log"; echo "gpu-check: configure failed" >&2; exit 1; }
+  cmake --build "$BUILD" --target clusterbench -j"$(nproc)" >"$BUILD/gpu-check.build.log" 2>&1 ||
+    { tail -30 "$BUILD/gpu-check.build.log"; echo "gpu-check: build failed" >&2; exit 1; }
 fi
 [ -f "$BUILD/libclusterbench_gpu.so" ] && PLUGIN=$BUILD/libclusterbench_gpu.so || PLUGIN=""
 say "binary $BIN${PLUGIN:+, plugin $PLUGIN}"
@@ -123,7 +124,7 @@ section_gemm() {
   timeout 150 "$BIN" run --suite quick "${SPEC_ARGS[@]}" --only compute.gemm --set compute.gemm.backends=cublaslt \
     --set compute.gemm.dtypes=fp16,bf16,tf32,fp8_e4m3 --set compute.gemm.shapes=8192 \
     --set compute.gemm.min_time=1 --out "$OUT/gemm" >"$OUT/gemm.log" 2>&1
-  echo "clusterbench exited $? (verdicts: $OUT/gemm/report.md)"
+  echo "clusterbench exited $? (its verdict code: 0 pass, 1 a row failed, 4 incomplete; verdicts: $OUT/gemm/report.md)"
   say "torch anchors"
   timeout 90 python3 - >"$OUT/gemm-anchor.json" 2>"$OUT/gemm-anchor.err" <<'P'
 import json
@@ -189,7 +190,7 @@ section_gpu_memory_bandwidth() {
   say "compute.gpu_memory_bandwidth"
   timeout 90 "$BIN" run --suite quick "${SPEC_ARGS[@]}" --only compute.gpu_memory_bandwidth \
     --set compute.gpu_memory_bandwidth.min_time=1 --out "$OUT/dcopy" >"$OUT/dcopy.log" 2>&1
-  echo "clusterbench exited $? (verdicts: $OUT/dcopy/report.md)"
+  echo "clusterbench exited $? (its verdict code: 0 pass, 1 a row failed, 4 incomplete; verdicts: $OUT/dcopy/report.md)"
   local bytes
   bytes=$(python3 -c "import json,sys
 r=[json.loads(l) for l in open(sys.argv[1])]
@@ -244,7 +245,7 @@ section_collectives() {
     --set collectives.dtypes=float,half,bfloat16 --set collectives.maxbytes=64M \
     --set collectives.stepfactor=8 --set collectives.min_time=0.02 --out "$OUT/coll" \
     >"$OUT/coll.log" 2>&1
-  echo "clusterbench exited $? (verdicts: $OUT/coll/report.md)"
+  echo "clusterbench exited $? (its verdict code: 0 pass, 1 a row failed, 4 incomplete; verdicts: $OUT/coll/report.md)"
   python3 - "$OUT/coll/records.jsonl" >>"$TABLE" <<'P'
 import collections, json, sys
 try:
@@ -277,7 +278,7 @@ section_host_device_copy() {
     --set compute.host_device_copy.numa=near --set compute.host_device_copy.gpus=all \
     --set compute.host_device_copy.bytes=$bytes --set compute.host_device_copy.min_time=0.5 \
     --out "$OUT/hcopy" >"$OUT/hcopy.log" 2>&1
-  echo "clusterbench exited $? (verdicts: $OUT/hcopy/report.md)"
+  echo "clusterbench exited $? (its verdict code: 0 pass, 1 a row failed, 4 incomplete; verdicts: $OUT/hcopy/report.md)"
   say "torch anchor (pinned copies of $bytes bytes)"
   timeout 45 python3 - "$bytes" >"$OUT/hcopy-anchor.json" 2>"$OUT/hcopy-anchor.err" <<'P2'
 import json, sys
@@ -335,7 +336,7 @@ section_burnin() {
   say "burnin (20 s soak: GEMM + all_reduce, verdicts, health counters)"
   timeout 90 "$BIN" burnin --minutes 0.34 --out "$OUT/burnin" \
     >"$OUT/burnin.log" 2>&1
-  echo "clusterbench burnin exited $? (verdicts: $OUT/burnin/report.md)"
+  echo "clusterbench burnin exited $? (its verdict code; verdicts: $OUT/burnin/report.md)"
   python3 - "$OUT/burnin" >>"$TABLE" <<'P'
 import json, os, sys
 d = sys.argv[1]
@@ -347,14 +348,15 @@ except (OSError, ValueError) as e:
     print("burnin|soak|no result: %s|n/a|verdict" % e)
 for r in recs:
     m = {x["name"]: x["value"] for x in r.get("metrics", [])}
-    gpu = r["scope"].get("gpu_index", r["scope"].get("rank", ""))
+    sc = r["scope"]
+    gpu = "gpu%s" % sc["gpu_index"] if "gpu_index" in sc else "cpu rank %s" % sc.get("rank", "")
     if r["status"] != "ok":
-        print("burnin|gpu%s|%s: %s|n/a|TFLOP/s" % (gpu, r["status"], r.get("message", "")))
+        print("burnin|%s|%s: %s|n/a|TFLOP/s" % (gpu, r["status"], r.get("message", "")))
         continue
-    print("burnin|gpu%s rate first/last/worst|%.1f/%.1f/%.1f|n/a|TFLOP/s" % (
+    print("burnin|%s rate first/last/worst|%.1f/%.1f/%.1f|n/a|TFLOP/s" % (
         gpu, m.get("rate_first_minute", 0), m.get("rate_last_minute", 0),
         m.get("rate_worst_interval", 0)))
-    print("burnin|gpu%s max temperature, verification errors|%s C, %d|n/a|C, count" % (
+    print("burnin|%s max temperature, verification errors|%s C, %d|n/a|C, count" % (
         gpu, m.get("temperature_max", "n/a"), m.get("verification_errors", 0)))
 for row in rep.get("rows", []):
     if row["id"].startswith(("burnin.", "health.")):

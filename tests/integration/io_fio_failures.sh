@@ -78,6 +78,25 @@ assert r['status'] == 'waived' and r['message'].startswith('refused: profile seq
 " "$TMP/full.json"
 ok "run larger than free space -> refused"
 
+# A scratch "directory" that is a file, or does not exist -> refused naming the knob and path.
+: >"$TMP/a-file"
+expect_rc 2 "$CB_BIN" run --suite ci --only io.fio --set io.fio.profiles=seq_write \
+  --set io.fio.scratch="$TMP/a-file" --out "$TMP/notdir"
+record "$TMP/notdir" >"$TMP/notdir.json"
+py "
+r = json.load(open(sys.argv[1]))
+assert r['status'] == 'waived' and r['extra']['refused'], r
+assert r['message'] == 'refused: --set io.fio.scratch ' + sys.argv[2] + ' is not a directory', r
+" "$TMP/notdir.json" "$TMP/a-file"
+expect_rc 2 "$CB_BIN" run --suite ci --only io.fio --set io.fio.profiles=seq_write \
+  --set io.fio.scratch="$TMP/no-such-dir" --out "$TMP/nodir"
+record "$TMP/nodir" >"$TMP/nodir.json"
+py "
+r = json.load(open(sys.argv[1]))
+assert r['message'].endswith('no-such-dir is not a directory (it does not exist)'), r
+" "$TMP/nodir.json"
+ok "scratch that is a file or missing -> refused, naming --set io.fio.scratch and the path"
+
 # A raw block device without the explicit knob -> refused, nothing opened for writing.
 expect_rc 2 "$CB_BIN" run --suite ci --only io.fio --set io.fio.profiles=seq_write \
   --set io.fio.device=/dev/null --out "$TMP/dev"

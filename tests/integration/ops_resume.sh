@@ -104,5 +104,31 @@ expect_rc 0 "$CB_BIN" run --resume "$TMP/run" --dry-run
 expect_out "total: 4 case\(s\), 0 to run, estimated 0.00 s"
 expect_rc 2 "$CB_BIN" run --resume "$TMP/run" --out "$TMP/elsewhere"
 expect_out "appends to that directory; --out .*elsewhere names another"
-ok "resume of a complete run runs nothing; its dry-run says so; --out elsewhere refused"
+expect_rc 0 "$CB_BIN" run --resume "$TMP/run/" --out "$TMP/run/"
+ok "resume of a complete run runs nothing; its dry-run says so; --out elsewhere refused, R/ is R"
+
+# 6. A torn last line (a killed run's partial write): moved to records.jsonl.torn and cut off,
+#    so the rerun record starts on its own line and the directory stays readable.
+head -n 4 "$TMP/run/records.jsonl" >"$TMP/torn.jsonl"
+printf '{"benchmark":"compute.memory_bandwidth","params":{"kernel":"tr' >>"$TMP/torn.jsonl"
+mkdir -p "$TMP/torn" && cp "$TMP/run/run.json" "$TMP/torn/" && cp "$TMP/torn.jsonl" "$TMP/torn/records.jsonl"
+expect_rc 0 "$CB_BIN" run --resume "$TMP/torn"
+expect_out "torn last line .* moved to .*records.jsonl.torn"
+py "
+d = sys.argv[1]
+lines = open(d + '/records.jsonl').read().splitlines()
+recs = [json.loads(l) for l in lines]   # every line whole
+assert len(recs) == 5, len(recs)
+assert open(d + '/records.jsonl.torn').read().startswith('{\"benchmark\":\"compute.memory_bandwidth\",\"params\":{\"kernel\":\"tr'), 'torn bytes kept'
+" "$TMP/torn"
+expect_rc 0 "$CB_BIN" report "$TMP/torn"
+ok "torn last line set aside; resumed run dir is readable and reports"
+
+# 7. A malformed line in the middle: refused before anything runs, naming the line.
+{ head -n 1 "$TMP/run/records.jsonl"; echo 'garbage'; sed -n 2,3p "$TMP/run/records.jsonl"; } >"$TMP/mid.jsonl"
+mkdir -p "$TMP/mid" && cp "$TMP/run/run.json" "$TMP/mid/" && cp "$TMP/mid.jsonl" "$TMP/mid/records.jsonl"
+expect_rc 2 "$CB_BIN" run --resume "$TMP/mid"
+expect_out "records.jsonl:2: not a record"
+cmp -s "$TMP/mid.jsonl" "$TMP/mid/records.jsonl" || fail "the refused resume changed records.jsonl"
+ok "malformed middle line: exit 2 naming records.jsonl:2, nothing appended"
 echo "$PASSES passed, 0 failed"

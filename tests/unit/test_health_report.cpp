@@ -90,14 +90,24 @@ TEST(HealthDeltas, LinkDownedFailsAndAResetCounterCountsFromZero) {
   EXPECT_EQ(r.exit_code, 1);
 }
 
-TEST(HealthDeltas, NodeWithoutPortsOrAerPassesWithTheReason) {
+TEST(HealthDeltas, NodeWithoutPortsOrAerIsWaivedWithTheReason) {
   auto all = health_deltas(snapshot(json::array()), snapshot(json::array()), "cpu01");
   const HealthValue& v = only(all, "ib.port_rcv_errors", "cpu01");
-  EXPECT_EQ(v.value, 0);
+  EXPECT_TRUE(v.absent);
+  EXPECT_TRUE(v.value.is_null());
   EXPECT_EQ(v.detail, "no InfiniBand port on this node");
+  EXPECT_TRUE(only(all, "pcie.aer_fatal", "cpu01").absent);
   EXPECT_EQ(only(all, "pcie.aer_fatal", "cpu01").detail,
             "no GPU or NIC on this node reports AER counters");
   EXPECT_EQ(only(all, "gpu.ecc_uncorrected", "cpu01").detail, "no GPU in the snapshots");
+  // Judged: WAIVED with the reason, never a PASS for hardware that is not there.
+  Report r = evaluate(run_of(snapshot(json::array()), snapshot(json::array())),
+                      load_spec(std::string(CB_SOURCE_DIR) + "/reports/specs/base.json"));
+  EXPECT_EQ(row(r, "health.ib_port_rcv_errors").outcome, kWaived);
+  EXPECT_NE(row(r, "health.ib_port_rcv_errors").message.find("no InfiniBand port on this node"),
+            std::string::npos)
+      << row(r, "health.ib_port_rcv_errors").message;
+  EXPECT_EQ(row(r, "health.pcie_aer_fatal").outcome, kWaived);
 }
 
 TEST(HealthDeltas, UnreadableCounterIsUnknownNotZero) {
