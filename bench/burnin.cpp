@@ -1,14 +1,19 @@
 // `clusterbench burnin` (burnin.hpp, docs/burnin.md).
 #include "burnin.hpp"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <atomic>
 #include <cctype>
+#include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <condition_variable>
 #include <csignal>
 #include <cstdlib>
+#include <cstring>
 #include <ctime>
 #include <filesystem>
 #include <iostream>
@@ -26,6 +31,7 @@
 #include "health.hpp"
 #include "inventory.hpp"
 #include "nvml.hpp"
+#include "progress.hpp"
 #include "reports/burnin.hpp"
 #include "reports/health.hpp"
 #include "runner.hpp"
@@ -72,6 +78,37 @@ int test_rank(const char* var) {
   char* end = nullptr;
   long r = std::strtol(v, &end, 10);
   return end && *end == '\0' && r >= 0 ? static_cast<int>(r) : -1;
+}
+
+const char* signal_name(int sig) {
+  return sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : "a signal";
+}
+
+/// Rewrites `dir`/records.jsonl with `lines` (one record each): temporary file, fdatasync,
+/// rename, so that a kill at any moment leaves either the previous file or this one. The burn-in
+/// rewrites its records after every interval (each holds its series so far), then once more with
+/// the final records: no finished interval is lost, and each case key has one record.
+void rewrite_records(const std::string& dir, const std::vector<std::string>& lines) {
+  std::string data;
+  for (const auto& l : lines) data += l + "\n";
+  const std::string tmp = dir + "/.records.jsonl.tmp", path = dir + "/records.jsonl";
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) throw std::runtime_error(tmp + ": " + std::strerror(errno));
+  size_t done = 0;
+  while (done < data.size()) {
+    ssize_t w = ::write(fd, data.data() + done, data.size() - done);
+    if (w < 0 && errno == EINTR) continue;
+    if (w < 0) {
+      std::string err = std::strerror(errno);
+      ::close(fd);
+      throw std::runtime_error(tmp + ": " + err);
+    }
+    done += static_cast<size_t>(w);
+  }
+  ::fdatasync(fd);
+  ::close(fd);
+  if (::rename(tmp.c_str(), path.c_str()) != 0)
+    throw std::runtime_error(path + ": " + std::strerror(errno));
 }
 
 std::string make_run_id(const std::string& host) {
@@ -285,6 +322,32 @@ void add_series_metrics(ResultRecord& rec, const json& series, double interval_s
   rec.metrics.push_back({"intervals", static_cast<double>(series.size()), "count", true});
 }
 
+/// Rank 0's record of a rank from what it gathered (`params`, `scope` and the series so far),
+/// written after every interval and when the job is torn down; the rank's own final record
+/// replaces it when the soak ends in order. `dead`: the rank died (status failed, naming it).
+std::string snapshot_line(const std::string& run_id, const std::string& started_at,
+                          const BurninOptions& opt, double interval_s, int n_intervals,
+                          const json& params, const Scope& scope, const json& series,
+                          const std::string& note, const std::string& dead) {
+  ResultRecord rec;
+  rec.run_id = run_id;
+  rec.benchmark = report::kBurninBenchmark;
+  rec.params = params;
+  rec.scope = scope;
+  rec.combine = "per_rank";
+  rec.case_key = make_case_key(rec.benchmark, rec.params, rec.scope);
+  rec.started_at = started_at;
+  rec.status = dead.empty() && !series.empty() ? "ok" : "failed";
+  rec.message = !dead.empty() ? dead : series.empty() ? "no interval finished: " + note : "";
+  rec.extra["minutes"] = opt.minutes;
+  rec.extra["interval_s"] = interval_s;
+  rec.extra["intervals_planned"] = n_intervals;
+  rec.extra["series"] = series;
+  rec.extra["stopped_early"] = note;
+  if (!series.empty()) add_series_metrics(rec, series, interval_s, true);
+  return json(rec).dump();
+}
+
 /// A record line with the health counter deltas of its GPU (a CPU rank: of its node's other
 /// devices) over the soak, from its node's start and end snapshots (reports/health.hpp).
 std::string with_health_deltas(const std::string& line, const std::vector<EnvRecord>& envs) {
@@ -309,10 +372,12 @@ int burnin_command(const BurninOptions& opt) {
   Context& ctx = Context::get();
   if (!(opt.minutes > 0) || opt.minutes > 7 * 24 * 60)
     throw InputError("--minutes " + std::to_string(opt.minutes) + ": must be in (0, 10080]");
-  if (opt.shape < 0 || opt.shape > 65536)
+  if (opt.shape != kBurninUnset && (opt.shape < 1 || opt.shape > 65536))
     throw InputError("--shape " + std::to_string(opt.shape) + ": must be in [1, 65536]");
-  if (opt.allreduce_bytes < 0 || opt.allreduce_bytes > (4LL << 30))
-    throw InputError("--allreduce-bytes: must be in [4, 4G]");
+  if (opt.allreduce_bytes != kBurninUnset &&
+      (opt.allreduce_bytes < 4 || opt.allreduce_bytes > (4LL << 30) || opt.allreduce_bytes % 4))
+    throw InputError("--allreduce-bytes " + std::to_string(opt.allreduce_bytes) +
+                     ": must be in [4, 4G] and a multiple of 4 (fp32 elements)");
   const double total_s = opt.minutes * 60.0;
   const int n_intervals = burnin_intervals(total_s);
   const double interval_s = total_s / n_intervals;
@@ -355,7 +420,7 @@ int burnin_command(const BurninOptions& opt) {
   RankSetup me;
   me.gpu = node_has_gpus;
   std::string dtype = !opt.dtype.empty() ? opt.dtype : me.gpu ? "bf16" : "fp32";
-  long long n = opt.shape > 0 ? opt.shape : me.gpu ? 8192 : 256;
+  long long n = opt.shape != kBurninUnset ? opt.shape : me.gpu ? 8192 : 256;
   me.params = {{"backend", me.gpu ? "cublaslt" : "openblas"},
                {"dtype", dtype},
                {"m", n},
@@ -380,6 +445,26 @@ int burnin_command(const BurninOptions& opt) {
   if (me.gpu && std::find(gpu_dtypes.begin(), gpu_dtypes.end(), dtype) == gpu_dtypes.end())
     throw InputError("--dtype " + dtype +
                      ": the GPU burn-in runs fp16, bf16, tf32, fp32 or fp8_e4m3");
+  // A product must fit many times in an interval, and a signal must stop the soak within about a
+  // second (a product cannot be interrupted): refuse a shape whose product is estimated longer,
+  // before anything is allocated or written. CPU ranks estimate from a small probe product.
+  const double max_product_s = burnin_max_product_seconds(interval_s);
+  double est_s = me.gpu ? 0.0 : compute::estimate_openblas_product_seconds(dtype, {n, n, n});
+  est_s = ctx.allreduce_max(est_s);
+  if (est_s > max_product_s) {
+    char buf[512];
+    std::snprintf(buf, sizeof buf,
+                  "--shape %lld: one %s %lldx%lldx%lld product takes about %.3g s on this CPU "
+                  "(estimated, slowest rank), more than %.3g s (a tenth of the %.3g-s interval, "
+                  "at most 1 s): a product must fit many times in one interval and a signal must "
+                  "stop the soak within a second; choose a smaller --shape or more --minutes",
+                  n, dtype.c_str(), n, n, n, est_s, max_product_s, interval_s);
+    throw InputError(buf);
+  }
+  // SIGINT/SIGTERM from here on end the burn-in in order (exit 3, what was measured written),
+  // during setup too; the default action would kill the process without a word.
+  SignalGuard signals;
+  g_signal.store(0);
 
   // Rank 0: run id, directory, spec, plan, run.json (as `run` writes them).
   std::vector<std::string> scopes = ctx.gather(json{
@@ -450,7 +535,15 @@ int burnin_command(const BurninOptions& opt) {
   // The engines: GEMM on this rank, the all_reduce loop over every rank.
   std::unique_ptr<compute::SoakGemm> gemm;
   compute::GemmShape shape{n, n, n};
-  if (me.status == "ok") {
+  // Test only (docs/burnin.md): setup takes this many seconds longer, so that a test can signal
+  // the burn-in during its setup.
+  const int setup_delay = test_rank("CLUSTERBENCH_TEST_BURNIN_SETUP_DELAY_S");
+  if (setup_delay > 0) {
+    auto until = Clock::now() + std::chrono::seconds(setup_delay);
+    while (Clock::now() < until && !g_signal.load())
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  if (me.status == "ok" && !g_signal.load()) {
     try {
       gemm = me.gpu ? compute::make_cublaslt_soak(dtype, shape, kSeed, kSamples)
                     : compute::make_openblas_soak(dtype, shape, kSeed, kSamples);
@@ -474,9 +567,9 @@ int burnin_command(const BurninOptions& opt) {
     if (ctx.allreduce_sum(backend ? 0 : 1) > 0) backend = nullptr;
   }
   if (!backend) backend = collectives::mpi_backend();
-  long long ar_bytes = opt.allreduce_bytes > 0 ? opt.allreduce_bytes
-                       : all_gpu && backend    ? 256LL << 20
-                                               : 1LL << 20;
+  long long ar_bytes = opt.allreduce_bytes != kBurninUnset ? opt.allreduce_bytes
+                       : all_gpu && backend                ? 256LL << 20
+                                                           : 1LL << 20;
   AllReduceLoop allreduce(backend, std::max(1LL, ar_bytes / 4), backend && all_gpu ? device : -1);
 
   // Telemetry: NVML on a GPU rank, said so where there is none.
@@ -498,17 +591,111 @@ int burnin_command(const BurninOptions& opt) {
   int corrupt_rank = test_rank("CLUSTERBENCH_TEST_BURNIN_CORRUPT_RANK");
   int slow_rank = test_rank("CLUSTERBENCH_TEST_BURNIN_SLOW_RANK");
   bool corrupt = corrupt_rank == ctx.world_rank(), slow = slow_rank == ctx.world_rank();
-  SignalGuard signals;
-  g_signal.store(0);
   json series = json::array();
   std::string first_error;
   unsigned long long reasons = 0;
   std::string stopped;
+  if (ctx.allreduce_sum(g_signal.load() ? 1 : 0) > 0) {
+    int sig = g_signal.load();
+    stopped = std::string("stopped by ") + (sig ? signal_name(sig) : "a signal to a peer") +
+              " during setup, before the soak began";
+  }
   // Nothing to soak anywhere (every GPU waived or failed): no point in waiting out the time.
-  const int soaked = ctx.allreduce_sum(gemm ? 1 : 0) > 0 ? n_intervals : 0;
+  const int soaked = stopped.empty() && ctx.allreduce_sum(gemm ? 1 : 0) > 0 ? n_intervals : 0;
+
+  // Rank 0 keeps every rank's series, gathered after each interval, and rewrites records.jsonl
+  // with them (rewrite_records), so that a SIGKILL of rank 0 leaves the finished intervals on
+  // disk. When the job is torn down (a rank died: mpirun sends SIGTERM to the others, then
+  // SIGKILL a second later) rank 0's watcher thread writes the records and marks run.json
+  // aborted (exit 3) at once, then asks every rank over the progress channel (progress.hpp)
+  // whether it is there: a rank that does not answer died, and the records name it.
+  ProgressChannel channel(ctx, [](const std::string&) {});
+  std::mutex out_mu;  // rank 0: run, gathered, series, final_written
+  std::vector<json> gathered(static_cast<size_t>(ctx.is_root() ? ctx.world_size() : 0),
+                             json::array());
+  std::vector<json> scope_of;  // rank 0: {params, scope} per rank
+  if (ctx.is_root())
+    for (const auto& sc : scopes) scope_of.push_back(json::parse(sc));
+  bool final_written = false;
+  std::atomic<int> current{0};
+  auto snapshot = [&](const std::string& note, const std::vector<int>& dead,
+                      const std::string& dead_text) {
+    std::vector<std::string> out;
+    for (int r = 0; r < ctx.world_size(); ++r) {
+      const json& s =
+          r == 0 && series.size() > gathered[0].size() ? series : gathered[static_cast<size_t>(r)];
+      bool is_dead = std::find(dead.begin(), dead.end(), r) != dead.end();
+      const json& j = scope_of[static_cast<size_t>(r)];
+      out.push_back(snapshot_line(run_id, run.started_at, opt, interval_s, n_intervals, j["params"],
+                                  j["scope"].get<Scope>(), s, note, is_dead ? dead_text : ""));
+    }
+    rewrite_records(sink->dir(), out);
+  };
+  std::atomic<bool> watcher_stop{false};
+  std::thread watcher;
+  if (ctx.is_root() && sink) {
+    watcher = std::thread([&] {
+      while (!watcher_stop.load()) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        int sig = g_signal.load();
+        if (!sig) continue;
+        std::string during = " during interval " + std::to_string(current.load() + 1) + " of " +
+                             std::to_string(n_intervals);
+        std::string what = std::string("terminated by ") + signal_name(sig) + during +
+                           " (a rank died, or the job was cancelled)";
+        try {
+          std::lock_guard<std::mutex> lock(out_mu);
+          if (final_written) return;
+          snapshot(what + ": the finished intervals, written when the signal arrived", {}, "");
+          run.aborted = true;
+          run.abort_reason = what;
+          run.finished_at = utc_now_iso();
+          run.exit_code = 3;
+          sink->write_run(run);
+        } catch (const std::exception& e) {
+          std::cerr << "clusterbench: " << e.what() << std::endl;
+        }
+        std::vector<RankProgress> all = channel.collect(0.5);
+        std::vector<int> dead;
+        std::string names;
+        for (const auto& p : all)
+          if (!p.answered) {
+            dead.push_back(p.rank);
+            names += std::string(names.empty() ? "" : ", ") + "rank " + std::to_string(p.rank) +
+                     " (" + ctx.rank_hosts()[static_cast<size_t>(p.rank)] + ")";
+          }
+        if (dead.empty()) return;  // every rank is there: the soak ends in order
+        std::string reason = names + " died" + during + ": no answer to rank 0 after " +
+                             signal_name(sig) + " (mpirun ends the job when a rank dies)";
+        try {
+          std::lock_guard<std::mutex> lock(out_mu);
+          if (final_written) return;
+          snapshot("stopped: " + reason, dead, reason);
+          run.abort_reason = reason;
+          run.finished_at = utc_now_iso();
+          sink->write_run(run);
+        } catch (const std::exception& e) {
+          std::cerr << "clusterbench: " << e.what() << std::endl;
+        }
+        std::cerr << "clusterbench: burn-in aborted: " << reason << std::endl;
+        Context::get().abort(3);
+      }
+    });
+  }
+
+  struct Joiner {
+    std::atomic<bool>& stop;
+    std::thread& thread;
+    ~Joiner() {
+      stop.store(true);
+      if (thread.joinable()) thread.join();
+    }
+  } joiner{watcher_stop, watcher};
+
   ctx.quiet_barrier();
   auto t0 = Clock::now();
   for (int i = 0; i < soaked; ++i) {
+    current.store(i);
     auto begin = Clock::now();
     auto deadline = t0 + std::chrono::duration_cast<Clock::duration>(
                              std::chrono::duration<double>(interval_s * (i + 1)));
@@ -573,13 +760,30 @@ int burnin_command(const BurninOptions& opt) {
         reasons |= tel["clock_event_reasons"].get<unsigned long long>();
       iv["telemetry"] = tel;
     }
-    if (gemm && iv.value("products", 0LL) > 0) series.push_back(iv);
+    bool kept = gemm && iv.value("products", 0LL) > 0;
+    if (kept) {
+      std::lock_guard<std::mutex> lock(out_mu);
+      series.push_back(iv);
+    }
+    // Every rank's interval to rank 0, which rewrites the records with the series so far.
+    std::vector<std::string> ivs = ctx.gather(kept ? iv.dump() : std::string());
+    if (ctx.is_root()) {
+      std::lock_guard<std::mutex> lock(out_mu);
+      for (size_t r = 0; r < ivs.size() && r < gathered.size(); ++r)
+        if (!ivs[r].empty()) gathered[r].push_back(json::parse(ivs[r]));
+      if (!g_signal.load() && !final_written) {
+        try {
+          snapshot("in progress: " + std::to_string(i + 1) + " of " + std::to_string(n_intervals) +
+                       " intervals written; replaced by the final record when the soak ends",
+                   {}, "");
+        } catch (const std::exception& e) {
+          std::cerr << "clusterbench: " << e.what() << std::endl;
+        }
+      }
+    }
     if (ctx.allreduce_sum(g_signal.load() ? 1 : 0) > 0) {
       int sig = g_signal.load();
-      stopped = std::string("stopped by ") +
-                (sig == SIGINT    ? "SIGINT"
-                 : sig == SIGTERM ? "SIGTERM"
-                                  : "a signal to a peer") +
+      stopped = std::string("stopped by ") + (sig ? signal_name(sig) : "a signal to a peer") +
                 " during interval " + std::to_string(i + 1) + " of " + std::to_string(n_intervals);
       break;
     }
@@ -600,7 +804,7 @@ int burnin_command(const BurninOptions& opt) {
   rec.error = me.error;
   if (me.status == "ok" && series.empty()) {
     rec.status = "failed";
-    rec.message = "no interval finished";
+    rec.message = "no interval finished" + (stopped.empty() ? "" : ": " + stopped);
   }
   rec.extra["minutes"] = opt.minutes;
   rec.extra["interval_s"] = interval_s;
@@ -627,6 +831,8 @@ int burnin_command(const BurninOptions& opt) {
   if (corrupt || slow)
     rec.extra["fault_injection"] = corrupt ? "CLUSTERBENCH_TEST_BURNIN_CORRUPT_RANK (test only)"
                                            : "CLUSTERBENCH_TEST_BURNIN_SLOW_RANK (test only)";
+  if (setup_delay > 0)
+    rec.extra["fault_injection"] = "CLUSTERBENCH_TEST_BURNIN_SETUP_DELAY_S (test only)";
 
   // Health end snapshots into the EnvRecords; rank 0 writes the records and completes run.json.
   json end_health;
@@ -646,7 +852,11 @@ int burnin_command(const BurninOptions& opt) {
         for (auto& e : run.env)
           if (e.host == j["host"]) e.health["end"] = j["end"];
       }
-      for (const auto& l : lines) sink->append_line(with_health_deltas(l, run.env));
+      std::vector<std::string> final_lines;
+      for (const auto& l : lines) final_lines.push_back(with_health_deltas(l, run.env));
+      std::lock_guard<std::mutex> lock(out_mu);
+      rewrite_records(sink->dir(), final_lines);
+      final_written = true;
       run.finished_at = utc_now_iso();
       run.aborted = !stopped.empty();
       run.abort_reason = stopped;

@@ -9,10 +9,15 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <string>
 #include <vector>
 
 namespace clusterbench {
+
+/// An integer option not given on the command line (its default applies). Every value a user can
+/// give is checked against the option's range instead: 0 is not a default.
+inline constexpr long long kBurninUnset = std::numeric_limits<long long>::min();
 
 /// Options of `clusterbench burnin`.
 struct BurninOptions {
@@ -21,9 +26,12 @@ struct BurninOptions {
   std::string out_dir;    ///< the run directory; empty: results/<run-id>
   std::string results_root = "results";
   std::string fs_root = "/";
-  std::string dtype;              ///< empty: bf16 on GPUs, fp32 on the CPU
-  long long shape = 0;            ///< cube size M = N = K; 0: 8192 on GPUs, 256 on the CPU
-  long long allreduce_bytes = 0;  ///< 0: 256 MiB on GPUs (NCCL), 1 MiB on host buffers (MPI)
+  std::string dtype;  ///< empty: bf16 on GPUs, fp32 on the CPU
+  /// Cube size M = N = K in [1, 65536]; kBurninUnset: 8192 on GPUs, 256 on the CPU.
+  long long shape = kBurninUnset;
+  /// All_reduce bytes in [4, 4G], a multiple of 4 (fp32); kBurninUnset: 256 MiB on GPUs (NCCL),
+  /// 1 MiB on host buffers (MPI).
+  long long allreduce_bytes = kBurninUnset;
   std::vector<std::string> argv;
 };
 
@@ -31,6 +39,13 @@ struct BurninOptions {
 /// minute and there are at least six whatever the duration.
 inline int burnin_intervals(double seconds) {
   return std::max(6, static_cast<int>(std::ceil(seconds / 60.0 - 1e-9)));
+}
+
+/// The longest one product may take in a soak of intervals of `interval_s`: a tenth of an interval
+/// (so that it fits many times in one), and at most a second (so that SIGINT/SIGTERM stops the
+/// soak within about a second: a product cannot be interrupted).
+inline double burnin_max_product_seconds(double interval_s) {
+  return std::min(1.0, interval_s / 10.0);
 }
 
 /// Runs the burn-in on every rank and returns the exit code (DESIGN.md "Exit codes"), the same on

@@ -169,6 +169,22 @@ std::unique_ptr<SoakGemm> make_openblas_soak(const std::string& dtype, const Gem
   throw std::invalid_argument("burn-in on OpenBLAS: dtype '" + dtype + "' (fp32, fp64)");
 }
 
+double estimate_openblas_product_seconds(const std::string& dtype, const GemmShape& shape) {
+  if (dtype != "fp32" && dtype != "fp64")
+    throw std::invalid_argument("burn-in on OpenBLAS: dtype '" + dtype + "' (fp32, fp64)");
+  long long p = std::max(1LL, std::min(128LL, std::max({shape.m, shape.n, shape.k})));
+  GemmShape probe{p, p, p};
+  std::unique_ptr<SoakGemm> g = make_openblas_soak(dtype, probe, 1, 1);  // one warm-up product
+  double best = INFINITY;
+  for (int i = 0; i < 3; ++i) {
+    SoakWork w = g->run_until(Clock::now(), 0);  // exactly one product
+    best = std::min(best, w.seconds);
+  }
+  double scale = static_cast<double>(shape.m) * static_cast<double>(shape.n) *
+                 static_cast<double>(shape.k) / static_cast<double>(p * p * p);
+  return std::max(best, 1e-9) * scale;
+}
+
 std::unique_ptr<SoakGemm> make_cublaslt_soak(const std::string& dtype, const GemmShape& shape,
                                              std::uint64_t seed, int samples) {
   const PluginGemmFns fn = PluginGemmFns::load();

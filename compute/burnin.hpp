@@ -53,6 +53,13 @@ class SoakGemm {
 std::unique_ptr<SoakGemm> make_openblas_soak(const std::string& dtype, const GemmShape& shape,
                                              std::uint64_t seed, int samples);
 
+/// Estimated seconds of one OpenBLAS product of `shape` on the calling thread (its CPU time): the
+/// shortest of three products of a probe cube p^3, p = min(128, the shape's largest side), scaled
+/// by m n k / p^3. Takes a few milliseconds, whatever the shape, so that a shape too large for the
+/// soak's intervals is refused before its inputs are allocated. Small products run below the peak
+/// rate, so the estimate errs on the long side. Throws std::invalid_argument as make_openblas_soak.
+double estimate_openblas_product_seconds(const std::string& dtype, const GemmShape& shape);
+
 /// cuBLASLt through the GPU plugin (cb_gpu_gemm_create/run/destroy) on the current device.
 /// Throws Waived (CB_GPU_UNSUPPORTED: the GPU lacks the dtype or memory) or CallError (the
 /// plugin's error text; a plugin without the GEMM entry points).

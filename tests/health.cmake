@@ -7,6 +7,8 @@ cb_integration_test(burnin_cpu LOCKS mpirun TIMEOUT 120)
 cb_integration_test(burnin_corrupt LOCKS mpirun TIMEOUT 120)
 cb_integration_test(burnin_slow LOCKS mpirun TIMEOUT 120)
 cb_integration_test(burnin_signal TIMEOUT 120)
+# burnin_rank_death: two mpirun -np 2 soaks cut by kill -9 of a rank (< 40 s on 2 cores).
+cb_integration_test(burnin_rank_death LOCKS mpirun TIMEOUT 120)
 cb_integration_test(burnin_gpu_rules TIMEOUT 120)
 
 # Part 1, health counters (docs/health.md). Budgets: test_health < 5 s, test_health_report

@@ -70,4 +70,26 @@ expect_rc 2 "$CB_BIN" burnin --minutes 0.1 --dtype bf16 --out "$TMP/bad2"
 expect_out "--dtype bf16: the CPU burn-in runs fp32 or fp64"
 [ ! -e "$TMP/bad2/run.json" ] || fail "a refused burn-in wrote a run directory"
 ok "--minutes 0 and a CPU --dtype bf16 are usage errors (exit 2)"
+
+# Out-of-range values are refused as the messages say, not replaced by a default or rounded.
+expect_rc 2 "$CB_BIN" burnin --minutes 0.1 --shape 0 --out "$TMP/bad3"
+expect_out "--shape 0: must be in \[1, 65536\]"
+expect_rc 2 "$CB_BIN" burnin --minutes 0.1 --shape 65537 --out "$TMP/bad3"
+expect_out "--shape 65537: must be in \[1, 65536\]"
+for b in 0 3 6 5G; do
+  expect_rc 2 "$CB_BIN" burnin --minutes 0.1 --allreduce-bytes "$b" --out "$TMP/bad3"
+  expect_out "--allreduce-bytes [0-9]+: must be in \[4, 4G\] and a multiple of 4"
+done
+[ ! -e "$TMP/bad3" ] || fail "a refused burn-in wrote a run directory"
+ok "--shape 0/65537 and --allreduce-bytes 0/3/6/5G are usage errors (exit 2)"
+
+# A shape whose product does not fit many times in an interval is refused before anything runs:
+# 0.05 min has six intervals of 0.5 s, and one 6000^3 product takes seconds on one core.
+start=$(date +%s)
+expect_rc 2 "$CB_BIN" burnin --minutes 0.05 --shape 6000 --out "$TMP/big"
+[ $(($(date +%s) - start)) -le 5 ] || fail "the refusal of --shape 6000 took more than 5 s"
+expect_out "--shape 6000: one fp32 6000x6000x6000 product takes about [0-9.e+]+ s on this CPU"
+expect_out "more than 0.05 s \(a tenth of the 0.5-s interval, at most 1 s\)"
+[ ! -e "$TMP/big" ] || fail "a refused burn-in wrote a run directory"
+ok "--shape 6000 for 0.05 min is refused up front (exit 2), naming the estimate and the bound"
 echo "$PASSES passed, 0 failed"

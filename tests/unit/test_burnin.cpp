@@ -139,6 +139,33 @@ TEST(BurninVerdicts, SlowRankFailsOnItsDropAndOnlyIt) {
   EXPECT_EQ(exit_code(rep), 1);
 }
 
+TEST(BurninVerdicts, FewerThanSixIntervalsAreNotJudgedOnTheirRate) {
+  // One interval (a shape too large for its interval, or a soak stopped early): a rate_drop of 0
+  // on one sample must not PASS. Five intervals with a 50 % drop neither PASS nor FAIL.
+  EXPECT_TRUE(burnin_metrics(series_of({10})).empty());
+  EXPECT_TRUE(burnin_metrics(series_of({10, 10, 10, 5, 5})).empty());
+  RunDir run;
+  run.run.run_id = "run";
+  run.records.records = {rank_record(0, series_of({10}), 0),
+                         rank_record(1, series_of({10, 10, 10, 5, 5}), 0)};
+  run.records.records[1].extra["stopped_early"] = "stopped by SIGINT during interval 5 of 6";
+  RunDir storage;
+  const RunDir& derived = with_burnin_metrics(run, storage);
+  EXPECT_EQ(derived.records.records[0].extra["not_judged"],
+            "rate_drop and rate_dip not judged: 1 interval(s) measured, 6 needed");
+  EXPECT_EQ(derived.records.records[1].message,
+            "rate_drop and rate_dip not judged: 5 interval(s) measured, 6 needed (stopped by "
+            "SIGINT during interval 5 of 6)");
+  Spec spec = load_spec(std::string(CB_SOURCE_DIR) + "/reports/specs/burnin-cpu.json");
+  Report rep = evaluate(run, spec);
+  const RowResult& drop = row(rep, "burnin.rate_drop");
+  EXPECT_EQ(drop.outcome, kMissing);
+  for (const auto& it : drop.items) EXPECT_NE(it.outcome, kPass) << it.item;
+  EXPECT_EQ(row(rep, "burnin.rate_dip").outcome, kMissing);
+  EXPECT_EQ(row(rep, "burnin.verification").outcome, kPass);  // judged on what was measured
+  EXPECT_EQ(exit_code(rep), 4);  // a fail-severity row MISSING: acceptance incomplete
+}
+
 TEST(BurninVerdicts, WrongResultFailsThatRank) {
   RunDir run;
   run.run.run_id = "run";
