@@ -1,5 +1,6 @@
 // clusterbench: the command line (CLI11). Exit codes: DESIGN.md "Exit codes".
 #include <CLI/CLI.hpp>
+#include <cmath>
 #include <filesystem>
 #include <iostream>
 #include <set>
@@ -10,10 +11,10 @@
 #include "error.hpp"
 #include "inventory.hpp"
 #include "io/make_dataset_command.hpp"
-#include "runner.hpp"
 #include "reports/archive.hpp"
 #include "reports/compare.hpp"
 #include "reports/html.hpp"
+#include "runner.hpp"
 
 using namespace clusterbench;
 
@@ -47,7 +48,8 @@ int cmd_list(const std::string& suite) {
     auto cases = b->cases(settings);
     std::set<std::string> kinds;
     for (const auto& c : cases)
-      kinds.insert(std::string(level_name(b->case_level(c))) + (b->case_needs_gpu(c) ? " GPU" : ""));
+      kinds.insert(std::string(level_name(b->case_level(c))) +
+                   (b->case_needs_gpu(c) ? " GPU" : ""));
     std::string shown;
     for (const auto& k : kinds) shown += (shown.empty() ? "" : ", ") + k;
     std::cout << b->id() << "  [" << (shown.empty() ? level_name(b->level()) : shown) << "]  "
@@ -70,13 +72,14 @@ int cmd_list(const std::string& suite) {
 int main(int argc, char** argv) {
   CLI::App app{"clusterbench: does a GPU cluster meet the spec it was bought against?"};
   app.require_subcommand(1);
-  app.set_version_flag("--version",
-                       std::string("clusterbench ") + CLUSTERBENCH_VERSION + " (git " +
-                           CLUSTERBENCH_GIT_SHA + ")");
+  app.set_version_flag("--version", std::string("clusterbench ") + CLUSTERBENCH_VERSION + " (git " +
+                                        CLUSTERBENCH_GIT_SHA + ")");
 
   RunOptions ro;
-  auto* run = app.add_subcommand("run", "run the benchmarks on every rank and write a run directory");
-  run->add_option("--suite", ro.suite, "ci | quick | full")->check(CLI::IsMember({"ci", "quick", "full"}));
+  auto* run =
+      app.add_subcommand("run", "run the benchmarks on every rank and write a run directory");
+  run->add_option("--suite", ro.suite, "ci | quick | full")
+      ->check(CLI::IsMember({"ci", "quick", "full"}));
   run->add_option("--spec", ro.spec_path, "spec table (default: chosen from the hardware)");
   run->add_option("--only", ro.only, "glob(s) on benchmark ids, e.g. 'compute.*'");
   run->add_option("--set", ro.set, "id.key=value or area.key=value");
@@ -84,13 +87,29 @@ int main(int argc, char** argv) {
   run->add_option("--results", ro.results_root, "where default run directories go");
   run->add_option("--fs-root", ro.fs_root, "read /sys, /proc, /dev below this root")
       ->check(CLI::ExistingDirectory);
-  run->add_option("--case-timeout", ro.case_timeout_s, "seconds before a case is declared hung");
+  // Seconds: a finite number in (0, 30 days]; nan, 0 and negatives are bad input (exit 2).
+  const CLI::Validator seconds(
+      [](std::string& text) -> std::string {
+        double v = 0;
+        size_t used = 0;
+        try {
+          v = std::stod(text, &used);
+        } catch (const std::exception&) {
+          used = 0;
+        }
+        if (used != text.size() || !std::isfinite(v) || v <= 0 || v > 30 * 86400.0)
+          return "'" + text + "' must be a number of seconds in (0, 2592000]";
+        return "";
+      },
+      "SECONDS");
+  run->add_option("--case-timeout", ro.case_timeout_s, "seconds before a case is declared hung")
+      ->check(seconds);
   run->add_option("--resume", ro.resume_dir,
                   "complete an earlier run directory: rerun its failed and missing cases");
   run->add_flag("--dry-run", ro.dry_run, "print the plan with estimated durations; run nothing");
   run->add_option("--time-limit", ro.time_limit_s,
                   "seconds: start no case that would end past it; the rest is MISSING (exit 4)")
-      ->check(CLI::PositiveNumber);
+      ->check(seconds);
   run->add_flag("--allow-shared-gpus", ro.allow_shared_gpus,
                 "run GPU cases although other processes use the GPUs (the records say so)");
   run->add_option("--prometheus", ro.prometheus_path,
@@ -140,8 +159,9 @@ int main(int argc, char** argv) {
       ->required();
 
   BurninOptions bo;
-  auto* burnin = app.add_subcommand("burnin", "soak every GPU (CPU ranks without GPUs) with GEMM "
-                                              "and all_reduce, per-GPU verdicts (docs/burnin.md)");
+  auto* burnin = app.add_subcommand("burnin",
+                                    "soak every GPU (CPU ranks without GPUs) with GEMM "
+                                    "and all_reduce, per-GPU verdicts (docs/burnin.md)");
   burnin->add_option("--minutes", bo.minutes, "soak length in minutes, fractions allowed")
       ->required();
   burnin->add_option("--spec", bo.spec_path, "spec table (default: reports/specs/burnin-*.json)");
@@ -151,8 +171,9 @@ int main(int argc, char** argv) {
       ->check(CLI::ExistingDirectory);
   burnin->add_option("--dtype", bo.dtype, "GEMM dtype (default bf16 on GPUs, fp32 on CPUs)");
   burnin->add_option("--shape", bo.shape, "GEMM cube size (default 8192 on GPUs, 256 on CPUs)");
-  burnin->add_option("--allreduce-bytes", bo.allreduce_bytes,
-                     "all_reduce size (default 256M with NCCL, 1M with MPI)")
+  burnin
+      ->add_option("--allreduce-bytes", bo.allreduce_bytes,
+                   "all_reduce size (default 256M with NCCL, 1M with MPI)")
       ->transform([](std::string s) {
         try {
           return std::to_string(parse_size(s, "--allreduce-bytes"));

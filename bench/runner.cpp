@@ -15,6 +15,7 @@
 #include <functional>
 #include <iostream>
 #include <optional>
+#include <set>
 #include <thread>
 
 #include "cleanup.hpp"
@@ -134,6 +135,32 @@ class CollectingReporter : public benchmark::BenchmarkReporter {
   benchmark::ConsoleReporter console_reporter_;
   std::vector<Run> runs_;
 };
+
+/// Writes the run's Google Benchmark JSON to `path`. On --resume the earlier file's entries are
+/// kept, except those this job measured again (same name), so the file covers the whole run.
+void write_gbench(CollectingReporter& reporter, const std::string& path, bool resumed) {
+  json earlier;
+  if (resumed) {
+    std::ifstream in(path);
+    try {
+      if (in) earlier = json::parse(in);
+    } catch (const std::exception& e) {
+      std::cerr << "clusterbench: " << path << ": earlier entries not kept (" << e.what() << ")\n";
+    }
+  }
+  reporter.write_json(path);
+  if (!earlier.is_object() || !earlier.contains("benchmarks")) return;
+  std::ifstream in(path);
+  json now = json::parse(in);
+  std::set<std::string> names;
+  for (const auto& b : now["benchmarks"]) names.insert(b.value("name", ""));
+  json merged = json::array();
+  for (const auto& b : earlier["benchmarks"])
+    if (!names.count(b.value("name", ""))) merged.push_back(b);
+  for (const auto& b : now["benchmarks"]) merged.push_back(b);
+  now["benchmarks"] = std::move(merged);
+  write_file_atomic(path, now.dump(2) + "\n");
+}
 
 /// CaseRun for one rank of one case.
 class CaseRunImpl : public CaseRun {
@@ -508,6 +535,33 @@ std::vector<EnvRecord> allgather_envs(const Context& ctx, const EnvRecord& leade
   return envs;
 }
 
+/// A new run goes into a new or empty directory: one holding a run (run.json, or records in
+/// records.jsonl) or anything else (the user's own report.md, junit.xml) is refused, naming a few
+/// of the files, before the Sink creates records.jsonl there. An empty records.jsonl (left by a
+/// run refused during setup) does not count.
+static void refuse_used_out_dir(const std::string& dir) {
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) return;
+  if (fs::exists(dir + "/run.json") ||
+      (fs::exists(dir + "/records.jsonl") && fs::file_size(dir + "/records.jsonl", ec) > 0))
+    throw InputError(dir + ": already holds a run; choose an empty --out directory (or --resume " +
+                     dir + ")");
+  std::vector<std::string> found;
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    std::string name = e.path().filename().string();
+    std::error_code size_ec;
+    if (name == "records.jsonl" && e.file_size(size_ec) == 0) continue;
+    found.push_back(name);
+  }
+  if (found.empty()) return;
+  std::sort(found.begin(), found.end());
+  std::string shown;
+  for (size_t i = 0; i < found.size() && i < 3; ++i) shown += (i ? ", " : "") + found[i];
+  if (found.size() > 3) shown += " and " + std::to_string(found.size() - 3) + " more";
+  throw InputError(dir + ": not empty and not a clusterbench run (holds " + shown +
+                   "); choose an empty or new --out directory");
+}
+
 int run_command(const RunOptions& given) {
   Context& ctx = Context::get();
   const auto run_t0 = Clock::now();
@@ -689,7 +743,7 @@ int run_command(const RunOptions& given) {
           for (const auto& d : diffs) msg += "\n  " + d;
           throw InputError(msg);
         }
-        read_resume_records(resume);
+        read_resume_records(resume, true);
         run.argv = resume.run.argv;
         run.started_at = resume.run.started_at;
         run.env = resume.run.env;
@@ -705,10 +759,10 @@ int run_command(const RunOptions& given) {
         for (int i = 2; fs::exists(dir); ++i)
           dir = opt.results_root + "/" + run.run_id + "-" + std::to_string(i);
       }
+      if (!resume.active) refuse_used_out_dir(dir);
+      if (!opt.prometheus_path.empty())  // checked before any case runs, not after the suite
+        report::check_output_file(opt.prometheus_path, "--prometheus", dir);
       sink = std::make_unique<Sink>(dir);
-      if (!resume.active &&
-          (fs::exists(dir + "/run.json") || fs::file_size(dir + "/records.jsonl") > 0))
-        throw InputError(dir + ": already holds a run; choose an empty --out directory");
       if (resume.active) {
         // Each resume appends to "resumes": when, how, what it reran, and how the run had ended.
         json resumes = resume.run_json.value("resumes", json::array());
@@ -887,7 +941,7 @@ int run_command(const RunOptions& given) {
   int code = 0;
   if (ctx.is_root()) {
     try {
-      reporter.write_json(sink->dir() + "/gbench.json");
+      write_gbench(reporter, sink->dir() + "/gbench.json", resume.active);
       run.finished_at = utc_now_iso();
       run.exit_code = run.aborted ? 3 : 0;
       sink->write_run(run);
@@ -923,17 +977,32 @@ int run_command(const RunOptions& given) {
 int report_command(const std::string& dir, const std::string& spec_path, bool quiet,
                    const std::string& prometheus) {
   RunDir rd = read_run_dir(dir);
+  if (!prometheus.empty()) report::check_output_file(prometheus, "--prometheus", dir);
   std::string path = spec_path.empty() ? rd.run.spec.path : spec_path;
   if (path.empty()) throw InputError(dir + "/run.json: names no spec table; pass --spec FILE");
   Spec spec = load_spec(path);
   report::Report rep = report::evaluate(rd, spec);
-  report::FleetView fleet = report::write_reports(rep, rd, dir);
+  // A run directory that cannot be written (read-only evidence copy): the verdict still stands.
+  std::string unwritten;
+  std::optional<report::FleetView> fleet;
+  try {
+    fleet = report::write_reports(rep, rd, dir);
+  } catch (const InputError&) {
+    throw;
+  } catch (const std::runtime_error& e) {
+    unwritten = e.what();
+    fleet = report::fleet_view(rd, rep);
+  }
   if (!prometheus.empty())
-    report::write_prometheus(prometheus, report::render_prometheus(rep, rd, fleet));
+    report::write_prometheus(prometheus, report::render_prometheus(rep, rd, *fleet));
+  if (!unwritten.empty())
+    std::cerr << "clusterbench: warning: report files not written in " << dir << " (" << unwritten
+              << "); the verdict below is printed only\n";
   if (!quiet) {
     // The records' warnings are among rep.warnings: render_console prints them once.
     std::cout << report::render_console(rep) << report::render_console_details(rep, rd)
-              << "report: " << dir << "/report.md\n"
+              << (unwritten.empty() ? "report: " + dir + "/report.md\n"
+                                    : "report: not written (see the warning above)\n")
               << std::flush;
   }
   return report::exit_code(rep);

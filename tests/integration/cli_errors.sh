@@ -72,6 +72,40 @@ expect_rc 2 "$CB_BIN" report "$TMP/broken"
 expect_out "broken/run.json: .*line 3, column"
 ok "malformed results files name file and line"
 
+# --out: a directory holding a run, or the user's own files, is refused before any case runs; the
+# user's files keep their bytes and no records.jsonl appears. An empty directory is fine.
+MBW=(--suite ci --only compute.memory_bandwidth --set compute.memory_bandwidth.array_bytes=8M)
+expect_rc 2 "$CB_BIN" run "${MBW[@]}" --out "$TMP/run"
+expect_out "^clusterbench: $TMP/run: already holds a run; choose an empty --out directory \\(or --resume $TMP/run\\)$"
+mkdir -p "$TMP/mine/sub"
+echo "# my notes" >"$TMP/mine/report.md"
+echo "<testsuites/>" >"$TMP/mine/junit.xml"
+echo "a" >"$TMP/mine/a.txt"
+expect_rc 2 "$CB_BIN" run "${MBW[@]}" --out "$TMP/mine"
+expect_out "^clusterbench: $TMP/mine: not empty and not a clusterbench run \\(holds a\\.txt, junit\\.xml, report\\.md and 1 more\\); choose an empty or new --out directory$"
+[ "$(cat "$TMP/mine/report.md")" = "# my notes" ] || fail "report.md was overwritten"
+[ ! -e "$TMP/mine/records.jsonl" ] || fail "records.jsonl created in a refused --out"
+mkdir -p "$TMP/emptyout"
+expect_rc 1 "$CB_BIN" run "${MBW[@]}" --out "$TMP/emptyout"
+[ -s "$TMP/emptyout/records.jsonl" ] || fail "an empty --out directory was not used"
+ok "--out holding a run or foreign files: exit 2 naming them; an empty --out directory runs"
+
+# `report` on a read-only run directory (a read-only bind mount: root ignores file modes) prints
+# the verdict and exits with its code, warning that the report files were not written.
+cp -r "$TMP/run" "$TMP/ro"
+rm -f "$TMP/ro/report."* "$TMP/ro/junit.xml"
+if unshare -m true 2>/dev/null; then
+  expect_rc 1 unshare -m sh -c 'mount --bind "$1" "$1" && mount -o remount,ro,bind "$1" &&
+    exec "$2" report "$1"' sh "$TMP/ro" "$CB_BIN"
+  expect_out "^clusterbench: warning: report files not written in $TMP/ro \\($TMP/ro/report\\.md.*\\); the verdict below is printed only$"
+  expect_out "^VERDICT: FAIL \\(exit 1\\)"
+  expect_out "^report: not written \\(see the warning above\\)$"
+  [ ! -e "$TMP/ro/report.md" ] || fail "report.md written on a read-only mount"
+  ok "report on a read-only run directory: verdict printed, exit 1, warning"
+else
+  echo "skip: unshare -m unavailable, read-only report not checked"
+fi
+
 # A record whose metric unit differs from the spec row's: an error, not a conversion.
 cp -r "$TMP/run" "$TMP/units"
 sed -i 's/"unit":"GB\/s"/"unit":"MB\/s"/g' "$TMP/units/records.jsonl"

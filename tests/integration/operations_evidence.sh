@@ -87,4 +87,69 @@ expect_rc 2 "$CB_BIN" archive "$TMP/x"
 expect_out "no run\\.json here"
 ok "a missing archive or a directory that is not a run: exit 2"
 
+# -o inside the run directory (a run file, a new file, the directory itself) is refused before
+# anything is written: records.jsonl keeps its bytes. Unwritable targets are exit 2 too.
+rec_sha=$(sha256sum "$run/records.jsonl" | cut -d' ' -f1)
+for o in "$run/records.jsonl" "$run/new.tar.gz" "$run" "$run/../$(basename "$run")/run.json"; do
+  expect_rc 2 "$CB_BIN" archive "$run" -o "$o"
+  expect_out "^clusterbench: -o $o: lies inside the run directory $run; write it elsewhere$"
+done
+[ "$(sha256sum "$run/records.jsonl" | cut -d' ' -f1)" = "$rec_sha" ] || fail "records.jsonl changed"
+[ ! -e "$run/new.tar.gz" ] || fail "an archive was written inside the run directory"
+expect_rc 2 "$CB_BIN" archive "$run" -o /nonexistent/x.tar.gz
+expect_out "^clusterbench: -o /nonexistent/x\\.tar\\.gz: directory /nonexistent does not exist$"
+expect_rc 2 "$CB_BIN" archive "$run" -o /proc/x.tar.gz
+expect_out "^clusterbench: -o /proc/x\\.tar\\.gz: cannot create a file in /proc \\("
+expect_rc 2 "$CB_BIN" archive "$run" -o "$TMP/x"
+expect_out "^clusterbench: -o $TMP/x: is a directory; name a file$"
+ok "archive -o inside the run, in a missing or unwritable directory, or a directory: exit 2"
+
+# Members that escape the extraction directory, links and devices fail naming the member, even
+# when every hash matches (written with Python's tarfile).
+python3 - "$TMP/evidence.tgz" "$TMP" <<'PY' || fail "writing the unsafe archives failed"
+import hashlib, io, sys, tarfile
+src, tmp = sys.argv[1:]
+def reg(name, data):
+    m = tarfile.TarInfo(name); m.size = len(data); return m, data
+def write(path, members):
+    with tarfile.open(path, "w:gz", format=tarfile.PAX_FORMAT) as t:
+        for m, data in members:
+            t.addfile(m, io.BytesIO(data) if data is not None else None)
+data = b'{"x": 1}\n'
+sums = (hashlib.sha256(data).hexdigest() + "  run.json\n").encode()
+write(tmp + "/up.tgz", [reg("../run.json", data), reg("../SHA256SUMS", sums)])
+with tarfile.open(src, "r:gz") as t:
+    good = [(m, t.extractfile(m).read()) for m in t.getmembers()]
+p = good[0][0].name.split("/")[0]
+link = tarfile.TarInfo(p + "/link"); link.type = tarfile.SYMTYPE; link.linkname = "/etc/shadow"
+hard = tarfile.TarInfo(p + "/hard"); hard.type = tarfile.LNKTYPE; hard.linkname = p + "/run.json"
+dev = tarfile.TarInfo(p + "/null"); dev.type = tarfile.CHRTYPE; dev.devmajor, dev.devminor = 1, 3
+write(tmp + "/odd.tgz", [reg("/etc/cbx", b"x"), reg(p + "/../../etc/x", b"x"),
+                         (link, None), (hard, None), (dev, None)] + good)
+PY
+expect_rc 1 "$CB_BIN" verify "$TMP/up.tgz"
+expect_out "^verify: \\.\\./run\\.json: member path climbs out with \\.\\. \\(unsafe to extract\\)$"
+expect_out "^verify: \\.\\./SHA256SUMS: member path climbs out with \\.\\. \\(unsafe to extract\\)$"
+expect_rc 1 "$CB_BIN" verify "$TMP/odd.tgz"
+expect_out "^verify: /etc/cbx: absolute member path \\(unsafe to extract\\)$"
+expect_out "^verify: 20261130T100000Z-node01/\\.\\./\\.\\./etc/x: member path climbs out with"
+expect_out "^verify: 20261130T100000Z-node01/link: symbolic link to /etc/shadow, not a regular file$"
+expect_out "^verify: 20261130T100000Z-node01/hard: hard link to 20261130T100000Z-node01/run\\.json, not a regular file$"
+expect_out "^verify: 20261130T100000Z-node01/null: character device, not a regular file$"
+expect_out "FAILED \\(5 problems, "
+ok "absolute and .. members, a symlink, a hard link and a device fail verification, named"
+
+# Not a tar: text (libarchive's mtree reader would take /etc/passwd), a directory, an empty file,
+# a gzip cut inside its first member header: exit 2. Cut after some members: exit 1.
+: >"$TMP/empty.tgz"
+head -c 40 "$TMP/evidence.tgz" >"$TMP/cut.tgz"
+for f in /etc/passwd /tmp "$TMP/empty.tgz" "$TMP/cut.tgz"; do
+  expect_rc 2 "$CB_BIN" verify "$f"
+  expect_out "^clusterbench: $f: .*cannot be opened as a clusterbench archive"
+done
+head -c $(($(stat -c %s "$TMP/evidence.tgz") - 200)) "$TMP/evidence.tgz" >"$TMP/late.tgz"
+expect_rc 1 "$CB_BIN" verify "$TMP/late.tgz"
+expect_out "damaged"
+ok "non-archives, directories, empty and early-truncated files exit 2; a late truncation exits 1"
+
 echo "operations_evidence: $PASSES checks passed"

@@ -78,12 +78,18 @@ expect_rc 0 "$CB_BIN" run --resume "$TMP/a"
 py "
 recs = [json.loads(l) for l in open(sys.argv[1] + '/records.jsonl')]
 assert sorted(r['params']['kernel'] for r in recs) == ['add', 'copy', 'scale', 'triad'], recs
+# gbench.json covers the whole run: the first part's entries are kept, the resumed ones added.
+names = [b['name'] for b in json.load(open(sys.argv[1] + '/gbench.json'))['benchmarks']]
+for k in ('copy', 'scale', 'add', 'triad'):
+    assert sum(k in n for n in names) >= 1, (k, names)
 " "$TMP/a"
-ok "--resume completes what the time limit left out"
+ok "--resume completes what the time limit left out; gbench.json keeps both parts"
 
 # 5. Bad values are usage errors.
 expect_rc 2 "$CB_BIN" run "${SETS[@]}" --time-limit -3 --out "$TMP/d"
 expect_rc 2 "$CB_BIN" run "${SETS[@]}" --time-limit abc --out "$TMP/d"
+expect_rc 2 "$CB_BIN" run "${SETS[@]}" --time-limit nan --out "$TMP/d"
+expect_rc 2 "$CB_BIN" run "${SETS[@]}" --case-timeout 0 --out "$TMP/d"
 [ ! -e "$TMP/d" ] || fail "a refused --time-limit created $TMP/d"
-ok "--time-limit -3 / abc: exit 2"
+ok "--time-limit -3 / abc / nan and --case-timeout 0: exit 2"
 echo "$PASSES passed, 0 failed"

@@ -122,4 +122,26 @@ run = json.load(open(sys.argv[2] + "/run.json"))
 assert fam["clusterbench_run_exit_code"]["samples"] == [[{}, run["exit_code"]]], run["exit_code"]
 ' "$TMP/run.json" "$TMP/run"
 ok "run --prometheus: STREAM bandwidth samples equal the records (x 1e9 B/s) and the exit code"
+
+# A --prometheus path inside the run directory, naming a directory, or in a missing or unwritable
+# directory is refused (exit 2) before anything is written: run.json keeps its bytes, and `run`
+# refuses before any case runs (no records.jsonl, no run.json).
+run_sha=$(sha256sum "$TMP/run/run.json" | cut -d' ' -f1)
+expect_rc 2 "$CB_BIN" report "$TMP/run" --prometheus "$TMP/run/run.json"
+expect_out "^clusterbench: --prometheus $TMP/run/run\\.json: lies inside the run directory $TMP/run; write it elsewhere$"
+[ "$(sha256sum "$TMP/run/run.json" | cut -d' ' -f1)" = "$run_sha" ] || fail "run.json was replaced"
+expect_rc 2 "$CB_BIN" report "$TMP/run" --prometheus "$TMP"
+expect_out "^clusterbench: --prometheus $TMP: is a directory; name a file$"
+expect_rc 2 "$CB_BIN" report "$TMP/run" --prometheus /nonexistent/x.prom
+expect_out "^clusterbench: --prometheus /nonexistent/x\\.prom: directory /nonexistent does not exist$"
+expect_rc 2 "$CB_BIN" report "$TMP/run" --prometheus /proc/x.prom
+expect_out "^clusterbench: --prometheus /proc/x\\.prom: cannot create a file in /proc \\("
+for p in /nonexistent/x.prom "$TMP/run2/x.prom"; do
+  expect_rc 2 "$CB_BIN" run --suite ci --only compute.memory_bandwidth --out "$TMP/run2" \
+    --set compute.memory_bandwidth.min_time=0.02 --prometheus "$p"
+  expect_out "^clusterbench: --prometheus $p: "
+  grep -q "VERDICT\|memory_bandwidth.*GB/s" "$TMP/out" && fail "run --prometheus $p ran cases first"
+  [ ! -e "$TMP/run2/run.json" ] && [ ! -s "$TMP/run2/records.jsonl" ] || fail "run2 holds a run"
+done
+ok "--prometheus inside the run, a directory, a missing or unwritable directory: exit 2, nothing run"
 echo "PASS: $PASSES checks"

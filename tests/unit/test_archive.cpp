@@ -118,12 +118,100 @@ TEST_F(ArchiveTest, ArchiveVerifies) {
   EXPECT_TRUE(v.ok()) << v.problems.front();
   EXPECT_EQ(v.files_checked, 4);
 
-  // The default path is DIR.tar.gz beside the run directory; an archive written inside the run
-  // directory does not pack itself.
+  // The default path is DIR.tar.gz beside the run directory.
   EXPECT_EQ(default_archive_path(run_.string() + "/"), run_.string() + ".tar.gz");
-  std::string inside = (run_ / "self.tar.gz").string();
-  EXPECT_EQ(write_archive(run_.string(), inside).files, 4);
-  EXPECT_TRUE(verify_archive(inside).ok());
+}
+
+// -o inside the run directory (a new file, a run file, the directory itself, via a symlink) is
+// refused before anything is written, and records.jsonl keeps its bytes; so are a missing parent,
+// a parent where no file can be created (/proc) and an existing directory.
+TEST_F(ArchiveTest, OutputPathRefusedBeforeWriting) {
+  std::string records = sha256_file((run_ / "records.jsonl").string());
+  fs::create_directory_symlink(run_, tmp_ / "alias");
+  for (const fs::path& out : {run_ / "records.jsonl", run_ / "self.tar.gz", run_,
+                              run_ / "fio" / "x.tar.gz", tmp_ / "alias" / "run.json"}) {
+    try {
+      write_archive(run_.string(), out.string());
+      ADD_FAILURE() << out << " accepted";
+    } catch (const InputError& e) {
+      EXPECT_EQ(std::string(e.what()).rfind("-o " + out.string() + ": ", 0), 0u) << e.what();
+    }
+  }
+  EXPECT_EQ(sha256_file((run_ / "records.jsonl").string()), records);
+  EXPECT_FALSE(fs::exists(run_ / "self.tar.gz"));
+  auto why = [&](const std::string& out) {
+    try {
+      write_archive(run_.string(), out);
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  EXPECT_EQ(why("/nonexistent/x.tar.gz"),
+            "-o /nonexistent/x.tar.gz: directory /nonexistent does not exist");
+  EXPECT_EQ(why("/proc/x.tar.gz").rfind("-o /proc/x.tar.gz: cannot create a file in /proc (", 0),
+            0u);
+  EXPECT_EQ(why(tmp_.string()), "-o " + tmp_.string() + ": is a directory; name a file");
+}
+
+// Members that would land outside the extraction directory, and links and devices, fail
+// verification naming the member, even when SHA256SUMS lists them.
+TEST_F(ArchiveTest, UnsafeAndNonRegularMembersAreNamed) {
+  struct Raw {
+    std::string name, data;
+    unsigned type = AE_IFREG;
+    std::string link;  // symlink target, or hard link target when type == 0
+  };
+  auto write_raw = [](const std::string& path, const std::vector<Raw>& members) {
+    struct archive* a = archive_write_new();
+    archive_write_set_format_pax_restricted(a);
+    archive_write_add_filter_gzip(a);
+    ASSERT_EQ(archive_write_open_filename(a, path.c_str()), ARCHIVE_OK);
+    for (const auto& m : members) {
+      struct archive_entry* e = archive_entry_new();
+      archive_entry_set_pathname(e, m.name.c_str());
+      archive_entry_set_filetype(e, m.type ? m.type : AE_IFREG);
+      archive_entry_set_perm(e, 0644);
+      if (m.type == AE_IFLNK) archive_entry_set_symlink(e, m.link.c_str());
+      if (m.type == 0) archive_entry_set_hardlink(e, m.link.c_str());
+      archive_entry_set_size(e, static_cast<la_int64_t>(m.data.size()));
+      archive_write_header(a, e);
+      if (!m.data.empty()) archive_write_data(a, m.data.data(), m.data.size());
+      archive_entry_free(e);
+    }
+    archive_write_close(a);
+    archive_write_free(a);
+  };
+  // A self-consistent archive one level up: every hash matches, yet nothing may be extracted.
+  std::string up = (tmp_ / "up.tar.gz").string();
+  write_raw(up, {{"../run.json", "{}\n", AE_IFREG, ""},
+                 {"../SHA256SUMS", sha256_hex("{}\n") + "  run.json\n", AE_IFREG, ""}});
+  EXPECT_EQ(verify_archive(up).problems,
+            (Strings{"../run.json: member path climbs out with .. (unsafe to extract)",
+                     "../SHA256SUMS: member path climbs out with .. (unsafe to extract)",
+                     "SHA256SUMS: missing from the archive"}));
+
+  std::string good = (tmp_ / "good.tar.gz").string();
+  write_archive(run_.string(), good);
+  auto members = read_members(good);
+  const std::string p = "20261130T100000Z-node01/";
+  std::vector<Raw> raw = {{"/etc/cbx", "x", AE_IFREG, ""},
+                          {p + "../../etc/x", "x", AE_IFREG, ""},
+                          {p + "link", "", AE_IFLNK, "/etc/shadow"},
+                          {p + "hard", "", 0, p + "run.json"},
+                          {p + "tty", "", AE_IFCHR, ""},
+                          {p + "fio/", "", AE_IFDIR, ""}};
+  for (const auto& m : members) raw.push_back({m.name, m.data, AE_IFREG, ""});
+  std::string bad = (tmp_ / "bad.tar.gz").string();
+  write_raw(bad, raw);
+  VerifyResult v = verify_archive(bad);
+  EXPECT_EQ(v.problems,
+            (Strings{"/etc/cbx: absolute member path (unsafe to extract)",
+                     p + "../../etc/x: member path climbs out with .. (unsafe to extract)",
+                     p + "link: symbolic link to /etc/shadow, not a regular file",
+                     p + "hard: hard link to " + p + "run.json, not a regular file",
+                     p + "tty: character device, not a regular file"}));
+  EXPECT_EQ(v.files_checked, 4);
 }
 
 TEST_F(ArchiveTest, FlippedByteInAMemberNamesIt) {
@@ -168,13 +256,20 @@ TEST_F(ArchiveTest, DamagedCompressedStreamFails) {
   bytes[bytes.size() / 2] ^= 0x5A;
   std::string bad = (tmp_ / "damaged.tar.gz").string();
   std::ofstream(bad, std::ios::binary) << bytes;
-  VerifyResult v = verify_archive(bad);
+  VerifyResult v;
+  try {
+    v = verify_archive(bad);
+  } catch (const InputError& e) {  // not even the first member header decompressed
+    EXPECT_EQ(std::string(e.what()).rfind(bad + ": cannot be opened as a clusterbench archive", 0),
+              0u);
+    return;
+  }
   // Reading stops at the damage, or the damaged bytes decompress into other content. Either way
   // every finding names a file: a member (read when the damage was found, or whose hash no
   // longer matches) or the archive itself when not even the first member decompresses.
   ASSERT_FALSE(v.ok());
   for (const std::string& p : v.problems) {
-    bool named = p.rfind(bad + ": not a readable archive: ", 0) == 0;
+    bool named = false;
     for (const char* f :
          {"fio/seqread.json", "records.jsonl", "run.json", "spec.json", "SHA256SUMS"})
       named = named || p.find(f) != std::string::npos;
@@ -187,9 +282,28 @@ TEST_F(ArchiveTest, InputErrors) {
   EXPECT_THROW(write_archive((tmp_ / "absent").string(), (tmp_ / "x.tar.gz").string()), InputError);
   fs::remove(run_ / "run.json");
   EXPECT_THROW(write_archive(run_.string(), (tmp_ / "x.tar.gz").string()), InputError);
+  // Not a tar (text that libarchive's mtree reader would take, an empty file, a directory, a gzip
+  // cut inside its first member header): exit 2, naming the file.
   std::ofstream(tmp_ / "plain.txt") << "not an archive\n";
-  VerifyResult v = verify_archive((tmp_ / "plain.txt").string());
-  EXPECT_FALSE(v.ok());
+  std::ofstream(tmp_ / "passwd") << "root:x:0:0:root:/root:/bin/bash\n";
+  std::ofstream(tmp_ / "empty.tar.gz");
+  std::string good = (tmp_ / "good.tar.gz").string();
+  std::ofstream(run_ / "run.json") << "{}\n";
+  write_archive(run_.string(), good);
+  fs::copy_file(good, tmp_ / "cut.tar.gz");
+  fs::resize_file(tmp_ / "cut.tar.gz", 30);
+  for (const fs::path& f :
+       {tmp_ / "plain.txt", tmp_ / "passwd", tmp_ / "empty.tar.gz", tmp_ / "cut.tar.gz", tmp_}) {
+    try {
+      verify_archive(f.string());
+      ADD_FAILURE() << f << " accepted";
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find(f.string() + ": "), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("cannot be opened as a clusterbench archive"),
+                std::string::npos)
+          << e.what();
+    }
+  }
 }
 
 }  // namespace
