@@ -34,7 +34,8 @@ class Settings {
     return suite_ == "ci" ? ci : suite_ == "quick" ? quick : full;
   }
   bool has(const std::string& bench_id, const std::string& key) const;
-  std::string get(const std::string& bench_id, const std::string& key, const std::string& def) const;
+  std::string get(const std::string& bench_id, const std::string& key,
+                  const std::string& def) const;
   double get_double(const std::string& bench_id, const std::string& key, double def) const;
   /// Size with binary suffixes K, M, G, T (as nccl-tests): "64M" = 64 * 2^20 bytes.
   long long get_size(const std::string& bench_id, const std::string& key, long long def) const;
@@ -120,6 +121,12 @@ class Benchmark {
   /// Defaults: the benchmark-wide level() and needs_gpu().
   virtual Level case_level(const json& /*params*/) const { return level(); }
   virtual bool case_needs_gpu(const json& /*params*/) const { return needs_gpu(); }
+  /// Why one case is waived on this node where applicable() cannot tell for the whole benchmark
+  /// (collectives: the MPI backend on one rank); "" when it can run. Used by the run and by
+  /// --dry-run, so both say the same.
+  virtual std::string case_waiver(const json& /*params*/, const NodeEnv& /*node*/) const {
+    return "";
+  }
   /// Estimated wall seconds of one case with these settings, for `run --dry-run` and
   /// `run --time-limit`. Default: loop_estimate_s(min_time, 0) plus 0.2 s of setup. A benchmark
   /// whose operation or setup is long overrides it from its knobs (bytes, FLOP, fio runtime).

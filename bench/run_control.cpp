@@ -44,6 +44,7 @@ CaseEstimate estimate_case(const Benchmark& b, const json& params, const Setting
   std::string reason;
   try {
     reason = b.applicable(node);
+    if (reason.empty()) reason = b.case_waiver(params, node);
   } catch (const std::exception& ex) {
     e.note = std::string("failed: applicability check failed: ") + ex.what();
     return e;

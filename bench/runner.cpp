@@ -408,6 +408,7 @@ std::string run_one_case(const Benchmark& b, const json& params, const Settings&
       NodeEnv node{env, gpu.status, gpu.reason, ctx, settings};
       try {
         reason = b.applicable(node);
+        if (reason.empty()) reason = b.case_waiver(params, node);
       } catch (const std::exception& e) {
         reason = std::string("applicability check failed: ") + e.what();
         status = "failed";

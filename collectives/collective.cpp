@@ -328,6 +328,17 @@ std::string CollectiveBenchmark::applicable(const NodeEnv& /*node*/) const {
   return "";  // per backend, in backend_for: NCCL runs on one rank, MPI needs two
 }
 
+std::string CollectiveBenchmark::case_waiver(const json& params, const NodeEnv& node) const {
+  if (params.value("backend", "") != "mpi") return "";
+  // Not mpi_backend(): constructing it is collective, and rank 0 alone asks while planning.
+  if (!CLUSTERBENCH_HAVE_MPI) return "built without MPI (-DCLUSTERBENCH_MPI=OFF): no MPI backend";
+  // Over one rank MPI moves no data: busbw is 0 by definition and algbw meaningless.
+  if (node.ctx.world_size() < 2)
+    return "MPI backend: needs at least 2 ranks (this run has " +
+           std::to_string(node.ctx.world_size()) + ")";
+  return "";
+}
+
 double CollectiveBenchmark::estimate_s(const Settings& s, const json& params) const {
   if (params.value("backend", "") == "mpi" && Context::get().world_size() < 2) return 0;
   return 0.2 + 2 * loop_estimate_s(case_min_time(s, id()), 0);

@@ -166,6 +166,12 @@ class CollectiveBenchmark : public Benchmark {
   }
   std::vector<json> cases(const Settings& s) const override;
   std::string applicable(const NodeEnv& node) const override;
+  /// NCCL cases need a GPU (the GPU disposition waives or fails them); MPI cases need MPI and at
+  /// least 2 ranks.
+  bool case_needs_gpu(const json& params) const override {
+    return params.value("backend", "") == "nccl";
+  }
+  std::string case_waiver(const json& params, const NodeEnv& node) const override;
   /// 0 for an MPI case on one rank (waived at once), else two measurement loops (out-of-place
   /// and in-place) plus setup.
   double estimate_s(const Settings& s, const json& params) const override;
