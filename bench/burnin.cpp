@@ -91,37 +91,7 @@ const char* signal_name(int sig) {
 void rewrite_records(const std::string& dir, const std::vector<std::string>& lines) {
   std::string data;
   for (const auto& l : lines) data += l + "\n";
-  const std::string tmp = dir + "/.records.jsonl.tmp", path = dir + "/records.jsonl";
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) throw std::runtime_error(tmp + ": " + std::strerror(errno));
-  size_t done = 0;
-  while (done < data.size()) {
-    ssize_t w = ::write(fd, data.data() + done, data.size() - done);
-    if (w < 0 && errno == EINTR) continue;
-    if (w < 0) {
-      std::string err = std::strerror(errno);
-      ::close(fd);
-      throw std::runtime_error(tmp + ": " + err);
-    }
-    done += static_cast<size_t>(w);
-  }
-  ::fdatasync(fd);
-  ::close(fd);
-  if (::rename(tmp.c_str(), path.c_str()) != 0)
-    throw std::runtime_error(path + ": " + std::strerror(errno));
-}
-
-std::string make_run_id(const std::string& host) {
-  std::time_t t = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y%m%dT%H%M%SZ", &tm);
-  std::string safe;
-  for (char c : host)
-    safe +=
-        std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-' || c == '_' ? c : '_';
-  return std::string(buf) + "-" + safe.substr(0, 64);
+  write_file_atomic(dir + "/records.jsonl", data);
 }
 
 /// The all_reduce loop on its own thread: during each interval it runs sum all_reduces of

@@ -277,20 +277,6 @@ class CaseRunImpl : public CaseRun {
   TimeStats stats_;
 };
 
-std::string make_run_id(const std::string& host) {
-  std::time_t t = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y%m%dT%H%M%SZ", &tm);
-  // The host names a directory: keep it to characters that are safe in a path.
-  std::string safe;
-  for (char c : host)
-    safe +=
-        std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-' || c == '_' ? c : '_';
-  return std::string(buf) + "-" + safe.substr(0, 64);
-}
-
 /// Scope of this rank's record for a benchmark level.
 Scope scope_for(Level level, const Context& ctx, const EnvRecord& env) {
   Scope s;
@@ -517,6 +503,20 @@ std::vector<std::string> lines_to_write(Level level, const std::vector<std::stri
 }
 
 }  // namespace
+
+std::string make_run_id(const std::string& host) {
+  std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y%m%dT%H%M%SZ", &tm);
+  // The host names a directory: keep it to characters that are safe in a path.
+  std::string safe;
+  for (char c : host)
+    safe +=
+        std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-' || c == '_' ? c : '_';
+  return std::string(buf) + "-" + safe.substr(0, 64);
+}
 
 EnvRecord collect_run_env(const Context& ctx, const std::string& fs_root) {
   InventoryOptions io;

@@ -45,6 +45,9 @@ struct GpuDisposition {
 /// Decides GPU disposition from the node's EnvRecord and (where GPUs are on the bus) the plugin.
 GpuDisposition gpu_disposition(const EnvRecord& env, bool load_plugin = true);
 
+/// A run id: sortable UTC time plus the host, made safe for a path ("20261130T084500Z-node01").
+std::string make_run_id(const std::string& host);
+
 /// This node's EnvRecord as `run` and `burnin` take it; call on node leaders. The inventory below
 /// `fs_root` (collect_env), the MPI and clusterbench versions, and the health counters' start
 /// snapshot in `health["start"]` (docs/health.md). Throws what collect_env throws.
