@@ -1,9 +1,12 @@
 // allreduce_reference: the plain MPI_Allreduce timing loop that collectives.all_reduce's MPI
 // backend must match (issue 4 "Performance": busbw ratio >= 0.97 on medians). Every rank:
-//   mpirun -np N allreduce_reference [MINBYTES=1024] [MAXBYTES=67108864] [STEP=4] [REPEATS=21]
-// For each size S (float, sum, out-of-place), after a warm-up, 16 operations calibrate a batch of
-// about 10 ms, then REPEATS batches are timed with MPI_Wtime; a batch's time is the slowest rank's
-// (an MPI_Allreduce MAX after it, as nccl-tests and our harness take it). Prints, on rank 0, one
+//   mpirun -np N allreduce_reference [MINBYTES=1024] [MAXBYTES=67108864] [STEP=4] [SECONDS=0.5]
+// For each size S (float, sum, out-of-place) it times the way the harness does (bench/runner.cpp
+// CaseRunImpl::exec with min_time = SECONDS, 0.5 s in the quick suite): 16 operations calibrate a
+// batch of SECONDS/20, batches warm up for SECONDS/5, then batches are timed with MPI_Wtime until
+// SECONDS have passed; a batch's time is the slowest rank's (an MPI_Allreduce MAX after it, as
+// nccl-tests and our harness take it). The same durations matter: on a shared virtual machine a
+// 0.2 s loop and a 1 s loop see different medians. Prints, on rank 0, one
 // line per size: S, the median time per operation in us, busbw = S / t x 2(n-1)/n in GB/s (1e9 B/s;
 // docs/metrics.md "Collectives"), and busbw at the fastest batch (robust on a shared machine).
 #include <mpi.h>
@@ -31,8 +34,8 @@ int main(int argc, char** argv) {
   long long minb = argc > 1 ? std::atoll(argv[1]) : 1024;
   long long maxb = argc > 2 ? std::atoll(argv[2]) : 64LL << 20;
   double step = argc > 3 ? std::atof(argv[3]) : 4;
-  int repeats = argc > 4 ? std::atoi(argv[4]) : 21;
-  if (n < 2 || minb < 4 || maxb < minb || step <= 1 || repeats < 1) {
+  double seconds = argc > 4 ? std::atof(argv[4]) : 0.5;
+  if (n < 2 || minb < 4 || maxb < minb || step <= 1 || !(seconds > 0)) {
     if (rank == 0)
       std::fprintf(stderr, "allreduce_reference: bad arguments or fewer than 2 ranks\n");
     MPI_Abort(MPI_COMM_WORLD, 2);
@@ -54,11 +57,16 @@ int main(int argc, char** argv) {
     };
     batch(1);  // warms up (the first operation of a size sets up buffers and connections)
     double t1 = batch(16) / 16;
-    long long ops = std::max(1LL, static_cast<long long>(std::ceil(0.01 / t1)));
+    long long ops = std::max(1LL, static_cast<long long>(std::ceil(seconds / 20 / t1)));
     MPI_Bcast(&ops, 1, MPI_LONG_LONG, 0, MPI_COMM_WORLD);
-    batch(ops);
+    // Every rank sums the same slowest-rank batch times, so all leave each loop together.
+    for (double warm = 0; warm < seconds / 5;) warm += batch(ops);
     std::vector<double> per_op;
-    for (int r = 0; r < repeats; ++r) per_op.push_back(batch(ops) / static_cast<double>(ops));
+    for (double spent = 0; spent < seconds || per_op.empty();) {
+      double t = batch(ops);
+      spent += t;
+      per_op.push_back(t / static_cast<double>(ops));
+    }
     std::sort(per_op.begin(), per_op.end());
     double t = per_op[per_op.size() / 2], tmin = per_op.front();
     double bytes = static_cast<double>(count) * 4, factor = 2.0 * (n - 1) / n;
