@@ -33,6 +33,8 @@ gen() {
     --spec "$SPEC" --nodes "$NODES" --gpus "$GPUS" --variant "$1" --out "$W/$1"
 }
 records=$(gen baseline) && gen current >/dev/null || exit 1
+# The generator's 1.6 GB still being written back would be timed with the commands: flush it.
+sync
 
 # /usr/bin/time -v: wall clock and peak resident memory of one command.
 measure() {

@@ -124,12 +124,17 @@ void thin(Chart& c) {
 
 std::vector<Chart> build_charts(const RunDir& run, const Report& report) {
   // The last record of a case wins.
-  std::unordered_map<std::string_view, const ResultRecord*> last;
-  last.reserve(run.records.records.size());
   std::vector<const ResultRecord*> recs;
-  for (const auto& r : run.records.records) last[r.case_key] = &r;
-  for (const auto& r : run.records.records)
-    if (r.status == "ok" && last[r.case_key] == &r) recs.push_back(&r);
+  if (run.records.one_per_case) {
+    for (const auto& r : run.records.records)
+      if (r.status == "ok") recs.push_back(&r);
+  } else {
+    std::unordered_map<std::string_view, const ResultRecord*> last;
+    last.reserve(run.records.records.size());
+    for (const auto& r : run.records.records) last[r.case_key] = &r;
+    for (const auto& r : run.records.records)
+      if (r.status == "ok" && last[r.case_key] == &r) recs.push_back(&r);
+  }
 
   std::vector<Chart> charts;
   std::set<std::string> done;  // benchmark|metric drawn by a special chart

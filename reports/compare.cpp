@@ -4,11 +4,13 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <deque>
 #include <filesystem>
 #include <future>
 #include <iostream>
 #include <set>
 #include <sstream>
+#include <string_view>
 #include <unordered_map>
 
 #include "reports/evaluate.hpp"
@@ -122,6 +124,8 @@ const Metric* find_metric(const ResultRecord& r, const std::string& name) {
 
 void compare_case(const ResultRecord& b, const ResultRecord* c,
                   const std::vector<ToleranceRule>& rules, CaseChange& cc) {
+  cc.baseline = &b;
+  cc.current = c;
   cc.baseline_status = b.status;
   cc.current_status = c ? c->status : "missing";
   if (!c) {
@@ -129,7 +133,6 @@ void compare_case(const ResultRecord& b, const ResultRecord* c,
     cc.message = "case missing from CURRENT";
     return;
   }
-  cc.item = scope_item(c->scope);
   if (b.status != "ok") {
     bool fixed = b.status == "failed" && c->status == "ok";
     cc.verdict = fixed ? kImproved : kNotCompared;
@@ -143,6 +146,7 @@ void compare_case(const ResultRecord& b, const ResultRecord* c,
     return;
   }
   cc.verdict = kUnchanged;
+  cc.metrics.reserve(b.metrics.size());
   for (const auto& bm : b.metrics) {
     MetricChange mc;
     mc.name = bm.name;
@@ -164,7 +168,7 @@ void compare_case(const ResultRecord& b, const ResultRecord* c,
       mc.verdict = metric_verdict(bm.value, cm->value, bm.higher_is_better, mc.tolerance, mc.noise);
     }
     if (verdict_rank(mc.verdict) < verdict_rank(cc.verdict)) cc.verdict = mc.verdict;
-    cc.metrics.push_back(mc);
+    cc.metrics.push_back(std::move(mc));
   }
 }
 
@@ -231,9 +235,22 @@ std::string metric_verdict(double baseline, double current, bool higher_is_bette
 }
 
 std::string match_key(const ResultRecord& r) {
-  if (r.scope.kind == "gpu" && !r.scope.uuid.empty())
+  if (r.scope.kind == "gpu" && !r.scope.uuid.empty()) {
+    // The case key is "benchmark|params|item" (make_case_key) and the item has no '|': its
+    // first two parts are the ones wanted, without serialising the params again.
+    const auto bar = r.case_key.rfind('|');
+    if (bar != std::string::npos &&
+        r.case_key.compare(0, r.benchmark.size() + 1, r.benchmark + "|") == 0)
+      return r.case_key.substr(0, bar + 1) + r.scope.uuid;
     return r.benchmark + "|" + r.params.dump() + "|" + r.scope.uuid;
+  }
   return r.case_key.empty() ? make_case_key(r.benchmark, r.params, r.scope) : r.case_key;
+}
+
+std::string CaseChange::match_key() const { return report::match_key(record()); }
+
+std::string CaseChange::item() const {
+  return scope_item(current ? current->scope : baseline->scope);
 }
 
 Comparison compare(const RunDir& baseline, const RunDir& current,
@@ -244,53 +261,57 @@ Comparison compare(const RunDir& baseline, const RunDir& current,
   out.baseline_run_id = baseline.run.run_id;
   out.current_run_id = current.run.run_id;
   out.rules = rules;
-  // A resumed run may hold a case twice: the last record wins, as in the report.
-  std::unordered_map<std::string, const ResultRecord*> cur;
+  // A resumed run may hold a case twice: the last record wins, as in the report. The maps view
+  // the records' own case keys; keys that must be built (GPU records by UUID) live in `made`.
+  std::deque<std::string> made;
+  auto key_of = [&made](const ResultRecord& r) -> std::string_view {
+    if ((r.scope.kind == "gpu" && !r.scope.uuid.empty()) || r.case_key.empty())
+      return made.emplace_back(match_key(r));
+    return r.case_key;
+  };
+  std::unordered_map<std::string_view, const ResultRecord*> cur;
   cur.reserve(current.records.records.size());
-  for (const auto& r : current.records.records) cur[match_key(r)] = &r;
-  std::unordered_map<std::string, const ResultRecord*> base;
-  std::vector<std::string> order;
+  for (const auto& r : current.records.records) cur[key_of(r)] = &r;
+  std::unordered_map<std::string_view, const ResultRecord*> base;
+  base.reserve(baseline.records.records.size());
+  // BASELINE's cases in order, as their map entries (stable in an unordered_map): the last record
+  // of a case is the entry's value when the loop ends.
+  std::vector<const std::pair<const std::string_view, const ResultRecord*>*> order;
+  order.reserve(baseline.records.records.size());
   for (const auto& r : baseline.records.records) {
-    auto key = match_key(r);
-    if (base.emplace(key, &r).second)
-      order.push_back(key);
+    auto [it, fresh] = base.try_emplace(key_of(r), &r);
+    if (fresh)
+      order.push_back(&*it);
     else
-      base[key] = &r;
+      it->second = &r;
   }
-  for (const auto& key : order) {
-    const ResultRecord& b = *base[key];
-    auto it = cur.find(key);
+  out.cases.reserve(order.size());
+  for (const auto* entry : order) {
+    auto it = cur.find(entry->first);
     CaseChange cc;
-    cc.match_key = key;
-    cc.case_key = b.case_key;
-    cc.benchmark = b.benchmark;
-    cc.params = b.params;
-    cc.item = scope_item(b.scope);
-    compare_case(b, it == cur.end() ? nullptr : it->second, rules, cc);
+    compare_case(*entry->second, it == cur.end() ? nullptr : it->second, rules, cc);
     if (it != cur.end()) cur.erase(it);
     out.cases.push_back(std::move(cc));
   }
   for (const auto& r : current.records.records) {
-    auto it = cur.find(match_key(r));
+    auto it = cur.find(key_of(r));
     if (it == cur.end() || it->second != &r) continue;
     CaseChange cc;
-    cc.match_key = it->first;
-    cc.case_key = r.case_key;
-    cc.benchmark = r.benchmark;
-    cc.params = r.params;
-    cc.item = scope_item(r.scope);
+    cc.current = &r;
     cc.baseline_status = "missing";
     cc.current_status = r.status;
     cc.verdict = kNew;
     cc.message = "only in CURRENT";
     out.cases.push_back(std::move(cc));
   }
-  // Worst verdict first, keeping BASELINE order within a verdict (a bucket per verdict).
-  std::vector<std::vector<CaseChange>> buckets(verdict_order().size() + 1);
-  for (auto& cc : out.cases) buckets[verdict_rank(cc.verdict)].push_back(std::move(cc));
-  out.cases.clear();
-  for (auto& b : buckets)
-    for (auto& cc : b) out.cases.push_back(std::move(cc));
+  // Worst verdict first, keeping BASELINE order within a verdict: each case moves once, to
+  // its verdict's next slot.
+  std::vector<size_t> slot(verdict_order().size() + 2, 0);
+  for (const auto& cc : out.cases) ++slot[verdict_rank(cc.verdict) + 1];
+  for (size_t v = 1; v < slot.size(); ++v) slot[v] += slot[v - 1];
+  std::vector<CaseChange> sorted(out.cases.size());
+  for (auto& cc : out.cases) sorted[slot[verdict_rank(cc.verdict)]++] = std::move(cc);
+  out.cases = std::move(sorted);
   for (const auto& v : verdict_order()) out.counts[v] = 0;
   for (const auto& c : out.cases) ++out.counts[c.verdict];
   compare_env(baseline, current, out);
@@ -310,7 +331,7 @@ std::string counts_line(const Comparison& c) {
 }
 
 std::string case_label(const CaseChange& c) {
-  return c.benchmark + " " + c.params.dump() + " " + c.item;
+  return c.benchmark() + " " + c.params().dump() + " " + c.item();
 }
 
 std::string value_text(double v, const std::string& unit) {
@@ -339,8 +360,8 @@ std::vector<UnchangedGroup> unchanged_groups(const Comparison& c) {
   std::unordered_map<std::string, size_t> at;
   for (const auto& cc : c.cases) {
     if (cc.verdict != kUnchanged) continue;
-    auto [it, fresh] = at.try_emplace(cc.benchmark, out.size());
-    if (fresh) out.push_back({cc.benchmark});
+    auto [it, fresh] = at.try_emplace(cc.benchmark(), out.size());
+    if (fresh) out.push_back({cc.benchmark()});
     UnchangedGroup& g = out[it->second];
     ++g.cases;
     for (const auto& m : cc.metrics)
@@ -440,11 +461,11 @@ json render_compare_json(const Comparison& c) {
   j["cases_listed"] = all ? "all" : "all but unchanged";
   for (const auto& cc : c.cases) {
     if (!all && cc.verdict == kUnchanged) continue;
-    json jc = {{"match_key", cc.match_key},
-               {"case_key", cc.case_key},
-               {"benchmark", cc.benchmark},
-               {"params", cc.params},
-               {"item", cc.item},
+    json jc = {{"match_key", cc.match_key()},
+               {"case_key", cc.case_key()},
+               {"benchmark", cc.benchmark()},
+               {"params", cc.params()},
+               {"item", cc.item()},
                {"baseline_status", cc.baseline_status},
                {"current_status", cc.current_status},
                {"verdict", cc.verdict},
@@ -468,7 +489,7 @@ json render_compare_json(const Comparison& c) {
   if (!all) {
     j["unchanged_by_benchmark"] = json::array();
     for (const auto& g : unchanged_groups(c)) {
-      json closest = {{"case_key", g.closest->case_key}, {"item", g.closest->item}};
+      json closest = {{"case_key", g.closest->case_key()}, {"item", g.closest->item()}};
       if (g.metric)
         closest["metric"] = g.metric->name, closest["change_pct"] = g.metric->change_pct;
       j["unchanged_by_benchmark"].push_back(
@@ -497,8 +518,8 @@ std::string render_compare_junit(const Comparison& c) {
     << c.counts.at(kRegressed) << "\" skipped=\"" << c.counts.at(kNotCompared) << "\">\n";
   for (const auto& cc : c.cases) {
     if (!all && cc.verdict == kUnchanged) continue;
-    x << "  <testcase classname=\"" << xml_escape(cc.benchmark) << "\" name=\""
-      << xml_escape(cc.params.dump() + " " + cc.item) << "\">";
+    x << "  <testcase classname=\"" << xml_escape(cc.benchmark()) << "\" name=\""
+      << xml_escape(cc.params().dump() + " " + cc.item()) << "\">";
     std::string detail = cc.message;
     for (const auto& m : cc.metrics)
       detail += (detail.empty() ? "" : "; ") + m.name + " " + format_number(m.baseline) + " -> " +
@@ -515,7 +536,7 @@ std::string render_compare_junit(const Comparison& c) {
   for (const auto& g : groups) {
     std::string detail = std::to_string(g.cases) + " unchanged cases";
     if (g.metric)
-      detail += "; closest to regressing: " + g.closest->item + " " + g.metric->name + " " +
+      detail += "; closest to regressing: " + g.closest->item() + " " + g.metric->name + " " +
                 signed_pct(g.metric->change_pct);
     x << "  <testcase classname=\"" << xml_escape(g.benchmark) << "\" name=\""
       << xml_escape(std::to_string(g.cases) + " unchanged cases") << "\"><system-out>"
@@ -559,10 +580,13 @@ int compare_command(const std::string& baseline_dir, const std::string& current_
   std::vector<ToleranceRule> rules;
   for (const auto& t : tolerances) rules.push_back(parse_tolerance(t));
   // Both sides at once: reading is most of compare's time at 1,000 nodes (docs/report.md).
-  auto base_future = std::async(std::launch::async, [&] { return read_run_dir(baseline_dir); });
-  RunDir cur = read_run_dir(current_dir);
-  RunDir base = base_future.get();
-  Comparison c = compare(base, cur, rules);
+  auto base_future =
+      std::async(std::launch::async, [&] { return read_run_dir(baseline_dir, false); });
+  // Never freed: the process ends right after, and freeing two 1,000-node runs and their
+  // comparison took over a second (docs/report.md "Scale").
+  const RunDir& cur = *new RunDir(read_run_dir(current_dir, false));
+  const RunDir& base = *new RunDir(base_future.get());
+  const Comparison& c = *new Comparison(compare(base, cur, rules));
   std::string dir = out_dir.empty() ? current_dir : out_dir;
   write_compare(c, dir);
   for (const auto& w : base.records.warnings) std::cerr << "warning: baseline: " << w << "\n";

@@ -51,18 +51,28 @@ struct MetricChange {
   bool missing = false;  ///< the metric is absent from the CURRENT record
 };
 
-/// One case of BASELINE (or CURRENT only), matched by match key.
+/// One case of BASELINE (or CURRENT only), matched by match key. It points at the records of the
+/// two RunDirs given to compare(), which must outlive it (a 1,000-node run has 720,000 cases:
+/// copies of their keys and params were most of compare's memory, docs/report.md "Scale").
 struct CaseChange {
-  std::string match_key;  ///< case key, with the scope item replaced by the UUID for GPU records
-  std::string case_key;   ///< BASELINE's case key (CURRENT's when new)
-  std::string benchmark;
-  json params = json::object();
-  std::string item;             ///< scope item in CURRENT (BASELINE's when missing)
-  std::string baseline_status;  ///< ok | failed | waived
-  std::string current_status;   ///< ok | failed | waived | missing
-  std::string verdict;          ///< worst of its metrics, or the status rule
+  const ResultRecord* baseline = nullptr;  ///< nullptr: only in CURRENT
+  const ResultRecord* current = nullptr;   ///< nullptr: missing from CURRENT
+  std::string baseline_status;             ///< ok | failed | waived | missing
+  std::string current_status;              ///< ok | failed | waived | missing
+  std::string verdict;                     ///< worst of its metrics, or the status rule
   std::string message;
   std::vector<MetricChange> metrics;
+
+  /// BASELINE's record, CURRENT's when the case is new.
+  const ResultRecord& record() const { return baseline ? *baseline : *current; }
+  const std::string& benchmark() const { return record().benchmark; }
+  const json& params() const { return record().params; }
+  /// BASELINE's case key (CURRENT's when new).
+  const std::string& case_key() const { return record().case_key; }
+  /// Case key, with the scope item replaced by the UUID for GPU records.
+  std::string match_key() const;
+  /// Scope item in CURRENT (BASELINE's when missing).
+  std::string item() const;
 };
 
 /// One environment field that differs, with the hosts where it changed that way.
@@ -99,8 +109,13 @@ std::string match_key(const ResultRecord& r);
 /// case missing from CURRENT, or ok in BASELINE but failed/waived in CURRENT -> regressed; failed
 /// in BASELINE and ok in CURRENT -> improved; baseline failed/waived otherwise -> not_compared;
 /// only in CURRENT -> new. A baseline metric absent from the current record -> regressed.
+/// The Comparison points into both RunDirs (CaseChange): they must outlive it, so temporaries are
+/// refused at compile time.
 Comparison compare(const RunDir& baseline, const RunDir& current,
                    const std::vector<ToleranceRule>& rules);
+Comparison compare(RunDir&&, const RunDir&, const std::vector<ToleranceRule>&) = delete;
+Comparison compare(const RunDir&, RunDir&&, const std::vector<ToleranceRule>&) = delete;
+Comparison compare(RunDir&&, RunDir&&, const std::vector<ToleranceRule>&) = delete;
 
 /// compare.md: verdict line, counts, the regressed/improved table (| case | metric | baseline |
 /// current | change | spread b/c | tolerance | verdict |), environment changes, then unchanged.

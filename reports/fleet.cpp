@@ -70,32 +70,43 @@ double default_outlier_tolerance(const std::string& benchmark) {
 
 std::vector<Outlier> find_outliers(const std::vector<ResultRecord>& records,
                                    const std::vector<EnvRecord>& env,
-                                   const std::vector<ToleranceRule>& rules, int min_items) {
-  // The last record of a case wins (a resumed run may repeat one).
-  // Views of the case keys (720,000 records at 1,000 nodes, docs/report.md "Scale").
-  std::deque<std::string> made;  // case keys that records.jsonl left out
-  std::unordered_map<std::string_view, const ResultRecord*> last;
-  std::vector<std::string_view> order;
-  last.reserve(records.size());
-  for (const auto& r : records) {
+                                   const std::vector<ToleranceRule>& rules, int min_items,
+                                   bool one_per_case) {
+  auto judged = [](const ResultRecord& r) {
     const auto& k = r.scope.kind;
-    if (k != "gpu" && k != "node" && k != "link") continue;
-    std::string_view key =
-        r.case_key.empty()
-            ? std::string_view(made.emplace_back(make_case_key(r.benchmark, r.params, r.scope)))
-            : std::string_view(r.case_key);
-    auto [it, fresh] = last.try_emplace(key, &r);
-    if (fresh)
-      order.push_back(key);
-    else
-      it->second = &r;
+    return k == "gpu" || k == "node" || k == "link";
+  };
+  // The last record of a case wins (a resumed run may repeat one), in first-seen order.
+  std::vector<const ResultRecord*> chosen;
+  chosen.reserve(records.size());
+  if (one_per_case) {
+    for (const auto& r : records)
+      if (judged(r)) chosen.push_back(&r);
+  } else {
+    // Views of the case keys (720,000 records at 1,000 nodes, docs/report.md "Scale").
+    std::deque<std::string> made;  // case keys that records.jsonl left out
+    std::unordered_map<std::string_view, const ResultRecord*> last;
+    std::vector<std::string_view> order;
+    last.reserve(records.size());
+    for (const auto& r : records) {
+      if (!judged(r)) continue;
+      std::string_view key =
+          r.case_key.empty()
+              ? std::string_view(made.emplace_back(make_case_key(r.benchmark, r.params, r.scope)))
+              : std::string_view(r.case_key);
+      auto [it, fresh] = last.try_emplace(key, &r);
+      if (fresh)
+        order.push_back(key);
+      else
+        it->second = &r;
+    }
+    for (const auto& key : order) chosen.push_back(last[key]);
   }
   std::unordered_map<std::string, size_t> group_at;
   std::vector<std::pair<std::string, Group>> group_list;
   std::string base;
   const ResultRecord* base_of = nullptr;  // consecutive records of a case share `base`
-  for (const auto& key : order) {
-    const ResultRecord* r = last[key];
+  for (const ResultRecord* r : chosen) {
     if (r->status != "ok") continue;
     if (!base_of || base_of->benchmark != r->benchmark || base_of->params != r->params)
       base = r->benchmark + "|" + r->params.dump() + "|";
@@ -210,7 +221,7 @@ FleetView fleet_view(const RunDir& run, const Report& report,
       }
     }
   }
-  fv.outliers = find_outliers(run.records.records, run.run.env, rules);
+  fv.outliers = find_outliers(run.records.records, run.run.env, rules, 3, run.records.one_per_case);
   std::map<std::string, std::vector<std::string>> outlier_items;
   for (const auto& o : fv.outliers) {
     if (o.kind == "link") continue;

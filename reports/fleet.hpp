@@ -45,9 +45,11 @@ double default_outlier_tolerance(const std::string& benchmark);
 /// otherwise. tol: the last --outlier-tolerance rule matching the benchmark (glob, or
 /// glob:metric) or unit, else default_outlier_tolerance(). `env` fills UUID and PCI bus id where a
 /// record's scope lacks them. Sorted by benchmark, params, metric, then worst deviation first.
+/// `one_per_case` (RecordsFile::one_per_case) skips the last-record-of-a-case pass.
 std::vector<Outlier> find_outliers(const std::vector<ResultRecord>& records,
                                    const std::vector<EnvRecord>& env,
-                                   const std::vector<ToleranceRule>& rules = {}, int min_items = 3);
+                                   const std::vector<ToleranceRule>& rules = {}, int min_items = 3,
+                                   bool one_per_case = false);
 
 /// One row per node.
 struct FleetNode {

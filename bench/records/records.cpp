@@ -3,15 +3,18 @@
 
 #include <fcntl.h>
 #include <openssl/evp.h>
+#include <simdjson.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <climits>
 #include <cmath>
 #include <cstring>
 #include <ctime>
 #include <fstream>
+#include <future>
 #include <iomanip>
 #include <numeric>
 #include <optional>
@@ -323,263 +326,180 @@ void write_file_atomic(const std::string& path, const std::string& text) {
 
 namespace {
 
-/// A SAX handler that fills a ResultRecord straight from the line, without the JSON document
-/// that json::parse() would build first (reading was a quarter of `report` at 1,000 nodes,
-/// docs/report.md "Scale"). It knows only well-formed records: on anything it does not expect
-/// (a type it would have to convert, a missing required field, a parse error) it gives up and
-/// the caller parses the line the ordinary way, which accepts or rejects it with its message.
-class RecordSax {
- public:
-  using string_t = json::string_t;
-  explicit RecordSax(ResultRecord& r) : r_(r) {}
+namespace od = simdjson::ondemand;
 
-  /// True when the whole line went into the record and the record passes from_json's checks.
-  bool finish() {
-    if (!done_ || !has_schema_ || !has_benchmark_ || !has_status_) return false;
-    if (r_.schema != kResultSchema) return false;
-    if (r_.status != "ok" && r_.status != "failed" && r_.status != "waived") return false;
-    if (has_error_) r_.error = error_.get<ErrorInfo>();
-    return true;
-  }
+/// Copies a JSON string into `out`; false when the value is not a string (null included).
+bool get_string(od::value v, std::string& out) {
+  std::string_view s;
+  if (v.get_string().get(s)) return false;
+  out.assign(s);
+  return true;
+}
 
-  bool null() {
-    if (capture_) return forward([](auto& d) { return d.null(); });
-    switch (ctx()) {
-      case Ctx::kTop:
-        // opt() skips nulls; the required fields are not optional.
-        if (field_ == "schema" || field_ == "benchmark" || field_ == "status") return false;
-        if (field_ == "error") has_error_ = true, error_ = nullptr;
-        return true;
-      case Ctx::kMetric:
-        return key_ != "value";  // a non-finite metric value: from_json says so
-      case Ctx::kTime:
-      case Ctx::kScope:
-        return true;
-      default:
-        return false;
+/// An object value as nlohmann json, from its raw text; consecutive records of one case carry the
+/// same params, so the last parse is kept and copied when the text repeats.
+struct RawObjectCache {
+  std::string raw;
+  json value;
+  bool get(od::value v, json& out) {
+    od::object o;
+    std::string_view text;
+    if (v.get_object().get(o) || o.raw_json().get(text)) return false;
+    if (text != raw) {
+      value = json::parse(text);
+      raw.assign(text);
     }
-  }
-  bool boolean(bool v) {
-    if (capture_) return forward([&](auto& d) { return d.boolean(v); });
-    if (ctx() == Ctx::kMetric && key_ == "higher_is_better")
-      return metric().higher_is_better = v, true;
-    return scalar(json(v));
-  }
-  bool number_integer(json::number_integer_t v) {
-    if (capture_) return forward([&](auto& d) { return d.number_integer(v); });
-    return number(static_cast<double>(v), json(v));
-  }
-  bool number_unsigned(json::number_unsigned_t v) {
-    if (capture_) return forward([&](auto& d) { return d.number_unsigned(v); });
-    return number(static_cast<double>(v), json(v));
-  }
-  bool number_float(json::number_float_t v, const string_t& text) {
-    if (capture_) return forward([&](auto& d) { return d.number_float(v, text); });
-    return number(v, json(v));
-  }
-  bool string(string_t& v) {
-    if (capture_) return forward([&](auto& d) { return d.string(v); });
-    switch (ctx()) {
-      case Ctx::kTop:
-        if (auto* f = top_string()) {
-          *f = std::move(v);
-          return true;
-        }
-        return scalar(json(std::move(v)));
-      case Ctx::kMetric:
-        if (key_ == "name") return metric().name = std::move(v), true;
-        if (key_ == "unit") return metric().unit = std::move(v), true;
-        return key_ != "value" && key_ != "higher_is_better";
-      case Ctx::kScope:
-        if (key_ == "kind") return r_.scope.kind = std::move(v), true;
-        if (key_ == "host") return r_.scope.host = std::move(v), true;
-        if (key_ == "uuid") return r_.scope.uuid = std::move(v), true;
-        if (key_ == "pci_bus_id") return r_.scope.pci_bus_id = std::move(v), true;
-        return key_ != "rank" && key_ != "gpu_index" && key_ != "hosts";
-      case Ctx::kHosts:
-        r_.scope.hosts.push_back(std::move(v));
-        return true;
-      case Ctx::kTime:
-        return !is_time_field();
-      default:
-        return false;
-    }
-  }
-  bool binary(json::binary_t&) { return false; }
-  bool start_object(std::size_t n) {
-    if (capture_) return ++depth_, forward([&](auto& d) { return d.start_object(n); });
-    if (stack_.empty()) return stack_.push_back(Ctx::kTop), true;
-    switch (ctx()) {
-      case Ctx::kTop:
-        if (field_ == "time") return stack_.push_back(Ctx::kTime), true;
-        if (field_ == "scope") return stack_.push_back(Ctx::kScope), true;
-        if (field_ == "metrics") return false;
-        return begin_capture(n, true);
-      case Ctx::kMetrics:
-        r_.metrics.emplace_back();
-        has_value_ = false;
-        return stack_.push_back(Ctx::kMetric), true;
-      default:
-        return unknown_key() && begin_capture(n, true);
-    }
-  }
-  bool key(string_t& k) {
-    if (capture_) return forward([&](auto& d) { return d.key(k); });
-    if (ctx() == Ctx::kTop)
-      field_ = std::move(k);
-    else
-      key_ = std::move(k);
+    out = value;
     return true;
   }
-  bool end_object() {
-    if (capture_) return end_capture([](auto& d) { return d.end_object(); });
-    Ctx c = ctx();
-    stack_.pop_back();
-    if (c == Ctx::kMetric && !has_value_) return false;  // from_json names the missing value
-    if (c == Ctx::kTop) done_ = true;
-    return true;
-  }
-  bool start_array(std::size_t n) {
-    if (capture_) return ++depth_, forward([&](auto& d) { return d.start_array(n); });
-    if (stack_.empty()) return false;
-    switch (ctx()) {
-      case Ctx::kTop:
-        if (field_ == "metrics") {
-          r_.metrics.clear();
-          return stack_.push_back(Ctx::kMetrics), true;
-        }
-        if (field_ == "time" || field_ == "scope") return false;
-        return begin_capture(n, false);
-      case Ctx::kScope:
-        if (key_ == "hosts") {
-          r_.scope.hosts.clear();
-          return stack_.push_back(Ctx::kHosts), true;
-        }
-        return unknown_key() && begin_capture(n, false);
-      default:
-        return unknown_key() && begin_capture(n, false);
+};
+
+bool read_metric(od::value v, Metric& m) {
+  od::object o;
+  if (v.get_object().get(o)) return false;
+  bool has_value = false;
+  for (auto f : o) {
+    od::field field;
+    std::string_view key;
+    if (std::move(f).get(field) || field.unescaped_key().get(key)) return false;
+    if (key == "name") {
+      if (!get_string(field.value(), m.name)) return false;
+    } else if (key == "unit") {
+      if (!get_string(field.value(), m.unit)) return false;
+    } else if (key == "value") {
+      // A non-finite value is written as null: the ordinary path says so.
+      if (field.value().get_double().get(m.value)) return false;
+      has_value = true;
+    } else if (key == "higher_is_better") {
+      if (field.value().get_bool().get(m.higher_is_better)) return false;
     }
   }
-  bool end_array() {
-    if (capture_) return end_capture([](auto& d) { return d.end_array(); });
-    stack_.pop_back();
-    return true;
+  return has_value;
+}
+
+bool read_time(od::value v, TimeStats& t) {
+  od::object o;
+  if (v.get_object().get(o)) return false;
+  for (auto f : o) {
+    od::field field;
+    std::string_view key;
+    if (std::move(f).get(field) || field.unescaped_key().get(key)) return false;
+    double* d = key == "min"      ? &t.min
+                : key == "median" ? &t.median
+                : key == "mean"   ? &t.mean
+                : key == "p95"    ? &t.p95
+                : key == "max"    ? &t.max
+                : key == "spread" ? &t.spread
+                                  : nullptr;
+    if (d) {
+      if (field.value().get_double().get(*d)) return false;
+    } else if (key == "n") {
+      int64_t n = 0;
+      if (field.value().get_int64().get(n) || n < INT_MIN || n > INT_MAX) return false;
+      t.n = static_cast<int>(n);
+    }
   }
-  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception&) {
+  return true;
+}
+
+bool read_scope(od::value v, Scope& s) {
+  od::object o;
+  if (v.get_object().get(o)) return false;
+  for (auto f : o) {
+    od::field field;
+    std::string_view key;
+    if (std::move(f).get(field) || field.unescaped_key().get(key)) return false;
+    std::string* str = key == "kind"         ? &s.kind
+                       : key == "host"       ? &s.host
+                       : key == "uuid"       ? &s.uuid
+                       : key == "pci_bus_id" ? &s.pci_bus_id
+                                             : nullptr;
+    int* num = key == "rank" ? &s.rank : key == "gpu_index" ? &s.gpu_index : nullptr;
+    if (str) {
+      if (!get_string(field.value(), *str)) return false;
+    } else if (num) {
+      int64_t n = 0;
+      if (field.value().get_int64().get(n) || n < INT_MIN || n > INT_MAX) return false;
+      *num = static_cast<int>(n);
+    } else if (key == "hosts") {
+      od::array a;
+      if (field.value().get_array().get(a)) return false;
+      s.hosts.clear();
+      for (auto h : a) {
+        od::value hv;
+        if (std::move(h).get(hv)) return false;
+        if (!get_string(hv, s.hosts.emplace_back())) return false;
+      }
+    }
+  }
+  return true;
+}
+
+/// The fast path of read_records: simdjson's On-Demand API fills a ResultRecord straight from
+/// the line, with no JSON document built first (parsing was most of `report` at 1,000 nodes,
+/// docs/report.md "Scale"). It knows only well-formed records: on anything it does not expect (a
+/// null, a type to convert, a missing required field, a parse error) it returns false and the
+/// caller parses the line with nlohmann/json, which accepts it or says what is wrong with it.
+/// `capacity` counts the readable bytes from `data` on; simdjson needs SIMDJSON_PADDING of them
+/// past the line.
+bool fast_record(od::parser& parser, const char* data, size_t len, size_t capacity,
+                 RawObjectCache& params_cache, ResultRecord& r) {
+  od::document doc;
+  od::object top;
+  if (parser.iterate(data, len, capacity).get(doc) || doc.get_object().get(top)) return false;
+  bool has_schema = false, has_benchmark = false, has_status = false;
+  try {
+    for (auto f : top) {
+      od::field field;
+      std::string_view key;
+      if (std::move(f).get(field) || field.unescaped_key().get(key)) return false;
+      std::string* str = key == "schema"       ? (has_schema = true, &r.schema)
+                         : key == "run_id"     ? &r.run_id
+                         : key == "benchmark"  ? (has_benchmark = true, &r.benchmark)
+                         : key == "case_key"   ? &r.case_key
+                         : key == "status"     ? (has_status = true, &r.status)
+                         : key == "message"    ? &r.message
+                         : key == "combine"    ? &r.combine
+                         : key == "started_at" ? &r.started_at
+                                               : nullptr;
+      if (str) {
+        if (!get_string(field.value(), *str)) return false;
+      } else if (key == "duration_s") {
+        if (field.value().get_double().get(r.duration_s)) return false;
+      } else if (key == "params") {
+        if (!params_cache.get(field.value(), r.params)) return false;
+      } else if (key == "extra") {
+        od::object o;
+        std::string_view text;
+        if (field.value().get_object().get(o) || o.raw_json().get(text)) return false;
+        r.extra = json::parse(text);
+      } else if (key == "error") {
+        od::object o;
+        std::string_view text;
+        if (field.value().get_object().get(o) || o.raw_json().get(text)) return false;
+        r.error = json::parse(text).get<ErrorInfo>();
+      } else if (key == "metrics") {
+        od::array a;
+        if (field.value().get_array().get(a)) return false;
+        r.metrics.clear();
+        for (auto m : a) {
+          od::value mv;
+          if (std::move(m).get(mv) || !read_metric(mv, r.metrics.emplace_back())) return false;
+        }
+      } else if (key == "time") {
+        if (!read_time(field.value(), r.time)) return false;
+      } else if (key == "scope") {
+        if (!read_scope(field.value(), r.scope)) return false;
+      }
+    }
+  } catch (const std::exception&) {  // nlohmann on params/extra/error: the ordinary path says why
     return false;
   }
-
- private:
-  enum class Ctx { kTop, kMetrics, kMetric, kTime, kScope, kHosts };
-  using Dom = nlohmann::detail::json_sax_dom_parser<json>;
-
-  Ctx ctx() const { return stack_.back(); }
-  Metric& metric() { return r_.metrics.back(); }
-  bool is_time_field() const {
-    return key_ == "n" || key_ == "min" || key_ == "median" || key_ == "mean" || key_ == "p95" ||
-           key_ == "max" || key_ == "spread";
-  }
-  /// A key of a nested object that from_json does not read: its value is ignored.
-  bool unknown_key() const {
-    switch (ctx()) {
-      case Ctx::kMetric:
-        return key_ != "name" && key_ != "unit" && key_ != "value" && key_ != "higher_is_better";
-      case Ctx::kTime:
-        return !is_time_field();
-      case Ctx::kScope:
-        return key_ != "kind" && key_ != "host" && key_ != "rank" && key_ != "gpu_index" &&
-               key_ != "uuid" && key_ != "pci_bus_id" && key_ != "hosts";
-      default:
-        return false;
-    }
-  }
-  std::string* top_string() {
-    if (field_ == "schema") return has_schema_ = true, &r_.schema;
-    if (field_ == "run_id") return &r_.run_id;
-    if (field_ == "benchmark") return has_benchmark_ = true, &r_.benchmark;
-    if (field_ == "case_key") return &r_.case_key;
-    if (field_ == "status") return has_status_ = true, &r_.status;
-    if (field_ == "message") return &r_.message;
-    if (field_ == "combine") return &r_.combine;
-    if (field_ == "started_at") return &r_.started_at;
-    return nullptr;
-  }
-  /// The json a generic top-level field goes into (params, extra, error; others are dropped).
-  json& top_json() {
-    if (field_ == "params") return r_.params;
-    if (field_ == "extra") return r_.extra;
-    if (field_ == "error") return has_error_ = true, error_;
-    return ignored_;
-  }
-  /// A scalar where a string or number was not expected.
-  bool scalar(json v) {
-    if (ctx() == Ctx::kTop) {
-      if (field_ == "metrics" || field_ == "time" || field_ == "scope" || field_ == "duration_s" ||
-          top_string_field())
-        return false;
-      top_json() = std::move(v);
-      return true;
-    }
-    return unknown_key();
-  }
-  bool top_string_field() const {
-    return field_ == "schema" || field_ == "run_id" || field_ == "benchmark" ||
-           field_ == "case_key" || field_ == "status" || field_ == "message" ||
-           field_ == "combine" || field_ == "started_at";
-  }
-  bool number(double d, json v) {
-    switch (ctx()) {
-      case Ctx::kTop:
-        if (field_ == "duration_s") return r_.duration_s = d, true;
-        return scalar(std::move(v));
-      case Ctx::kMetric:
-        if (key_ == "value") return metric().value = d, has_value_ = true, true;
-        return unknown_key();
-      case Ctx::kTime: {
-        TimeStats& t = r_.time;
-        if (key_ == "n") return t.n = static_cast<int>(d), true;
-        if (key_ == "min") return t.min = d, true;
-        if (key_ == "median") return t.median = d, true;
-        if (key_ == "mean") return t.mean = d, true;
-        if (key_ == "p95") return t.p95 = d, true;
-        if (key_ == "max") return t.max = d, true;
-        if (key_ == "spread") return t.spread = d, true;
-        return true;
-      }
-      case Ctx::kScope:
-        if (key_ == "rank") return r_.scope.rank = static_cast<int>(d), true;
-        if (key_ == "gpu_index") return r_.scope.gpu_index = static_cast<int>(d), true;
-        return unknown_key();
-      default:
-        return false;
-    }
-  }
-  bool begin_capture(std::size_t n, bool object) {
-    json& target = ctx() == Ctx::kTop ? top_json() : ignored_;
-    capture_.emplace(target, false);
-    depth_ = 1;
-    return object ? capture_->start_object(n) : capture_->start_array(n);
-  }
-  template <class F>
-  bool forward(F f) {
-    return f(*capture_);
-  }
-  template <class F>
-  bool end_capture(F f) {
-    bool ok = f(*capture_);
-    if (--depth_ == 0) capture_.reset();
-    return ok;
-  }
-
-  ResultRecord& r_;
-  std::vector<Ctx> stack_;
-  std::string field_, key_;
-  bool done_ = false, has_schema_ = false, has_benchmark_ = false, has_status_ = false;
-  bool has_error_ = false, has_value_ = false;
-  json error_, ignored_;
-  std::optional<Dom> capture_;
-  int depth_ = 0;
-};
+  // Every token used: text after the record's closing brace is the ordinary path's to reject.
+  if (doc.current_location().error() != simdjson::OUT_OF_BOUNDS) return false;
+  return has_schema && has_benchmark && has_status && r.schema == kResultSchema &&
+         (r.status == "ok" || r.status == "failed" || r.status == "waived");
+}
 
 /// One parsed batch of lines: the records, or the first line that failed and why.
 struct ParsedBatch {
@@ -588,16 +508,19 @@ struct ParsedBatch {
   std::string error;
 };
 
-void parse_lines(const std::vector<std::string>& lines, size_t begin, size_t end,
-                 ParsedBatch& out) {
+/// Parses lines [begin, end) of `buf` (each a [offset, length) pair; `buf` holds
+/// SIMDJSON_PADDING bytes past its last line).
+void parse_lines(const std::string& buf, const std::vector<std::pair<size_t, size_t>>& lines,
+                 size_t begin, size_t end, od::parser& parser, ParsedBatch& out) {
   out.records.reserve(end - begin);
+  RawObjectCache params_cache;
   for (size_t i = begin; i < end; ++i) {
-    const std::string& line = lines[i];
-    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    const auto [off, len] = lines[i];
+    std::string_view line(buf.data() + off, len);
+    if (line.find_first_not_of(" \t\r") == std::string_view::npos) continue;
     try {
       ResultRecord r;
-      RecordSax sax(r);
-      if (json::sax_parse(line, &sax) && sax.finish())
+      if (fast_record(parser, line.data(), len, buf.size() - off, params_cache, r))
         out.records.push_back(std::move(r));
       else  // the ordinary way: it accepts what the fast path did not know, or says what is wrong
         out.records.push_back(json::parse(line).get<ResultRecord>());
@@ -614,39 +537,60 @@ RecordsFile read_records(const std::string& path) {
   RecordsFile out;
   std::ifstream in(path, std::ios::binary);
   if (!in) throw InputError(path + ": cannot open (" + std::strerror(errno) + ")");
-  // Line by line, in batches that the cores parse in parallel: a 1,000-node run holds 790 MB
-  // of records (docs/report.md "Scale"), never held as one string.
-  constexpr size_t kBatchBytes = 16 << 20;
+  // Line by line, in chunks whose lines the cores parse in parallel: a 1,000-node run holds
+  // 790 MB of records (docs/report.md "Scale"), never held as one string.
+  constexpr size_t kChunkBytes = 16 << 20;
   const size_t threads = std::clamp<size_t>(std::thread::hardware_concurrency(), 1, 4);
-  std::vector<std::string> lines;
+  std::vector<od::parser> parsers(threads);
+  std::string buf, carry;  // carry: the start of a line the previous chunk cut
+  std::vector<std::pair<size_t, size_t>> lines;
   int first_line_no = 1;  // line number of lines[0]
-  bool done = false;
-  while (!done) {
-    lines.clear();
-    size_t bytes = 0;
-    bool last_unterminated = false;
-    std::string line;
-    while (bytes < kBatchBytes && std::getline(in, line)) {
-      last_unterminated = in.eof();  // getline hit the end before a newline
-      bytes += line.size() + 1;
-      lines.push_back(std::move(line));
-      line = std::string();
+  bool eof = false;
+  while (!eof) {
+    buf = std::move(carry);
+    carry.clear();
+    const size_t had = buf.size();
+    buf.resize(had + kChunkBytes);
+    in.read(buf.data() + had, static_cast<std::streamsize>(kChunkBytes));
+    buf.resize(had + static_cast<size_t>(in.gcount()));
+    if (in.bad()) throw InputError(path + ": read error (" + std::strerror(errno) + ")");
+    eof = in.eof();
+    size_t end = buf.size();
+    if (!eof) {  // whole lines now, the cut one with the next chunk
+      const size_t nl = buf.rfind('\n');
+      if (nl == std::string::npos) {  // one line longer than a chunk: read on
+        carry = std::move(buf);
+        continue;
+      }
+      end = nl + 1;
+      carry.assign(buf, end, std::string::npos);
+      buf.resize(end);
     }
-    if (lines.empty()) break;
-    done = in.eof();
+    if (end == 0) break;
+    const bool last_unterminated = eof && buf.back() != '\n';
+    lines.clear();
+    for (size_t at = 0; at < end;) {
+      const char* nl = static_cast<const char*>(std::memchr(buf.data() + at, '\n', end - at));
+      const size_t stop = nl ? static_cast<size_t>(nl - buf.data()) : end;
+      lines.emplace_back(at, stop - at);
+      at = stop + 1;
+    }
+    buf.append(simdjson::SIMDJSON_PADDING, '\0');
     std::vector<ParsedBatch> parts(std::min(threads, lines.size()));
     std::vector<std::thread> workers;
     const size_t per = (lines.size() + parts.size() - 1) / parts.size();
-    for (size_t t = 1; t < parts.size(); ++t)
-      workers.emplace_back(parse_lines, std::cref(lines), std::min(lines.size(), t * per),
-                           std::min(lines.size(), (t + 1) * per), std::ref(parts[t]));
-    parse_lines(lines, 0, std::min(lines.size(), per), parts[0]);
+    auto range = [&](size_t t) {
+      parse_lines(buf, lines, std::min(lines.size(), t * per),
+                  std::min(lines.size(), (t + 1) * per), parsers[t], parts[t]);
+    };
+    for (size_t t = 1; t < parts.size(); ++t) workers.emplace_back(range, t);
+    range(0);
     for (auto& w : workers) w.join();
     for (auto& part : parts) {
       for (auto& r : part.records) out.records.push_back(std::move(r));
       if (part.failed_at == SIZE_MAX) continue;
       std::string where = path + ":" + std::to_string(first_line_no + part.failed_at);
-      if (done && last_unterminated && part.failed_at + 1 == lines.size()) {
+      if (last_unterminated && part.failed_at + 1 == lines.size()) {
         out.warnings.push_back(where + ": truncated last record ignored (" + part.error + ")");
         break;
       }
@@ -654,11 +598,10 @@ RecordsFile read_records(const std::string& path) {
     }
     first_line_no += static_cast<int>(lines.size());
   }
-  if (in.bad()) throw InputError(path + ": read error (" + std::strerror(errno) + ")");
   return out;
 }
 
-RunDir read_run_dir(const std::string& dir) {
+RunDir read_run_dir(const std::string& dir, bool with_plan) {
   struct stat st {};
   if (::stat(dir.c_str(), &st) != 0) throw InputError(dir + ": results directory does not exist");
   if (!S_ISDIR(st.st_mode)) throw InputError(dir + ": not a directory");
@@ -667,16 +610,35 @@ RunDir read_run_dir(const std::string& dir) {
   std::string run_path = dir + "/run.json";
   if (::stat(run_path.c_str(), &st) != 0)
     throw InputError(dir + ": no run.json here; is this a clusterbench results directory?");
-  try {
-    rd.run = read_json_file(run_path).get<RunRecord>();
-  } catch (const InputError&) {
-    throw;
-  } catch (const std::exception& e) {
-    throw InputError(run_path + ": " + e.what());
-  }
+  // run.json (114 MB at 1,000 nodes: the plan's case keys) is parsed on a thread of its own
+  // while the records are read; its errors still come first.
+  auto run_future = std::async(std::launch::async, [&run_path, with_plan] {
+    try {
+      if (with_plan) return read_json_file(run_path).get<RunRecord>();
+      // The plan is most of a large run.json: skipped while parsing, never built.
+      std::ifstream in(run_path);
+      if (!in) throw InputError(run_path + ": cannot open (" + std::strerror(errno) + ")");
+      auto skip_plan = [](int depth, json::parse_event_t event, json& parsed) {
+        return !(depth == 1 && event == json::parse_event_t::key && parsed == "plan");
+      };
+      return json::parse(in, skip_plan).get<RunRecord>();
+    } catch (const InputError&) {
+      throw;
+    } catch (const std::exception& e) {
+      throw InputError(run_path + ": " + e.what());
+    }
+  });
   std::string rec_path = dir + "/records.jsonl";
-  if (::stat(rec_path.c_str(), &st) == 0) {
-    rd.records = read_records(rec_path);
+  const bool have_records = ::stat(rec_path.c_str(), &st) == 0;
+  std::exception_ptr records_error;
+  try {
+    if (have_records) rd.records = read_records(rec_path);
+  } catch (...) {
+    records_error = std::current_exception();
+  }
+  rd.run = run_future.get();
+  if (records_error) std::rethrow_exception(records_error);
+  if (have_records) {
     // A resumed run (`run --resume`) appends a case's new record after its failed one: the
     // last record of a case key is the case's.
     auto& recs = rd.records.records;
@@ -701,6 +663,7 @@ RunDir read_run_dir(const std::string& dir) {
                                     "(a resumed run); the last one counts");
       recs = std::move(kept);
     }
+    rd.records.one_per_case = true;
   } else if (rd.run.plan.empty()) {
     throw InputError(dir + ": empty results directory (no records.jsonl and an empty plan)");
   } else {

@@ -306,6 +306,9 @@ void write_file_atomic(const std::string& path, const std::string& text);
 struct RecordsFile {
   std::vector<ResultRecord> records;
   std::vector<std::string> warnings;  ///< e.g. a truncated last line
+  /// True when no two records share a case key (read_run_dir keeps the last of each): readers
+  /// may then skip their own last-record-wins pass.
+  bool one_per_case = false;
 };
 
 /// Reads records.jsonl. A malformed line other than the last throws InputError naming
@@ -320,7 +323,9 @@ struct RunDir {
 };
 
 /// Reads a run directory. Throws InputError when it is missing, empty or malformed.
-RunDir read_run_dir(const std::string& dir);
+/// `with_plan` false leaves RunRecord::plan empty (compare has no use for it; it is most of a
+/// 1,000-node run.json).
+RunDir read_run_dir(const std::string& dir, bool with_plan = true);
 
 /// Hex SHA-256 of a file's bytes (FIPS 180-4). Throws InputError if unreadable.
 std::string sha256_file(const std::string& path);

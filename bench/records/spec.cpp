@@ -130,7 +130,8 @@ Requirement parse_row(const json& r, const std::string& where) {
   std::string row = where + ": requirement '" + q.id + "'";
   q.title = require_field<std::string>(r, "title", row);
   q.source = require_field<std::string>(r, "source", row);
-  if (q.source.empty()) throw InputError(row + ": field 'source' is empty; name the threshold's source");
+  if (q.source.empty())
+    throw InputError(row + ": field 'source' is empty; name the threshold's source");
   q.severity = require_field<std::string>(r, "severity", row);
   if (!kSeverities.count(q.severity))
     throw InputError(row + ": field 'severity' is '" + q.severity + "', expected fail or warn");
@@ -152,7 +153,8 @@ Requirement parse_row(const json& r, const std::string& where) {
   }
   q.scope = require_field<std::string>(r, "scope", row);
   if (!kScopes.count(q.scope))
-    throw InputError(row + ": field 'scope' is '" + q.scope + "', expected gpu, node, link or cluster");
+    throw InputError(row + ": field 'scope' is '" + q.scope +
+                     "', expected gpu, node, link or cluster");
   q.aggregate = require_field<std::string>(r, "aggregate", row);
   if (!kAggregates.count(q.aggregate))
     throw InputError(row + ": field 'aggregate' is '" + q.aggregate + "'");
@@ -168,7 +170,8 @@ Requirement parse_row(const json& r, const std::string& where) {
   if ((q.op == ">=" || q.op == "<=") && !q.value.is_number())
     throw InputError(row + ": field 'value' must be a number for op '" + q.op + "'");
   q.unit = require_field<std::string>(r, "unit", row);
-  if (!is_known_unit(q.unit)) throw InputError(row + ": field 'unit' '" + q.unit + "' is not a known unit");
+  if (!is_known_unit(q.unit))
+    throw InputError(row + ": field 'unit' '" + q.unit + "' is not a known unit");
   if (!q.select.env.empty()) {
     std::string field_unit;
     try {
@@ -231,7 +234,8 @@ Spec load_one(const std::string& path, std::set<std::string>& seen) {
     if (m.contains("pci_device_ids"))
       spec.match.pci_device_ids =
           require_field<std::vector<std::string>>(m, "pci_device_ids", path + " match");
-    if (m.contains("gpu_count")) spec.match.gpu_count = require_field<int>(m, "gpu_count", path + " match");
+    if (m.contains("gpu_count"))
+      spec.match.gpu_count = require_field<int>(m, "gpu_count", path + " match");
   }
   json rows = require_field<json>(j, "requirements", path);
   if (!rows.is_array()) throw InputError(path + ": field 'requirements' must be an array");
@@ -286,32 +290,38 @@ Spec load_spec(const std::string& path) {
 
 std::vector<std::pair<std::string, json>> expand_pointer(const json& doc,
                                                          const std::string& pointer) {
-  std::vector<std::pair<std::string, json>> cur = {{"", doc}};
+  // Walks with pointers into `doc` and copies only the matches: copying each step's subtrees
+  // (whole EnvRecords) was most of the env rows' time at 1,000 nodes (docs/report.md "Scale").
+  std::vector<std::pair<std::string, const json*>> cur = {{"", &doc}};
   size_t pos = 1;
   while (pos <= pointer.size() && !pointer.empty()) {
     size_t next = pointer.find('/', pos);
-    std::string seg = pointer.substr(pos, next == std::string::npos ? std::string::npos : next - pos);
-    std::vector<std::pair<std::string, json>> out;
-    for (auto& [path, node] : cur) {
+    std::string seg =
+        pointer.substr(pos, next == std::string::npos ? std::string::npos : next - pos);
+    std::vector<std::pair<std::string, const json*>> out;
+    for (const auto& [path, node] : cur) {
       if (seg == "*") {
-        if (node.is_array())
-          for (size_t i = 0; i < node.size(); ++i)
-            out.emplace_back(path + "/" + std::to_string(i), node[i]);
-        else if (node.is_object())
-          for (auto& [k, v] : node.items()) out.emplace_back(path + "/" + k, v);
-      } else if (node.is_object() && node.contains(seg)) {
-        out.emplace_back(path + "/" + seg, node.at(seg));
-      } else if (node.is_array() && !seg.empty() &&
+        if (node->is_array())
+          for (size_t i = 0; i < node->size(); ++i)
+            out.emplace_back(path + "/" + std::to_string(i), &(*node)[i]);
+        else if (node->is_object())
+          for (const auto& [k, v] : node->items()) out.emplace_back(path + "/" + k, &v);
+      } else if (node->is_object()) {
+        if (auto it = node->find(seg); it != node->end()) out.emplace_back(path + "/" + seg, &*it);
+      } else if (node->is_array() && !seg.empty() &&
                  seg.find_first_not_of("0123456789") == std::string::npos &&
-                 std::stoul(seg) < node.size()) {
-        out.emplace_back(path + "/" + seg, node.at(std::stoul(seg)));
+                 std::stoul(seg) < node->size()) {
+        out.emplace_back(path + "/" + seg, &node->at(std::stoul(seg)));
       }
     }
     cur = std::move(out);
     if (next == std::string::npos) break;
     pos = next + 1;
   }
-  return cur;
+  std::vector<std::pair<std::string, json>> found;
+  found.reserve(cur.size());
+  for (auto& [path, node] : cur) found.emplace_back(std::move(path), *node);
+  return found;
 }
 
 bool glob_match(const std::string& pattern, const std::string& text) {

@@ -9,17 +9,18 @@ using namespace clusterbench::report;
 namespace {
 
 const Comparison& fixture() {
-  static const Comparison c =
-      compare(read_run_dir(std::string(CB_FIXTURES) + "/results/compare-baseline"),
-              read_run_dir(std::string(CB_FIXTURES) + "/results/compare-current"), {});
+  // The comparison points into both run directories: they live as long as it does.
+  static const RunDir base = read_run_dir(std::string(CB_FIXTURES) + "/results/compare-baseline");
+  static const RunDir cur = read_run_dir(std::string(CB_FIXTURES) + "/results/compare-current");
+  static const Comparison c = compare(base, cur, {});
   return c;
 }
 
 const CaseChange& find_case(const Comparison& c, const std::string& bench,
                             const std::string& params_sub, const std::string& item_sub) {
   for (const auto& cc : c.cases)
-    if (cc.benchmark == bench && cc.params.dump().find(params_sub) != std::string::npos &&
-        cc.item.find(item_sub) != std::string::npos)
+    if (cc.benchmark() == bench && cc.params().dump().find(params_sub) != std::string::npos &&
+        cc.item().find(item_sub) != std::string::npos)
       return cc;
   throw std::runtime_error("no case " + bench + " " + params_sub + " " + item_sub);
 }
@@ -91,7 +92,8 @@ TEST(Compare, DriverUpgradeFixture) {
   const std::string a = "GPU-c0de0001-0000-4000-8000-000000000000";
   const std::string b = "GPU-c0de0001-0000-4000-8000-000000000001";
   const auto& ga = find_case(c, "compute.gemm", "bf16", a);
-  EXPECT_EQ(ga.item, "node01/gpu1[" + a + "]");
+  EXPECT_EQ(ga.item(), "node01/gpu1[" + a + "]");
+  EXPECT_EQ(ga.match_key(), "compute.gemm|" + ga.params().dump() + "|" + a);
   EXPECT_DOUBLE_EQ(ga.metrics[0].baseline, 700.0);
   EXPECT_DOUBLE_EQ(ga.metrics[0].current, 630.0);
   EXPECT_NEAR(ga.metrics[0].change_pct, -10.0, 1e-9);

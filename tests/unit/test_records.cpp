@@ -277,6 +277,75 @@ TEST(ReadRecords, BlankLinesAreSkipped) {
   EXPECT_TRUE(f.warnings.empty());
 }
 
+// read_records' fast path (simdjson) must read every line exactly as json::parse + from_json
+// does, and hand the lines it does not know to that path: escapes, extra/error/hosts, unknown
+// fields, keys in another order, integers where doubles are expected, a float rank (converted by
+// from_json only), and nulls where from_json skips them.
+TEST(ReadRecords, FastPathReadsLikeTheOrdinaryParser) {
+  std::vector<std::string> lines;
+  json a = gemm_record();
+  a["message"] = "tab\there \"quoted\" \u00e9 \\ back";
+  a["extra"] = {{"fio_version", "fio-3.33"}, {"jobs", json::array({1, 2.5, "x", nullptr})}};
+  a["error"] = {{"library", "NCCL"},  {"code", "6"},  {"call", "ncclAllReduce"},
+                {"where", "a.cpp:1"}, {"host", "n1"}, {"rank", 3}};
+  a["unknown_top"] = {{"deep", {1, 2, {{"x", "}"}}}}};
+  a["scope"]["hosts"] = {"n1", "n2"};
+  a["scope"]["unknown_scope"] = {1, 2};
+  a["time"]["median"] = 2;  // an integer where a double is read
+  a["metrics"][0]["unknown_metric"] = "x";
+  lines.push_back(a.dump());
+  json b = gemm_record();
+  b["scope"]["rank"] = 1.0;  // a float rank: only the ordinary path converts it
+  lines.push_back(b.dump());
+  json c = gemm_record();
+  c["message"] = nullptr;  // a null: skipped by from_json
+  c["duration_s"] = nullptr;
+  lines.push_back(c.dump());
+  // Keys in reverse order, written by hand.
+  json d = gemm_record();
+  std::string rev = "{";
+  std::vector<std::string> keys;
+  for (auto& [k, v] : d.items()) keys.push_back(k);
+  for (auto k = keys.rbegin(); k != keys.rend(); ++k)
+    rev += (rev.size() > 1 ? "," : "") + json(*k).dump() + ":" + d[*k].dump();
+  lines.push_back(rev + "}");
+  std::string path = temp_dir("fastpath") + "/records.jsonl";
+  {
+    std::ofstream out(path);
+    for (const auto& l : lines) out << l << "\n";
+  }
+  RecordsFile f = read_records(path);
+  ASSERT_EQ(f.records.size(), lines.size());
+  for (size_t i = 0; i < lines.size(); ++i)
+    EXPECT_EQ(json(f.records[i]), json(json::parse(lines[i]).get<ResultRecord>()))
+        << "line " << i + 1;
+  EXPECT_EQ(f.records[0].message, "tab\there \"quoted\" \u00e9 \\ back");
+  ASSERT_TRUE(f.records[0].error.has_value());
+  EXPECT_EQ(f.records[0].error->rank, 3);
+  EXPECT_EQ(f.records[0].scope.hosts, (std::vector<std::string>{"n1", "n2"}));
+  EXPECT_EQ(f.records[1].scope.rank, 1);
+}
+
+// Lines cut by the 16 MiB read chunks are joined again; a line's number counts across chunks.
+TEST(ReadRecords, LinesAcrossChunksAndTheirNumbers) {
+  std::string path = temp_dir("chunks") + "/records.jsonl";
+  json r = gemm_record();
+  r["extra"] = {{"pad", std::string(3000, 'x')}};
+  const std::string line = r.dump();
+  const size_t n = (40u << 20) / line.size();  // about 40 MiB: three chunks
+  {
+    std::ofstream out(path);
+    for (size_t i = 0; i < n; ++i) out << line << "\n";
+    out << "{\"schema\": broken}\n";
+  }
+  std::string m = input_error([&] { read_records(path); });
+  EXPECT_EQ(m.rfind(path + ":" + std::to_string(n + 1) + ": ", 0), 0u) << m;
+  std::filesystem::resize_file(path, n * (line.size() + 1));
+  RecordsFile f = read_records(path);
+  ASSERT_EQ(f.records.size(), n);
+  EXPECT_EQ(f.records.back().extra["pad"].get<std::string>().size(), 3000u);
+}
+
 TEST(ReadRunDir, FixtureAndErrors) {
   RunDir rd = read_run_dir(kResults + "cpu-pass");
   EXPECT_EQ(rd.run.run_id, "20261130T084500Z-node01");
