@@ -336,15 +336,46 @@ bool get_string(od::value v, std::string& out) {
   return true;
 }
 
+/// Reads a JSON integer that fits an int; false otherwise (a float, a string, out of range).
+bool get_int(od::value v, int& out) {
+  int64_t n = 0;
+  if (v.get_int64().get(n) || n < INT_MIN || n > INT_MAX) return false;
+  out = static_cast<int>(n);
+  return true;
+}
+
+/// Calls `each(key, value)` for every field of an object, in order; false when `v` is not an
+/// object, a field does not parse, or `each` returns false.
+template <class Each>
+bool each_field(od::object o, Each each) {
+  for (auto f : o) {
+    od::field field;
+    std::string_view key;
+    if (std::move(f).get(field) || field.unescaped_key().get(key)) return false;
+    if (!each(key, field.value())) return false;
+  }
+  return true;
+}
+template <class Each>
+bool each_field(od::value v, Each each) {
+  od::object o;
+  return !v.get_object().get(o) && each_field(o, each);
+}
+
+/// The JSON text of an object value; false when `v` is not an object.
+bool raw_object(od::value v, std::string_view& text) {
+  od::object o;
+  return !v.get_object().get(o) && !o.raw_json().get(text);
+}
+
 /// An object value as nlohmann json, from its raw text; consecutive records of one case carry the
 /// same params, so the last parse is kept and copied when the text repeats.
 struct RawObjectCache {
   std::string raw;
   json value;
   bool get(od::value v, json& out) {
-    od::object o;
     std::string_view text;
-    if (v.get_object().get(o) || o.raw_json().get(text)) return false;
+    if (!raw_object(v, text)) return false;
     if (text != raw) {
       value = json::parse(text);
       raw.assign(text);
@@ -355,35 +386,21 @@ struct RawObjectCache {
 };
 
 bool read_metric(od::value v, Metric& m) {
-  od::object o;
-  if (v.get_object().get(o)) return false;
   bool has_value = false;
-  for (auto f : o) {
-    od::field field;
-    std::string_view key;
-    if (std::move(f).get(field) || field.unescaped_key().get(key)) return false;
-    if (key == "name") {
-      if (!get_string(field.value(), m.name)) return false;
-    } else if (key == "unit") {
-      if (!get_string(field.value(), m.unit)) return false;
-    } else if (key == "value") {
-      // A non-finite value is written as null: the ordinary path says so.
-      if (field.value().get_double().get(m.value)) return false;
-      has_value = true;
-    } else if (key == "higher_is_better") {
-      if (field.value().get_bool().get(m.higher_is_better)) return false;
-    }
-  }
-  return has_value;
+  return each_field(v,
+                    [&](std::string_view key, od::value x) {
+                      if (key == "name") return get_string(x, m.name);
+                      if (key == "unit") return get_string(x, m.unit);
+                      // A non-finite value is written as null: the ordinary path says so.
+                      if (key == "value") return has_value = !x.get_double().get(m.value);
+                      if (key == "higher_is_better") return !x.get_bool().get(m.higher_is_better);
+                      return true;
+                    }) &&
+         has_value;
 }
 
 bool read_time(od::value v, TimeStats& t) {
-  od::object o;
-  if (v.get_object().get(o)) return false;
-  for (auto f : o) {
-    od::field field;
-    std::string_view key;
-    if (std::move(f).get(field) || field.unescaped_key().get(key)) return false;
+  return each_field(v, [&](std::string_view key, od::value x) {
     double* d = key == "min"      ? &t.min
                 : key == "median" ? &t.median
                 : key == "mean"   ? &t.mean
@@ -391,48 +408,33 @@ bool read_time(od::value v, TimeStats& t) {
                 : key == "max"    ? &t.max
                 : key == "spread" ? &t.spread
                                   : nullptr;
-    if (d) {
-      if (field.value().get_double().get(*d)) return false;
-    } else if (key == "n") {
-      int64_t n = 0;
-      if (field.value().get_int64().get(n) || n < INT_MIN || n > INT_MAX) return false;
-      t.n = static_cast<int>(n);
-    }
-  }
-  return true;
+    if (d) return !x.get_double().get(*d);
+    if (key == "n") return get_int(x, t.n);
+    return true;
+  });
 }
 
 bool read_scope(od::value v, Scope& s) {
-  od::object o;
-  if (v.get_object().get(o)) return false;
-  for (auto f : o) {
-    od::field field;
-    std::string_view key;
-    if (std::move(f).get(field) || field.unescaped_key().get(key)) return false;
+  return each_field(v, [&](std::string_view key, od::value x) {
     std::string* str = key == "kind"         ? &s.kind
                        : key == "host"       ? &s.host
                        : key == "uuid"       ? &s.uuid
                        : key == "pci_bus_id" ? &s.pci_bus_id
                                              : nullptr;
-    int* num = key == "rank" ? &s.rank : key == "gpu_index" ? &s.gpu_index : nullptr;
-    if (str) {
-      if (!get_string(field.value(), *str)) return false;
-    } else if (num) {
-      int64_t n = 0;
-      if (field.value().get_int64().get(n) || n < INT_MIN || n > INT_MAX) return false;
-      *num = static_cast<int>(n);
-    } else if (key == "hosts") {
+    if (str) return get_string(x, *str);
+    if (key == "rank") return get_int(x, s.rank);
+    if (key == "gpu_index") return get_int(x, s.gpu_index);
+    if (key == "hosts") {
       od::array a;
-      if (field.value().get_array().get(a)) return false;
+      if (x.get_array().get(a)) return false;
       s.hosts.clear();
       for (auto h : a) {
         od::value hv;
-        if (std::move(h).get(hv)) return false;
-        if (!get_string(hv, s.hosts.emplace_back())) return false;
+        if (std::move(h).get(hv) || !get_string(hv, s.hosts.emplace_back())) return false;
       }
     }
-  }
-  return true;
+    return true;
+  });
 }
 
 /// The fast path of read_records: simdjson's On-Demand API fills a ResultRecord straight from
@@ -449,10 +451,7 @@ bool fast_record(od::parser& parser, const char* data, size_t len, size_t capaci
   if (parser.iterate(data, len, capacity).get(doc) || doc.get_object().get(top)) return false;
   bool has_schema = false, has_benchmark = false, has_status = false;
   try {
-    for (auto f : top) {
-      od::field field;
-      std::string_view key;
-      if (std::move(f).get(field) || field.unescaped_key().get(key)) return false;
+    const bool read = each_field(top, [&](std::string_view key, od::value x) {
       std::string* str = key == "schema"       ? (has_schema = true, &r.schema)
                          : key == "run_id"     ? &r.run_id
                          : key == "benchmark"  ? (has_benchmark = true, &r.benchmark)
@@ -462,36 +461,27 @@ bool fast_record(od::parser& parser, const char* data, size_t len, size_t capaci
                          : key == "combine"    ? &r.combine
                          : key == "started_at" ? &r.started_at
                                                : nullptr;
-      if (str) {
-        if (!get_string(field.value(), *str)) return false;
-      } else if (key == "duration_s") {
-        if (field.value().get_double().get(r.duration_s)) return false;
-      } else if (key == "params") {
-        if (!params_cache.get(field.value(), r.params)) return false;
-      } else if (key == "extra") {
-        od::object o;
-        std::string_view text;
-        if (field.value().get_object().get(o) || o.raw_json().get(text)) return false;
-        r.extra = json::parse(text);
-      } else if (key == "error") {
-        od::object o;
-        std::string_view text;
-        if (field.value().get_object().get(o) || o.raw_json().get(text)) return false;
-        r.error = json::parse(text).get<ErrorInfo>();
-      } else if (key == "metrics") {
+      std::string_view text;
+      if (str) return get_string(x, *str);
+      if (key == "duration_s") return !x.get_double().get(r.duration_s);
+      if (key == "params") return params_cache.get(x, r.params);
+      if (key == "extra") return raw_object(x, text) && (r.extra = json::parse(text), true);
+      if (key == "error")
+        return raw_object(x, text) && (r.error = json::parse(text).get<ErrorInfo>(), true);
+      if (key == "time") return read_time(x, r.time);
+      if (key == "scope") return read_scope(x, r.scope);
+      if (key == "metrics") {
         od::array a;
-        if (field.value().get_array().get(a)) return false;
+        if (x.get_array().get(a)) return false;
         r.metrics.clear();
         for (auto m : a) {
           od::value mv;
           if (std::move(m).get(mv) || !read_metric(mv, r.metrics.emplace_back())) return false;
         }
-      } else if (key == "time") {
-        if (!read_time(field.value(), r.time)) return false;
-      } else if (key == "scope") {
-        if (!read_scope(field.value(), r.scope)) return false;
       }
-    }
+      return true;
+    });
+    if (!read) return false;
   } catch (const std::exception&) {  // nlohmann on params/extra/error: the ordinary path says why
     return false;
   }
