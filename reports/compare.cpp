@@ -235,15 +235,8 @@ std::string metric_verdict(double baseline, double current, bool higher_is_bette
 }
 
 std::string match_key(const ResultRecord& r) {
-  if (r.scope.kind == "gpu" && !r.scope.uuid.empty()) {
-    // The case key is "benchmark|params|item" (make_case_key) and the item has no '|': its
-    // first two parts are the ones wanted, without serialising the params again.
-    const auto bar = r.case_key.rfind('|');
-    if (bar != std::string::npos &&
-        r.case_key.compare(0, r.benchmark.size() + 1, r.benchmark + "|") == 0)
-      return r.case_key.substr(0, bar + 1) + r.scope.uuid;
+  if (r.scope.kind == "gpu" && !r.scope.uuid.empty())
     return r.benchmark + "|" + r.params.dump() + "|" + r.scope.uuid;
-  }
   return r.case_key.empty() ? make_case_key(r.benchmark, r.params, r.scope) : r.case_key;
 }
 
@@ -263,10 +256,17 @@ Comparison compare(const RunDir& baseline, const RunDir& current,
   out.rules = rules;
   // A resumed run may hold a case twice: the last record wins, as in the report. The maps view
   // the records' own case keys; keys that must be built (GPU records by UUID) live in `made`.
+  // match_key(), with each case's params serialised once: its records come one after another.
   std::deque<std::string> made;
-  auto key_of = [&made](const ResultRecord& r) -> std::string_view {
-    if ((r.scope.kind == "gpu" && !r.scope.uuid.empty()) || r.case_key.empty())
-      return made.emplace_back(match_key(r));
+  const json* last_params = nullptr;
+  std::string last_dump;
+  auto key_of = [&](const ResultRecord& r) -> std::string_view {
+    if (r.scope.kind == "gpu" && !r.scope.uuid.empty()) {
+      if (!last_params || *last_params != r.params) last_dump = r.params.dump();
+      last_params = &r.params;
+      return made.emplace_back(r.benchmark + "|" + last_dump + "|" + r.scope.uuid);
+    }
+    if (r.case_key.empty()) return made.emplace_back(match_key(r));
     return r.case_key;
   };
   std::unordered_map<std::string_view, const ResultRecord*> cur;

@@ -336,6 +336,12 @@ bool get_string(od::value v, std::string& out) {
   return true;
 }
 
+/// Reads a JSON number as a double; false for anything else, and for a negative zero (nlohmann
+/// reads the integer -0 as 0, simdjson as -0.0: the ordinary path decides).
+bool get_double(od::value v, double& out) {
+  return !v.get_double().get(out) && !(out == 0 && std::signbit(out));
+}
+
 /// Reads a JSON integer that fits an int; false otherwise (a float, a string, out of range).
 bool get_int(od::value v, int& out) {
   int64_t n = 0;
@@ -392,14 +398,15 @@ bool read_metric(od::value v, Metric& m) {
                       if (key == "name") return get_string(x, m.name);
                       if (key == "unit") return get_string(x, m.unit);
                       // A non-finite value is written as null: the ordinary path says so.
-                      if (key == "value") return has_value = !x.get_double().get(m.value);
+                      if (key == "value") return has_value = get_double(x, m.value);
                       if (key == "higher_is_better") return !x.get_bool().get(m.higher_is_better);
-                      return true;
+                      return false;  // skipped values are not validated: the ordinary path
                     }) &&
          has_value;
 }
 
 bool read_time(od::value v, TimeStats& t) {
+  t = TimeStats{};  // a repeated "time" replaces the earlier one, as in from_json
   return each_field(v, [&](std::string_view key, od::value x) {
     double* d = key == "min"      ? &t.min
                 : key == "median" ? &t.median
@@ -408,13 +415,14 @@ bool read_time(od::value v, TimeStats& t) {
                 : key == "max"    ? &t.max
                 : key == "spread" ? &t.spread
                                   : nullptr;
-    if (d) return !x.get_double().get(*d);
+    if (d) return get_double(x, *d);
     if (key == "n") return get_int(x, t.n);
-    return true;
+    return false;  // an unknown key's value would be skipped unvalidated: the ordinary path
   });
 }
 
 bool read_scope(od::value v, Scope& s) {
+  s = Scope{};  // a repeated "scope" replaces the earlier one, as in from_json
   return each_field(v, [&](std::string_view key, od::value x) {
     std::string* str = key == "kind"         ? &s.kind
                        : key == "host"       ? &s.host
@@ -432,16 +440,18 @@ bool read_scope(od::value v, Scope& s) {
         od::value hv;
         if (std::move(h).get(hv) || !get_string(hv, s.hosts.emplace_back())) return false;
       }
+      return true;
     }
-    return true;
+    return false;  // an unknown key's value would be skipped unvalidated: the ordinary path
   });
 }
 
 /// The fast path of read_records: simdjson's On-Demand API fills a ResultRecord straight from
 /// the line, with no JSON document built first (parsing was most of `report` at 1,000 nodes,
 /// docs/report.md "Scale"). It knows only well-formed records: on anything it does not expect (a
-/// null, a type to convert, a missing required field, a parse error) it returns false and the
-/// caller parses the line with nlohmann/json, which accepts it or says what is wrong with it.
+/// null, a type to convert, a missing required field, a key it does not read, whose value On-Demand
+/// would skip without validating it, a parse error) it returns false and the caller parses the
+/// line with nlohmann/json, which accepts it or says what is wrong with it.
 /// `capacity` counts the readable bytes from `data` on; simdjson needs SIMDJSON_PADDING of them
 /// past the line.
 bool fast_record(od::parser& parser, const char* data, size_t len, size_t capacity,
@@ -463,7 +473,7 @@ bool fast_record(od::parser& parser, const char* data, size_t len, size_t capaci
                                                : nullptr;
       std::string_view text;
       if (str) return get_string(x, *str);
-      if (key == "duration_s") return !x.get_double().get(r.duration_s);
+      if (key == "duration_s") return get_double(x, r.duration_s);
       if (key == "params") return params_cache.get(x, r.params);
       if (key == "extra") return raw_object(x, text) && (r.extra = json::parse(text), true);
       if (key == "error")
@@ -478,8 +488,9 @@ bool fast_record(od::parser& parser, const char* data, size_t len, size_t capaci
           od::value mv;
           if (std::move(m).get(mv) || !read_metric(mv, r.metrics.emplace_back())) return false;
         }
+        return true;
       }
-      return true;
+      return false;  // an unknown key's value would be skipped unvalidated: the ordinary path
     });
     if (!read) return false;
   } catch (const std::exception&) {  // nlohmann on params/extra/error: the ordinary path says why
@@ -628,6 +639,8 @@ RunDir read_run_dir(const std::string& dir, bool with_plan) {
   }
   rd.run = run_future.get();
   if (records_error) std::rethrow_exception(records_error);
+  // No records: whether the plan was empty decides below, so it is read after all (rare).
+  if (!have_records && !with_plan) rd.run = read_json_file(run_path).get<RunRecord>();
   if (have_records) {
     // A resumed run (`run --resume`) appends a case's new record after its failed one: the
     // last record of a case key is the case's.

@@ -1,6 +1,9 @@
 // compare on fixture run directories (tests/fixtures/results/compare-*): a driver upgrade.
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
+
 #include "reports/compare.hpp"
 
 using namespace clusterbench;
@@ -115,6 +118,31 @@ TEST(Compare, DriverUpgradeFixture) {
   EXPECT_EQ(find_case(c, "compute.host_device_copy", "h2d", "node01").verdict, kNotCompared);
   // Regressed cases come first.
   EXPECT_EQ(c.cases.front().verdict, kRegressed);
+}
+
+// A CURRENT run that finished no case (no records.jsonl) but planned some: compare reads it
+// without its plan, yet still tells it from an empty directory; every baseline case regressed.
+TEST(Compare, CurrentWithAPlanButNoRecords) {
+  const std::string dir = ::testing::TempDir() + "cb_compare_norecords";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  json run =
+      json::parse(std::ifstream(std::string(CB_FIXTURES) + "/results/compare-current/run.json"));
+  run["plan"] = json::array({{{"benchmark", "compute.gemm"},
+                              {"params", {{"dtype", "bf16"}}},
+                              {"level", "gpu"},
+                              {"case_keys", {"compute.gemm|{\"dtype\":\"bf16\"}|node01/gpu0"}}}});
+  std::ofstream(dir + "/run.json") << run.dump();
+  const RunDir cur = read_run_dir(dir, false);
+  ASSERT_EQ(cur.records.warnings.size(), 1u);
+  EXPECT_NE(cur.records.warnings[0].find("missing; no case finished"), std::string::npos);
+  const RunDir base = read_run_dir(std::string(CB_FIXTURES) + "/results/compare-baseline");
+  const Comparison c = compare(base, cur, {});
+  EXPECT_EQ(c.counts.at(kRegressed), static_cast<int>(base.records.records.size()));
+  EXPECT_EQ(c.exit_code, 1);
+  run["plan"] = json::array();
+  std::ofstream(dir + "/run.json") << run.dump();
+  EXPECT_THROW(read_run_dir(dir, false), InputError);
 }
 
 TEST(Compare, EnvironmentChanges) {

@@ -1,6 +1,7 @@
 // Records library: JSON round trips, statistics, case keys, and the run-directory files.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -309,6 +310,17 @@ TEST(ReadRecords, FastPathReadsLikeTheOrdinaryParser) {
   for (auto k = keys.rbegin(); k != keys.rend(); ++k)
     rev += (rev.size() > 1 ? "," : "") + json(*k).dump() + ":" + d[*k].dump();
   lines.push_back(rev + "}");
+  json e = gemm_record();
+  e["metrics"][0]["value"] = 0;
+  std::string neg = e.dump();  // an integer -0: nlohmann reads 0, not -0.0
+  neg.replace(neg.find("\"value\":0"), 9, "\"value\":-0");
+  lines.push_back(neg);
+  // A repeated "scope" or "time" replaces the first one.
+  json g = gemm_record();
+  std::string dup = g.dump();
+  dup.pop_back();
+  dup += R"(,"scope":{"kind":"gpu","host":"node02","gpu_index":3},"time":{"n":7}})";
+  lines.push_back(dup);
   std::string path = temp_dir("fastpath") + "/records.jsonl";
   {
     std::ofstream out(path);
@@ -324,6 +336,26 @@ TEST(ReadRecords, FastPathReadsLikeTheOrdinaryParser) {
   EXPECT_EQ(f.records[0].error->rank, 3);
   EXPECT_EQ(f.records[0].scope.hosts, (std::vector<std::string>{"n1", "n2"}));
   EXPECT_EQ(f.records[1].scope.rank, 1);
+  EXPECT_FALSE(std::signbit(f.records[4].metrics[0].value));
+  EXPECT_EQ(f.records[5].scope.host, "node02");
+  EXPECT_TRUE(f.records[5].scope.uuid.empty());
+  EXPECT_EQ(f.records[5].time.n, 7);
+  EXPECT_EQ(f.records[5].time.spread, 0);
+}
+
+// Invalid JSON in a field no reader uses is still invalid: the fast path must not skip it.
+TEST(ReadRecords, InvalidJsonInAnUnreadFieldIsAnError) {
+  for (const std::string& bad : {std::string(R"("note":nul)"), std::string(R"("note":1e400)"),
+                                 std::string(R"("note":[1,])"), std::string(R"("note":"\q")")}) {
+    std::string line = json(gemm_record()).dump();
+    line.insert(1, bad + ",");
+    std::string path = temp_dir("unread") + "/records.jsonl";
+    std::ofstream(path) << json(gemm_record()).dump() << "\n"
+                        << line << "\n"
+                        << json(gemm_record()).dump() << "\n";
+    std::string m = input_error([&] { read_records(path); });
+    EXPECT_EQ(m.rfind(path + ":2: ", 0), 0u) << bad << ": " << m;
+  }
 }
 
 // Lines cut by the 16 MiB read chunks are joined again; a line's number counts across chunks.
