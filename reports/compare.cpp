@@ -254,52 +254,71 @@ Comparison compare(const RunDir& baseline, const RunDir& current,
   out.baseline_run_id = baseline.run.run_id;
   out.current_run_id = current.run.run_id;
   out.rules = rules;
-  // A resumed run may hold a case twice: the last record wins, as in the report. The maps view
-  // the records' own case keys; keys that must be built (GPU records by UUID) live in `made`.
-  // match_key(), with each case's params serialised once: its records come one after another.
-  std::deque<std::string> made;
-  const json* last_params = nullptr;
-  std::string last_dump;
-  auto key_of = [&](const ResultRecord& r) -> std::string_view {
-    if (r.scope.kind == "gpu" && !r.scope.uuid.empty()) {
-      if (!last_params || *last_params != r.params) last_dump = r.params.dump();
-      last_params = &r.params;
-      return made.emplace_back(r.benchmark + "|" + last_dump + "|" + r.scope.uuid);
-    }
-    if (r.case_key.empty()) return made.emplace_back(match_key(r));
-    return r.case_key;
+  // A resumed run may hold a case twice: the last record wins, as in the report. Each side's
+  // match keys and map are built on a thread of their own; the maps view the records' own case
+  // keys, or keys that must be built (GPU records by UUID: match_key(), with each case's params
+  // serialised once, as its records come one after another) kept in `made`.
+  struct Side {
+    std::deque<std::string> made;
+    std::vector<std::string_view> keys;                 ///< match key of each record
+    std::unordered_map<std::string_view, size_t> last;  ///< match key -> its last record
+    std::vector<size_t> order;                          ///< first record of each key, in order
   };
-  std::unordered_map<std::string_view, const ResultRecord*> cur;
-  cur.reserve(current.records.records.size());
-  for (const auto& r : current.records.records) cur[key_of(r)] = &r;
-  std::unordered_map<std::string_view, const ResultRecord*> base;
-  base.reserve(baseline.records.records.size());
-  // BASELINE's cases in order, as their map entries (stable in an unordered_map): the last record
-  // of a case is the entry's value when the loop ends.
-  std::vector<const std::pair<const std::string_view, const ResultRecord*>*> order;
-  order.reserve(baseline.records.records.size());
-  for (const auto& r : baseline.records.records) {
-    auto [it, fresh] = base.try_emplace(key_of(r), &r);
-    if (fresh)
-      order.push_back(&*it);
-    else
-      it->second = &r;
-  }
-  out.cases.reserve(order.size());
-  for (const auto* entry : order) {
-    auto it = cur.find(entry->first);
+  auto index = [](const std::vector<ResultRecord>& recs) {
+    Side side;
+    side.keys.reserve(recs.size());
+    const json* last_params = nullptr;
+    std::string last_dump;
+    for (const auto& r : recs) {
+      if (r.scope.kind == "gpu" && !r.scope.uuid.empty()) {
+        if (!last_params || *last_params != r.params) last_dump = r.params.dump();
+        last_params = &r.params;
+        side.keys.push_back(
+            side.made.emplace_back(r.benchmark + "|" + last_dump + "|" + r.scope.uuid));
+      } else if (r.case_key.empty()) {
+        side.keys.push_back(side.made.emplace_back(match_key(r)));
+      } else {
+        side.keys.push_back(r.case_key);
+      }
+    }
+    side.last.reserve(recs.size());
+    for (size_t i = 0; i < recs.size(); ++i) {
+      auto [it, fresh] = side.last.try_emplace(side.keys[i], i);
+      if (fresh)
+        side.order.push_back(i);
+      else
+        it->second = i;
+    }
+    return side;
+  };
+  const auto& brecs = baseline.records.records;
+  const auto& crecs = current.records.records;
+  auto base_future = std::async(std::launch::async, [&] { return index(brecs); });
+  const Side cur = index(crecs);
+  const Side base = base_future.get();
+  // BASELINE's cases in order, judged on two threads into their own slots.
+  out.cases.resize(base.order.size());
+  std::vector<char> matched(crecs.size(), 0);  // distinct cases match distinct records
+  auto judge = [&](size_t begin, size_t end) {
+    for (size_t k = begin; k < end; ++k) {
+      const std::string_view key = base.keys[base.order[k]];
+      auto it = cur.last.find(key);
+      const ResultRecord* c = it == cur.last.end() ? nullptr : &crecs[it->second];
+      compare_case(brecs[base.last.at(key)], c, rules, out.cases[k]);
+      if (c) matched[it->second] = 1;
+    }
+  };
+  const size_t half = out.cases.size() / 2;
+  auto judged = std::async(std::launch::async, judge, half, out.cases.size());
+  judge(0, half);
+  judged.get();
+  for (size_t i : cur.order) {
+    const size_t lastrec = cur.last.at(cur.keys[i]);
+    if (matched[lastrec]) continue;
     CaseChange cc;
-    compare_case(*entry->second, it == cur.end() ? nullptr : it->second, rules, cc);
-    if (it != cur.end()) cur.erase(it);
-    out.cases.push_back(std::move(cc));
-  }
-  for (const auto& r : current.records.records) {
-    auto it = cur.find(key_of(r));
-    if (it == cur.end() || it->second != &r) continue;
-    CaseChange cc;
-    cc.current = &r;
+    cc.current = &crecs[lastrec];
     cc.baseline_status = "missing";
-    cc.current_status = r.status;
+    cc.current_status = cc.current->status;
     cc.verdict = kNew;
     cc.message = "only in CURRENT";
     out.cases.push_back(std::move(cc));

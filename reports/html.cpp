@@ -123,7 +123,6 @@ void fleet_section(std::ostringstream& o, const FleetView& f) {
 
 void charts_section(std::ostringstream& o, const Report& r, const RunDir& run,
                     const std::string& gnuplot) {
-  o << "<h2 id=\"charts\">Charts</h2>\n";
   auto charts = build_charts(run, r);
   if (charts.empty()) {
     o << "<p>No ok records to chart.</p>\n";
@@ -217,8 +216,15 @@ void spec_section(std::ostringstream& o, const Report& r) {
 
 }  // namespace
 
+std::string render_charts_html(const Report& r, const RunDir& run, const std::string& gnuplot) {
+  std::ostringstream o;
+  o << "<h2 id=\"charts\">Charts</h2>\n";
+  charts_section(o, r, run, gnuplot);
+  return o.str();
+}
+
 std::string render_html(const Report& r, const RunDir& run, const FleetView& fleet,
-                        const std::string& gnuplot) {
+                        const std::string& gnuplot, const std::string* charts) {
   std::ostringstream o;
   o << "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
     << "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
@@ -232,7 +238,7 @@ std::string render_html(const Report& r, const RunDir& run, const FleetView& fle
   verdict_table(o, r);
   fleet_section(o, fleet);
   o << render_uniformity_html(check_uniformity(run.run.env));
-  charts_section(o, r, run, gnuplot);
+  o << (charts ? *charts : render_charts_html(r, run, gnuplot));
   env_section(o, run);
   spec_section(o, r);
   o << "<p class=\"src\">Written by clusterbench from " << h(run.dir)

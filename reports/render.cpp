@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <future>
 #include <map>
 #include <sstream>
 
@@ -412,6 +413,9 @@ FleetView write_reports(const Report& r, const RunDir& run, const std::string& d
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec) throw std::runtime_error(dir + ": cannot create directory (" + ec.message() + ")");
+  // The charts (gnuplot is an external process per chart) are drawn while the rest is written.
+  auto charts =
+      std::async(std::launch::async, [&] { return render_charts_html(r, run, find_gnuplot()); });
   FleetView fleet = fleet_view(run, r);
   write_file_atomic(dir + "/report.md", render_markdown(r, run, fleet));
   json j = render_json(r);
@@ -421,7 +425,8 @@ FleetView write_reports(const Report& r, const RunDir& run, const std::string& d
   write_file_atomic(dir + "/report.json", j.dump(2) + "\n");
   write_file_atomic(dir + "/junit.xml", render_junit(r));
   write_file_atomic(dir + "/failing-hosts.txt", render_failing_hosts(fleet));
-  write_file_atomic(dir + "/report.html", render_html(r, run, fleet, find_gnuplot()));
+  const std::string charts_html = charts.get();
+  write_file_atomic(dir + "/report.html", render_html(r, run, fleet, find_gnuplot(), &charts_html));
   return fleet;
 }
 
