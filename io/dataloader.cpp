@@ -146,6 +146,10 @@ class Dataloader : public Benchmark {
                                  : "no NVIDIA GPU on this node: plain host memory, no H2D copy";
     }
 
+    // Cold cache: nothing of the dataset in the page cache before the loader starts (untimed,
+    // like fio's invalidate=1); a dataset generated just now would otherwise be read from it,
+    // and with O_DIRECT each first read would pay for dropping the file's cached pages.
+    if (opt.cold) drop_page_cache(files);
     Loader loader(files, opt, mem);
     std::vector<double> waits, h2d_s;
     long long consumed = 0, samples = 0, bytes = 0;

@@ -104,4 +104,13 @@ std::vector<SampleFile> list_dataset(const std::string& dir) {
   return out;
 }
 
+void drop_page_cache(const std::vector<SampleFile>& files) {
+  for (const auto& f : files) {
+    int fd = ::open(f.path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) continue;
+    ::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+    ::close(fd);
+  }
+}
+
 }  // namespace clusterbench::io

@@ -51,4 +51,10 @@ struct SampleFile {
 /// The regular files of `dir`, sorted by name. Throws InputError when none.
 std::vector<SampleFile> list_dataset(const std::string& dir);
 
+/// Drops the page cache of every file (posix_fadvise POSIX_FADV_DONTNEED; clean pages only, so
+/// make_dataset syncs what it writes), as fio's invalidate=1 does before a job: a cold-cache
+/// run then reads from the device from its first sample. A file that cannot be opened is
+/// skipped (the loader names it when it reads it).
+void drop_page_cache(const std::vector<SampleFile>& files);
+
 }  // namespace clusterbench::io

@@ -138,7 +138,8 @@ void Loader::fill(long long seq, int slot) {
       got += n;
       if (static_cast<size_t>(got) >= want) break;
     }
-    if (opt_.cold) ::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+    // Cold: what a buffered read cached goes again (O_DIRECT caches nothing).
+    if (opt_.cold && !opt_.direct) ::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
     ::close(fd);
     CHECK_MSG(got == f.bytes, "dataloader",
               f.path + ": read " + std::to_string(got) + " B, expected " + std::to_string(f.bytes));
