@@ -476,15 +476,8 @@ int burnin_command(const BurninOptions& opt) {
       run.spec.path = fs::absolute(run.spec.path).lexically_normal().string();
       run.spec.name = spec.name;
       run.spec.sha256 = sha256_file(run.spec.path);
-      std::string dir = opt.out_dir;
-      if (dir.empty()) {
-        dir = opt.results_root + "/" + run.run_id;
-        for (int i = 2; fs::exists(dir); ++i)
-          dir = opt.results_root + "/" + run.run_id + "-" + std::to_string(i);
-      }
+      const std::string dir = new_run_dir(opt.out_dir, opt.results_root, run.run_id, false);
       sink = std::make_unique<Sink>(dir);
-      if (fs::exists(dir + "/run.json") || fs::file_size(dir + "/records.jsonl") > 0)
-        throw InputError(dir + ": already holds a run; choose an empty --out directory");
       sink->write_run(run);
       if (opt.out_dir.empty()) update_latest_link(opt.results_root, dir);
       std::cout << "clusterbench " << run.version << ": burn-in " << run.run_id << ", "
@@ -496,10 +489,7 @@ int burnin_command(const BurninOptions& opt) {
       setup_error = e.what();
     }
   }
-  if (ctx.allreduce_sum(setup_error.empty() ? 0 : 1) > 0) {
-    if (ctx.is_root()) std::cerr << "clusterbench: " << setup_error << std::endl;
-    return 2;
-  }
+  if (setup_failed(ctx, setup_error)) return 2;
   std::string run_id = ctx.bcast(run.run_id);
 
   // The engines: GEMM on this rank, the all_reduce loop over every rank.

@@ -536,17 +536,21 @@ std::vector<EnvRecord> allgather_envs(const Context& ctx, const EnvRecord& leade
   return envs;
 }
 
-/// A new run goes into a new or empty directory: one holding a run (run.json, or records in
-/// records.jsonl) or anything else (the user's own report.md, junit.xml) is refused, naming a few
-/// of the files, before the Sink creates records.jsonl there. An empty records.jsonl (left by a
-/// run refused during setup) does not count.
-static void refuse_used_out_dir(const std::string& dir) {
+std::string new_run_dir(const std::string& out_dir, const std::string& results_root,
+                        const std::string& run_id, bool resume_hint) {
+  std::string dir = out_dir;
+  if (dir.empty()) {
+    dir = results_root + "/" + run_id;
+    for (int i = 2; fs::exists(dir); ++i)
+      dir = results_root + "/" + run_id + "-" + std::to_string(i);
+    return dir;
+  }
   std::error_code ec;
-  if (!fs::is_directory(dir, ec)) return;
+  if (!fs::is_directory(dir, ec)) return dir;
   if (fs::exists(dir + "/run.json") ||
       (fs::exists(dir + "/records.jsonl") && fs::file_size(dir + "/records.jsonl", ec) > 0))
-    throw InputError(dir + ": already holds a run; choose an empty --out directory (or --resume " +
-                     dir + ")");
+    throw InputError(dir + ": already holds a run; choose an empty --out directory" +
+                     (resume_hint ? " (or --resume " + dir + ")" : std::string()));
   std::vector<std::string> found;
   for (const auto& e : fs::directory_iterator(dir, ec)) {
     std::string name = e.path().filename().string();
@@ -554,13 +558,19 @@ static void refuse_used_out_dir(const std::string& dir) {
     if (name == "records.jsonl" && e.file_size(size_ec) == 0) continue;
     found.push_back(name);
   }
-  if (found.empty()) return;
+  if (found.empty()) return dir;
   std::sort(found.begin(), found.end());
   std::string shown;
   for (size_t i = 0; i < found.size() && i < 3; ++i) shown += (i ? ", " : "") + found[i];
   if (found.size() > 3) shown += " and " + std::to_string(found.size() - 3) + " more";
   throw InputError(dir + ": not empty and not a clusterbench run (holds " + shown +
                    "); choose an empty or new --out directory");
+}
+
+bool setup_failed(const Context& ctx, const std::string& error) {
+  if (ctx.allreduce_sum(error.empty() ? 0 : 1) == 0) return false;
+  if (ctx.is_root() && !error.empty()) std::cerr << "clusterbench: " << error << std::endl;
+  return true;
 }
 
 int run_command(const RunOptions& given) {
@@ -754,13 +764,8 @@ int run_command(const RunOptions& given) {
         plan_mask += needs_rerun(pc, resume) ? '1' : '0';
         reruns += plan_mask.back() == '1';
       }
-      std::string dir = resume.active ? resume.dir : opt.out_dir;
-      if (dir.empty()) {
-        dir = opt.results_root + "/" + run.run_id;
-        for (int i = 2; fs::exists(dir); ++i)
-          dir = opt.results_root + "/" + run.run_id + "-" + std::to_string(i);
-      }
-      if (!resume.active) refuse_used_out_dir(dir);
+      const std::string dir =
+          resume.active ? resume.dir : new_run_dir(opt.out_dir, opt.results_root, run.run_id, true);
       if (!opt.prometheus_path.empty())  // checked before any case runs, not after the suite
         report::check_output_file(opt.prometheus_path, "--prometheus", dir);
       sink = std::make_unique<Sink>(dir);
@@ -790,10 +795,7 @@ int run_command(const RunOptions& given) {
       setup_error = e.what();
     }
   }
-  if (ctx.allreduce_sum(setup_error.empty() ? 0 : 1) > 0) {
-    if (ctx.is_root()) std::cerr << "clusterbench: " << setup_error << std::endl;
-    return 2;
-  }
+  if (setup_failed(ctx, setup_error)) return 2;
   std::string run_id = ctx.bcast(run.run_id);
   plan_mask = ctx.bcast(plan_mask);
   bool stopped_at_limit = false;  // --time-limit: the cases from stop_index on did not run

@@ -57,6 +57,19 @@ EnvRecord collect_run_env(const Context& ctx, const std::string& fs_root);
 /// record, other ranks an empty one (ignored).
 std::vector<EnvRecord> allgather_envs(const Context& ctx, const EnvRecord& leader_env);
 
+/// The results directory of a new run, as `run` and `burnin` choose it on rank 0: `out_dir` when
+/// given, else RESULTS_ROOT/RUN_ID, with "-2", "-3", ... when that exists. A chosen directory
+/// that holds a run (run.json, or records in records.jsonl) or anything else is refused with
+/// InputError naming a few of its files (`resume_hint`: also suggest `--resume DIR`), before
+/// the Sink creates records.jsonl there; an empty records.jsonl (left by a run refused during
+/// setup) does not count.
+std::string new_run_dir(const std::string& out_dir, const std::string& results_root,
+                        const std::string& run_id, bool resume_hint);
+
+/// Every rank learns whether any rank failed its setup (`error` non-empty there); rank 0 prints
+/// its own error. True: the command ends with exit 2 on every rank. A collective: all ranks call.
+bool setup_failed(const Context& ctx, const std::string& error);
+
 /// Benchmarks selected by `only` globs, in registry order. Throws InputError listing the known
 /// benchmark ids when a pattern matches none.
 std::vector<const Benchmark*> select_benchmarks(const std::vector<std::string>& only);

@@ -234,9 +234,16 @@ std::string metric_verdict(double baseline, double current, bool higher_is_bette
   return kUnchanged;
 }
 
+namespace {
+bool by_uuid(const ResultRecord& r) { return r.scope.kind == "gpu" && !r.scope.uuid.empty(); }
+/// A GPU record's match key, its params serialised by the caller.
+std::string uuid_key(const ResultRecord& r, const std::string& params_text) {
+  return r.benchmark + "|" + params_text + "|" + r.scope.uuid;
+}
+}  // namespace
+
 std::string match_key(const ResultRecord& r) {
-  if (r.scope.kind == "gpu" && !r.scope.uuid.empty())
-    return r.benchmark + "|" + r.params.dump() + "|" + r.scope.uuid;
+  if (by_uuid(r)) return uuid_key(r, r.params.dump());
   return r.case_key.empty() ? make_case_key(r.benchmark, r.params, r.scope) : r.case_key;
 }
 
@@ -270,11 +277,10 @@ Comparison compare(const RunDir& baseline, const RunDir& current,
     const json* last_params = nullptr;
     std::string last_dump;
     for (const auto& r : recs) {
-      if (r.scope.kind == "gpu" && !r.scope.uuid.empty()) {
+      if (by_uuid(r)) {
         if (!last_params || *last_params != r.params) last_dump = r.params.dump();
         last_params = &r.params;
-        side.keys.push_back(
-            side.made.emplace_back(r.benchmark + "|" + last_dump + "|" + r.scope.uuid));
+        side.keys.push_back(side.made.emplace_back(uuid_key(r, last_dump)));
       } else if (r.case_key.empty()) {
         side.keys.push_back(side.made.emplace_back(match_key(r)));
       } else {

@@ -64,6 +64,16 @@ expect_rc 0 "$CB_BIN" report "$TMP/run"
 expect_out "burnin.rate_drop"
 ok "clusterbench report works on the burn-in directory"
 
+# The run's own output directories rule (new_run_dir): a finished run or a foreign file is refused.
+expect_rc 2 "$CB_BIN" burnin --minutes 0.1 --out "$TMP/run"
+expect_out "already holds a run; choose an empty --out directory"
+mkdir -p "$TMP/foreign" && echo mine >"$TMP/foreign/notes.txt"
+expect_rc 2 "$CB_BIN" burnin --minutes 0.1 --out "$TMP/foreign"
+expect_out "not empty and not a clusterbench run \(holds notes.txt\)"
+[ "$(cat "$TMP/foreign/notes.txt")" = mine ] && [ ! -e "$TMP/foreign/records.jsonl" ] ||
+  fail "a refused burn-in touched the foreign directory"
+ok "burn-in refuses an --out directory holding a run or other files"
+
 expect_rc 2 "$CB_BIN" burnin --minutes 0 --out "$TMP/bad"
 expect_out "--minutes 0.000000: must be in \(0, 10080\]"
 expect_rc 2 "$CB_BIN" burnin --minutes 0.1 --dtype bf16 --out "$TMP/bad2"
