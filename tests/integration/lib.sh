@@ -32,3 +32,18 @@ $1" "${@:2}" || fail "python check failed: $1"; }
 # The mpirun flags DESIGN.md gives: root, and no binding for threaded host benchmarks.
 MPIRUN=(mpirun --bind-to none --oversubscribe)
 [ "$(id -u)" -eq 0 ] && MPIRUN+=(--allow-run-as-root)
+
+# kill9_after_first_record PID DIR: waits (up to 30 s) for DIR/records.jsonl to hold a record,
+# then kill -9s PID and reaps it; sets $n to the records on disk, which must be 1 to 3.
+kill9_after_first_record() {
+  local pid=$1 dir=$2
+  for _ in $(seq 1 300); do
+    [ -s "$dir/records.jsonl" ] && break
+    sleep 0.1
+  done
+  [ -s "$dir/records.jsonl" ] || { kill -9 "$pid"; fail "no record after 30 s"; }
+  kill -9 "$pid"
+  wait "$pid" 2>/dev/null
+  n=$(wc -l <"$dir/records.jsonl")
+  [ "$n" -ge 1 ] && [ "$n" -lt 4 ] || fail "expected 1..3 records after the kill, got $n"
+}

@@ -19,16 +19,7 @@ SETS=(--set compute.memory_bandwidth.min_time=0.6 --set compute.memory_bandwidth
 # 1. Kill -9 once the first record is on disk.
 "$CB_BIN" run --suite ci --only compute.memory_bandwidth --spec "$TMP/spec.json" "${SETS[@]}" \
   --out "$TMP/run" >"$TMP/run.log" 2>&1 &
-pid=$!
-for _ in $(seq 1 300); do
-  [ -s "$TMP/run/records.jsonl" ] && break
-  sleep 0.1
-done
-[ -s "$TMP/run/records.jsonl" ] || { kill -9 $pid; fail "no record after 30 s"; }
-kill -9 $pid
-wait $pid 2>/dev/null
-n=$(wc -l <"$TMP/run/records.jsonl")
-[ "$n" -ge 1 ] && [ "$n" -lt 4 ] || fail "expected 1..3 records after the kill, got $n"
+kill9_after_first_record $! "$TMP/run"
 cp "$TMP/run/records.jsonl" "$TMP/before.jsonl"
 ok "killed after $n case(s)"
 
