@@ -24,6 +24,10 @@ struct LoaderOptions {
   bool direct = false;  ///< O_DIRECT reads
   bool cold = false;    ///< posix_fadvise(DONTNEED) each file after reading it: every read is cold
   uint64_t seed = 1;    ///< shuffle seed; epoch e uses seed + e
+  /// true: batches reach the consumer in sampler order, batch s from worker s mod workers
+  /// (PyTorch's default). false: as they complete (PyTorch's in_order=False): each worker
+  /// takes the sampler's next batch whenever one of its `prefetch` slots is free.
+  bool in_order = true;
 };
 
 /// Allocates / frees one staging buffer of `bytes` (pinned through the GPU plugin, or plain).
@@ -56,9 +60,10 @@ class Loader {
   Loader(const Loader&) = delete;
   Loader& operator=(const Loader&) = delete;
 
-  /// The next batch in order; blocks until a worker has it. Rethrows a worker's error.
+  /// The next batch: in order, or with in_order=false the lowest-numbered one ready; blocks
+  /// until a worker has it. Rethrows a worker's error.
   LoadedBatch next();
-  /// Gives the batch's slot back to the workers; batches are released in order.
+  /// Gives the batch's slot back to the workers; in order unless in_order=false.
   void release(const LoadedBatch& b);
   /// Dataset positions batch `seq` must hold: epoch seq / batches_per_epoch of a shuffle.
   std::vector<long long> expected_indices(long long seq);
@@ -84,7 +89,9 @@ class Loader {
   std::vector<void*> slot_mem_;
   std::vector<LoadedBatch> slot_batch_;
   std::vector<long long> ready_;  ///< per slot: the seq it holds ready, or -1
+  std::vector<char> slot_free_;   ///< in_order=false: per slot, free for its worker to fill
   long long next_seq_ = 0, released_ = 0;
+  long long issued_ = 0;  ///< in_order=false: batches handed to workers so far
   bool stop_ = false;
   std::exception_ptr error_;
   std::mutex mu_;

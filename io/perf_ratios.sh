@@ -1,13 +1,18 @@
 #!/usr/bin/env bash
 # Prints the performance ratios of issue 5 (a benchmark, not a timed test; docs/fio.md "Ratios"):
-#  1. clusterbench-driven fio vs fio by hand with the same job file (seq_read), 5 alternating runs:
-#     medians and their ratio (acceptance: within 2%).
+#  1. clusterbench-driven fio vs fio by hand with the same job file (seq_read), 5 alternating runs
+#     (which one goes first alternates, and each starts after a sync and a 2 s pause: a run that
+#     follows right after the other's files were deleted was 2-6% slower): medians and their
+#     ratio (acceptance: within 2%).
 #  2. the dataloader on a cold cache with O_DIRECT vs fio random read of the same files with the
 #     same block size (the sample size) at the same concurrency (numjobs x iodepth = workers):
 #     ratio of bandwidths (acceptance: >= 0.90). 3 alternating rounds of fio and the dataloader
-#     for the same time (the fio runtime), at prefetch 2 (the default) and 8: with in-order
-#     delivery, a worker whose batch is done waits while a slower batch ahead of it is still
-#     loading, and a deeper prefetch lets it go on reading.
+#     for the same time (the fio runtime), the dataloader in order (the default) and out of
+#     order (in_order=false). fio picks a random file for each I/O (file_service_type=random,
+#     as the shuffled sampler does; with the default round robin all jobs walk the same files
+#     in the same order). fio's buffers are malloc'd 4 KiB pages, the loader's staging slots
+#     transparent huge pages: where hugetlb pages are free (vm.nr_hugepages), fio also runs
+#     with --iomem=mmaphuge and that like-for-like ratio is printed too.
 #  3. the dataloader's worker sweep: the saturation point (smallest worker count with samples/s
 #     >= 95% of the best).
 # Usage: io/perf_ratios.sh CLUSTERBENCH SCRATCH_DIR [ci|quick|full] [WORKERS]
@@ -22,33 +27,47 @@ case $SUITE in
 esac
 cb() { "$BIN" run --suite "$SUITE" "$@" >"$OUT/log" 2>&1 || [ $? -le 4 ] || { cat "$OUT/log"; exit 1; }; }
 
-for i in 1 2 3 4 5; do
-  cb --only io.fio --set io.fio.profiles=seq_read --set io.fio.scratch="$SCR" --out "$OUT/cb$i"
+settle() { sync; sleep 2; }  # the previous run's deleted files flushed before the next starts
+by_cb() {
+  settle
+  cb --only io.fio --set io.fio.profiles=seq_read --set io.fio.scratch="$SCR" --out "$OUT/cb$1"
+}
+by_hand() {
+  settle
   mkdir "$SCR/cb-ratios-hand"
   CB_FIO_DIR=$SCR/cb-ratios-hand CB_FIO_SIZE=$SIZE CB_FIO_RUNTIME=$RT CB_FIO_RAMP=$RAMP \
-    CB_FIO_DIRECT=1 fio --output-format=json "$HERE/profiles/seq_read.fio" >"$OUT/hand$i.json"
+    CB_FIO_DIRECT=1 fio --output-format=json "$HERE/profiles/seq_read.fio" >"$OUT/hand$1.json"
   rm -rf "$SCR/cb-ratios-hand"
+}
+for i in 1 2 3 4 5; do  # alternating, and which goes first alternates too
+  if [ $((i % 2)) = 1 ]; then by_cb $i; by_hand $i; else by_hand $i; by_cb $i; fi
 done
 
 "$BIN" io make-dataset "$SCR/cb-ratios-ds" --count "$COUNT" --size 128K >/dev/null
 cb --only io.dataloader --set io.dataloader.dataset="$SCR/cb-ratios-ds" --set io.dataloader.direct=true \
   --set io.dataloader.cache=cold --set io.dataloader.verify=header --set io.dataloader.workers=1,2,4,8,16 \
   --out "$OUT/dl"
+HUGE=0
+[ "$(awk '/^HugePages_Free/ {print $2}' /proc/meminfo)" -ge "$W" ] && HUGE=1
 for i in 1 2 3; do
-  fio --output-format=json --name=samples --opendir="$SCR/cb-ratios-ds" --rw=randread --bs=128k \
-    --ioengine=libaio --iodepth=1 --numjobs="$W" --direct=1 --readonly --invalidate=1 \
-    --time_based --runtime="$RT" --group_reporting >"$OUT/fio_ds$i.json"
-  for pf in 2 8; do
+  for mem in malloc mmaphuge; do
+    [ $mem = malloc ] || [ $HUGE = 1 ] || continue
+    fio --output-format=json --name=samples --opendir="$SCR/cb-ratios-ds" --rw=randread --bs=128k \
+      --ioengine=libaio --iodepth=1 --numjobs="$W" --direct=1 --readonly --invalidate=1 \
+      --file_service_type=random --iomem=$mem --time_based --runtime="$RT" --group_reporting \
+      >"$OUT/fio_$mem$i.json"
+  done
+  for order in true false; do
     cb --only io.dataloader --set io.dataloader.dataset="$SCR/cb-ratios-ds" \
       --set io.dataloader.direct=true --set io.dataloader.cache=cold \
       --set io.dataloader.verify=header --set io.dataloader.workers="$W" \
-      --set io.dataloader.prefetch=$pf --set io.dataloader.min_time="$RT" --out "$OUT/dl$pf.$i"
+      --set io.dataloader.in_order=$order --set io.dataloader.min_time="$RT" --out "$OUT/dl$order.$i"
   done
 done
 
-python3 - "$OUT" "$W" <<'PY'
+python3 - "$OUT" "$W" "$HUGE" <<'PY'
 import json, statistics, sys
-out, w = sys.argv[1], int(sys.argv[2])
+out, w, huge = sys.argv[1], int(sys.argv[2]), sys.argv[3] == '1'
 def recs(d): return [json.loads(l) for l in open(f'{out}/{d}/records.jsonl')]
 def metric(r, n): return next(m['value'] for m in r['metrics'] if m['name'] == n)
 def fio(path):
@@ -60,16 +79,25 @@ print(f'1. seq_read GB/s, clusterbench {[round(x, 3) for x in cb]} median {mc:.3
       f'{[round(x, 3) for x in hand]} median {mh:.3f}; ratio {mc / mh:.4f} (|1 - ratio| <= 0.02: '
       f'{abs(1 - mc / mh) <= 0.02})')
 dl = {r['params']['workers']: r for r in recs('dl') if r['status'] == 'ok'}
-fbw = [fio(f'{out}/fio_ds{i}.json')['jobs'][0]['read']['bw_bytes'] / 1e9 for i in range(1, 4)]
+def fio_bw(mem): return [fio(f'{out}/fio_{mem}{i}.json')['jobs'][0]['read']['bw_bytes'] / 1e9
+                         for i in range(1, 4)]
+fbw = fio_bw('malloc')
 mf = statistics.median(fbw)
 print(f'2. {w} workers, cold cache, O_DIRECT, 128 KiB samples, 3 alternating rounds: fio randread '
-      f'bs=128k numjobs={w} iodepth=1 on the same files {[round(x, 3) for x in fbw]} GB/s, '
-      f'median {mf:.3f}')
-for pf in (2, 8):
-    dbw = [metric(recs(f'dl{pf}.{i}')[0], 'bandwidth') for i in range(1, 4)]
+      f'bs=128k numjobs={w} iodepth=1 file_service_type=random on the same files '
+      f'{[round(x, 3) for x in fbw]} GB/s, median {mf:.3f}')
+hbw = fio_bw('mmaphuge') if huge else []
+if hbw:
+    print(f'   fio with --iomem=mmaphuge (huge-page buffers, like the loader\'s staging): '
+          f'{[round(x, 3) for x in hbw]} GB/s, median {statistics.median(hbw):.3f}')
+else:
+    print('   fio with --iomem=mmaphuge: not run (HugePages_Free < workers; vm.nr_hugepages)')
+for order in ('true', 'false'):
+    dbw = [metric(recs(f'dl{order}.{i}')[0], 'bandwidth') for i in range(1, 4)]
     md = statistics.median(dbw)
-    print(f'   dataloader prefetch {pf}: {[round(x, 3) for x in dbw]} GB/s, median {md:.3f}; '
-          f'ratio {md / mf:.3f} (>= 0.90: {md / mf >= 0.90})')
+    like = f'; vs fio mmaphuge {md / statistics.median(hbw):.3f}' if hbw else ''
+    print(f'   dataloader in_order={order}: {[round(x, 3) for x in dbw]} GB/s, median {md:.3f}; '
+          f'ratio {md / mf:.3f} (>= 0.90: {md / mf >= 0.90}){like}')
 sps = {k: metric(r, 'samples_per_s') for k, r in sorted(dl.items())}
 best = max(sps.values())
 sat = min(k for k, v in sps.items() if v >= 0.95 * best)

@@ -32,6 +32,7 @@ for r in recs:
     x, t = r['extra'], r['time']
     m = {k['name']: k for k in r['metrics']}
     assert x['batch_size'] == 32 and x['prefetch'] == 2 and x['workers'] == r['params']['workers']
+    assert x['in_order'] is True
     assert x['dataset_generated'] is False and x['dataset_files'] == 256 and x['verify'] == 'full'
     assert x['pinned'] is False and 'no NVIDIA GPU' in x['pinned_note']
     assert x['batches_verified'] == x['batches_consumed'] > 0
@@ -54,7 +55,7 @@ ok "worker sweep on an existing dataset: numbers recomputed from the records"
 mkdir -p "$TMP/scratch"
 run_cb "$CB_BIN" run --suite ci --only io.dataloader --set io.dataloader.workers=2 \
   --set io.dataloader.direct=true --set io.dataloader.cache=cold --set io.dataloader.count=128 \
-  --set io.dataloader.scratch="$TMP/scratch" --out "$TMP/cold"
+  --set io.dataloader.in_order=false --set io.dataloader.scratch="$TMP/scratch" --out "$TMP/cold"
 [ -z "$(ls -A "$TMP/scratch")" ] || fail "generated dataset left behind: $(ls -A "$TMP/scratch")"
 py "
 r = [json.loads(l) for l in open(sys.argv[1] + '/records.jsonl')][0]
@@ -62,8 +63,13 @@ assert r['status'] == 'ok', r
 x = r['extra']
 assert x['direct'] is True and x['cache'] == 'cold' and x['dataset_generated'] is True
 assert x['dataset_files'] == 128 and x['bytes_per_sample_mean'] == 16384
+assert x['in_order'] is False and x['batches_verified'] == x['batches_consumed'] > 0
 " "$TMP/cold"
-ok "generated dataset, O_DIRECT, cold cache; removed afterwards"
+ok "generated dataset, O_DIRECT, cold cache, out of order; removed afterwards"
+expect_rc 2 "$CB_BIN" run --suite ci --only io.dataloader --set io.dataloader.in_order=maybe \
+  --set io.dataloader.dataset="$TMP/ds" --out "$TMP/badorder"
+expect_out "io.dataloader.in_order: 'true' or 'false', not 'maybe'"
+ok "in_order=maybe refused"
 
 cp -r "$TMP/ds" "$TMP/bad"
 printf '\x7f' | dd of="$TMP/bad/sample_00000007.bin" bs=1 seek=200 conv=notrunc status=none
