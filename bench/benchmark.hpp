@@ -83,8 +83,11 @@ class CaseRun {
   /// The framework warms up, picks n so one iteration is long enough to time, and runs Google
   /// Benchmark iterations in lock-step across the ranks of the case's level (slowest rank's
   /// time). An exception on any rank makes every rank stop and rethrows it here on that rank;
-  /// the other ranks throw an error that names the failing peer.
-  virtual void exec(const std::function<double(long long n)>& batch) = 0;
+  /// the other ranks throw an error that names the failing peer. A case that times several
+  /// things (A/B arms) gives each a `label`, which names its Google Benchmark entry
+  /// ("<id>/<params>/<label>" in gbench.json); the default leaves it "<id>/<params>".
+  virtual void exec(const std::function<double(long long n)>& batch,
+                    const std::string& label = "") = 0;
   /// Time per operation after exec: this rank's own samples (per_rank) or the slowest rank's.
   virtual const TimeStats& stats() const = 0;
   virtual void add_metric(const std::string& name, double value, const std::string& unit,

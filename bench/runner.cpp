@@ -109,7 +109,11 @@ namespace {
 /// Collects Google Benchmark's runs of the whole run; rank 0 echoes them to the console.
 class CollectingReporter : public benchmark::BenchmarkReporter {
  public:
-  explicit CollectingReporter(bool console) : console_(console) {}
+  /// Colour codes only when stdout is a terminal, as Google Benchmark's own default decides.
+  explicit CollectingReporter(bool console)
+      : console_(console),
+        console_reporter_(isatty(STDOUT_FILENO) ? benchmark::ConsoleReporter::OO_Defaults
+                                                : benchmark::ConsoleReporter::OO_Tabular) {}
   bool ReportContext(const Context& context) override {
     if (console_ && !context_printed_) context_printed_ = console_reporter_.ReportContext(context);
     return true;
@@ -185,7 +189,7 @@ class CaseRunImpl : public CaseRun {
     return settings_.get_double(bench_.id(), "min_time", suite_min_time(settings_.suite()));
   }
 
-  void exec(const std::function<double(long long)>& batch) override {
+  void exec(const std::function<double(long long)>& batch, const std::string& label) override {
     // Calibrate: one operation (this also warms up), slowest rank's time decides the batch.
     long long n = 1;
     double t1 = timed(batch, 1);
@@ -196,7 +200,7 @@ class CaseRunImpl : public CaseRun {
     n = static_cast<long long>(nv[0]);
     batch_ = n;
 
-    std::string name = bench_.id() + "/" + params_.dump();
+    std::string name = bench_.id() + "/" + params_.dump() + (label.empty() ? "" : "/" + label);
     auto* reg = benchmark::RegisterBenchmark(name.c_str(), [&, n](benchmark::State& st) {
       own_.clear();
       max_.clear();

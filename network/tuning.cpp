@@ -689,7 +689,7 @@ class Tuning : public Benchmark {
     for (int r = 0; r < repeats; ++r) {
       for (bool b : {false, true}) {
         side(b);
-        run.exec(work);
+        run.exec(work, std::string(b ? "B" : "A") + "/repeat:" + std::to_string(r + 1));
         (b ? tb : ta).push_back(run.stats().median);
       }
     }

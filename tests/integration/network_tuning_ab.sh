@@ -75,6 +75,12 @@ for eff in ("thp_madvise", "hugetlb", "tcp_buffers"):
     check(r["extra"]["a"]["setting"] != r["extra"]["b"]["setting"], f"{eff}: both settings recorded")
     print(f"     {eff}: ratio {m['ratio']['value']:.3f}, spread {m['ratio_spread']['value']:.3f}, "
           f"A {r['extra']['a']['setting']}, B {r['extra']['b']['setting']}")
+if allow["thp_madvise"]["status"] == "ok":  # gbench.json: one entry per arm and repeat
+    names = [b["name"] for b in json.load(open(os.path.join(work, "allow", "gbench.json")))["benchmarks"]
+             if '"thp_madvise"' in b["name"]]
+    n = len(allow["thp_madvise"]["extra"]["a"]["seconds_per_op"])
+    check(len(names) == len(set(names)) == 2 * n and any("/B/repeat:%d/" % n in x for x in names),
+          f"gbench.json: {len(names)} distinct thp_madvise entries, A and B per repeat")
 hb = allow["hugetlb"]
 if hb["status"] == "ok":
     check(hb["extra"]["b"]["setting"]["pages"].startswith("2 MiB"), "hugetlb: side B is MAP_HUGETLB")
