@@ -127,6 +127,17 @@ class Backend {
                      const Layout& /*l*/, int /*root*/) {
     return json::object();
   }
+  /// Issue 4's reference, in the same run: a plain MPI_Allreduce timing loop (float, sum,
+  /// out-of-place, `count` elements, MPI_COMM_WORLD) timed the way the harness times (run.exec):
+  /// one operation calibrates a batch of seconds/10 (the harness: min_time/20), a quarter of
+  /// `seconds` warms up, then batches run until `seconds` have passed, each timed with
+  /// MPI_Wtime and taken at the slowest rank (MPI_Allreduce MAX), so every rank stops after the
+  /// same batch. Returns seconds per operation of each timed batch; empty where the backend has
+  /// no plain loop (NCCL).
+  virtual std::vector<double> plain_allreduce(const void* /*send*/, void* /*recv*/,
+                                              long long /*count*/, double /*seconds*/) {
+    return {};
+  }
 };
 
 /// The MPI backend on host buffers over MPI_COMM_WORLD (collectives/mpi_backend.cpp). Null in a
@@ -161,8 +172,8 @@ class CollectiveBenchmark : public Benchmark {
   std::string description() const override;
   Level level() const override { return Level::cluster; }
   std::vector<std::string> knobs() const override {
-    return {"minbytes", "maxbytes", "stepfactor", "dtypes", "backends",     "path",
-            "timeout",  "fault",    "min_time",   "algo",   "ib_gid_index", "ib_tc"};
+    return {"minbytes", "maxbytes", "stepfactor", "dtypes",       "backends", "path",     "timeout",
+            "fault",    "min_time", "algo",       "ib_gid_index", "ib_tc",    "reference"};
   }
   std::vector<json> cases(const Settings& s) const override;
   std::string applicable(const NodeEnv& node) const override;

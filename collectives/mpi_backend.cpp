@@ -8,6 +8,7 @@
 #if CLUSTERBENCH_HAVE_MPI
 #include <algorithm>
 #include <climits>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <new>
@@ -114,6 +115,29 @@ class MpiBackend : public Backend {
       throw std::logic_error("MPI backend: unknown collective " + name);
     }
     return -1;
+  }
+
+  std::vector<double> plain_allreduce(const void* send, void* recv, long long count,
+                                      double seconds) override {
+    const int cnt = static_cast<int>(count);
+    auto batch = [&](long long ops) {  // seconds per batch at the slowest rank
+      double t0 = MPI_Wtime();
+      for (long long k = 0; k < ops; ++k)
+        CHECK_MPI(MPI_Allreduce(send, recv, cnt, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD));
+      double t = MPI_Wtime() - t0, slowest = 0;
+      CHECK_MPI(MPI_Allreduce(&t, &slowest, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD));
+      return slowest;
+    };
+    double one = batch(1);
+    long long ops = std::max(1LL, static_cast<long long>(std::ceil(seconds / 10 / one)));
+    for (double warm = 0; warm < seconds / 4;) warm += batch(ops);
+    std::vector<double> per_op;
+    for (double spent = 0; spent < seconds;) {
+      double t = batch(ops);
+      spent += t;
+      per_op.push_back(t / static_cast<double>(ops));
+    }
+    return per_op;
   }
 
  private:

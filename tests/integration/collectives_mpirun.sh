@@ -124,12 +124,18 @@ json.dump(spec, open(sys.argv[2], 'w'))
 " "$TMP/spec.json" "$TMP/spec1.json"
 expect_rc 0 "${MPIRUN[@]}" -np 2 "$CB_BIN" run --suite ci --spec "$TMP/spec1.json" \
   --only collectives.all_reduce --set collectives.backends=mpi,nccl --set collectives.path=network --set collectives.maxbytes=64 \
-  --set collectives.min_time=0.01 --out "$TMP/nccl"
+  --set collectives.min_time=0.01 --set collectives.all_reduce.reference=true --out "$TMP/nccl"
 py "
 recs = [json.loads(l) for l in open(sys.argv[1] + '/records.jsonl')]
 mpi = [r for r in recs if r['params']['backend'] == 'mpi']
 nccl = [r for r in recs if r['params']['backend'] == 'nccl']
 assert [r['status'] for r in mpi] == ['ok', 'ok'], mpi
+for r in mpi:  # the plain MPI_Allreduce loop of the same run: ratio = its median time / ours
+    ref, x = r['extra']['reference'], r['extra']
+    assert ref['batches'] > 0 and 'plain MPI_Allreduce' in ref['loop'], ref
+    assert abs(ref['ratio'] - ref['time_median'] / r['time']['median']) <= 1e-9 * ref['ratio'], (ref, r['time'])
+    busbw = x['size_bytes'] / ref['time_median'] / 1e9 * x['busbw_factor']
+    assert abs(ref['busbw'] - busbw) <= 1e-9 * busbw, (ref, busbw)
 assert [r['params']['bytes'] for r in nccl] == [8, 64], nccl
 for r in nccl:
     assert r['status'] == 'waived' and r['params']['path'] == 'network', r
@@ -138,5 +144,8 @@ for r in nccl:
 expect_rc 2 "$CB_BIN" run --suite ci --only collectives.all_reduce --set collectives.path=pcie \
   --out "$TMP/badpath"
 expect_out "unknown path 'pcie' \(nvlink, network, internode\)"
-ok "NCCL cases waived without GPUs, MPI cases beside them ok; a bad path preset is exit 2"
+expect_rc 2 "$CB_BIN" run --suite ci --only collectives.all_reduce --set collectives.reference=yes \
+  --out "$TMP/badref"
+expect_out "collectives.all_reduce.reference: 'true' or 'false', not 'yes'"
+ok "NCCL cases waived without GPUs, MPI cases beside them ok with the plain loop's reference; a bad path preset or reference is exit 2"
 echo "$PASSES passed, 0 failed"
