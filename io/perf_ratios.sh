@@ -15,7 +15,9 @@
 #     with --iomem=mmaphuge and that like-for-like ratio is printed too.
 #  3. the dataloader's worker sweep: the saturation point (smallest worker count with samples/s
 #     >= 95% of the best).
-# Usage: io/perf_ratios.sh CLUSTERBENCH SCRATCH_DIR [ci|quick|full] [WORKERS]
+# Usage: [PARTS=1|23|123] [SETTLE=10] io/perf_ratios.sh CLUSTERBENCH SCRATCH_DIR [ci|quick|full] [WORKERS]
+# PARTS picks the parts to run (default all); SETTLE is the pause in seconds before each fio run
+# of part 1.
 set -euo pipefail
 BIN=$(readlink -f "$1"); SCR=$(readlink -f "$2"); SUITE=${3:-quick}; W=${4:-8}
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -27,7 +29,10 @@ case $SUITE in
 esac
 cb() { "$BIN" run --suite "$SUITE" "$@" >"$OUT/log" 2>&1 || [ $? -le 4 ] || { cat "$OUT/log"; exit 1; }; }
 
-settle() { sync; sleep 2; }  # the previous run's deleted files flushed before the next starts
+PARTS=${PARTS:-123}
+# The previous run's deleted files flushed and, on a filesystem mounted with online discard,
+# their blocks discarded before the next run starts.
+settle() { sync; sleep "${SETTLE:-10}"; }
 by_cb() {
   settle
   cb --only io.fio --set io.fio.profiles=seq_read --set io.fio.scratch="$SCR" --out "$OUT/cb$1"
@@ -40,16 +45,19 @@ by_hand() {
   rm -rf "$SCR/cb-ratios-hand"
 }
 for i in 1 2 3 4 5; do  # alternating, and which goes first alternates too
+  [[ $PARTS == *1* ]] || break
   if [ $((i % 2)) = 1 ]; then by_cb $i; by_hand $i; else by_hand $i; by_cb $i; fi
 done
+[[ $PARTS == *[23]* ]] || COUNT=0
 
-"$BIN" io make-dataset "$SCR/cb-ratios-ds" --count "$COUNT" --size 128K >/dev/null
-cb --only io.dataloader --set io.dataloader.dataset="$SCR/cb-ratios-ds" --set io.dataloader.direct=true \
+[ "$COUNT" = 0 ] || "$BIN" io make-dataset "$SCR/cb-ratios-ds" --count "$COUNT" --size 128K >/dev/null
+[ "$COUNT" = 0 ] || cb --only io.dataloader --set io.dataloader.dataset="$SCR/cb-ratios-ds" --set io.dataloader.direct=true \
   --set io.dataloader.cache=cold --set io.dataloader.verify=header --set io.dataloader.workers=1,2,4,8,16 \
   --out "$OUT/dl"
 HUGE=0
 [ "$(awk '/^HugePages_Free/ {print $2}' /proc/meminfo)" -ge "$W" ] && HUGE=1
 for i in 1 2 3; do
+  [ "$COUNT" != 0 ] || break
   for mem in malloc mmaphuge; do
     [ $mem = malloc ] || [ $HUGE = 1 ] || continue
     fio --output-format=json --name=samples --opendir="$SCR/cb-ratios-ds" --rw=randread --bs=128k \
@@ -66,41 +74,46 @@ for i in 1 2 3; do
 done
 
 python3 - "$OUT" "$W" "$HUGE" <<'PY'
-import json, statistics, sys
+import json, os, statistics, sys
 out, w, huge = sys.argv[1], int(sys.argv[2]), sys.argv[3] == '1'
 def recs(d): return [json.loads(l) for l in open(f'{out}/{d}/records.jsonl')]
-def metric(r, n): return next(m['value'] for m in r['metrics'] if m['name'] == n)
+def metric(r, n):
+    if r['status'] != 'ok':
+        sys.exit(f"{r['benchmark']} {r['params']}: {r['status']}: {r.get('message')}")
+    return next(m['value'] for m in r['metrics'] if m['name'] == n)
 def fio(path):
     t = open(path).read(); return json.loads(t[t.index('{'):])
-cb = [metric(recs(f'cb{i}')[0], 'read_bw') for i in range(1, 6)]
-hand = [fio(f'{out}/hand{i}.json')['jobs'][0]['read']['bw_bytes'] / 1e9 for i in range(1, 6)]
-mc, mh = statistics.median(cb), statistics.median(hand)
-print(f'1. seq_read GB/s, clusterbench {[round(x, 3) for x in cb]} median {mc:.3f}; by hand '
-      f'{[round(x, 3) for x in hand]} median {mh:.3f}; ratio {mc / mh:.4f} (|1 - ratio| <= 0.02: '
-      f'{abs(1 - mc / mh) <= 0.02})')
-dl = {r['params']['workers']: r for r in recs('dl') if r['status'] == 'ok'}
-def fio_bw(mem): return [fio(f'{out}/fio_{mem}{i}.json')['jobs'][0]['read']['bw_bytes'] / 1e9
-                         for i in range(1, 4)]
-fbw = fio_bw('malloc')
-mf = statistics.median(fbw)
-print(f'2. {w} workers, cold cache, O_DIRECT, 128 KiB samples, 3 alternating rounds: fio randread '
-      f'bs=128k numjobs={w} iodepth=1 file_service_type=random on the same files '
-      f'{[round(x, 3) for x in fbw]} GB/s, median {mf:.3f}')
-hbw = fio_bw('mmaphuge') if huge else []
-if hbw:
-    print(f'   fio with --iomem=mmaphuge (huge-page buffers, like the loader\'s staging): '
-          f'{[round(x, 3) for x in hbw]} GB/s, median {statistics.median(hbw):.3f}')
-else:
-    print('   fio with --iomem=mmaphuge: not run (HugePages_Free < workers; vm.nr_hugepages)')
-for order in ('true', 'false'):
-    dbw = [metric(recs(f'dl{order}.{i}')[0], 'bandwidth') for i in range(1, 4)]
-    md = statistics.median(dbw)
-    like = f'; vs fio mmaphuge {md / statistics.median(hbw):.3f}' if hbw else ''
-    print(f'   dataloader in_order={order}: {[round(x, 3) for x in dbw]} GB/s, median {md:.3f}; '
-          f'ratio {md / mf:.3f} (>= 0.90: {md / mf >= 0.90}){like}')
-sps = {k: metric(r, 'samples_per_s') for k, r in sorted(dl.items())}
-best = max(sps.values())
-sat = min(k for k, v in sps.items() if v >= 0.95 * best)
-print(f'3. sweep samples/s {dict((k, round(v)) for k, v in sps.items())}; saturation point '
-      f'{sat} workers (>= 95% of the best, {best:.0f})')
+if os.path.exists(f'{out}/cb1'):
+    cb = [metric(recs(f'cb{i}')[0], 'read_bw') for i in range(1, 6)]
+    hand = [fio(f'{out}/hand{i}.json')['jobs'][0]['read']['bw_bytes'] / 1e9 for i in range(1, 6)]
+    mc, mh = statistics.median(cb), statistics.median(hand)
+    print(f'1. seq_read GB/s, clusterbench {[round(x, 3) for x in cb]} median {mc:.3f}; by hand '
+          f'{[round(x, 3) for x in hand]} median {mh:.3f}; ratio {mc / mh:.4f} (|1 - ratio| <= 0.02: '
+          f'{abs(1 - mc / mh) <= 0.02})')
+if os.path.exists(f'{out}/dl'):
+    dl = {r['params']['workers']: r for r in recs('dl') if r['status'] == 'ok'}
+    def fio_bw(mem): return [fio(f'{out}/fio_{mem}{i}.json')['jobs'][0]['read']['bw_bytes'] / 1e9
+                             for i in range(1, 4)]
+    fbw = fio_bw('malloc')
+    mf = statistics.median(fbw)
+    print(f'2. {w} workers, cold cache, O_DIRECT, 128 KiB samples, 3 alternating rounds: fio randread '
+          f'bs=128k numjobs={w} iodepth=1 file_service_type=random on the same files '
+          f'{[round(x, 3) for x in fbw]} GB/s, median {mf:.3f}')
+    hbw = fio_bw('mmaphuge') if huge else []
+    if hbw:
+        print(f'   fio with --iomem=mmaphuge (huge-page buffers, like the loader\'s staging): '
+              f'{[round(x, 3) for x in hbw]} GB/s, median {statistics.median(hbw):.3f}')
+    else:
+        print('   fio with --iomem=mmaphuge: not run (HugePages_Free < workers; vm.nr_hugepages)')
+    for order in ('true', 'false'):
+        dbw = [metric(recs(f'dl{order}.{i}')[0], 'bandwidth') for i in range(1, 4)]
+        md = statistics.median(dbw)
+        like = f'; vs fio mmaphuge {md / statistics.median(hbw):.3f}' if hbw else ''
+        print(f'   dataloader in_order={order}: {[round(x, 3) for x in dbw]} GB/s, median {md:.3f}; '
+              f'ratio {md / mf:.3f} (>= 0.90: {md / mf >= 0.90}){like}')
+    sps = {k: metric(r, 'samples_per_s') for k, r in sorted(dl.items())}
+    best = max(sps.values())
+    sat = min(k for k, v in sps.items() if v >= 0.95 * best)
+    print(f'3. sweep samples/s {dict((k, round(v)) for k, v in sps.items())}; saturation point '
+          f'{sat} workers (>= 95% of the best, {best:.0f})')
 PY
