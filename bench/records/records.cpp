@@ -613,9 +613,10 @@ RunDir read_run_dir(const std::string& dir, bool with_plan) {
     throw InputError(dir + ": no run.json here; is this a clusterbench results directory?");
   // run.json (114 MB at 1,000 nodes: the plan's case keys) is parsed on a thread of its own
   // while the records are read; its errors still come first.
-  auto run_future = std::async(std::launch::async, [&run_path, with_plan] {
+  // Every error names the file: "DIR/run.json: schema ..." (compare reads two of them).
+  auto read_run = [&run_path](bool plan) {
     try {
-      if (with_plan) return read_json_file(run_path).get<RunRecord>();
+      if (plan) return read_json_file(run_path).get<RunRecord>();
       // The plan is most of a large run.json: skipped while parsing, never built.
       std::ifstream in(run_path);
       if (!in) throw InputError(run_path + ": cannot open (" + std::strerror(errno) + ")");
@@ -623,12 +624,14 @@ RunDir read_run_dir(const std::string& dir, bool with_plan) {
         return !(depth == 1 && event == json::parse_event_t::key && parsed == "plan");
       };
       return json::parse(in, skip_plan).get<RunRecord>();
-    } catch (const InputError&) {
-      throw;
     } catch (const std::exception& e) {
-      throw InputError(run_path + ": " + e.what());
+      std::string what = e.what();
+      if (what.rfind(run_path, 0) == 0) throw;
+      if (what.rfind("run.json: ", 0) == 0) what.erase(0, 10);
+      throw InputError(run_path + ": " + what);
     }
-  });
+  };
+  auto run_future = std::async(std::launch::async, read_run, with_plan);
   std::string rec_path = dir + "/records.jsonl";
   const bool have_records = ::stat(rec_path.c_str(), &st) == 0;
   std::exception_ptr records_error;
@@ -640,7 +643,7 @@ RunDir read_run_dir(const std::string& dir, bool with_plan) {
   rd.run = run_future.get();
   if (records_error) std::rethrow_exception(records_error);
   // No records: whether the plan was empty decides below, so it is read after all (rare).
-  if (!have_records && !with_plan) rd.run = read_json_file(run_path).get<RunRecord>();
+  if (!have_records && !with_plan) rd.run = read_run(true);
   if (have_records) {
     // A resumed run (`run --resume`) appends a case's new record after its failed one: the
     // last record of a case key is the case's.

@@ -405,6 +405,14 @@ TEST(ReadRunDir, FixtureAndErrors) {
   ASSERT_EQ(e.records.warnings.size(), 1u);
   EXPECT_NE(e.records.warnings[0].find("records.jsonl: missing; no case finished"),
             std::string::npos);
+
+  // A schema error names the directory's run.json, with and without the plan read.
+  std::string future = temp_dir("future");
+  std::ofstream(future + "/run.json") << R"({"schema": "clusterbench.run/9", "run_id": "x"})";
+  for (bool plan : {true, false}) {
+    std::string m = input_error([&] { read_run_dir(future, plan); });
+    EXPECT_EQ(m.rfind(future + "/run.json: schema 'clusterbench.run/9' is not", 0), 0u) << m;
+  }
 }
 
 TEST(ReadJsonFile, ParseErrorNamesFileAndLine) {
