@@ -109,11 +109,10 @@ namespace {
 /// Collects Google Benchmark's runs of the whole run; rank 0 echoes them to the console.
 class CollectingReporter : public benchmark::BenchmarkReporter {
  public:
-  /// Colour codes only when stdout is a terminal, as Google Benchmark's own default decides.
+  /// No colour codes: under mpirun each rank's stdout is a pseudo-terminal even when the job's
+  /// output goes to a log file, so isatty cannot tell.
   explicit CollectingReporter(bool console)
-      : console_(console),
-        console_reporter_(isatty(STDOUT_FILENO) ? benchmark::ConsoleReporter::OO_Defaults
-                                                : benchmark::ConsoleReporter::OO_Tabular) {}
+      : console_(console), console_reporter_(benchmark::ConsoleReporter::OO_Tabular) {}
   bool ReportContext(const Context& context) override {
     if (console_ && !context_printed_) context_printed_ = console_reporter_.ReportContext(context);
     return true;

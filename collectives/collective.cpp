@@ -453,14 +453,16 @@ void CollectiveBenchmark::run(CaseRun& run) const {
   const json chose = be.probe(coll_, t, send.p, recv.p, l, root);
   auto timed = [&](bool inplace) {
     prepare(inplace);
-    run.exec([&](long long ops) {
-      if (fault.kind == "hang" && fault.rank == rank && fault.bytes == requested)
-        for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));
-      if (fault.kind == "abort" && fault.rank == rank && fault.bytes == requested)
-        throw AbortRun("injected fault: communicator failed at " + std::to_string(requested) +
-                       " B on " + ctx.host() + " rank " + std::to_string(rank));
-      return op(inplace, ops);
-    });
+    run.exec(
+        [&](long long ops) {
+          if (fault.kind == "hang" && fault.rank == rank && fault.bytes == requested)
+            for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));
+          if (fault.kind == "abort" && fault.rank == rank && fault.bytes == requested)
+            throw AbortRun("injected fault: communicator failed at " + std::to_string(requested) +
+                           " B on " + ctx.host() + " rank " + std::to_string(rank));
+          return op(inplace, ops);
+        },
+        inplace ? "in-place" : "out-of-place");
     return run.stats();
   };
   // Correctness after the timed loop, never inside it: fresh inputs, one operation, a check.

@@ -56,12 +56,19 @@ class Dataloader : public Benchmark {
     // that fails after the others ran.
     for (auto [knob, a, b] : {std::tuple{"cache", "warm", "cold"},
                               {"in_order", "true", "false"},
-                              {"verify", "header", "full"}}) {
+                              {"verify", "header", "full"},
+                              {"direct", "false", "true"},
+                              {"pinned", "true", "false"}}) {
       std::string v = s.get(id(), knob, a);
       if (v != a && v != b)
         throw InputError("--set io.dataloader." + std::string(knob) + ": '" + a + "' or '" + b +
                          "', not '" + v + "'");
     }
+    for (const char* knob : {"batch", "prefetch", "steps_per_op"})
+      if (s.has(id(), knob) && s.get_double(id(), knob, 1) < 1)
+        throw InputError("--set io.dataloader." + std::string(knob) + ": must be at least 1");
+    if (s.get_double(id(), "compute_ms", 0) < 0)
+      throw InputError("--set io.dataloader.compute_ms: must not be negative");
     std::vector<json> out;
     auto def = s.by_suite<std::vector<std::string>>(
         {"1", "2", "4", "8"}, {"1", "2", "4", "8", "16"}, {"1", "2", "4", "8", "16", "32"});

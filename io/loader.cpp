@@ -145,8 +145,13 @@ void Loader::fill(long long seq, int slot) {
   b.data = base;
   for (size_t j = 0; j < b.indices.size(); ++j) {
     const SampleFile& f = files_[static_cast<size_t>(b.indices[j])];
+    // A failed call names the sample file (a file deleted or unreadable mid-run).
+    auto io_error = [&](const char* call, int err) {
+      throw_call_error("libc", std::to_string(err), f.path + ": " + std::strerror(err), call,
+                       __FILE__, __LINE__);
+    };
     int fd = ::open(f.path.c_str(), O_RDONLY | O_CLOEXEC | (opt_.direct ? O_DIRECT : 0));
-    CHECK_SYS(fd);
+    if (fd < 0) io_error("open", errno);
     unsigned char* dst = base + j * slot_stride_;
     size_t want = round_up(static_cast<size_t>(f.bytes));
     long long got = 0;
@@ -155,8 +160,7 @@ void Loader::fill(long long seq, int slot) {
       if (n < 0) {
         int e = errno;
         ::close(fd);
-        errno = e;
-        CHECK_SYS(n);
+        io_error("pread", e);
       }
       if (n == 0) break;
       got += n;
@@ -198,8 +202,10 @@ LoadedBatch Loader::next() {
         slot = s;
     return slot >= 0;
   };
-  cv_.wait(lk, [&] { return have() || error_; });
-  if (!have()) std::rethrow_exception(error_);
+  // A worker's error ends the loader at once: out of order, the other workers' batches would
+  // otherwise hide it (its batch never comes, theirs keep coming).
+  cv_.wait(lk, [&] { return error_ || have(); });
+  if (error_) std::rethrow_exception(error_);
   ++next_seq_;
   ready_[static_cast<size_t>(slot)] = -1;  // handed out; the slot stays taken until release
   LoadedBatch b = slot_batch_[static_cast<size_t>(slot)];

@@ -204,22 +204,24 @@ class P2p : public Benchmark {
         if (r != leader[static_cast<size_t>(a)] && r != leader[static_cast<size_t>(b)])
           others.push_back(r);
       // Ranks outside the pair wait quietly, then join the lock-step reductions.
-      run.exec([&](long long n) -> double {
-        if (!in_pair) {
-          wait_quietly(leader[static_cast<size_t>(a)]);
-          return 0;
-        }
-        auto t0 = std::chrono::steady_clock::now();
-        if (mode == "unidirectional")
-          io.unidirectional(n);
-        else if (mode == "bidirectional")
-          io.bidirectional(n);
-        else
-          io.latency(n, one_way);
-        double t = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-        if (io.first) release_others(others);
-        return t;
-      });
+      run.exec(
+          [&](long long n) -> double {
+            if (!in_pair) {
+              wait_quietly(leader[static_cast<size_t>(a)]);
+              return 0;
+            }
+            auto t0 = std::chrono::steady_clock::now();
+            if (mode == "unidirectional")
+              io.unidirectional(n);
+            else if (mode == "bidirectional")
+              io.bidirectional(n);
+            else
+              io.latency(n, one_way);
+            double t = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+            if (io.first) release_others(others);
+            return t;
+          },
+          "pair:" + std::to_string(a) + "-" + std::to_string(b));
       Scope scope;
       scope.kind = "link";
       scope.hosts = {hosts[static_cast<size_t>(a)], hosts[static_cast<size_t>(b)]};

@@ -439,6 +439,8 @@ class Tuning : public Benchmark {
     return {"effects", "allow_changes", "repeats", "bytes", "tcp_bytes", "min_time"};
   }
   std::vector<json> cases(const Settings& s) const override {
+    if (s.get_double(id(), "repeats", 5) < 5)  // checked when the plan is made: exit 2
+      throw InputError("--set " + id() + ".repeats must be at least 5");
     std::vector<json> out;
     for (const auto& e : s.get_choices(id(), "effects", kEffects)) {
       out.push_back({{"effect", e}});

@@ -88,6 +88,10 @@ expect_out "^ +65536 +32768 +bfloat16 +sum +-1 "
 expect_out "^ +65536 +32768 +half +none +0 +[0-9.]+ "
 expect_out "^ +64 +32 +half +none +-1 +[0-9.]+ +[0-9.]+ +[0-9.]+ +0 +n/a +n/a +n/a +n/a$"
 [ "$(grep -c '^# collectives.all_reduce, mpi' "$TMP/out")" -eq 1 ] || fail "table must print once, from rank 0"
+py "
+names = [b['name'] for b in json.load(open(sys.argv[1] + '/gbench.json'))['benchmarks']]
+assert len(names) == len(set(names)) and any('/in-place/' in n for n in names), names[:4]
+" "$TMP/np2"
 ok "mpirun -np 2: 42 cases of float/half/bfloat16, busbw = S/t x factor, #wrong 0"
 
 # np 4: the ci sweep (8 B .. 2 MiB x 8, float); 8 B has no whole float per rank in gathering ops.

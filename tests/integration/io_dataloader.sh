@@ -69,7 +69,13 @@ ok "generated dataset, O_DIRECT, cold cache, out of order; removed afterwards"
 expect_rc 2 "$CB_BIN" run --suite ci --only io.dataloader --set io.dataloader.in_order=maybe \
   --set io.dataloader.dataset="$TMP/ds" --out "$TMP/badorder"
 expect_out "io.dataloader.in_order: 'true' or 'false', not 'maybe'"
-ok "in_order=maybe refused"
+expect_rc 2 "$CB_BIN" run --suite ci --only io.dataloader --set io.dataloader.direct=yes \
+  --set io.dataloader.dataset="$TMP/ds" --out "$TMP/baddirect"
+expect_out "io.dataloader.direct: 'false' or 'true', not 'yes'"
+expect_rc 2 "$CB_BIN" run --suite ci --only io.dataloader --set io.dataloader.batch=0 \
+  --set io.dataloader.dataset="$TMP/ds" --out "$TMP/badbatch"
+expect_out "io.dataloader.batch: must be at least 1"
+ok "in_order=maybe, direct=yes, batch=0 refused before anything runs (exit 2)"
 
 cp -r "$TMP/ds" "$TMP/bad"
 printf '\x7f' | dd of="$TMP/bad/sample_00000007.bin" bs=1 seek=200 conv=notrunc status=none

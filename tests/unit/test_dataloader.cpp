@@ -5,9 +5,11 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <set>
+#include <thread>
 
 #include "error.hpp"
 #include "io/dataloader.hpp"
@@ -145,6 +147,50 @@ TEST(Loader, CorruptFileFailsTheLoader) {
     FAIL() << "a corrupted sample was delivered";
   } catch (const CallError& e) {
     EXPECT_NE(std::string(e.what()).find("sample_00000005.bin: payload checksum"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+TEST(Loader, OutOfOrderAWorkersErrorIsNotHiddenByTheOthers) {
+  TempDir t;
+  DatasetSpec spec{t.path + "/ds", 64, 2000, 0, 1};
+  make_dataset(spec);
+  {
+    std::fstream f(spec.dir + "/" + sample_name(5),
+                   std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(500);
+    f.put('\x7f');
+  }
+  // A slow consumer: the other workers always have a batch ready when the bad one fails.
+  Loader loader(list_dataset(spec.dir), {4, 4, 2, false, false, 1, false}, plain_memory());
+  long long consumed = 0;
+  try {
+    for (; consumed < 200; ++consumed) {
+      LoadedBatch b = loader.next();
+      loader.release(b);
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+    FAIL() << "a corrupted sample was never reported";
+  } catch (const CallError& e) {
+    EXPECT_NE(std::string(e.what()).find("sample_00000005.bin"), std::string::npos) << e.what();
+  }
+  // Sample 5 is in epoch 0: the error comes before the slots of epoch 1 are used up.
+  EXPECT_LE(consumed, loader.batches_per_epoch() + loader.slots());
+}
+
+TEST(Loader, AFileGoneMidRunIsNamed) {
+  TempDir t;
+  DatasetSpec spec{t.path + "/ds", 8, 2000, 0, 1};
+  make_dataset(spec);
+  auto files = list_dataset(spec.dir);
+  std::filesystem::remove(spec.dir + "/" + sample_name(3));
+  Loader loader(files, {1, 8, 1, false, false, 1}, plain_memory());
+  try {
+    loader.next();
+    FAIL() << "a missing sample was delivered";
+  } catch (const CallError& e) {
+    EXPECT_NE(std::string(e.what()).find("sample_00000003.bin: No such file or directory"),
               std::string::npos)
         << e.what();
   }
