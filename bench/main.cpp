@@ -185,8 +185,16 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    int rc = app.exit(e);
-    return rc == 0 ? 0 : 2;
+    if (e.get_exit_code() == 0) return app.exit(e);  // --help and the like
+    // Name the subcommand: "clusterbench io make-dataset: dir is required".
+    std::string where = "clusterbench";
+    for (CLI::App* a = &app; !a->get_subcommands().empty();) {
+      a = a->get_subcommands().front();
+      where += " " + a->get_name();
+    }
+    std::cerr << where << ": " << e.what() << "\nRun '" << where
+              << " --help' for more information.\n";
+    return 2;
   }
 
   int code = 0;

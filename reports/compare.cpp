@@ -88,7 +88,40 @@ std::string field_group(const std::string& field) {
   return field;
 }
 
+/// What the two runs were asked to do differently (run.json suite, only, set): a change there
+/// explains a change in the numbers as much as a driver does. Listed with hosts "all".
+void compare_settings(const RunRecord& b, const RunRecord& c, Comparison& out) {
+  auto add = [&](const std::string& field, const std::string& bv, const std::string& cv) {
+    if (bv != cv) out.env_changes.push_back({field, bv, cv, {"all"}});
+  };
+  add("--suite", b.suite, c.suite);
+  auto joined = [](const std::vector<std::string>& v) {
+    std::string s;
+    for (const auto& x : v) s += (s.empty() ? "" : ",") + x;
+    return s.empty() ? std::string("(all)") : s;
+  };
+  add("--only", joined(b.only), joined(c.only));
+  auto sets = [](const std::vector<std::string>& v) {
+    std::map<std::string, std::string> m;
+    for (const auto& kv : v) {
+      auto eq = kv.find('=');
+      m[kv.substr(0, eq)] = eq == std::string::npos ? "" : kv.substr(eq + 1);
+    }
+    return m;
+  };
+  auto bs = sets(b.set), cs = sets(c.set);
+  std::set<std::string> keys;
+  for (const auto& [k, v] : bs) keys.insert(k);
+  for (const auto& [k, v] : cs) keys.insert(k);
+  for (const auto& k : keys) {
+    auto bi = bs.find(k), ci = cs.find(k);
+    add("--set " + k, bi == bs.end() ? "(default)" : bi->second,
+        ci == cs.end() ? "(default)" : ci->second);
+  }
+}
+
 void compare_env(const RunDir& b, const RunDir& c, Comparison& out) {
+  compare_settings(b.run, c.run, out);
   std::map<std::string, const EnvRecord*> bh, ch;
   for (const auto& e : b.run.env) bh[e.host] = &e;
   for (const auto& e : c.run.env) ch[e.host] = &e;
@@ -128,9 +161,14 @@ void compare_case(const ResultRecord& b, const ResultRecord* c,
   cc.current = c;
   cc.baseline_status = b.status;
   cc.current_status = c ? c->status : "missing";
-  if (!c) {
+  if (!c && b.status == "ok") {
     cc.verdict = kRegressed;
     cc.message = "case missing from CURRENT";
+    return;
+  }
+  if (!c) {  // nothing measured on either side
+    cc.verdict = kNotCompared;
+    cc.message = "no baseline value (" + b.status + " in BASELINE), missing from CURRENT";
     return;
   }
   if (b.status != "ok") {
@@ -440,7 +478,7 @@ std::string render_compare_markdown(const Comparison& c) {
   if (!any) md << "| - | - | - | - | - | - | - | no regressions or improvements |\n";
   md << "\n## Environment changes\n\n";
   if (c.env_changes.empty() && c.hosts_added.empty() && c.hosts_removed.empty())
-    md << "No environment field changed on the hosts present in both runs.\n";
+    md << "No environment field or run setting changed on the hosts present in both runs.\n";
   else {
     md << "| field | baseline | current | hosts |\n|---|---|---|---|\n";
     for (const auto& e : c.env_changes)

@@ -2,6 +2,13 @@
 # Bad input: each case exits 2 with an error naming the file and line/column or field.
 source "$(dirname "$0")/lib.sh"
 
+# A command-line error names the subcommand it is about.
+expect_rc 2 "$CB_BIN" io make-dataset
+expect_out "^clusterbench io make-dataset: dir is required$"
+expect_rc 2 "$CB_BIN" run --no-such-option
+expect_out "^clusterbench run: The following argument was not expected: --no-such-option$"
+ok "command-line errors name the subcommand (exit 2)"
+
 # A malformed spec: file and line/column.
 printf '{\n  "schema": "clusterbench.spec/1",\n  "name": "x",\n  "requirements": [ oops ]\n}\n' >"$TMP/bad.json"
 expect_rc 2 "$CB_BIN" run --suite ci --spec "$TMP/bad.json" --out "$TMP/r0"

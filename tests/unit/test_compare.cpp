@@ -132,14 +132,35 @@ TEST(Compare, CurrentWithAPlanButNoRecords) {
                               {"params", {{"dtype", "bf16"}}},
                               {"level", "gpu"},
                               {"case_keys", {"compute.gemm|{\"dtype\":\"bf16\"}|node01/gpu0"}}}});
+  run["suite"] = "ci";
+  run["set"] = {"io.dataloader.in_order=false"};
   std::ofstream(dir + "/run.json") << run.dump();
   const RunDir cur = read_run_dir(dir, false);
   ASSERT_EQ(cur.records.warnings.size(), 1u);
   EXPECT_NE(cur.records.warnings[0].find("missing; no case finished"), std::string::npos);
   const RunDir base = read_run_dir(std::string(CB_FIXTURES) + "/results/compare-baseline");
   const Comparison c = compare(base, cur, {});
-  EXPECT_EQ(c.counts.at(kRegressed), static_cast<int>(base.records.records.size()));
+  // Every case is missing from CURRENT: those ok in BASELINE regressed; those waived or failed
+  // there had no value to lose (not_compared).
+  int ok = 0, not_ok = 0;
+  for (const auto& r : base.records.records) (r.status == "ok" ? ok : not_ok)++;
+  ASSERT_GT(not_ok, 0);  // the fixture has a failed or waived case
+  EXPECT_EQ(c.counts.at(kRegressed), ok);
+  EXPECT_EQ(c.counts.at(kNotCompared), not_ok);
+  for (const auto& cc : c.cases) {
+    if (cc.verdict == kNotCompared) {
+      EXPECT_NE(cc.message.find("in BASELINE), missing from CURRENT"), std::string::npos)
+          << cc.message;
+    }
+  }
   EXPECT_EQ(c.exit_code, 1);
+  // What the runs were asked to do differently is listed with the environment changes.
+  std::map<std::string, std::pair<std::string, std::string>> changed;
+  for (const auto& e : c.env_changes) changed[e.field] = {e.baseline, e.current};
+  EXPECT_EQ(changed["--suite"], std::make_pair(std::string("quick"), std::string("ci")));
+  EXPECT_EQ(changed["--set io.dataloader.in_order"],
+            std::make_pair(std::string("(default)"), std::string("false")));
+  EXPECT_EQ(changed.count("--only"), 0u);
   run["plan"] = json::array();
   std::ofstream(dir + "/run.json") << run.dump();
   EXPECT_THROW(read_run_dir(dir, false), InputError);
