@@ -131,16 +131,20 @@ TEST(Loader, VerifyCatchesAWrongBatch) {
   loader.release(b);
 }
 
+namespace {
+// Changes one payload byte of sample i in place: its checksum no longer matches.
+void corrupt_sample(const std::string& dir, long long i) {
+  std::fstream f(dir + "/" + sample_name(i), std::ios::in | std::ios::out | std::ios::binary);
+  f.seekp(500);
+  f.put('\x7f');
+}
+}  // namespace
+
 TEST(Loader, CorruptFileFailsTheLoader) {
   TempDir t;
   DatasetSpec spec{t.path + "/ds", 16, 2000, 0, 1};
   make_dataset(spec);
-  {
-    std::fstream f(spec.dir + "/" + sample_name(5),
-                   std::ios::in | std::ios::out | std::ios::binary);
-    f.seekp(500);
-    f.put('\x7f');
-  }
+  corrupt_sample(spec.dir, 5);
   Loader loader(list_dataset(spec.dir), {2, 16, 1, false, false, 1}, plain_memory());
   try {
     LoadedBatch b = loader.next();  // the only batch of the epoch holds sample 5
@@ -156,12 +160,7 @@ TEST(Loader, OutOfOrderAWorkersErrorIsNotHiddenByTheOthers) {
   TempDir t;
   DatasetSpec spec{t.path + "/ds", 64, 2000, 0, 1};
   make_dataset(spec);
-  {
-    std::fstream f(spec.dir + "/" + sample_name(5),
-                   std::ios::in | std::ios::out | std::ios::binary);
-    f.seekp(500);
-    f.put('\x7f');
-  }
+  corrupt_sample(spec.dir, 5);
   // A slow consumer: the other workers always have a batch ready when the bad one fails.
   Loader loader(list_dataset(spec.dir), {4, 4, 2, false, false, 1, false}, plain_memory());
   long long consumed = 0;
