@@ -46,6 +46,10 @@ class Settings {
   /// Throws InputError naming the key, the bad item and the allowed values.
   std::vector<std::string> get_choices(const std::string& bench_id, const std::string& key,
                                        const std::vector<std::string>& allowed) const;
+  /// One value that must be one of `allowed`; the first is the default when unset. Throws
+  /// InputError as get_choices does.
+  std::string get_choice(const std::string& bench_id, const std::string& key,
+                         const std::vector<std::string>& allowed) const;
   /// Every KEY of --set, for validation against known benchmarks.
   const std::map<std::string, std::string>& values() const { return values_; }
 

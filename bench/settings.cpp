@@ -10,9 +10,12 @@ namespace clusterbench {
 
 const char* level_name(Level l) {
   switch (l) {
-    case Level::node: return "node";
-    case Level::gpu: return "gpu";
-    case Level::cluster: return "cluster";
+    case Level::node:
+      return "node";
+    case Level::gpu:
+      return "gpu";
+    case Level::cluster:
+      return "cluster";
   }
   return "?";
 }
@@ -27,11 +30,16 @@ long long parse_size(const std::string& text, const std::string& what) {
   }
   std::string suffix = text.substr(pos);
   double mult = 1;
-  if (suffix.empty() || suffix == "B") mult = 1;
-  else if (suffix == "K" || suffix == "KiB") mult = 1024.0;
-  else if (suffix == "M" || suffix == "MiB") mult = 1024.0 * 1024;
-  else if (suffix == "G" || suffix == "GiB") mult = 1024.0 * 1024 * 1024;
-  else if (suffix == "T" || suffix == "TiB") mult = 1024.0 * 1024 * 1024 * 1024;
+  if (suffix.empty() || suffix == "B")
+    mult = 1;
+  else if (suffix == "K" || suffix == "KiB")
+    mult = 1024.0;
+  else if (suffix == "M" || suffix == "MiB")
+    mult = 1024.0 * 1024;
+  else if (suffix == "G" || suffix == "GiB")
+    mult = 1024.0 * 1024 * 1024;
+  else if (suffix == "T" || suffix == "TiB")
+    mult = 1024.0 * 1024 * 1024 * 1024;
   else
     throw InputError(what + ": '" + text + "' has an unknown suffix '" + suffix +
                      "' (K, M, G, T are binary, as in nccl-tests)");
@@ -47,7 +55,8 @@ Settings::Settings(std::string suite, const std::vector<std::string>& sets)
   for (const auto& kv : sets) {
     auto eq = kv.find('=');
     if (eq == std::string::npos || eq == 0)
-      throw InputError("--set: '" + kv + "' is not KEY=VALUE (e.g. compute.memory_bandwidth.threads=4)");
+      throw InputError("--set: '" + kv +
+                       "' is not KEY=VALUE (e.g. compute.memory_bandwidth.threads=4)");
     std::string key = kv.substr(0, eq);
     if (std::count(key.begin(), key.end(), '.') < 1)
       throw InputError("--set: key '" + key + "' must be id.key or area.key");
@@ -73,8 +82,7 @@ std::string Settings::get(const std::string& bench_id, const std::string& key,
   return v ? *v : def;
 }
 
-double Settings::get_double(const std::string& bench_id, const std::string& key,
-                            double def) const {
+double Settings::get_double(const std::string& bench_id, const std::string& key, double def) const {
   const std::string* v = find(bench_id, key);
   if (!v) return def;
   try {
@@ -105,17 +113,31 @@ std::vector<std::string> Settings::get_list(const std::string& bench_id, const s
   return out;
 }
 
+namespace {
+[[noreturn]] void not_allowed(const std::string& bench_id, const std::string& key,
+                              const std::string& value, const std::vector<std::string>& allowed) {
+  std::string known;
+  for (const auto& a : allowed) known += (known.empty() ? "" : ", ") + a;
+  throw InputError("--set " + bench_id + "." + key + ": unknown value '" + value + "' (" + known +
+                   ")");
+}
+}  // namespace
+
 std::vector<std::string> Settings::get_choices(const std::string& bench_id, const std::string& key,
-                                              const std::vector<std::string>& allowed) const {
+                                               const std::vector<std::string>& allowed) const {
   auto items = get_list(bench_id, key, allowed);
-  for (const auto& item : items) {
-    if (std::find(allowed.begin(), allowed.end(), item) != allowed.end()) continue;
-    std::string known;
-    for (const auto& a : allowed) known += (known.empty() ? "" : ", ") + a;
-    throw InputError("--set " + bench_id + "." + key + ": unknown value '" + item + "' (" + known +
-                     ")");
-  }
+  for (const auto& item : items)
+    if (std::find(allowed.begin(), allowed.end(), item) == allowed.end())
+      not_allowed(bench_id, key, item, allowed);
   return items;
+}
+
+std::string Settings::get_choice(const std::string& bench_id, const std::string& key,
+                                 const std::vector<std::string>& allowed) const {
+  std::string v = get(bench_id, key, allowed.at(0));
+  if (std::find(allowed.begin(), allowed.end(), v) == allowed.end())
+    not_allowed(bench_id, key, v, allowed);
+  return v;
 }
 
 Registry& Registry::get() {

@@ -278,9 +278,7 @@ std::vector<json> CollectiveBenchmark::cases(const Settings& s) const {
       id(), "dtypes",
       s.by_suite<std::vector<std::string>>({"float"}, {"float"}, {"float", "half", "bfloat16"}));
   parse_fault(s.get(id(), "fault", ""), "--set " + id() + ".fault");
-  std::string reference = s.get(id(), "reference", "false");
-  if (reference != "true" && reference != "false")
-    throw InputError("--set " + id() + ".reference: 'true' or 'false', not '" + reference + "'");
+  s.get_choice(id(), "reference", {"false", "true"});
   auto backends =
       s.get_list(id(), "backends",
                  s.by_suite<std::vector<std::string>>({"mpi"}, {"mpi", "nccl"}, {"mpi", "nccl"}));

@@ -68,10 +68,10 @@ assert x['in_order'] is False and x['batches_verified'] == x['batches_consumed']
 ok "generated dataset, O_DIRECT, cold cache, out of order; removed afterwards"
 expect_rc 2 "$CB_BIN" run --suite ci --only io.dataloader --set io.dataloader.in_order=maybe \
   --set io.dataloader.dataset="$TMP/ds" --out "$TMP/badorder"
-expect_out "io.dataloader.in_order: 'true' or 'false', not 'maybe'"
+expect_out "io.dataloader.in_order: unknown value 'maybe' \\(true, false\\)"
 expect_rc 2 "$CB_BIN" run --suite ci --only io.dataloader --set io.dataloader.direct=yes \
   --set io.dataloader.dataset="$TMP/ds" --out "$TMP/baddirect"
-expect_out "io.dataloader.direct: 'false' or 'true', not 'yes'"
+expect_out "io.dataloader.direct: unknown value 'yes' \\(false, true\\)"
 expect_rc 2 "$CB_BIN" run --suite ci --only io.dataloader --set io.dataloader.batch=0 \
   --set io.dataloader.dataset="$TMP/ds" --out "$TMP/badbatch"
 expect_out "io.dataloader.batch: must be at least 1"

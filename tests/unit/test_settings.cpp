@@ -46,6 +46,26 @@ TEST(Settings, TypedValuesAndErrors) {
   EXPECT_THROW(Settings("ci", {"nodot=1"}), InputError);
 }
 
+TEST(Settings, ChoiceAndChoices) {
+  Settings s("ci", {"io.dataloader.in_order=false", "io.dataloader.cache=tepid",
+                    "network.tuning.effects=thp_madvise,hugetlb,bogus"});
+  EXPECT_EQ(s.get_choice("io.dataloader", "in_order", {"true", "false"}), "false");
+  EXPECT_EQ(s.get_choice("io.dataloader", "direct", {"false", "true"}), "false");  // default
+  try {
+    s.get_choice("io.dataloader", "cache", {"warm", "cold"});
+    FAIL() << "tepid accepted";
+  } catch (const InputError& e) {
+    EXPECT_STREQ(e.what(), "--set io.dataloader.cache: unknown value 'tepid' (warm, cold)");
+  }
+  try {
+    s.get_choices("network.tuning", "effects", {"thp_madvise", "hugetlb"});
+    FAIL() << "bogus accepted";
+  } catch (const InputError& e) {
+    EXPECT_STREQ(e.what(),
+                 "--set network.tuning.effects: unknown value 'bogus' (thp_madvise, hugetlb)");
+  }
+}
+
 TEST(Only, GlobsSelectAndUnknownPatternsListKnownBenchmarks) {
   EXPECT_TRUE(glob_match("compute.*", "compute.memory_bandwidth"));
   EXPECT_FALSE(glob_match("collectives.*", "compute.memory_bandwidth"));
