@@ -90,10 +90,17 @@ class CaseRun {
   /// the other ranks throw an error that names the failing peer. A case that times several
   /// things (A/B arms) gives each a `label`, which names its Google Benchmark entry
   /// ("<id>/<params>/<label>" in gbench.json); the default leaves it "<id>/<params>".
-  virtual void exec(const std::function<double(long long n)>& batch,
-                    const std::string& label = "") = 0;
+  /// `paired(n)`, when given, is an A/B reference interleaved with the timed loop: it runs on
+  /// every rank right after each timed batch (after the lock-step reduction, outside the timing)
+  /// with the same n, and returns the seconds it measured itself for its n operations (already
+  /// combined across ranks as it sees fit). Both then see the same slow spells of a shared
+  /// machine; paired_stats() holds its per-operation times for the same iterations as stats().
+  virtual void exec(const std::function<double(long long n)>& batch, const std::string& label = "",
+                    const std::function<double(long long n)>& paired = nullptr) = 0;
   /// Time per operation after exec: this rank's own samples (per_rank) or the slowest rank's.
   virtual const TimeStats& stats() const = 0;
+  /// Per-operation times of the last exec's `paired` reference (n = 0 when it had none).
+  virtual const TimeStats& paired_stats() const = 0;
   virtual void add_metric(const std::string& name, double value, const std::string& unit,
                           bool higher_is_better = true) = 0;
   /// Benchmark-specific evidence stored in the record's `extra`.

@@ -188,7 +188,8 @@ class CaseRunImpl : public CaseRun {
     return settings_.get_double(bench_.id(), "min_time", suite_min_time(settings_.suite()));
   }
 
-  void exec(const std::function<double(long long)>& batch, const std::string& label) override {
+  void exec(const std::function<double(long long)>& batch, const std::string& label,
+            const std::function<double(long long)>& paired) override {
     // Calibrate: one operation (this also warms up), slowest rank's time decides the batch.
     long long n = 1;
     double t1 = timed(batch, 1);
@@ -203,6 +204,7 @@ class CaseRunImpl : public CaseRun {
     auto* reg = benchmark::RegisterBenchmark(name.c_str(), [&, n](benchmark::State& st) {
       own_.clear();
       max_.clear();
+      paired_.clear();
       for (auto _ : st) {
         std::vector<double> v = {0, 0};
         try {
@@ -226,6 +228,14 @@ class CaseRunImpl : public CaseRun {
         st.SetIterationTime(v[0]);
         own_.push_back(mine / static_cast<double>(n));
         max_.push_back(v[0] / static_cast<double>(n));
+        if (!paired) continue;
+        try {  // manual time: the reference's time is not this entry's
+          paired_.push_back(paired(n) / static_cast<double>(n));
+        } catch (...) {
+          error_ = std::current_exception();
+          st.SkipWithError("the paired reference failed");
+          break;
+        }
       }
       st.counters["batch"] = static_cast<double>(n);
     });
@@ -237,9 +247,11 @@ class CaseRunImpl : public CaseRun {
     if (error_) std::rethrow_exception(error_);
     if (own_.empty()) throw std::runtime_error("a peer rank failed this case (see its record)");
     stats_ = compute_stats(combine_max_ ? max_ : own_);
+    paired_stats_ = compute_stats(paired_);
   }
 
   const TimeStats& stats() const override { return stats_; }
+  const TimeStats& paired_stats() const override { return paired_stats_; }
   void add_metric(const std::string& name, double value, const std::string& unit,
                   bool higher_is_better) override {
     metrics_.push_back({name, value, unit, higher_is_better});
@@ -275,9 +287,9 @@ class CaseRunImpl : public CaseRun {
   const Group& group_;
   CollectingReporter& reporter_;
   bool combine_max_;
-  std::vector<double> own_, max_;
+  std::vector<double> own_, max_, paired_;
   std::exception_ptr error_;
-  TimeStats stats_;
+  TimeStats stats_, paired_stats_;
 };
 
 /// Scope of this rank's record for a benchmark level.

@@ -2,8 +2,8 @@
 # allreduce_vs_reference.sh BUILD_DIR [RANKS=2] [MINBYTES=1K] [MAXBYTES=64M] [STEP=4] [ROUNDS=3]:
 # issue 4 "Performance": the MPI backend's float all_reduce busbw (collectives.all_reduce,
 # out-of-place, median) against a plain MPI_Allreduce timing loop at the same sizes and ranks, in
-# one run: `--set collectives.all_reduce.reference=true` makes each case time the plain loop on
-# the same buffers for half the case's time before and half after the harness's loop
+# one run: `--set collectives.all_reduce.reference=true` makes each case run one batch of the
+# plain loop on the same buffers after each timed batch of the harness, with the same count
 # (docs/collectives.md "Performance"), so both see the same process, threading level
 # (MPI_THREAD_MULTIPLE, which the watchdog needs) and slow spells of a shared machine. Printed per
 # size: the medians over ROUNDS runs of our busbw, the plain loop's, and of each run's ratio

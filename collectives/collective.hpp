@@ -127,17 +127,17 @@ class Backend {
                      const Layout& /*l*/, int /*root*/) {
     return json::object();
   }
-  /// Issue 4's reference, in the same run: a plain MPI_Allreduce timing loop (float, sum,
-  /// out-of-place, `count` elements, MPI_COMM_WORLD) timed the way the harness times (run.exec):
-  /// one operation calibrates a batch of seconds/10 (the harness: min_time/20), a quarter of
-  /// `seconds` warms up, then batches run until `seconds` have passed, each timed with
-  /// MPI_Wtime and taken at the slowest rank (MPI_Allreduce MAX), so every rank stops after the
-  /// same batch. Returns seconds per operation of each timed batch; empty where the backend has
-  /// no plain loop (NCCL).
-  virtual std::vector<double> plain_allreduce(const void* /*send*/, void* /*recv*/,
-                                              long long /*count*/, double /*seconds*/) {
-    return {};
+  /// Issue 4's reference, in the same run: one batch of `ops` plain MPI_Allreduce calls (float,
+  /// sum, out-of-place, `count` elements, MPI_COMM_WORLD), timed with MPI_Wtime and taken at the
+  /// slowest rank (an MPI_Allreduce MAX after it). Returns those seconds for the whole batch; a
+  /// negative value where the backend has no plain loop (NCCL: has_plain_allreduce is false). Run
+  /// as CaseRun::exec's `paired` reference, one batch after each timed batch of the harness.
+  virtual double plain_allreduce(const void* /*send*/, void* /*recv*/, long long /*count*/,
+                                 long long /*ops*/) {
+    return -1;
   }
+  /// Whether plain_allreduce is a real loop here.
+  virtual bool has_plain_allreduce() const { return false; }
 };
 
 /// The MPI backend on host buffers over MPI_COMM_WORLD (collectives/mpi_backend.cpp). Null in a

@@ -8,7 +8,6 @@
 #if CLUSTERBENCH_HAVE_MPI
 #include <algorithm>
 #include <climits>
-#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <new>
@@ -117,27 +116,15 @@ class MpiBackend : public Backend {
     return -1;
   }
 
-  std::vector<double> plain_allreduce(const void* send, void* recv, long long count,
-                                      double seconds) override {
+  bool has_plain_allreduce() const override { return true; }
+  double plain_allreduce(const void* send, void* recv, long long count, long long ops) override {
     const int cnt = static_cast<int>(count);
-    auto batch = [&](long long ops) {  // seconds per batch at the slowest rank
-      double t0 = MPI_Wtime();
-      for (long long k = 0; k < ops; ++k)
-        CHECK_MPI(MPI_Allreduce(send, recv, cnt, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD));
-      double t = MPI_Wtime() - t0, slowest = 0;
-      CHECK_MPI(MPI_Allreduce(&t, &slowest, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD));
-      return slowest;
-    };
-    double one = batch(1);
-    long long ops = std::max(1LL, static_cast<long long>(std::ceil(seconds / 10 / one)));
-    for (double warm = 0; warm < seconds / 4;) warm += batch(ops);
-    std::vector<double> per_op;
-    for (double spent = 0; spent < seconds;) {
-      double t = batch(ops);
-      spent += t;
-      per_op.push_back(t / static_cast<double>(ops));
-    }
-    return per_op;
+    double t0 = MPI_Wtime();
+    for (long long k = 0; k < ops; ++k)
+      CHECK_MPI(MPI_Allreduce(send, recv, cnt, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD));
+    double t = MPI_Wtime() - t0, slowest = 0;
+    CHECK_MPI(MPI_Allreduce(&t, &slowest, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD));
+    return slowest;
   }
 
  private:

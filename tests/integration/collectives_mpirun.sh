@@ -137,6 +137,8 @@ assert [r['status'] for r in mpi] == ['ok', 'ok'], mpi
 for r in mpi:  # the plain MPI_Allreduce loop of the same run: ratio = its median time / ours
     ref, x = r['extra']['reference'], r['extra']
     assert ref['batches'] > 0 and 'plain MPI_Allreduce' in ref['loop'], ref
+    # One plain batch after each timed out-of-place batch: as many as the record's time samples.
+    assert ref['batches'] == r['time']['n'] and 'after each timed' in ref['pairing'], (ref, r['time'])
     assert abs(ref['ratio'] - ref['time_median'] / r['time']['median']) <= 1e-9 * ref['ratio'], (ref, r['time'])
     busbw = x['size_bytes'] / ref['time_median'] / 1e9 * x['busbw_factor']
     assert abs(ref['busbw'] - busbw) <= 1e-9 * busbw, (ref, busbw)
