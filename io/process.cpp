@@ -71,6 +71,9 @@ ProcessResult run_process(const std::vector<std::string>& argv,
     if (o < 0 || e < 0 || dup2(o, 1) < 0 || dup2(e, 2) < 0) _exit(126);
     int null = ::open("/dev/null", O_RDONLY);
     if (null >= 0) dup2(null, 0);
+    // Nothing else of ours: not the originals above, not MPI's sockets and pipes (a child that
+    // outlives us must not hold the job's connections open).
+    ::close_range(3, ~0U, 0);
     if (!cwd.empty() && chdir(cwd.c_str()) != 0) _exit(126);
     execve(cargv[0], cargv.data(), cenv.data());
     dprintf(2, "exec %s: %s\n", cargv[0], std::strerror(errno));

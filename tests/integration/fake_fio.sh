@@ -2,7 +2,8 @@
 # A stand-in for fio in the io.fio failure tests (--set io.fio.binary=THIS). $FAKE_FIO_MODE:
 #   einval: with CB_FIO_DIRECT=1, fail as fio does on a filesystem that refuses O_DIRECT (a file
 #           left in the scratch directory, fio's messages, a job with error 22); with
-#           CB_FIO_DIRECT=0, run the real fio.
+#           CB_FIO_DIRECT=0, write this process's open descriptors to $FAKE_FIO_FDS and run the
+#           real fio.
 #   enospc: leave a file in the scratch directory and print fio 3.33's real output of a job that
 #           hit ENOSPC (tests/fixtures/fio/fio-3.33-enospc.json), exit 1 as fio does.
 set -u
@@ -24,6 +25,17 @@ JSON
     exit 1
   fi
   echo "$CB_FIO_DIRECT" >>"${FAKE_FIO_LOG:-/dev/null}"
+  # The descriptors clusterbench left open in its child ("FD TARGET" lines), for the test.
+  # A child inherits what fio would (bash's own script descriptor is close-on-exec); its fd 1 is
+  # the list.
+  python3 -c '
+import os
+for fd in sorted(map(int, os.listdir("/proc/self/fd"))):
+    try:
+        print(fd, os.readlink("/proc/self/fd/%d" % fd))
+    except OSError:
+        pass  # the directory listdir read
+' >"${FAKE_FIO_FDS:-/dev/null}"
   exec fio "$@"
   ;;
 enospc)

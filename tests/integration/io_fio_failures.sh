@@ -25,7 +25,7 @@ record() {  # record DIR: the single io.fio record as JSON on stdout
 }
 
 # EINVAL on direct=1 -> buffered retry.
-FAKE_FIO_MODE=einval FAKE_FIO_LOG=$TMP/fake.log run_cb "$CB_BIN" run --suite ci --only io.fio \
+FAKE_FIO_MODE=einval FAKE_FIO_LOG=$TMP/fake.log FAKE_FIO_FDS=$TMP/fds run_cb "$CB_BIN" run --suite ci --only io.fio \
   --set io.fio.profiles=rand_read --set io.fio.scratch="$SCR" --set io.fio.binary="$FAKE" --out "$TMP/einval"
 scratch_empty einval
 [ "$(cat "$TMP/fake.log")" = 0 ] || fail "the retry did not run with CB_FIO_DIRECT=0: $(cat "$TMP/fake.log")"
@@ -42,6 +42,11 @@ m = {k['name']: k['value'] for k in r['metrics']}
 assert abs(m['read_bw'] - x['fio_json']['jobs'][0]['read']['bw_bytes'] / 1e9) < 1e-12
 " "$TMP/einval.json"
 ok "EINVAL on direct=1 -> buffered rerun recorded"
+# fio gets stdin, stdout and stderr and nothing else of ours (MPI's sockets and pipes, our files).
+grep -q '^2 .*/stderr$' "$TMP/fds" || fail "no captured stderr in: $(cat "$TMP/fds")"
+extra=$(awk '$1 > 2' "$TMP/fds")
+[ -z "$extra" ] || fail "descriptors leaked into fio: $extra"
+ok "fio inherits only stdin, stdout and stderr"
 
 # ENOSPC -> failed with fio's message; the file the job left is removed.
 FAKE_FIO_MODE=enospc CB_FIXTURES=$CB_FIXTURES run_cb "$CB_BIN" run --suite ci --only io.fio \
