@@ -64,6 +64,7 @@ class MpiBackend : public Backend {
     int len = 0;
     MPI_Get_library_version(v, &len);
     std::string s(v, static_cast<size_t>(len));
+    s.erase(s.find_last_not_of('\0') + 1);  // OpenMPI counts the terminator in len
     return {{"backend_version", s.substr(0, s.find('\n'))}};
   }
   double run(const Collective& c, Dtype t, const void* send, void* recv, const Layout& l, int root,

@@ -6,10 +6,12 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 #include "benchmark.hpp"
@@ -61,17 +63,18 @@ int profile_numjobs(const std::string& text) {
   return n;
 }
 
-/// Seconds of a fio time value ("500ms", "2", "1m", "10s"; fio's default unit is seconds); 0 when
-/// it cannot be read.
-double fio_seconds(const std::string& text) {
+/// Seconds of a fio time value ("500ms", "2", "1m", "10s"; fio's default unit is seconds, fio
+/// HOWTO "Time values"). Throws InputError naming `what` when it is not a non-negative number with
+/// one of those units.
+double fio_seconds(const std::string& text, const std::string& what) {
+  static const std::map<std::string, double> scale = {{"", 1},      {"s", 1},  {"ms", 1e-3},
+                                                      {"us", 1e-6}, {"m", 60}, {"h", 3600}};
   char* end = nullptr;
   double v = std::strtod(text.c_str(), &end);
-  std::string unit = end ? end : "";
-  if (unit == "ms") return v / 1e3;
-  if (unit == "us") return v / 1e6;
-  if (unit == "m") return v * 60;
-  if (unit == "h") return v * 3600;
-  return unit.empty() || unit == "s" ? v : 0;
+  auto unit = scale.find(end ? end : "");
+  if (end == text.c_str() || unit == scale.end() || !std::isfinite(v) || v < 0)
+    throw InputError(what + ": '" + text + "' is not a time (a number of s, ms, us, m or h)");
+  return v * unit->second;
 }
 
 struct Attempt {
@@ -93,9 +96,15 @@ class Fio : public Benchmark {
             "device"};
   }
   std::vector<json> cases(const Settings& s) const override {
+    // fio would read the knobs only when it starts, on every node: a typo is bad input here.
     for (const char* key : {"runtime", "ramp", "size"})
       if (s.has(id(), key) && (s.get(id(), key, "").empty() || s.get(id(), key, "")[0] == '-'))
         throw InputError(std::string("--set ") + id() + "." + key + ": must be a positive value");
+    if (fio_seconds(fio_runtime(s), "--set io.fio.runtime") <= 0)
+      throw InputError("--set io.fio.runtime: must be a positive value");
+    fio_seconds(fio_ramp(s), "--set io.fio.ramp");
+    if (s.get_size(id(), "size", fio_default_size(s.suite())) <= 0)
+      throw InputError("--set io.fio.size: must be a positive value");
     if (s.get(id(), "scratch", "").find(':') != std::string::npos)
       throw InputError("--set " + id() +
                        ".scratch: fio's directory= cannot hold ':'; choose another path");
@@ -111,8 +120,15 @@ class Fio : public Benchmark {
   /// fio's ramp and runtime per case, plus its start, file layout and our parsing: ~1.8 s on the
   /// 2-core CI machine (0.9 s idle, 3.6 s under heavy shared load).
   double estimate_s(const Settings& s, const json& /*params*/) const override {
-    return 1.8 + fio_seconds(s.get(id(), "ramp", s.by_suite<std::string>("500ms", "2", "5"))) +
-           fio_seconds(s.get(id(), "runtime", s.by_suite<std::string>("1", "10", "60")));
+    return 1.8 + fio_seconds(fio_ramp(s), "--set io.fio.ramp") +
+           fio_seconds(fio_runtime(s), "--set io.fio.runtime");
+  }
+  /// fio's runtime= and ramp_time= for this suite, as fio reads them (seconds by default).
+  std::string fio_runtime(const Settings& s) const {
+    return s.get(id(), "runtime", s.by_suite<std::string>("1", "10", "60"));
+  }
+  std::string fio_ramp(const Settings& s) const {
+    return s.get(id(), "ramp", s.by_suite<std::string>("500ms", "2", "5"));
   }
   std::string applicable(const NodeEnv& node) const override {
     std::string bin = node.settings.get(id(), "binary", "fio");
@@ -131,8 +147,7 @@ class Fio : public Benchmark {
     std::string job_text = read_file(job_file);
     int numjobs = profile_numjobs(job_text);
     long long size = s.get_size(id(), "size", fio_default_size(s.suite()));
-    std::string runtime = s.get(id(), "runtime", s.by_suite<std::string>("1", "10", "60"));
-    std::string ramp = s.get(id(), "ramp", s.by_suite<std::string>("500ms", "2", "5"));
+    const std::string runtime = fio_runtime(s), ramp = fio_ramp(s);
 
     auto mounts = read_mountinfo();
     if (s.has(id(), "device")) {

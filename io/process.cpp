@@ -3,10 +3,12 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -73,7 +75,11 @@ ProcessResult run_process(const std::vector<std::string>& argv,
     if (null >= 0) dup2(null, 0);
     // Nothing else of ours: not the originals above, not MPI's sockets and pipes (a child that
     // outlives us must not hold the job's connections open).
-    ::close_range(3, ~0U, 0);
+    if (::close_range(3, ~0U, 0) != 0) {  // kernels before 5.9
+      struct rlimit rl {};
+      rlim_t top = getrlimit(RLIMIT_NOFILE, &rl) == 0 ? rl.rlim_cur : 1024;
+      for (rlim_t fd = 3; fd < std::min<rlim_t>(top, 1 << 20); ++fd) ::close(static_cast<int>(fd));
+    }
     if (!cwd.empty() && chdir(cwd.c_str()) != 0) _exit(126);
     execve(cargv[0], cargv.data(), cenv.data());
     dprintf(2, "exec %s: %s\n", cargv[0], std::strerror(errno));
@@ -85,6 +91,9 @@ ProcessResult run_process(const std::vector<std::string>& argv,
   while (waitpid(pid, &status, 0) < 0) {
     if (errno != EINTR) CHECK_SYS(-1);
   }
+  // What it left behind in its group (fio's job processes after fio itself crashed) would go on
+  // writing into the scratch directory we are about to remove.
+  ::kill(-pid, SIGKILL);
   ProcessResult r;
   r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   r.out = slurp(out_path);

@@ -20,7 +20,10 @@ std::string find_on_path(const std::string& name);
 
 /// Runs `argv` (argv[0] a path) in `cwd` with this process's environment plus `env` (which wins),
 /// waits, and returns its output. stdout/stderr go through files in `capture_dir`, so a tool
-/// that prints a lot cannot block on a pipe. Throws CallError when it cannot be started.
+/// that prints a lot cannot block on a pipe. The child gets stdin (/dev/null), stdout and stderr
+/// and no other descriptor of ours, and leads its own process group, which is killed when it
+/// exits (what it left running) or when the run aborts. Throws CallError when it cannot be
+/// started.
 ProcessResult run_process(const std::vector<std::string>& argv,
                           const std::map<std::string, std::string>& env, const std::string& cwd,
                           const std::string& capture_dir);

@@ -59,6 +59,8 @@ std::string verdict(int code) {
       return "PASS";
     case 1:
       return "FAIL";
+    case 2:
+      return "REFUSED";
     case 3:
       return "ABORTED";
     case 4:
@@ -75,7 +77,7 @@ std::string exit_code_meaning(int code) {
     case 1:
       return "a requirement failed";
     case 2:
-      return "bad input";
+      return "bad input, or a case was refused as unsafe (see its record)";
     case 3:
       return "the run was aborted";
     case 4:
@@ -86,6 +88,7 @@ std::string exit_code_meaning(int code) {
 }
 
 int exit_code(const Report& r) {
+  if (!r.refused.empty()) return 2;
   if (r.aborted) return 3;
   bool incomplete = false;
   for (const auto& row : r.rows) {
@@ -863,6 +866,11 @@ void collect_warnings(const RunDir& run, const Spec& spec, Report& rep) {
     if (!r.run_id.empty() && r.run_id != run.run.run_id) foreign.insert(r.run_id);
   for (const auto& id : foreign)
     rep.warnings.push_back("records.jsonl holds records of another run id '" + id + "'");
+  for (const auto& r : run.records.records)
+    if (auto it = r.extra.find("refused"); it != r.extra.end() && *it == true) {
+      rep.refused.push_back(r.case_key + ": " + r.message);
+      rep.warnings.push_back(rep.refused.back());  // the message says "refused: ..."
+    }
   if (!spec.path.empty()) {
     try {
       rep.spec_sha256 = sha256_file(spec.path);

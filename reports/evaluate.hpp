@@ -53,6 +53,9 @@ struct Report {
   bool aborted = false;
   std::string abort_reason;
   std::vector<std::string> warnings;
+  /// Cases refused before they ran (records with extra.refused: an unsafe target, a busy
+  /// device), "<case key>: <message>".
+  std::vector<std::string> refused;
   int exit_code = 0;
   std::map<std::string, int> counts;  ///< outcome -> rows; all five keys present
   std::vector<std::string> hosts;     ///< env hosts, then run.json hosts, then record hosts
@@ -82,12 +85,13 @@ struct Report {
 /// spec file, row id and field, or when a row's env pointer names no known field.
 Report evaluate(const RunDir& run, const Spec& spec);
 
-/// DESIGN.md "Exit codes": 3 when the run was aborted; else 1 when any row FAILs; else 4 when a
-/// fail-severity row is MISSING or WAIVED (acceptance incomplete); else 0. Exit 2 (bad input) is
-/// an InputError thrown before a Report exists.
+/// DESIGN.md "Exit codes", precedence 2 > 3 > 1 > 4 > 0: 2 when a case was refused (`refused`);
+/// else 3 when the run was aborted; else 1 when any row FAILs; else 4 when a fail-severity row is
+/// MISSING or WAIVED (acceptance incomplete); else 0. Exit 2 for bad input is an InputError
+/// thrown before a Report exists.
 int exit_code(const Report& report);
 
-/// Verdict word for an exit code: 0 PASS, 1 FAIL, 3 ABORTED, 4 INCOMPLETE, else ERROR.
+/// Verdict word for an exit code: 0 PASS, 1 FAIL, 2 REFUSED, 3 ABORTED, 4 INCOMPLETE, else ERROR.
 std::string verdict(int exit_code);
 
 /// What the exit code means, one short phrase ("a requirement failed").

@@ -216,7 +216,7 @@ std::string render_prometheus(const Report& report, const RunDir& run, const Fle
                           {"verdict", verdict(report.exit_code)}}),
            "1");
   family("clusterbench_run_exit_code",
-         "clusterbench's exit code: 0 PASS, 1 FAIL, 3 aborted, 4 incomplete")
+         "clusterbench's exit code: 0 PASS, 1 FAIL, 2 refused, 3 aborted, 4 incomplete")
       .set("", std::to_string(report.exit_code));
   if (double t = parse_utc(run.run.finished_at); t >= 0)
     family("clusterbench_run_finished_timestamp_seconds", "When the run finished, Unix time")

@@ -4,6 +4,7 @@
 #           left in the scratch directory, fio's messages, a job with error 22); with
 #           CB_FIO_DIRECT=0, write this process's open descriptors to $FAKE_FIO_FDS and run the
 #           real fio.
+#   orphan: leave a `sleep 31.4159` running in the scratch directory and run the real fio.
 #   enospc: leave a file in the scratch directory and print fio 3.33's real output of a job that
 #           hit ENOSPC (tests/fixtures/fio/fio-3.33-enospc.json), exit 1 as fio does.
 set -u
@@ -38,6 +39,12 @@ for fd in sorted(map(int, os.listdir("/proc/self/fd"))):
 ' >"${FAKE_FIO_FDS:-/dev/null}"
   exec fio "$@"
   ;;
+orphan)
+  # Leaves a process behind in its group, as fio's job processes are when fio itself crashes, and
+  # runs the real fio.
+  (cd "$CB_FIO_DIR" && exec sleep 31.4159) &
+  exec fio "$@"
+  ;;
 enospc)
   : >"$CB_FIO_DIR/w.0.0"
   cat "$CB_FIXTURES/fio/fio-3.33-enospc.json"
@@ -45,7 +52,7 @@ enospc)
   exit 1
   ;;
 *)
-  echo "fake_fio.sh: FAKE_FIO_MODE must be einval or enospc" >&2
+  echo "fake_fio.sh: FAKE_FIO_MODE must be einval, orphan or enospc" >&2
   exit 2
   ;;
 esac

@@ -101,6 +101,36 @@ r = json.load(open(sys.argv[1]))
 assert r['message'].endswith('no-such-dir is not a directory (it does not exist)'), r
 " "$TMP/nodir.json"
 ok "scratch that is a file or missing -> refused, naming --set io.fio.scratch and the path"
+# The report says what the exit code says: refused (2) outranks the FAIL rows of the case.
+py "
+j = json.load(open(sys.argv[1] + '/report.json'))
+assert j['exit_code'] == 2, j['exit_code']
+assert any(w.startswith('io.fio|') and ': refused: ' in w and 'is not a directory' in w for w in j['warnings']), j['warnings']
+assert '**Verdict: REFUSED** (exit 2' in open(sys.argv[1] + '/report.md').read()
+" "$TMP/nodir"
+expect_rc 2 "$CB_BIN" report "$TMP/nodir"
+expect_out "VERDICT: REFUSED \\(exit 2\\)"
+ok "a refused case: report.json, report.md and clusterbench report all say exit 2"
+
+# A process fio left behind in its group is killed when fio exits, before the scratch is removed.
+FAKE_FIO_MODE=orphan run_cb "$CB_BIN" run --suite ci --only io.fio --set io.fio.profiles=seq_read \
+  --set io.fio.scratch="$SCR" --set io.fio.binary="$FAKE" --out "$TMP/orphan"
+sleep 0.5
+! pgrep -f "sleep 31.4159" >/dev/null || fail "fio's leftover process still runs: $(pgrep -af 'sleep 31.4159')"
+scratch_empty orphan
+ok "a process fio leaves behind is killed with its group; scratch emptied"
+
+# Knobs fio would only read when it starts: bad input before anything runs, --dry-run too.
+for kv in size=abc runtime=abc runtime=0 ramp=xyz ramp=2parsecs; do
+  expect_rc 2 "$CB_BIN" run --suite ci --only io.fio --set io.fio.$kv --set io.fio.scratch="$SCR" \
+    --dry-run --out "$TMP/knob"
+  expect_out "--set io.fio.${kv%%=*}"
+  expect_rc 2 "$CB_BIN" run --suite ci --only io.fio --set io.fio.$kv --set io.fio.scratch="$SCR" \
+    --out "$TMP/knob.$kv"
+  [ ! -e "$TMP/knob.$kv/records.jsonl" ] || [ ! -s "$TMP/knob.$kv/records.jsonl" ] ||
+    fail "io.fio.$kv: a record was written: $(cat "$TMP/knob.$kv/records.jsonl")"
+done
+ok "io.fio size, runtime and ramp that fio could not read -> exit 2 at plan time"
 
 # A raw block device without the explicit knob -> refused, nothing opened for writing.
 expect_rc 2 "$CB_BIN" run --suite ci --only io.fio --set io.fio.profiles=seq_write \
