@@ -37,6 +37,7 @@
 #include "runner.hpp"
 #include "sink.hpp"
 #include "spec.hpp"
+#include "version.hpp"
 
 namespace clusterbench {
 
@@ -447,7 +448,7 @@ int burnin_command(const BurninOptions& opt) {
     try {
       run.run_id = make_run_id(ctx.host());
       run.argv = opt.argv;
-      run.version = std::string(CLUSTERBENCH_VERSION) + "+" + CLUSTERBENCH_GIT_SHA;
+      run.version = clusterbench_version();
       run.suite = "burnin";
       run.world_size = ctx.world_size();
       run.hosts = ctx.hosts();

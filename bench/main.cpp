@@ -15,6 +15,7 @@
 #include "reports/compare.hpp"
 #include "reports/html.hpp"
 #include "runner.hpp"
+#include "version.hpp"
 
 using namespace clusterbench;
 
@@ -29,7 +30,7 @@ int cmd_inventory(const std::string& fs_root, bool all_nodes) {
     io.host = ctx.host();
     env = collect_env(io);
     env.versions.mpi = ctx.mpi_version();
-    env.versions.clusterbench = std::string(CLUSTERBENCH_VERSION) + "+" + CLUSTERBENCH_GIT_SHA;
+    env.versions.clusterbench = clusterbench_version();
   }
   auto gathered = ctx.gather(ctx.is_leader() ? json(env).dump() : "");
   if (ctx.is_root()) {
@@ -72,8 +73,7 @@ int cmd_list(const std::string& suite) {
 int main(int argc, char** argv) {
   CLI::App app{"clusterbench: does a GPU cluster meet the spec it was bought against?"};
   app.require_subcommand(1);
-  app.set_version_flag("--version", std::string("clusterbench ") + CLUSTERBENCH_VERSION + " (git " +
-                                        CLUSTERBENCH_GIT_SHA + ")");
+  app.set_version_flag("--version", "clusterbench " + clusterbench_version());
 
   RunOptions ro;
   auto* run =

@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "nvml.hpp"
+#include "version.hpp"
 
 namespace clusterbench {
 
@@ -140,8 +141,7 @@ RunOptions resolve_resume(const RunOptions& given, const Context& ctx, ResumeSta
 
   RunOptions o = given;
   std::vector<std::string> diffs;
-  differ(diffs, "version", e.version,
-         std::string(CLUSTERBENCH_VERSION) + "+" + CLUSTERBENCH_GIT_SHA);
+  differ(diffs, "version", e.version, clusterbench_version());
   if (given.suite_given) differ(diffs, "suite", e.suite, given.suite);
   o.suite = e.suite;
   if (given.only_given) differ(diffs, "--only", list_text(e.only), list_text(given.only));

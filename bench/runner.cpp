@@ -31,6 +31,7 @@
 #include "run_control.hpp"
 #include "sink.hpp"
 #include "spec.hpp"
+#include "version.hpp"
 #include "watchdog.hpp"
 
 namespace clusterbench {
@@ -543,7 +544,7 @@ EnvRecord collect_run_env(const Context& ctx, const std::string& fs_root) {
   io.host = ctx.host();
   EnvRecord env = collect_env(io);
   env.versions.mpi = ctx.mpi_version();
-  env.versions.clusterbench = std::string(CLUSTERBENCH_VERSION) + "+" + CLUSTERBENCH_GIT_SHA;
+  env.versions.clusterbench = clusterbench_version();
   env.health["start"] = health::read_counters(fs_root, io.query_nvml);
   return env;
 }
@@ -731,7 +732,7 @@ int run_command(const RunOptions& given) {
     try {
       run.run_id = resume.active ? resume.run.run_id : make_run_id(ctx.host());
       run.argv = opt.argv;
-      run.version = std::string(CLUSTERBENCH_VERSION) + "+" + CLUSTERBENCH_GIT_SHA;
+      run.version = clusterbench_version();
       run.suite = opt.suite;
       run.only = opt.only;
       run.set = opt.set;

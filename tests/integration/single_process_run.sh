@@ -59,6 +59,17 @@ id=$(basename "$(readlink "$TMP/results/latest")")
 [[ "$id" =~ ^[0-9]{8}T[0-9]{6}Z-.+ ]] || fail "run id '$id' is not <UTC>-<host>"
 ok "default results/<run-id> and results/latest"
 
+# The version is the build's (computed at build time, not when CMake configured).
+if sha=$(git -C "$CB_SOURCE_DIR" describe --always --dirty --abbrev=12 2>/dev/null); then
+  expect_rc 0 "$CB_BIN" --version
+  expect_out "^clusterbench [0-9.]+\\+$sha\$"
+  py "
+run = json.load(open(sys.argv[1] + '/run.json'))
+assert run['version'].endswith('+' + sys.argv[2]), (run['version'], sys.argv[2])
+" "$TMP/results/latest" "$sha"
+  ok "--version and run.json carry the source tree's git describe ($sha)"
+fi
+
 # 2. -DCLUSTERBENCH_MPI=OFF: a single-process binary.
 NOMPI=$TMP/build-nompi
 CB_CCACHE=$(command -v ccache || true)  # reuse compiled objects where ccache is installed
