@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <csignal>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -301,9 +302,13 @@ class Fio : public Benchmark {
     if (a.proc.exit_code != 0 || !a.parsed) {
       std::string text = fio_error_text(a.proc.out, a.proc.err);
       if (text.empty()) text = a.proc.err.substr(0, 500);
-      throw_call_error("fio", "exit " + std::to_string(a.proc.exit_code),
-                       text + (a.parse_error.empty() ? "" : " (" + a.parse_error + ")"),
-                       ("fio " + job_file).c_str(), __FILE__, __LINE__);
+      if (a.proc.out.empty()) text += std::string(text.empty() ? "" : "; ") + "no output on stdout";
+      if (!a.parse_error.empty()) text += std::string(text.empty() ? "" : "; ") + a.parse_error;
+      const char* sig = a.proc.signal ? sigabbrev_np(a.proc.signal) : nullptr;
+      std::string code = a.proc.signal ? "killed by signal " + std::to_string(a.proc.signal) +
+                                             (sig ? std::string(" (SIG") + sig + ")" : "")
+                                       : "exit " + std::to_string(a.proc.exit_code);
+      throw_call_error("fio", code, text, ("fio " + job_file).c_str(), __FILE__, __LINE__);
     }
     record(run, *a.parsed);
   }

@@ -96,6 +96,7 @@ ProcessResult run_process(const std::vector<std::string>& argv,
   ::kill(-pid, SIGKILL);
   ProcessResult r;
   r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  r.signal = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
   r.out = slurp(out_path);
   r.err = slurp(err_path);
   return r;

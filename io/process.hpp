@@ -11,6 +11,7 @@ namespace clusterbench::io {
 /// What a finished child process left.
 struct ProcessResult {
   int exit_code = -1;    ///< exit status, or 128 + signal number when killed by a signal
+  int signal = 0;        ///< the signal that killed it, 0 when it exited
   std::string out, err;  ///< everything it wrote to stdout and stderr
 };
 

@@ -5,6 +5,7 @@
 #           CB_FIO_DIRECT=0, write this process's open descriptors to $FAKE_FIO_FDS and run the
 #           real fio.
 #   orphan: leave a `sleep 31.4159` running in the scratch directory and run the real fio.
+#   segv: die by SIGSEGV; silent: print nothing and exit 0.
 #   enospc: leave a file in the scratch directory and print fio 3.33's real output of a job that
 #           hit ENOSPC (tests/fixtures/fio/fio-3.33-enospc.json), exit 1 as fio does.
 set -u
@@ -45,6 +46,8 @@ orphan)
   (cd "$CB_FIO_DIR" && exec sleep 31.4159) &
   exec fio "$@"
   ;;
+segv) kill -SEGV $$ ;;
+silent) exit 0 ;;
 enospc)
   : >"$CB_FIO_DIR/w.0.0"
   cat "$CB_FIXTURES/fio/fio-3.33-enospc.json"
@@ -52,7 +55,7 @@ enospc)
   exit 1
   ;;
 *)
-  echo "fake_fio.sh: FAKE_FIO_MODE must be einval, orphan or enospc" >&2
+  echo "fake_fio.sh: FAKE_FIO_MODE must be einval, orphan, segv, silent or enospc" >&2
   exit 2
   ;;
 esac

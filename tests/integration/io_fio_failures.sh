@@ -120,6 +120,22 @@ sleep 0.5
 scratch_empty orphan
 ok "a process fio leaves behind is killed with its group; scratch emptied"
 
+# fio killed by a signal, or silent: failed records that say so.
+for mode in segv silent; do
+  FAKE_FIO_MODE=$mode run_cb "$CB_BIN" run --suite ci --only io.fio --set io.fio.profiles=seq_read \
+    --set io.fio.scratch="$SCR" --set io.fio.binary="$FAKE" --out "$TMP/$mode"
+  scratch_empty "$mode"
+  record "$TMP/$mode" >"$TMP/$mode.json"
+  py "
+r, mode = json.load(open(sys.argv[1])), sys.argv[2]
+assert r['status'] == 'failed', r
+want = 'killed by signal 11 (SIGSEGV)' if mode == 'segv' else 'exit 0'
+assert r['error']['code'] == want, r['error']
+assert 'no output on stdout' in r['message'] and '( (' not in r['message'], r['message']
+" "$TMP/$mode.json" "$mode"
+done
+ok "fio killed by SIGSEGV or printing nothing -> failed, saying which"
+
 # Knobs fio would only read when it starts: bad input before anything runs, --dry-run too.
 for kv in size=abc runtime=abc runtime=0 ramp=xyz ramp=2parsecs; do
   expect_rc 2 "$CB_BIN" run --suite ci --only io.fio --set io.fio.$kv --set io.fio.scratch="$SCR" \
