@@ -87,8 +87,10 @@ class CaseRun {
   /// The framework warms up, picks n so one iteration is long enough to time, and runs Google
   /// Benchmark iterations in lock-step across the ranks of the case's level (slowest rank's
   /// time). An exception on any rank makes every rank stop and rethrows it here on that rank;
-  /// the other ranks throw an error that names the failing peer. A case that times several
-  /// things (A/B arms) gives each a `label`, which names its Google Benchmark entry
+  /// the other ranks throw an error that names the failing peer. AbortRun (a failed
+  /// communicator, whose peers wait inside the operation) leaves at once and ends the run. A case
+  /// that times several things (A/B arms) gives each a `label`, which names its Google Benchmark
+  /// entry
   /// ("<id>/<params>/<label>" in gbench.json); the default leaves it "<id>/<params>".
   /// `paired(n)`, when given, is an A/B reference interleaved with the timed loop: it runs on
   /// every rank right after each timed batch (after the lock-step reduction, outside the timing)

@@ -210,6 +210,8 @@ class CaseRunImpl : public CaseRun {
         std::vector<double> v = {0, 0};
         try {
           v[0] = timed(batch, n);
+        } catch (const AbortRun&) {
+          throw;  // the run ends now: peers may wait inside the operation, not in the lock-step
         } catch (...) {
           error_ = std::current_exception();
           v[1] = 1;
@@ -233,6 +235,8 @@ class CaseRunImpl : public CaseRun {
         st.PauseTiming();  // the entry's CPU time is the timed batch's alone
         try {
           paired_.push_back(paired(n) / static_cast<double>(n));
+        } catch (const AbortRun&) {
+          throw;
         } catch (...) {
           error_ = std::current_exception();
         }

@@ -443,11 +443,22 @@ void CollectiveBenchmark::run(CaseRun& run) const {
   };
   // Each batch is counted (bench/progress.hpp): at a hang, rank 0 names the ranks that never
   // started the operation their peers wait in.
+  // A library error inside an operation leaves the peers waiting in it: it ends the run (issue 4
+  // "on timeout or error, the rank aborts"), with the error's call, host and rank.
+  auto abort_on_error = [&](auto&& f) {
+    try {
+      return f();
+    } catch (const CallError& e) {
+      throw AbortRun(e.what());
+    }
+  };
   auto op = [&](bool inplace, long long ops) {
     progress::started(ops);
-    double s = inplace ? be.run(coll_, t, at(inbuf.p, l.send_offset_inplace),
-                                at(inbuf.p, l.recv_offset_inplace), l, root, true, ops)
-                       : be.run(coll_, t, send.p, recv.p, l, root, false, ops);
+    double s = abort_on_error([&] {
+      return inplace ? be.run(coll_, t, at(inbuf.p, l.send_offset_inplace),
+                              at(inbuf.p, l.recv_offset_inplace), l, root, true, ops)
+                     : be.run(coll_, t, send.p, recv.p, l, root, false, ops);
+    });
     progress::finished(ops);
     return s;
   };
@@ -468,7 +479,8 @@ void CollectiveBenchmark::run(CaseRun& run) const {
   if (want_reference && no_reference.empty())
     reference = [&](long long ops) {  // counted like the harness's batches, for a hang's report
       progress::started(ops);
-      double s = be.plain_allreduce(send.p, recv.p, l.send_count, ops);
+      double s =
+          abort_on_error([&] { return be.plain_allreduce(send.p, recv.p, l.send_count, ops); });
       progress::finished(ops);
       return s;
     };

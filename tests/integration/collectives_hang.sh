@@ -80,4 +80,34 @@ assert 'rank 1 on cbhang1 aborted' in run['abort_reason'], run['abort_reason']
 " "$TMP/abort1"
 [ "$took" -le 20 ] || fail "abort on rank 1 took $took s"
 ok "AbortRun on rank 1: rank 0 writes the failed record naming rank 1 on cbhang1, exit 3 after $took s"
+
+# A library error inside the operation on one rank (its MPI_Allreduce returns MPI_ERR_OTHER while
+# rank 0 waits in it), in the harness's loop and in the plain reference loop: the run ends at
+# once with exit 3, and the record names rank 1, its host and the failed call.
+SHIM=$CB_BINARY_DIR/tests/support/libmpi_error_shim.so
+for at in 50 reference; do
+  args=(--set collectives.min_time=0.02)
+  n=$at world=0 call='comm_)'
+  if [ "$at" = reference ]; then
+    args+=(--set collectives.reference=true)
+    n=100 world=1 call='MPI_COMM_WORLD)'  # the plain loop alone uses MPI_COMM_WORLD
+  fi
+  start=$(date +%s)
+  expect_rc 3 "${MPIRUN[@]}" -np 2 -x LD_PRELOAD="$SHIM" -x CB_SHIM_FAIL_AT="$n" \
+    -x CB_SHIM_WORLD_ONLY="$world" "${NAMED[@]}" run \
+    --suite ci --only collectives.all_reduce --set collectives.backends=mpi \
+    --set collectives.dtypes=float --set collectives.maxbytes=64 --case-timeout 60 "${args[@]}" \
+    --out "$TMP/mpierr.$at"
+  took=$(( $(date +%s) - start ))
+  py "
+run = json.load(open(sys.argv[1] + '/run.json'))
+assert run['aborted'] and run['exit_code'] == 3, run
+last = [json.loads(l) for l in open(sys.argv[1] + '/records.jsonl')][-1]
+m = last['message']
+assert last['status'] == 'failed' and 'rank 1 on cbhang1 aborted: MPI error' in m, m
+assert 'MPI_ERR_OTHER' in m and 'MPI_Allreduce(' in m and sys.argv[2] in m, m
+" "$TMP/mpierr.$at" "$call"
+  [ "$took" -le 20 ] || fail "an MPI error on rank 1 ($at) took $took s to end the run"
+  ok "MPI error on rank 1 inside the operation ($at): exit 3 after $took s, named in the record"
+done
 echo "$PASSES passed, 0 failed"
