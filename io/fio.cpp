@@ -16,9 +16,10 @@
 #include <sstream>
 
 #include "benchmark.hpp"
+#include "cleanup.hpp"
 #include "error.hpp"
-#include "io/process.hpp"
 #include "io/scratch.hpp"
+#include "process/process.hpp"
 
 namespace clusterbench::io {
 
@@ -255,7 +256,12 @@ class Fio : public Benchmark {
 
     auto attempt = [&]() {
       Attempt a;
-      a.proc = run_process(argv, env, work_dir, capture_dir);
+      pid_t pid = start_process(argv, env, work_dir, capture_dir);
+      CHECK_SYS(pid);
+      {  // fio's whole group dies with an aborting run (a hung collective elsewhere, a signal)
+        AbortCleanup kill_on_abort([pid] { ::kill(-pid, SIGKILL); });
+        a.proc = wait_process(pid, capture_dir);
+      }
       try {
         a.parsed = parse_fio_json(a.proc.out);
       } catch (const FioParseError& e) {

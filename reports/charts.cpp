@@ -2,7 +2,6 @@
 #include "reports/charts.hpp"
 
 #include <fcntl.h>
-#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -20,9 +19,8 @@
 #include <string_view>
 #include <unordered_map>
 
+#include "process/process.hpp"
 #include "reports/burnin.hpp"
-
-extern char** environ;
 
 namespace clusterbench::report {
 
@@ -309,49 +307,16 @@ std::string gnuplot_script(const Chart& c, const std::string& output) {
   return g.str();
 }
 
-std::string find_gnuplot() {
-  const char* path = std::getenv("PATH");
-  std::stringstream ss(path ? path : "/usr/bin:/bin");
-  std::string dir;
-  while (std::getline(ss, dir, ':')) {
-    std::string p = (dir.empty() ? "." : dir) + "/gnuplot";
-    if (::access(p.c_str(), X_OK) == 0) return p;
-  }
-  return "";
+std::string find_gnuplot() { return find_on_path("gnuplot"); }
+
+TempDir::TempDir(const std::string& prefix) {
+  std::string t = "/tmp/clusterbench-" + prefix + ".XXXXXX";
+  if (::mkdtemp(t.data())) path = t;
 }
 
-int run_process(const std::vector<std::string>& argv, const std::string& out_path,
-                std::string* err) {
-  char tmpl[] = "/tmp/clusterbench-stderr.XXXXXX";
-  int efd = ::mkstemp(tmpl);
-  if (efd < 0) {
-    if (err) *err = "cannot create a temporary file";
-    return -1;
-  }
-  ::close(efd);
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_addopen(&fa, 1, out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  posix_spawn_file_actions_addopen(&fa, 2, tmpl, O_WRONLY | O_TRUNC, 0600);
-  std::vector<char*> args;
-  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-  args.push_back(nullptr);
-  pid_t pid = 0;
-  int rc = posix_spawnp(&pid, args[0], &fa, nullptr, args.data(), environ);
-  posix_spawn_file_actions_destroy(&fa);
-  int status = -1;
-  if (rc != 0) {
-    if (err) *err = argv[0] + ": cannot start (" + std::strerror(rc) + ")";
-  } else {
-    int ws = 0;
-    while (::waitpid(pid, &ws, 0) < 0 && errno == EINTR) {
-    }
-    status = WIFEXITED(ws) ? WEXITSTATUS(ws) : 128 + WTERMSIG(ws);
-    if (err) *err = read_text(tmpl);
-  }
-  ::unlink(tmpl);
-  return status;
+TempDir::~TempDir() {
+  std::error_code ec;
+  if (!path.empty()) std::filesystem::remove_all(path, ec);
 }
 
 namespace {
@@ -360,18 +325,6 @@ std::string strip_prolog(const std::string& svg) {
   auto at = svg.find("<svg");
   return at == std::string::npos ? "" : svg.substr(at);
 }
-
-struct TempDir {
-  std::string path;
-  TempDir() {
-    char t[] = "/tmp/clusterbench-charts.XXXXXX";
-    if (::mkdtemp(t)) path = t;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    if (!path.empty()) std::filesystem::remove_all(path, ec);
-  }
-};
 
 }  // namespace
 
@@ -388,7 +341,7 @@ std::vector<std::optional<std::string>> render_svgs(const std::vector<Chart>& ch
                                                     std::vector<std::string>* errors) {
   std::vector<std::optional<std::string>> out(charts.size());
   std::vector<std::string> errs(charts.size());
-  TempDir tmp;
+  TempDir tmp("charts");
   auto finish = [&]() {
     if (errors) *errors = errs;
     return out;
@@ -403,8 +356,9 @@ std::vector<std::optional<std::string>> render_svgs(const std::vector<Chart>& ch
     for (size_t i = from; i < to; ++i)
       s << gnuplot_script(charts[i], tmp.path + "/" + std::to_string(i) + ".svg");
     s.close();
-    std::string err;
-    int rc = run_process({gnuplot, script_path}, tmp.path + "/stdout.txt", &err);
+    ProcessResult p = run_process({gnuplot, script_path}, {}, "", tmp.path);
+    int rc = p.exit_code;
+    std::string err = p.err;
     for (size_t i = from; i < to; ++i) {
       std::string svg =
           rc == 0 ? strip_prolog(read_text(tmp.path + "/" + std::to_string(i) + ".svg")) : "";

@@ -73,9 +73,14 @@ std::vector<std::optional<std::string>> render_svgs(const std::vector<Chart>& ch
                                                     const std::string& gnuplot,
                                                     std::vector<std::string>* errors);
 
-/// Runs `argv` (no shell), stdin from /dev/null, stdout to `out_path`, stderr captured into
-/// `err`. Returns the exit status (128 + signal, or -1 when it cannot start).
-int run_process(const std::vector<std::string>& argv, const std::string& out_path,
-                std::string* err);
+/// A private directory /tmp/clusterbench-PREFIX.XXXXXX, removed with its contents on
+/// destruction; `path` is empty when it could not be created.
+struct TempDir {
+  std::string path;
+  explicit TempDir(const std::string& prefix);
+  ~TempDir();
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+};
 
 }  // namespace clusterbench::report

@@ -8,6 +8,7 @@
 #include <map>
 #include <sstream>
 
+#include "process/process.hpp"
 #include "reports/charts.hpp"
 #include "reports/render.hpp"
 #include "reports/uniformity.hpp"
@@ -247,15 +248,8 @@ std::string render_html(const Report& r, const RunDir& run, const FleetView& fle
 }
 
 std::string find_chromium() {
-  const char* path = std::getenv("PATH");
-  for (const char* name : {"chromium", "chromium-browser", "google-chrome"}) {
-    std::stringstream ss(path ? path : "/usr/bin:/bin");
-    std::string dir;
-    while (std::getline(ss, dir, ':')) {
-      std::string p = (dir.empty() ? "." : dir) + "/" + name;
-      if (::access(p.c_str(), X_OK) == 0) return p;
-    }
-  }
+  for (const char* name : {"chromium", "chromium-browser", "google-chrome"})
+    if (std::string p = find_on_path(name); !p.empty()) return p;
   return "";
 }
 
@@ -268,12 +262,16 @@ std::string print_pdf(const std::string& html_path, const std::string& pdf_path)
   std::string abs = std::filesystem::absolute(html_path, ec).string();
   std::string pdf_abs = std::filesystem::absolute(pdf_path, ec).string();
   std::filesystem::remove(pdf_abs, ec);
-  std::string err;
-  int rc =
+  TempDir capture("chromium");
+  if (capture.path.empty())
+    return "cannot create a temporary directory in /tmp for Chromium's output";
+  ProcessResult p =
       run_process({chromium, "--headless", "--no-sandbox", "--disable-gpu",
                    "--disable-background-networking", "--disable-dev-shm-usage", "--no-first-run",
                    "--no-pdf-header-footer", "--print-to-pdf=" + pdf_abs, "file://" + abs},
-                  "/dev/null", &err);
+                  {}, "", capture.path);
+  int rc = p.exit_code;
+  const std::string& err = p.err;
   if (rc != 0 || !std::filesystem::exists(pdf_abs) || std::filesystem::file_size(pdf_abs, ec) == 0)
     return chromium + " did not print " + pdf_path + " (exit " + std::to_string(rc) + "): " + err;
   return "";

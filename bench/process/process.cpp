@@ -1,5 +1,5 @@
 // Child processes with captured output: see process.hpp.
-#include "io/process.hpp"
+#include "process/process.hpp"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -9,17 +9,15 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <sstream>
 
-#include "cleanup.hpp"
-#include "error.hpp"
-
 extern char** environ;
 
-namespace clusterbench::io {
+namespace clusterbench {
 
 namespace {
 std::string slurp(const std::string& path) {
@@ -45,9 +43,9 @@ std::string find_on_path(const std::string& name) {
   return "";
 }
 
-ProcessResult run_process(const std::vector<std::string>& argv,
-                          const std::map<std::string, std::string>& env, const std::string& cwd,
-                          const std::string& capture_dir) {
+pid_t start_process(const std::vector<std::string>& argv,
+                    const std::map<std::string, std::string>& env, const std::string& cwd,
+                    const std::string& capture_dir) {
   std::string out_path = capture_dir + "/stdout", err_path = capture_dir + "/stderr";
   // Environment: ours, with `env` replacing or adding entries.
   std::vector<std::string> envs;
@@ -65,9 +63,9 @@ ProcessResult run_process(const std::vector<std::string>& argv,
   cenv.push_back(nullptr);
 
   pid_t pid = fork();
-  CHECK_SYS(pid);
+  if (pid < 0) return -1;
   if (pid == 0) {
-    setpgid(0, 0);  // fio and its job processes: one group, killed together on abort
+    setpgid(0, 0);  // the tool and its helpers (fio's job processes): one group, killed together
     int o = ::open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
     int e = ::open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
     if (o < 0 || e < 0 || dup2(o, 1) < 0 || dup2(e, 2) < 0) _exit(126);
@@ -86,20 +84,39 @@ ProcessResult run_process(const std::vector<std::string>& argv,
     _exit(127);
   }
   setpgid(pid, pid);
-  AbortCleanup kill_on_abort([pid] { ::kill(-pid, SIGKILL); });
+  return pid;
+}
+
+ProcessResult wait_process(pid_t pid, const std::string& capture_dir) {
   int status = 0;
+  ProcessResult r;
   while (waitpid(pid, &status, 0) < 0) {
-    if (errno != EINTR) CHECK_SYS(-1);
+    if (errno != EINTR) {
+      r.err = std::string("waitpid: ") + std::strerror(errno);
+      return r;
+    }
   }
   // What it left behind in its group (fio's job processes after fio itself crashed) would go on
-  // writing into the scratch directory we are about to remove.
+  // writing into a scratch directory that is about to be removed.
   ::kill(-pid, SIGKILL);
-  ProcessResult r;
   r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   r.signal = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
-  r.out = slurp(out_path);
-  r.err = slurp(err_path);
+  r.out = slurp(capture_dir + "/stdout");
+  r.err = slurp(capture_dir + "/stderr");
   return r;
 }
 
-}  // namespace clusterbench::io
+ProcessResult run_process(const std::vector<std::string>& argv,
+                          const std::map<std::string, std::string>& env, const std::string& cwd,
+                          const std::string& capture_dir) {
+  pid_t pid = start_process(argv, env, cwd, capture_dir);
+  if (pid < 0) {
+    ProcessResult r;
+    r.err = (argv.empty() ? std::string("?") : argv[0]) +
+            ": cannot start (fork: " + std::strerror(errno) + ")";
+    return r;
+  }
+  return wait_process(pid, capture_dir);
+}
+
+}  // namespace clusterbench

@@ -1,0 +1,119 @@
+// The shared child-process helper (bench/process): output capture, environment, exit codes,
+// signals, exec failures, descriptors not inherited, leftover group members killed.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+#include <thread>
+
+#include "process/process.hpp"
+
+namespace {
+
+using clusterbench::find_on_path;
+using clusterbench::run_process;
+
+struct Capture {
+  std::string dir;
+  Capture() {
+    std::string t = std::filesystem::temp_directory_path().string() + "/cb-test-process.XXXXXX";
+    EXPECT_NE(::mkdtemp(t.data()), nullptr);
+    dir = t;
+  }
+  ~Capture() { std::filesystem::remove_all(dir); }
+};
+
+const std::string kSh = "/bin/sh";
+
+TEST(Process, CapturesStdoutStderrAndExitCode) {
+  Capture c;
+  auto r = run_process({kSh, "-c", "echo out; echo err >&2; exit 7"}, {}, "", c.dir);
+  EXPECT_EQ(r.exit_code, 7);
+  EXPECT_EQ(r.signal, 0);
+  EXPECT_EQ(r.out, "out\n");
+  EXPECT_EQ(r.err, "err\n");
+}
+
+TEST(Process, EnvironmentOverridesAndWorkingDirectory) {
+  Capture c;
+  ::setenv("CB_TEST_PROCESS_A", "ours", 1);
+  ::setenv("CB_TEST_PROCESS_B", "kept", 1);
+  auto r = run_process({kSh, "-c", "echo $CB_TEST_PROCESS_A $CB_TEST_PROCESS_B; pwd"},
+                       {{"CB_TEST_PROCESS_A", "theirs"}}, "/", c.dir);
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_EQ(r.out, "theirs kept\n/\n");
+}
+
+TEST(Process, SignalDeathIs128PlusSignal) {
+  Capture c;
+  auto r = run_process({kSh, "-c", "kill -SEGV $$"}, {}, "", c.dir);
+  EXPECT_EQ(r.signal, SIGSEGV);
+  EXPECT_EQ(r.exit_code, 128 + SIGSEGV);
+}
+
+TEST(Process, ExecFailureIs127WithTheReason) {
+  Capture c;
+  auto r = run_process({"/nonexistent/tool", "x"}, {}, "", c.dir);
+  EXPECT_EQ(r.exit_code, 127);
+  EXPECT_NE(r.err.find("exec /nonexistent/tool: No such file or directory"), std::string::npos)
+      << r.err;
+}
+
+TEST(Process, ChildInheritsOnlyStdinStdoutStderr) {
+  Capture c;
+  int fd = ::open("/dev/null", O_RDONLY);  // not close-on-exec: a plain fork+exec would pass it on
+  ASSERT_GE(fd, 3);
+  // ls replaces the shell and lists its own descriptors: 0-2 and the one it reads /proc/self/fd
+  // through, which is 3 unless something of ours came along.
+  auto r = run_process({kSh, "-c", "exec ls /proc/self/fd"}, {}, "", c.dir);
+  ::close(fd);
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_EQ(r.out, "0\n1\n2\n3\n") << "fd " << fd << " of the parent leaked into the child";
+}
+
+TEST(Process, StdinIsDevNull) {
+  Capture c;
+  auto r = run_process({kSh, "-c", "cat; echo done"}, {}, "", c.dir);
+  EXPECT_EQ(r.out, "done\n");
+}
+
+TEST(Process, WhatTheChildLeftInItsGroupIsKilled) {
+  Capture c;
+  auto r = run_process({kSh, "-c", "sleep 60 & echo $!"}, {}, "", c.dir);
+  ASSERT_EQ(r.exit_code, 0);
+  pid_t orphan = std::stoi(r.out);
+  bool gone = false;
+  for (int i = 0; i < 50 && !gone; ++i) {  // SIGKILL is delivered at once; reaping by init may lag
+    gone = ::kill(orphan, 0) != 0 ||
+           std::filesystem::exists("/proc/" + std::to_string(orphan)) == false;
+    if (!gone) {
+      std::string stat;
+      FILE* f = std::fopen(("/proc/" + std::to_string(orphan) + "/stat").c_str(), "r");
+      if (f) {
+        char buf[512] = {};
+        size_t n = std::fread(buf, 1, sizeof buf - 1, f);
+        std::fclose(f);
+        stat.assign(buf, n);
+      }
+      auto rp = stat.rfind(')');
+      gone = rp != std::string::npos && stat.size() > rp + 2 && stat[rp + 2] == 'Z';
+    }
+    if (!gone) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_TRUE(gone) << "pid " << orphan << " (sleep 60) outlived its parent's run_process";
+}
+
+TEST(Process, FindOnPath) {
+  EXPECT_EQ(find_on_path("sh").empty(), false);
+  EXPECT_EQ(find_on_path("/bin/sh"), "/bin/sh");
+  EXPECT_EQ(find_on_path("cb-no-such-tool-anywhere"), "");
+  EXPECT_EQ(find_on_path("/nonexistent/tool"), "");
+  EXPECT_EQ(find_on_path(""), "");
+}
+
+}  // namespace
