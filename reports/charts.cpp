@@ -33,18 +33,21 @@ std::string read_text(const std::string& path) {
   return s.str();
 }
 
-/// Text safe inside a gnuplot double-quoted string and an SVG title.
-std::string gp_text(const std::string& s) {
-  std::string out;
+/// A gnuplot string literal holding `s` as plain text: single-quoted, where gnuplot performs no
+/// backquote command substitution and no escapes (gnuplot docs "Substitution": only in
+/// double-quoted strings), a quote doubled, line breaks as spaces. Text from records and spec
+/// files (host names, params, row ids) must never reach gnuplot any other way.
+std::string gp_quote(const std::string& s) {
+  std::string out = "'";
   for (char c : s) {
-    if (c == '"' || c == '\\')
-      out += '\'';
+    if (c == '\'')
+      out += "''";
     else if (c == '\n' || c == '\r')
       out += ' ';
     else
       out += c;
   }
-  return out;
+  return out + "'";
 }
 
 std::string num(double v) {
@@ -259,9 +262,9 @@ std::string gnuplot_script(const Chart& c, const std::string& output) {
   block += "_";
   g << "reset\n";
   g << "set terminal svg size 960,420 dynamic noenhanced font 'sans,11' background rgb 'white'\n";
-  if (!output.empty()) g << "set output \"" << gp_text(output) << "\"\n";
-  g << "set title \"" << gp_text(c.title) << "\"\n";
-  g << "set xlabel \"" << gp_text(c.xlabel) << "\"\nset ylabel \"" << gp_text(c.ylabel) << "\"\n";
+  if (!output.empty()) g << "set output " << gp_quote(output) << "\n";
+  g << "set title " << gp_quote(c.title) << "\n";
+  g << "set xlabel " << gp_quote(c.xlabel) << "\nset ylabel " << gp_quote(c.ylabel) << "\n";
   g << "set grid ytics\nset key outside right top\nset yrange [0:*]\n";
   for (size_t s = 0; s < c.series.size(); ++s) {
     g << block << s << " << EOD\n";
@@ -272,34 +275,31 @@ std::string gnuplot_script(const Chart& c, const std::string& output) {
   if (c.kind == "lines") {
     if (c.logx) g << "set logscale x 2\nset format x '%.0b%BB'\n";
     for (size_t s = 0; s < c.series.size(); ++s)
-      plots.push_back(block + std::to_string(s) +
-                      " using 1:2 with linespoints pt 7 ps 0.8 title \"" +
-                      gp_text(c.series[s].name) + "\"");
+      plots.push_back(block + std::to_string(s) + " using 1:2 with linespoints pt 7 ps 0.8 title " +
+                      gp_quote(c.series[s].name));
   } else {
     size_t n = c.labels.size();
     g << "set xrange [-0.6:" << num(n - 0.4) << "]\n";
     if (c.kind == "bars") {
       g << "set xtics rotate by -45 font ',9' (";
-      for (size_t i = 0; i < n; ++i)
-        g << (i ? ", " : "") << "\"" << gp_text(c.labels[i]) << "\" " << i;
+      for (size_t i = 0; i < n; ++i) g << (i ? ", " : "") << gp_quote(c.labels[i]) << " " << i;
       g << ")\n";
       double w = 0.8 / std::max<size_t>(1, c.series.size());
       g << "set style fill solid 0.8 border -1\nset boxwidth " << num(w) << " absolute\n";
       for (size_t s = 0; s < c.series.size(); ++s) {
         double off = -0.4 + w * (s + 0.5);
         plots.push_back(block + std::to_string(s) + " using ($1+" + num(off) +
-                        "):2 with boxes title \"" + gp_text(c.series[s].name) + "\"");
+                        "):2 with boxes title " + gp_quote(c.series[s].name));
       }
     } else {
       g << "set xtics out\n";
       for (size_t s = 0; s < c.series.size(); ++s)
-        plots.push_back(block + std::to_string(s) + " using 1:2 with points pt 7 ps 0.5 title \"" +
-                        gp_text(c.series[s].name) + "\"");
+        plots.push_back(block + std::to_string(s) + " using 1:2 with points pt 7 ps 0.5 title " +
+                        gp_quote(c.series[s].name));
     }
   }
   for (const auto& l : c.spec_lines)
-    plots.push_back(num(l.value) + " with lines dt 2 lw 2 lc rgb 'red' title \"" +
-                    gp_text(l.label) + "\"");
+    plots.push_back(num(l.value) + " with lines dt 2 lw 2 lc rgb 'red' title " + gp_quote(l.label));
   g << "plot ";
   for (size_t i = 0; i < plots.size(); ++i) g << (i ? ", \\\n     " : "") << plots[i];
   g << "\n";

@@ -2,6 +2,8 @@
 // tests/integration/reports_html.sh).
 #include <gtest/gtest.h>
 
+#include <filesystem>
+
 #include "reports/charts.hpp"
 #include "reports/html.hpp"
 #include "spec.hpp"
@@ -68,14 +70,40 @@ TEST(Charts, GnuplotScript) {
   auto charts = build_charts(fx().run, fx().report);
   std::string g = gnuplot_script(charts[3], "/tmp/x.svg");
   EXPECT_NE(g.find("set terminal svg"), std::string::npos);
-  EXPECT_NE(g.find("set output \"/tmp/x.svg\""), std::string::npos);
+  EXPECT_NE(g.find("set output '/tmp/x.svg'"), std::string::npos);
   EXPECT_NE(g.find("$chart4_0 << EOD\n0 712\n"), std::string::npos) << g;
-  EXPECT_NE(g.find("\"node02/gpu3\" 11"), std::string::npos);
+  EXPECT_NE(g.find("'node02/gpu3' 11"), std::string::npos);
   EXPECT_NE(g.find("600 with lines dt 2"), std::string::npos);
   EXPECT_EQ(count(g, " with boxes "), 1u);
   std::string bus = gnuplot_script(charts[0]);
   EXPECT_NE(bus.find("set logscale x 2"), std::string::npos);
   EXPECT_EQ(bus.find("set output"), std::string::npos);
+}
+
+// Text from a run directory or spec (host names, params, row ids) is drawn, never run: gnuplot
+// substitutes `...` with a command's output inside double-quoted strings.
+TEST(Charts, TextFromRecordsIsNeverACommand) {
+  std::string gp = find_gnuplot();
+  if (gp.empty()) GTEST_SKIP() << "gnuplot not installed";
+  std::string marker = ::testing::TempDir() + "cb-gnuplot-pwned";
+  std::filesystem::remove(marker);
+  Chart c;
+  c.id = "chart-1";
+  c.kind = "bars";
+  c.title = "t `touch " + marker + "` it's \"q\" \\ back";
+  c.xlabel = "x";
+  c.ylabel = "y";
+  c.labels = {"vm`touch " + marker + "`", "o'brien\nnode"};
+  c.series.push_back({"s`touch " + marker + "`", {{0, 1.0}, {1, 2.0}}});
+  c.spec_lines.push_back({"row`touch " + marker + "`", 1.5});
+  std::string g = gnuplot_script(c);
+  EXPECT_NE(g.find("'o''brien node' 1"), std::string::npos) << g;
+  std::string err;
+  auto svg = render_svg(c, gp, &err);
+  ASSERT_TRUE(svg) << err;
+  EXPECT_FALSE(std::filesystem::exists(marker)) << "gnuplot ran a command from a label";
+  EXPECT_NE(svg->find("vm`touch"), std::string::npos);
+  EXPECT_NE(svg->find("brien node"), std::string::npos);
 }
 
 TEST(Html, SelfContainedWithoutGnuplot) {
