@@ -14,6 +14,7 @@
 #include "reports/archive.hpp"
 #include "reports/compare.hpp"
 #include "reports/html.hpp"
+#include "reports/render.hpp"
 #include "runner.hpp"
 #include "version.hpp"
 
@@ -102,7 +103,9 @@ int main(int argc, char** argv) {
         return "";
       },
       "SECONDS");
-  run->add_option("--case-timeout", ro.case_timeout_s, "seconds before a case is declared hung")
+  run->add_option("--case-timeout", ro.case_timeout_s,
+                  "seconds before a case is declared hung (default: 300 ci, 1200 quick, 3600 full, "
+                  "or twice the case's estimate plus 60 when longer)")
       ->check(seconds);
   run->add_option("--resume", ro.resume_dir,
                   "complete an earlier run directory: rerun its failed and missing cases");
@@ -214,7 +217,16 @@ int main(int argc, char** argv) {
       bo.argv.assign(argv, argv + argc);
       code = burnin_command(bo);
     } else if (report->parsed()) {
-      code = report_command(report_dir, report_spec, false, report_prom);
+      // Checked before anything is rendered: never a run file, a directory or a device.
+      if (!report_html.empty()) report::check_output_file(report_html, "--html", report_dir);
+      if (!report_pdf.empty()) report::check_output_file(report_pdf, "--pdf", report_dir);
+      bool written = false;
+      code = report_command(report_dir, report_spec, false, report_prom, &written);
+      if (!written && (!report_html.empty() || !report_pdf.empty()))
+        throw InputError(std::string(report_html.empty() ? "--pdf" : "--html") +
+                         ": report.html could not be written in " + report_dir +
+                         " (see the warning above), and an older one would not match this "
+                         "verdict; copy the run directory somewhere writable");
       if (!report_html.empty()) {
         std::error_code ec;
         std::filesystem::copy_file(report_dir + "/report.html", report_html,

@@ -870,8 +870,13 @@ int run_command(const RunOptions& given) {
   watchdog.emplace(record_abort);
   std::optional<ProgressChannel> progress_channel;  // names who did not finish a hung case
   progress_channel.emplace(ctx, [&](const std::string& reason) { watchdog->trip(reason); });
-  double timeout =
-      opt.case_timeout_s > 0 ? opt.case_timeout_s : settings.by_suite(300.0, 1200.0, 3600.0);
+  // The hang deadline: --case-timeout, else the suite's (300/1200/3600 s) or, for a case whose
+  // own estimate is longer (a fio runtime of minutes), twice that estimate plus a minute.
+  auto case_timeout = [&](const Benchmark& b, const json& params) {
+    if (opt.case_timeout_s > 0) return opt.case_timeout_s;
+    double suite_s = settings.by_suite(300.0, 1200.0, 3600.0);
+    return std::max(suite_s, 2 * b.estimate_s(settings, params) + 60);
+  };
   for (const Benchmark* b : benchmarks) {
     if (stopped_at_limit) break;
     for (const auto& params : b->cases(settings)) {
@@ -907,7 +912,7 @@ int run_command(const RunOptions& given) {
         }
       }
       progress::next_case();
-      watchdog->arm(what, timeout);
+      watchdog->arm(what, case_timeout(*b, params));
       std::string line = run_one_case(*b, params, settings, ctx, *my_env, gpu, run_id, reporter);
       std::vector<std::string> gathered = ctx.gather(line);
       watchdog->disarm();
@@ -1002,7 +1007,7 @@ int run_command(const RunOptions& given) {
 }
 
 int report_command(const std::string& dir, const std::string& spec_path, bool quiet,
-                   const std::string& prometheus) {
+                   const std::string& prometheus, bool* written) {
   // The run and its report are never freed: the process ends right after, and freeing the
   // million objects of a 1,000-node run took 0.7 s of `report` (docs/report.md "Scale").
   RunDir& rd = *new RunDir(read_run_dir(dir));
@@ -1022,6 +1027,7 @@ int report_command(const std::string& dir, const std::string& spec_path, bool qu
     unwritten = e.what();
     fleet = report::fleet_view(rd, rep);
   }
+  if (written) *written = unwritten.empty();
   if (!prometheus.empty())
     report::write_prometheus(prometheus, report::render_prometheus(rep, rd, *fleet));
   if (!unwritten.empty())

@@ -20,7 +20,7 @@ struct RunOptions {
   std::string results_root = "results";
   std::string fs_root = "/";
   std::vector<std::string> argv;
-  double case_timeout_s = 0;  ///< 0: the suite's default
+  double case_timeout_s = 0;  ///< 0: the suite's (300/1200/3600 s), or 2 × estimate + 60 s when longer
   /// --resume DIR: complete that earlier run (its failed and missing cases), appending to it.
   std::string resume_dir;
   bool dry_run = false;            ///< --dry-run: print the plan with estimates; run nothing
@@ -82,10 +82,12 @@ double suite_min_time(const std::string& suite);
 int run_command(const RunOptions& opt);
 
 /// `clusterbench report DIR [--spec F]`: evaluates and renders; returns the exit code.
-/// `prometheus`: also write the Prometheus textfile there (reports/prometheus.hpp).
-/// Throws InputError for a missing/empty/malformed directory or spec.
+/// `prometheus`: also write the Prometheus textfile there (reports/prometheus.hpp). `written`
+/// (optional): set to whether report.md/html/json were written in `dir` (false for a read-only
+/// run directory, which only warns). Throws InputError for a missing/empty/malformed directory
+/// or spec.
 int report_command(const std::string& dir, const std::string& spec_path, bool quiet = false,
-                   const std::string& prometheus = "");
+                   const std::string& prometheus = "", bool* written = nullptr);
 
 /// Directory of the seed spec tables: $CLUSTERBENCH_SPECS_DIR, else reports/specs of the source
 /// tree this binary was built from.

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <csignal>
 #include <cstdlib>
@@ -65,18 +66,20 @@ int profile_numjobs(const std::string& text) {
   return n;
 }
 
-/// Seconds of a fio time value ("500ms", "2", "1m", "10s"; fio's default unit is seconds, fio
-/// HOWTO "Time values"). Throws InputError naming `what` when it is not a non-negative number with
-/// one of those units.
+/// Seconds of a fio time value: a whole number with an optional unit ("500ms", "2", "1m",
+/// "10s"; no unit is seconds; fio HOWTO "Time values"). Only forms that fio reads the same way
+/// are accepted: no fraction, exponent, hex or sign, since the text itself is handed to fio.
+/// Throws InputError naming `what` otherwise.
 double fio_seconds(const std::string& text, const std::string& what) {
-  static const std::map<std::string, double> scale = {{"", 1},      {"s", 1},  {"ms", 1e-3},
-                                                      {"us", 1e-6}, {"m", 60}, {"h", 3600}};
-  char* end = nullptr;
-  double v = std::strtod(text.c_str(), &end);
-  auto unit = scale.find(end ? end : "");
-  if (end == text.c_str() || unit == scale.end() || !std::isfinite(v) || v < 0)
-    throw InputError(what + ": '" + text + "' is not a time (a number of s, ms, us, m or h)");
-  return v * unit->second;
+  static const std::map<std::string, double> scale = {
+      {"", 1}, {"s", 1}, {"ms", 1e-3}, {"us", 1e-6}, {"m", 60}, {"h", 3600}, {"d", 86400}};
+  size_t digits = 0;
+  while (digits < text.size() && std::isdigit(static_cast<unsigned char>(text[digits]))) ++digits;
+  auto unit = scale.find(text.substr(digits));
+  if (digits == 0 || digits > 9 || unit == scale.end())
+    throw InputError(what + ": '" + text +
+                     "' is not a time (a whole number of s, ms, us, m, h or d, e.g. 30s, 500ms)");
+  return std::stod(text.substr(0, digits)) * unit->second;
 }
 
 struct Attempt {
@@ -256,11 +259,11 @@ class Fio : public Benchmark {
 
     auto attempt = [&]() {
       Attempt a;
-      pid_t pid = start_process(argv, env, work_dir, capture_dir);
-      CHECK_SYS(pid);
-      {  // fio's whole group dies with an aborting run (a hung collective elsewhere, a signal)
-        AbortCleanup kill_on_abort([pid] { ::kill(-pid, SIGKILL); });
-        a.proc = wait_process(pid, capture_dir);
+      Child child = start_process(argv, env, work_dir, capture_dir);
+      CHECK_SYS(child.pid);
+      {  // fio and its job processes die with an aborting run (a hung collective, a signal)
+        AbortCleanup kill_on_abort([child] { kill_child(child); });
+        a.proc = wait_process(child, capture_dir);
       }
       try {
         a.parsed = parse_fio_json(a.proc.out);

@@ -85,6 +85,8 @@ FioOutput parse_fio_json(const std::string& text) {
   }
   if (!doc.is_object() || !doc.contains("jobs") || !doc.at("jobs").is_array())
     throw FioParseError("fio JSON has no \"jobs\" array");
+  if (doc.at("jobs").empty())
+    throw FioParseError("fio JSON has an empty \"jobs\" array: no job ran");
   out.version = doc.value("fio version", "");
   out.document = doc;
   bool fio2 = out.version.rfind("fio-2.", 0) == 0 || out.version.rfind("fio-1.", 0) == 0;

@@ -310,7 +310,9 @@ std::string gnuplot_script(const Chart& c, const std::string& output) {
 std::string find_gnuplot() { return find_on_path("gnuplot"); }
 
 TempDir::TempDir(const std::string& prefix) {
-  std::string t = "/tmp/clusterbench-" + prefix + ".XXXXXX";
+  const char* tmpdir = std::getenv("TMPDIR");
+  std::string t =
+      std::string(tmpdir && *tmpdir ? tmpdir : "/tmp") + "/clusterbench-" + prefix + ".XXXXXX";
   if (::mkdtemp(t.data())) path = t;
 }
 
@@ -350,26 +352,33 @@ std::vector<std::optional<std::string>> render_svgs(const std::vector<Chart>& ch
     for (auto& e : errs) e = "cannot create a temporary directory";
     return finish();
   }
+  bool hung = false;
   auto draw = [&](size_t from, size_t to) {
     std::string script_path = tmp.path + "/charts.gp";
     std::ofstream s(script_path);
     for (size_t i = from; i < to; ++i)
       s << gnuplot_script(charts[i], tmp.path + "/" + std::to_string(i) + ".svg");
     s.close();
-    ProcessResult p = run_process({gnuplot, script_path}, {}, "", tmp.path);
+    ProcessResult p = run_process({gnuplot, script_path}, {}, "", tmp.path, kGnuplotTimeoutS);
     int rc = p.exit_code;
-    std::string err = p.err;
+    hung = hung || p.timed_out;
+    std::string err = p.timed_out
+                          ? "did not finish within " +
+                                std::to_string(static_cast<int>(kGnuplotTimeoutS)) + " s; killed"
+                          : p.err;
     for (size_t i = from; i < to; ++i) {
       std::string svg =
           rc == 0 ? strip_prolog(read_text(tmp.path + "/" + std::to_string(i) + ".svg")) : "";
       if (!svg.empty())
         out[i] = svg;
       else
-        errs[i] = rc < 0 ? err : "gnuplot exit " + std::to_string(rc) + ": " + err;
+        errs[i] = rc < 0 || p.timed_out ? "gnuplot " + err
+                                        : "gnuplot exit " + std::to_string(rc) + ": " + err;
     }
     return rc == 0;
   };
-  if (!draw(0, charts.size()))
+  // One by one only after a failure, not after a hang: a gnuplot that hangs would hang on each.
+  if (!draw(0, charts.size()) && !hung)
     for (size_t i = 0; i < charts.size(); ++i) draw(i, i + 1);
   return finish();
 }

@@ -73,8 +73,11 @@ std::vector<std::optional<std::string>> render_svgs(const std::vector<Chart>& ch
                                                     const std::string& gnuplot,
                                                     std::vector<std::string>* errors);
 
-/// A private directory /tmp/clusterbench-PREFIX.XXXXXX, removed with its contents on
-/// destruction; `path` is empty when it could not be created.
+/// How long one gnuplot process may take before it is killed and its charts omitted (seconds).
+inline constexpr double kGnuplotTimeoutS = 120;
+
+/// A private directory $TMPDIR/clusterbench-PREFIX.XXXXXX ($TMPDIR unset: /tmp), removed with its
+/// contents on destruction; `path` is empty when it could not be created.
 struct TempDir {
   std::string path;
   explicit TempDir(const std::string& prefix);

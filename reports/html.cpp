@@ -3,8 +3,11 @@
 
 #include <unistd.h>
 
+#include <cctype>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <map>
 #include <sstream>
 
@@ -253,6 +256,31 @@ std::string find_chromium() {
   return "";
 }
 
+namespace {
+/// `path` as a file:// URL: every byte but unreserved ones and '/' percent-encoded (RFC 3986), so
+/// that '#', '?' and '%' in a run directory's name stay part of the path.
+std::string file_url(const std::string& path) {
+  static const char* hex = "0123456789ABCDEF";
+  std::string url = "file://";
+  for (unsigned char c : path) {
+    if (std::isalnum(c) || c == '/' || c == '-' || c == '.' || c == '_' || c == '~') {
+      url += static_cast<char>(c);
+    } else {
+      url += '%';
+      url += hex[c >> 4];
+      url += hex[c & 15];
+    }
+  }
+  return url;
+}
+
+/// The end of a long text (Chromium's stderr is mostly its wrapper's and D-Bus's noise; the
+/// reason comes last).
+std::string tail(const std::string& s, size_t n) {
+  return s.size() <= n ? s : "..." + s.substr(s.size() - n);
+}
+}  // namespace
+
 std::string print_pdf(const std::string& html_path, const std::string& pdf_path) {
   std::string chromium = find_chromium();
   if (chromium.empty())
@@ -261,19 +289,30 @@ std::string print_pdf(const std::string& html_path, const std::string& pdf_path)
   std::error_code ec;
   std::string abs = std::filesystem::absolute(html_path, ec).string();
   std::string pdf_abs = std::filesystem::absolute(pdf_path, ec).string();
-  std::filesystem::remove(pdf_abs, ec);
-  TempDir capture("chromium");
-  if (capture.path.empty())
-    return "cannot create a temporary directory in /tmp for Chromium's output";
+  // Chromium prints into a private directory; the PDF replaces `pdf_path` (atomically) only once
+  // it exists, so a failed print leaves whatever was there.
+  TempDir work("chromium");
+  if (work.path.empty()) return "cannot create a temporary directory for Chromium's output";
+  const std::string printed = work.path + "/report.pdf";
   ProcessResult p =
       run_process({chromium, "--headless", "--no-sandbox", "--disable-gpu",
                    "--disable-background-networking", "--disable-dev-shm-usage", "--no-first-run",
-                   "--no-pdf-header-footer", "--print-to-pdf=" + pdf_abs, "file://" + abs},
-                  {}, "", capture.path);
-  int rc = p.exit_code;
-  const std::string& err = p.err;
-  if (rc != 0 || !std::filesystem::exists(pdf_abs) || std::filesystem::file_size(pdf_abs, ec) == 0)
-    return chromium + " did not print " + pdf_path + " (exit " + std::to_string(rc) + "): " + err;
+                   "--no-pdf-header-footer", "--print-to-pdf=" + printed, file_url(abs)},
+                  {}, "", work.path, kChromiumTimeoutS);
+  if (p.timed_out)
+    return chromium + " did not print " + pdf_path + " within " +
+           std::to_string(static_cast<int>(kChromiumTimeoutS)) + " s; killed";
+  if (p.exit_code != 0 || !std::filesystem::is_regular_file(printed, ec) ||
+      std::filesystem::file_size(printed, ec) == 0)
+    return chromium + " did not print " + pdf_path + " (exit " + std::to_string(p.exit_code) +
+           "): " + tail(p.err, 1500);
+  std::ifstream in(printed, std::ios::binary);
+  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  try {
+    write_file_atomic(pdf_abs, bytes);
+  } catch (const std::exception& e) {
+    return std::string("--pdf ") + pdf_path + ": " + e.what();
+  }
   return "";
 }
 

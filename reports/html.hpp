@@ -26,6 +26,9 @@ std::string render_charts_html(const Report& report, const RunDir& run, const st
 /// Path of a headless-capable Chromium on PATH (chromium, chromium-browser, google-chrome), or "".
 std::string find_chromium();
 
+/// How long Chromium may take to print report.html before it is killed (seconds).
+inline constexpr double kChromiumTimeoutS = 180;
+
 /// Prints `html_path` to `pdf_path` with headless Chromium (--no-sandbox, which it needs as root,
 /// and --disable-background-networking so that it reaches out nowhere). Returns "" on success,
 /// else what went wrong, e.g. "--pdf needs Chromium: none of chromium, chromium-browser,

@@ -398,6 +398,9 @@ void check_output_file(const std::string& path, const std::string& option,
                        "; write it elsewhere");
   }
   if (fs::is_directory(path, ec)) throw InputError(what + "is a directory; name a file");
+  // A device, FIFO or socket (/dev/null, /dev/stdout) would be replaced by the atomic rename.
+  if (fs::exists(fs::symlink_status(path, ec)) && !fs::is_regular_file(path, ec))
+    throw InputError(what + "exists and is not a regular file");
   if (!fs::is_directory(parent, ec))
     throw InputError(what + "directory " + parent.string() + " does not exist");
   std::string probe = path + ".tmp." + std::to_string(::getpid());

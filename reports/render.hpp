@@ -57,8 +57,9 @@ FleetView write_reports(const Report& report, const RunDir& run, const std::stri
 /// Checks, before any work starts, that `path` can be written as a regular file: its parent
 /// directory exists and a file can be created there (a probe `path + ".tmp." + pid`, created and
 /// removed: this catches read-only mounts and /proc, which access(2) passes for root), `path` is
-/// not a directory, and, when `run_dir` is not empty, `path` (symlinks resolved) is neither
-/// `run_dir` nor inside it (a run's own files are never replaced). Throws InputError
+/// not a directory nor an existing device, FIFO, socket or dangling link, and, when `run_dir` is
+/// not empty, `path` (symlinks resolved) is neither `run_dir` nor inside it (a run's own files are
+/// never replaced). Throws InputError
 /// "<option> <path>: <why>" (exit 2).
 void check_output_file(const std::string& path, const std::string& option,
                        const std::string& run_dir = "");

@@ -1,6 +1,7 @@
 // Child processes with captured output: see process.hpp.
 #include "process/process.hpp"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/resource.h>
@@ -9,17 +10,22 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <sstream>
+#include <thread>
 
 extern char** environ;
 
 namespace clusterbench {
 
 namespace {
+constexpr const char* kTagVar = "CB_PROCESS_TAG";
+
 std::string slurp(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   std::stringstream ss;
@@ -43,19 +49,25 @@ std::string find_on_path(const std::string& name) {
   return "";
 }
 
-pid_t start_process(const std::vector<std::string>& argv,
+Child start_process(const std::vector<std::string>& argv,
                     const std::map<std::string, std::string>& env, const std::string& cwd,
                     const std::string& capture_dir) {
+  static std::atomic<long> started{0};
+  Child child;
+  child.tag =
+      std::string(kTagVar) + "=" + std::to_string(::getpid()) + "." + std::to_string(++started);
   std::string out_path = capture_dir + "/stdout", err_path = capture_dir + "/stderr";
   // Environment: ours, with `env` replacing or adding entries.
   std::vector<std::string> envs;
   for (char** e = environ; e && *e; ++e) {
     std::string kv = *e;
     auto eq = kv.find('=');
-    if (eq != std::string::npos && env.count(kv.substr(0, eq))) continue;
+    if (eq != std::string::npos && (env.count(kv.substr(0, eq)) || kv.substr(0, eq) == kTagVar))
+      continue;
     envs.push_back(kv);
   }
   for (const auto& [k, v] : env) envs.push_back(k + "=" + v);
+  envs.push_back(child.tag);
   std::vector<char*> cargv, cenv;
   for (const auto& a : argv) cargv.push_back(const_cast<char*>(a.c_str()));
   cargv.push_back(nullptr);
@@ -63,7 +75,7 @@ pid_t start_process(const std::vector<std::string>& argv,
   cenv.push_back(nullptr);
 
   pid_t pid = fork();
-  if (pid < 0) return -1;
+  if (pid < 0) return child;
   if (pid == 0) {
     setpgid(0, 0);  // the tool and its helpers (fio's job processes): one group, killed together
     int o = ::open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
@@ -84,21 +96,62 @@ pid_t start_process(const std::vector<std::string>& argv,
     _exit(127);
   }
   setpgid(pid, pid);
-  return pid;
+  child.pid = pid;
+  return child;
 }
 
-ProcessResult wait_process(pid_t pid, const std::string& capture_dir) {
+void kill_child(const Child& child) {
+  if (child.pid <= 0) return;
+  ::kill(-child.pid, SIGKILL);
+  ::kill(child.pid, SIGKILL);
+  // Twice: a descendant may have been forking while the first pass read /proc.
+  for (int pass = 0; pass < 2; ++pass) {
+    DIR* proc = ::opendir("/proc");
+    if (!proc) return;
+    while (dirent* e = ::readdir(proc)) {
+      char* end = nullptr;
+      long pid = std::strtol(e->d_name, &end, 10);
+      if (pid <= 0 || *end || pid == ::getpid()) continue;
+      std::string environ_text = slurp(std::string("/proc/") + e->d_name + "/environ");
+      // Entries are NUL-separated: match a whole entry.
+      size_t at = environ_text.find(child.tag);
+      while (at != std::string::npos) {
+        size_t after = at + child.tag.size();
+        if ((at == 0 || environ_text[at - 1] == '\0') &&
+            (after == environ_text.size() || environ_text[after] == '\0')) {
+          ::kill(static_cast<pid_t>(pid), SIGKILL);
+          break;
+        }
+        at = environ_text.find(child.tag, at + 1);
+      }
+    }
+    ::closedir(proc);
+  }
+}
+
+ProcessResult wait_process(const Child& child, const std::string& capture_dir, double timeout_s) {
   int status = 0;
   ProcessResult r;
-  while (waitpid(pid, &status, 0) < 0) {
-    if (errno != EINTR) {
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
+  for (;;) {
+    pid_t w = waitpid(child.pid, &status, timeout_s > 0 ? WNOHANG : 0);
+    if (w == child.pid) break;
+    if (w < 0 && errno != EINTR) {
       r.err = std::string("waitpid: ") + std::strerror(errno);
+      kill_child(child);
       return r;
     }
+    if (w == 0) {  // still running (WNOHANG)
+      if (std::chrono::steady_clock::now() >= deadline && !r.timed_out) {
+        kill_child(child);
+        r.timed_out = true;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
   }
-  // What it left behind in its group (fio's job processes after fio itself crashed) would go on
-  // writing into a scratch directory that is about to be removed.
-  ::kill(-pid, SIGKILL);
+  // What it left behind (fio's job processes after fio itself crashed, a daemonised helper)
+  // would go on writing into a scratch directory that is about to be removed.
+  kill_child(child);
   r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   r.signal = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
   r.out = slurp(capture_dir + "/stdout");
@@ -108,15 +161,15 @@ ProcessResult wait_process(pid_t pid, const std::string& capture_dir) {
 
 ProcessResult run_process(const std::vector<std::string>& argv,
                           const std::map<std::string, std::string>& env, const std::string& cwd,
-                          const std::string& capture_dir) {
-  pid_t pid = start_process(argv, env, cwd, capture_dir);
-  if (pid < 0) {
+                          const std::string& capture_dir, double timeout_s) {
+  Child child = start_process(argv, env, cwd, capture_dir);
+  if (child.pid < 0) {
     ProcessResult r;
     r.err = (argv.empty() ? std::string("?") : argv[0]) +
             ": cannot start (fork: " + std::strerror(errno) + ")";
     return r;
   }
-  return wait_process(pid, capture_dir);
+  return wait_process(child, capture_dir, timeout_s);
 }
 
 }  // namespace clusterbench

@@ -137,6 +137,11 @@ expect_rc 2 "$CB_BIN" run --suite ci --only compute.memory_bandwidth --set compu
 expect_out "threads: must be in 1..4096"
 expect_rc 2 "$CB_BIN" run --suite ci --only io.fio --set io.fio.runtime=-1 --out "$TMP/k4"
 expect_out "io.fio.runtime: must be a positive value"
+# fio would read these differently from us (1e9 -> 1 s, 0x2 -> 0 s): only whole numbers + unit.
+for v in 1e9 0x2 1.5 10min; do
+  expect_rc 2 "$CB_BIN" run --suite ci --only io.fio --set io.fio.runtime=$v --out "$TMP/k5$v"
+  expect_out "io.fio.runtime: '$v' is not a time \\(a whole number of s, ms, us, m, h or d"
+done
 ok "impossible knob values exit 2"
 
 # A metric without a finite value (JSON null) is an input error, never read as 0.

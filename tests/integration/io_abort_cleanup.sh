@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # A run stopped while fio writes (SIGTERM, as mpirun or a scheduler sends) leaves no fio process
-# and none of fio's files: the abort cleanups kill fio's process group and remove its directories.
+# and none of fio's files: the abort cleanups kill fio and its job processes (which fio puts in
+# sessions of their own with setsid) and remove its directories.
 source "$(dirname "$0")/lib.sh"
 command -v fio >/dev/null || { echo "SKIP: fio not installed"; exit 77; }
 mkdir -p "$TMP/scratch" "$TMP/tmpdir"
@@ -8,18 +9,30 @@ TMPDIR=$TMP/tmpdir "$CB_BIN" run --suite ci --only io.fio --set io.fio.profiles=
   --set io.fio.size=4M --set io.fio.runtime=60 --set io.fio.scratch="$TMP/scratch" \
   --spec "$SPECS/cpu-node.json" --out "$TMP/run" >"$TMP/out" 2>&1 &
 pid=$!
+# fio processes of this test: fio and its job processes, by the CB_FIO_DIR they inherit.
+our_fio() {
+  for p in $(pgrep -x fio); do
+    { tr '\0' '\n' <"/proc/$p/environ"; } 2>/dev/null | grep -q "^CB_FIO_DIR=$TMP/" && echo "$p"
+  done
+  return 0
+}
 for _ in $(seq 1 200); do
-  pgrep -f "fio.*$TMP" >/dev/null && break
+  [ "$(our_fio | wc -l)" -ge 2 ] && break  # fio and at least one job process
   sleep 0.1
 done
-pgrep -f "fio.*$TMP" >/dev/null || { kill -9 $pid; cat "$TMP/out"; fail "fio did not start"; }
+[ "$(our_fio | wc -l)" -ge 2 ] || { kill -9 $pid; cat "$TMP/out"; fail "fio did not start its jobs"; }
 sleep 1
 kill -TERM $pid
 wait $pid
 rc=$?
 [ "$rc" -eq 3 ] || { cat "$TMP/out"; fail "expected exit 3 after SIGTERM, got $rc"; }
 sleep 0.5
-if pgrep -f "fio.*$TMP" >/dev/null; then pkill -9 -f "fio.*$TMP"; fail "fio still running after the abort"; fi
+left=$(our_fio)
+if [ -n "$left" ]; then
+  ps -o pid,ppid,pgid,sid,cmd -p "$(echo $left | tr ' ' ,)" >&2
+  kill -9 $left
+  fail "fio processes still running after the abort: $left"
+fi
 # (OpenMPI keeps its own session directory ompi.* in TMPDIR after MPI_Abort: not ours.)
 left=$(find "$TMP/scratch" "$TMP/tmpdir" -mindepth 1 -not -path "*/ompi.*" | head -n 5)
 [ -z "$left" ] || fail "left behind after the abort: $left"

@@ -12,6 +12,25 @@ expect_rc 0 "$CB_BIN" report "$RUN" --spec "$RUN/spec.json" --html "$TMP/copy.ht
 cmp -s "$RUN/report.html" "$TMP/copy.html" || fail "--html copy differs from report.html"
 ok "report writes report.html (and --html copies it)"
 
+# --html/--pdf never replace a run's own file, a directory or a device, and say so before any
+# work; a report that could not be written is not stood in for by an older report.html.
+sum0=$(sha256sum "$RUN/records.jsonl")
+expect_rc 2 "$CB_BIN" report "$RUN" --spec "$RUN/spec.json" --pdf "$RUN/records.jsonl"
+expect_out "--pdf $RUN/records.jsonl: lies inside the run directory"
+[ "$(sha256sum "$RUN/records.jsonl")" = "$sum0" ] || fail "--pdf changed records.jsonl"
+mkdir "$TMP/adir"; mkfifo "$TMP/afifo"
+expect_rc 2 "$CB_BIN" report "$RUN" --spec "$RUN/spec.json" --pdf "$TMP/adir"
+expect_out "is a directory; name a file"
+[ -d "$TMP/adir" ] || fail "--pdf removed a directory"
+expect_rc 2 "$CB_BIN" report "$RUN" --spec "$RUN/spec.json" --html "$TMP/afifo"
+expect_out "--html $TMP/afifo: exists and is not a regular file"
+[ -p "$TMP/afifo" ] || fail "--html replaced a FIFO"
+STALE=$TMP/stale; cp -r "$RUN" "$STALE"; rm "$STALE/report.html"; mkdir "$STALE/report.html"
+expect_rc 2 "$CB_BIN" report "$STALE" --spec "$STALE/spec.json" --html "$TMP/stale.html"
+expect_out "--html: report.html could not be written in $STALE"
+[ ! -e "$TMP/stale.html" ] || fail "--html copied something although report.html was not written"
+ok "--html/--pdf refuse run files, directories, FIFOs and an unwritten report (exit 2)"
+
 # Charts: the fixture has all_reduce busbw (5 sizes), dataloader (4 hosts x 4 worker counts),
 # STREAM (4 nodes), GEMM (32 GPUs, spec line 600), HBM (32), host copies (32 x h2d/d2h),
 # fio bandwidth + IOPS (4 nodes each), all_reduce algbw (5).
@@ -110,4 +129,11 @@ ok "headless Chromium: no console errors, no resource loads, 9 chart SVGs with n
 expect_rc 0 "$CB_BIN" report "$RUN" --spec "$RUN/spec.json" --pdf "$TMP/r.pdf"
 head -c 5 "$TMP/r.pdf" | grep -q '%PDF-' || fail "--pdf did not write a PDF"
 ok "--pdf prints report.html to PDF ($(stat -c %s "$TMP/r.pdf") bytes)"
+
+# A run directory whose name holds URL syntax ('#', '%', '?') still prints (file:// URL encoded).
+ODD="$TMP/run #1 %41?x"
+cp -r "$RUN" "$ODD"
+expect_rc 0 "$CB_BIN" report "$ODD" --spec "$ODD/spec.json" --pdf "$TMP/odd.pdf"
+head -c 5 "$TMP/odd.pdf" | grep -q '%PDF-' || fail "--pdf from '$ODD' did not write a PDF"
+ok "--pdf from a directory named with '#', '%' and '?'"
 echo "PASS: $PASSES checks"

@@ -112,6 +112,12 @@ TEST(FioParser, RejectsTextWithoutJson) {
   EXPECT_THROW(parse_fio_json("{ \"fio version\" : \"fio-3.33\" }"), FioParseError);
   EXPECT_THROW(parse_fio_json("{ \"jobs\" : [ { \"jobname\" : \"x\" } ] }"), FioParseError);
   EXPECT_THROW(parse_fio_json("{ \"jobs\" : [ "), FioParseError);
+  try {  // a fio that ran no job: a failure, never an ok record without metrics
+    parse_fio_json("{\"fio version\":\"fio-3.33\",\"jobs\":[]}");
+    ADD_FAILURE() << "an empty jobs array parsed";
+  } catch (const FioParseError& e) {
+    EXPECT_NE(std::string(e.what()).find("empty \"jobs\" array"), std::string::npos) << e.what();
+  }
 }
 
 TEST(FioParser, BracesInAWarningLineDoNotStartTheDocument) {

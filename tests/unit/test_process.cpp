@@ -108,6 +108,58 @@ TEST(Process, WhatTheChildLeftInItsGroupIsKilled) {
   EXPECT_TRUE(gone) << "pid " << orphan << " (sleep 60) outlived its parent's run_process";
 }
 
+TEST(Process, TimeoutKillsTheWholeGroup) {
+  Capture c;
+  auto t0 = std::chrono::steady_clock::now();
+  auto r = run_process({kSh, "-c", "sleep 30 & echo $!; sleep 30"}, {}, "", c.dir, 0.5);
+  double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_TRUE(r.timed_out);
+  EXPECT_EQ(r.signal, SIGKILL);
+  EXPECT_LT(s, 5.0);
+  pid_t child = std::stoi(r.out);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  std::string stat;
+  if (FILE* f = std::fopen(("/proc/" + std::to_string(child) + "/stat").c_str(), "r")) {
+    char buf[512] = {};
+    stat.assign(buf, std::fread(buf, 1, sizeof buf - 1, f));
+    std::fclose(f);
+  }
+  auto rp = stat.rfind(')');
+  EXPECT_TRUE(stat.empty() || (rp != std::string::npos && stat[rp + 2] == 'Z'))
+      << "the background sleep " << child << " outlived the timeout: " << stat;
+}
+
+// fio's job processes call setsid(): they leave the group and the session, and a group kill
+// misses them. They still carry the child's tag in their environment.
+TEST(Process, DescendantsInTheirOwnSessionAreKilled) {
+  Capture c;
+  auto r = run_process({kSh, "-c", "setsid sleep 60 </dev/null >/dev/null 2>&1 & echo $!"}, {}, "",
+                       c.dir);
+  ASSERT_EQ(r.exit_code, 0);
+  pid_t escaped = std::stoi(r.out);
+  bool alive = true;
+  for (int i = 0; i < 50 && alive; ++i) {
+    std::string stat;
+    if (FILE* f = std::fopen(("/proc/" + std::to_string(escaped) + "/stat").c_str(), "r")) {
+      char buf[512] = {};
+      stat.assign(buf, std::fread(buf, 1, sizeof buf - 1, f));
+      std::fclose(f);
+    }
+    auto rp = stat.rfind(')');
+    alive = !stat.empty() && rp != std::string::npos && stat[rp + 2] != 'Z';
+    if (alive) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  if (alive) ::kill(escaped, SIGKILL);
+  EXPECT_FALSE(alive) << "setsid sleep " << escaped << " outlived run_process";
+}
+
+TEST(Process, NoTimeoutWhenItFinishes) {
+  Capture c;
+  auto r = run_process({kSh, "-c", "echo fine"}, {}, "", c.dir, 5);
+  EXPECT_FALSE(r.timed_out);
+  EXPECT_EQ(r.out, "fine\n");
+}
+
 TEST(Process, FindOnPath) {
   EXPECT_EQ(find_on_path("sh").empty(), false);
   EXPECT_EQ(find_on_path("/bin/sh"), "/bin/sh");
