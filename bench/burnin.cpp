@@ -821,7 +821,10 @@ int burnin_command(const BurninOptions& opt) {
       run.finished_at = utc_now_iso();
       run.aborted = !stopped.empty();
       run.abort_reason = stopped;
-      run.exit_code = run.aborted ? 3 : 0;
+      if (run.aborted)  // else null until the report's verdict (never a premature 0)
+        run.exit_code = 3;
+      else
+        run.exit_code.reset();
       sink->write_run(run);
       code = report_command(sink->dir(), "", false);
       if (run.aborted) code = 3;

@@ -975,7 +975,12 @@ int run_command(const RunOptions& given) {
     try {
       write_gbench(reporter, sink->dir() + "/gbench.json", resume.active);
       run.finished_at = utc_now_iso();
-      run.exit_code = run.aborted ? 3 : 0;
+      // The verdict is not known until the report is made: null until then (a kill during the
+      // report must not leave 0, "PASS", behind).
+      if (run.aborted)
+        run.exit_code = 3;
+      else
+        run.exit_code.reset();
       sink->write_run(run);
       code = report_command(sink->dir(), "", false, opt.prometheus_path);
       if (run.aborted) code = 3;

@@ -44,4 +44,22 @@ printf '{"schema":"clusterbench.result/1","benchmark":"compute.memory_bandwidth"
 expect_rc 4 "$CB_BIN" report "$TMP/run"
 expect_out "warning: .*records.jsonl:$((n + 1)): truncated last record ignored"
 ok "truncated last line: warning, same verdict"
+# Killed while the end-of-run report is being made (here: gnuplot, faked, never returns): the
+# cases are done and run.json says finished, but its exit_code stays null, never a premature 0.
+mkdir -p "$TMP/fakebin"
+printf '#!/bin/sh\necho $$ >"%s"\nexec sleep 60\n' "$TMP/gnuplot-started" >"$TMP/fakebin/gnuplot"
+chmod +x "$TMP/fakebin/gnuplot"
+PATH="$TMP/fakebin:$PATH" "$CB_BIN" run --suite ci --only compute.memory_bandwidth --spec "$TMP/spec.json" \
+  --set compute.memory_bandwidth.min_time=0.05 --set compute.memory_bandwidth.array_bytes=1M \
+  --out "$TMP/run2" >"$TMP/run2.log" 2>&1 &
+pid=$!
+for _ in $(seq 1 300); do [ -e "$TMP/gnuplot-started" ] && break; sleep 0.1; done
+[ -e "$TMP/gnuplot-started" ] || { kill -9 $pid; cat "$TMP/run2.log"; fail "the report's gnuplot never started"; }
+kill -9 $pid; wait $pid 2>/dev/null || true
+sleep 0.2; kill -9 "$(cat "$TMP/gnuplot-started")" 2>/dev/null || true
+py "
+run = json.load(open(sys.argv[1] + '/run.json'))
+assert run['finished_at'] and run['exit_code'] is None, (run['finished_at'], run['exit_code'])
+" "$TMP/run2"
+ok "killed during the report: run.json finished, exit_code null (not 0)"
 echo "$PASSES passed, 0 failed"
