@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <string>
 #include <thread>
 
@@ -29,6 +30,25 @@ struct Capture {
 };
 
 const std::string kSh = "/bin/sh";
+
+/// Whether `pid` still runs (a zombie waiting for init to reap it does not), polled for up to 5 s
+/// while it does: SIGKILL is delivered at once, but the exit may take a moment.
+bool still_running(pid_t pid) {
+  for (int i = 0; i < 50; ++i) {
+    std::string stat;
+    if (FILE* f = std::fopen(("/proc/" + std::to_string(pid) + "/stat").c_str(), "r")) {
+      char buf[512] = {};
+      stat.assign(buf, std::fread(buf, 1, sizeof buf - 1, f));
+      std::fclose(f);
+    }
+    auto rp = stat.rfind(')');
+    if (stat.empty() || rp == std::string::npos || stat.size() < rp + 3 || stat[rp + 2] == 'Z')
+      return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  ::kill(pid, SIGKILL);  // not ours to leave behind
+  return true;
+}
 
 TEST(Process, CapturesStdoutStderrAndExitCode) {
   Capture c;
@@ -87,25 +107,8 @@ TEST(Process, WhatTheChildLeftInItsGroupIsKilled) {
   auto r = run_process({kSh, "-c", "sleep 60 & echo $!"}, {}, "", c.dir);
   ASSERT_EQ(r.exit_code, 0);
   pid_t orphan = std::stoi(r.out);
-  bool gone = false;
-  for (int i = 0; i < 50 && !gone; ++i) {  // SIGKILL is delivered at once; reaping by init may lag
-    gone = ::kill(orphan, 0) != 0 ||
-           std::filesystem::exists("/proc/" + std::to_string(orphan)) == false;
-    if (!gone) {
-      std::string stat;
-      FILE* f = std::fopen(("/proc/" + std::to_string(orphan) + "/stat").c_str(), "r");
-      if (f) {
-        char buf[512] = {};
-        size_t n = std::fread(buf, 1, sizeof buf - 1, f);
-        std::fclose(f);
-        stat.assign(buf, n);
-      }
-      auto rp = stat.rfind(')');
-      gone = rp != std::string::npos && stat.size() > rp + 2 && stat[rp + 2] == 'Z';
-    }
-    if (!gone) std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
-  EXPECT_TRUE(gone) << "pid " << orphan << " (sleep 60) outlived its parent's run_process";
+  EXPECT_FALSE(still_running(orphan))
+      << "pid " << orphan << " (sleep 60) outlived its parent's run_process";
 }
 
 TEST(Process, TimeoutKillsTheWholeGroup) {
@@ -117,40 +120,26 @@ TEST(Process, TimeoutKillsTheWholeGroup) {
   EXPECT_EQ(r.signal, SIGKILL);
   EXPECT_LT(s, 5.0);
   pid_t child = std::stoi(r.out);
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));
-  std::string stat;
-  if (FILE* f = std::fopen(("/proc/" + std::to_string(child) + "/stat").c_str(), "r")) {
-    char buf[512] = {};
-    stat.assign(buf, std::fread(buf, 1, sizeof buf - 1, f));
-    std::fclose(f);
-  }
-  auto rp = stat.rfind(')');
-  EXPECT_TRUE(stat.empty() || (rp != std::string::npos && stat[rp + 2] == 'Z'))
-      << "the background sleep " << child << " outlived the timeout: " << stat;
+  EXPECT_FALSE(still_running(child)) << "the background sleep " << child << " outlived the timeout";
 }
 
 // fio's job processes call setsid(): they leave the group and the session, and a group kill
 // misses them. They still carry the child's tag in their environment.
 TEST(Process, DescendantsInTheirOwnSessionAreKilled) {
   Capture c;
-  auto r = run_process({kSh, "-c", "setsid sleep 60 </dev/null >/dev/null 2>&1 & echo $!"}, {}, "",
-                       c.dir);
-  ASSERT_EQ(r.exit_code, 0);
-  pid_t escaped = std::stoi(r.out);
-  bool alive = true;
-  for (int i = 0; i < 50 && alive; ++i) {
-    std::string stat;
-    if (FILE* f = std::fopen(("/proc/" + std::to_string(escaped) + "/stat").c_str(), "r")) {
-      char buf[512] = {};
-      stat.assign(buf, std::fread(buf, 1, sizeof buf - 1, f));
-      std::fclose(f);
-    }
-    auto rp = stat.rfind(')');
-    alive = !stat.empty() && rp != std::string::npos && stat[rp + 2] != 'Z';
-    if (alive) std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
-  if (alive) ::kill(escaped, SIGKILL);
-  EXPECT_FALSE(alive) << "setsid sleep " << escaped << " outlived run_process";
+  // The escaped process writes its own pid ($! would name the shell's intermediate subshell).
+  const std::string pid_file = c.dir + "/escaped.pid";
+  auto r = run_process({kSh, "-c",
+                        "setsid sh -c 'echo $$ >\"$0\"; exec sleep 60' \"$1\" </dev/null "
+                        ">/dev/null 2>&1 & while [ ! -s \"$1\" ]; do sleep 0.05; done",
+                        "sh", pid_file},
+                       {}, "", c.dir);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::ifstream in(pid_file);
+  pid_t escaped = 0;
+  in >> escaped;
+  ASSERT_GT(escaped, 0);
+  EXPECT_FALSE(still_running(escaped)) << "setsid sleep " << escaped << " outlived run_process";
 }
 
 TEST(Process, NoTimeoutWhenItFinishes) {
