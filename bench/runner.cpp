@@ -716,6 +716,15 @@ int run_command(const RunOptions& given) {
       std::string header = "clusterbench --dry-run: suite " + opt.suite + ", " +
                            std::to_string(ctx.world_size()) + " rank(s) on " +
                            std::to_string(ctx.hosts().size()) + " node(s); nothing is run\n";
+      // The spec is checked as a real run would check it (a missing or malformed table: exit 2).
+      std::string spec_path = opt.spec_path, selected_by = "--spec";
+      if (spec_path.empty()) {
+        auto sel = report::select_spec(envs, specs_dir());
+        spec_path = sel.path;
+        selected_by = "auto: " + sel.reason;
+      }
+      Spec spec = load_spec(spec_path);
+      header += "spec: " + spec.name + " (" + spec_path + ", " + selected_by + ")\n";
       if (!busy.empty())
         header +=
             "note: other processes use the GPUs (a run refuses without "

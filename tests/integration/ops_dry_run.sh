@@ -26,6 +26,14 @@ assert len(fio) == 6 and all(float(r[0]) > 1.5 for r in fio), fio
 print('ci suite: %d cases, estimated %.1f s' % (len(rows), est))
 " "$TMP/out"
 ok "--dry-run lists the ci plan with estimates and a total; writes nothing"
+expect_out "^spec: cpu-node \\(.*cpu-node.json, auto: "
+
+# The spec is checked as a real run checks it: a missing or non-JSON table is exit 2.
+expect_rc 2 "$CB_BIN" run --suite ci --dry-run --spec "$TMP/nonexist.json"
+expect_out "nonexist.json"
+expect_rc 2 "$CB_BIN" run --suite ci --dry-run --spec "$CB_SOURCE_DIR/README.md"
+expect_out "README.md"
+ok "--dry-run names the spec it would use and refuses a bad one (exit 2)"
 
 # 2. Estimates against measured durations.
 ONLY=(--suite ci --only io.fio --only compute.gemm --only io.dataloader --only compute.memory_bandwidth
