@@ -14,3 +14,6 @@ cb_integration_test(reports_gbench TIMEOUT 120)
 cb_integration_test(reports_prometheus TIMEOUT 120)
 # Slurm's srun starts MPI ranks: hold the mpirun lock like the other MPI tests.
 cb_integration_test(reports_slurm LOCKS mpirun TIMEOUT 180)
+# The renovation's guard (issue 17): report.json of every fixture run equals its golden file
+# (tests/fixtures/golden, written before the renovation). < 20 s.
+cb_integration_test(report_golden TIMEOUT 60)
