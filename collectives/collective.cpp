@@ -13,9 +13,9 @@
 #include <sstream>
 #include <thread>
 
-#include "error.hpp"
-#include "progress.hpp"
-#include "runner.hpp"
+#include "core/error.hpp"
+#include "core/progress.hpp"
+#include "core/runner.hpp"
 
 namespace clusterbench::collectives {
 

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "benchmark.hpp"
+#include "core/benchmark.hpp"
 
 namespace clusterbench::collectives {
 

@@ -12,8 +12,8 @@
 #include <cstring>
 #include <new>
 
-#include "error.hpp"
-#include "mpi_check.hpp"
+#include "core/error.hpp"
+#include "core/mpi_check.hpp"
 
 namespace clusterbench::collectives {
 

@@ -10,9 +10,9 @@
 
 #include "collectives/collective.hpp"
 #include "collectives/nccl_log.hpp"
-#include "error.hpp"
+#include "core/error.hpp"
 #include "gpu/plugin_abi.h"
-#include "gpu_plugin.hpp"
+#include "gpu/loader.hpp"
 
 namespace clusterbench::collectives {
 

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "compute/gemm_plugin.hpp"
-#include "error.hpp"
+#include "core/error.hpp"
 
 namespace clusterbench::compute {
 

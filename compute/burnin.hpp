@@ -11,7 +11,7 @@
 #include <string>
 
 #include "compute/gemm.hpp"
-#include "records.hpp"
+#include "records/records.hpp"
 
 namespace clusterbench::compute {
 

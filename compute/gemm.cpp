@@ -14,11 +14,11 @@
 #include <memory>
 #include <stdexcept>
 
-#include "benchmark.hpp"
+#include "core/benchmark.hpp"
 #include "compute/gemm_plugin.hpp"
 #include "compute/gpu_telemetry.hpp"
-#include "error.hpp"
-#include "gpu_plugin.hpp"
+#include "core/error.hpp"
+#include "gpu/loader.hpp"
 
 namespace clusterbench::compute {
 

@@ -1,8 +1,8 @@
 // Host side of the GPU plugin's GEMM entry points: see compute/gemm_plugin.hpp.
 #include "compute/gemm_plugin.hpp"
 
-#include "error.hpp"
-#include "gpu_plugin.hpp"
+#include "core/error.hpp"
+#include "gpu/loader.hpp"
 
 namespace clusterbench::compute {
 

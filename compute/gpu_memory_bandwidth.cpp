@@ -7,10 +7,10 @@
 #include <algorithm>
 #include <memory>
 
-#include "benchmark.hpp"
+#include "core/benchmark.hpp"
 #include "compute/gpu_telemetry.hpp"
-#include "error.hpp"
-#include "gpu_plugin.hpp"
+#include "core/error.hpp"
+#include "gpu/loader.hpp"
 
 namespace clusterbench::compute {
 

@@ -8,8 +8,8 @@
 #include <thread>
 #include <vector>
 
-#include "nvml.hpp"
-#include "records.hpp"
+#include "env/nvml.hpp"
+#include "records/records.hpp"
 
 namespace clusterbench::compute {
 

@@ -16,10 +16,10 @@
 #include <optional>
 #include <stdexcept>
 
-#include "benchmark.hpp"
+#include "core/benchmark.hpp"
 #include "compute/gpu_telemetry.hpp"
-#include "error.hpp"
-#include "gpu_plugin.hpp"
+#include "core/error.hpp"
+#include "gpu/loader.hpp"
 
 namespace clusterbench::compute {
 

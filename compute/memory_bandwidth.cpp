@@ -13,8 +13,8 @@
 #include <memory>
 #include <stdexcept>
 
-#include "benchmark.hpp"
-#include "error.hpp"
+#include "core/benchmark.hpp"
+#include "core/error.hpp"
 
 namespace clusterbench::compute {
 

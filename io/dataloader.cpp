@@ -9,9 +9,9 @@
 #include <numeric>
 #include <thread>
 
-#include "benchmark.hpp"
-#include "error.hpp"
-#include "gpu_plugin.hpp"
+#include "core/benchmark.hpp"
+#include "core/error.hpp"
+#include "gpu/loader.hpp"
 #include "io/dataset.hpp"
 #include "io/scratch.hpp"
 

@@ -16,9 +16,9 @@
 #include <map>
 #include <sstream>
 
-#include "benchmark.hpp"
-#include "cleanup.hpp"
-#include "error.hpp"
+#include "core/benchmark.hpp"
+#include "core/cleanup.hpp"
+#include "core/error.hpp"
 #include "io/scratch.hpp"
 #include "process/process.hpp"
 

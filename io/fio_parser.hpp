@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "records.hpp"
+#include "records/records.hpp"
 
 namespace clusterbench::io {
 

@@ -11,7 +11,7 @@
 #include <numeric>
 #include <random>
 
-#include "error.hpp"
+#include "core/error.hpp"
 #include "io/dataloader.hpp"
 
 namespace clusterbench::io {

@@ -14,7 +14,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "error.hpp"
+#include "core/error.hpp"
 
 namespace fs = std::filesystem;
 

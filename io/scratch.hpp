@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "cleanup.hpp"
-#include "records.hpp"
+#include "core/cleanup.hpp"
+#include "records/records.hpp"
 
 namespace clusterbench::io {
 

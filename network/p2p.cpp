@@ -6,7 +6,7 @@
 #include "network/p2p.hpp"
 
 #if CLUSTERBENCH_HAVE_MPI
-#include "mpi_check.hpp"
+#include "core/mpi_check.hpp"
 #endif
 
 #include <algorithm>
@@ -16,8 +16,8 @@
 #include <stdexcept>
 #include <thread>
 
-#include "benchmark.hpp"
-#include "error.hpp"
+#include "core/benchmark.hpp"
+#include "core/error.hpp"
 
 namespace clusterbench::network {
 

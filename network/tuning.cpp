@@ -32,11 +32,11 @@
 #include <stdexcept>
 #include <thread>
 
-#include "benchmark.hpp"
-#include "error.hpp"
+#include "core/benchmark.hpp"
+#include "core/error.hpp"
 #include "network/p2p.hpp"
 #if CLUSTERBENCH_HAVE_MPI
-#include "mpi_check.hpp"
+#include "core/mpi_check.hpp"
 #endif
 
 namespace clusterbench::network {

@@ -16,7 +16,7 @@
 #include <memory>
 #include <sstream>
 
-#include "records.hpp"
+#include "records/records.hpp"
 #include "reports/render.hpp"
 
 namespace clusterbench::report {

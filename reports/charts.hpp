@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "records.hpp"
+#include "records/records.hpp"
 #include "reports/evaluate.hpp"
 
 namespace clusterbench::report {

@@ -15,7 +15,7 @@
 
 #include "reports/evaluate.hpp"
 #include "reports/render.hpp"
-#include "spec.hpp"
+#include "records/spec.hpp"
 
 namespace clusterbench::report {
 

@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "records.hpp"
-#include "spec.hpp"
+#include "records/records.hpp"
+#include "records/spec.hpp"
 
 namespace clusterbench::report {
 

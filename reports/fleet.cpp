@@ -11,7 +11,7 @@
 #include <unordered_set>
 
 #include "reports/render.hpp"
-#include "spec.hpp"
+#include "records/spec.hpp"
 
 namespace clusterbench::report {
 

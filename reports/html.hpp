@@ -5,7 +5,7 @@
 
 #include <string>
 
-#include "records.hpp"
+#include "records/records.hpp"
 #include "reports/evaluate.hpp"
 #include "reports/fleet.hpp"
 

@@ -5,7 +5,7 @@
 #include <filesystem>
 #include <regex>
 
-#include "spec.hpp"
+#include "records/spec.hpp"
 
 namespace clusterbench::report {
 

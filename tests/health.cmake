@@ -14,7 +14,7 @@ cb_integration_test(burnin_gpu_rules TIMEOUT 120)
 # Part 1, health counters (docs/health.md). Budgets: test_health < 5 s, test_health_report
 # < 2 s, health_run < 60 s (single-process ci runs of one no-op case, plus `report`).
 # The benchmark objects too: the core archive holds burnin.cpp, which needs them.
-cb_unit_test(test_health clusterbench_core ${CLUSTERBENCH_BENCHMARK_OBJECTS})
+cb_unit_test(test_health clusterbench_core clusterbench_reports ${CLUSTERBENCH_BENCHMARK_OBJECTS})
 if(TARGET test_health AND TARGET fake_nvml)
   add_dependencies(test_health fake_nvml)
 endif()

@@ -2,7 +2,7 @@
 # Issue 9 parts 1-2 (procurement evidence, fleet uniformity). Budgets: each unit test file < 5 s;
 # operations_evidence < 30 s.
 find_package(LibArchive REQUIRED)
-cb_unit_test(test_procurement clusterbench_core ${CLUSTERBENCH_BENCHMARK_OBJECTS})
+cb_unit_test(test_procurement clusterbench_core clusterbench_reports ${CLUSTERBENCH_BENCHMARK_OBJECTS})
 cb_unit_test(test_uniformity clusterbench_reports)
 cb_unit_test(test_archive clusterbench_reports LibArchive::LibArchive)
 cb_integration_test(operations_evidence TIMEOUT 60)

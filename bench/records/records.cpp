@@ -1,5 +1,5 @@
 // Record types <-> JSON, statistics, and the file formats of a run directory (docs/records.md).
-#include "records.hpp"
+#include "records/records.hpp"
 
 #include <fcntl.h>
 #include <openssl/evp.h>

@@ -1,5 +1,5 @@
 // Spec loading with `extends`, row validation, and env-field units (docs/records.md "Spec").
-#include "spec.hpp"
+#include "records/spec.hpp"
 
 #include <fnmatch.h>
 

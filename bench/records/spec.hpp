@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "records.hpp"
+#include "records/records.hpp"
 
 namespace clusterbench {
 

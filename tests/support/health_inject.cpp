@@ -3,7 +3,7 @@
 #include <filesystem>
 #include <stdexcept>
 
-#include "benchmark.hpp"
+#include "core/benchmark.hpp"
 
 namespace clusterbench::testing {
 

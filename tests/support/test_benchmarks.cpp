@@ -1,7 +1,7 @@
 // Benchmarks linked only into the tests' copy of the binary (clusterbench_testbin): a GPU-level
 // case that lets the integration tests see how GPU cases are waived or failed on any machine.
-#include "benchmark.hpp"
-#include "error.hpp"
+#include "core/benchmark.hpp"
+#include "core/error.hpp"
 
 #include <chrono>
 #include <thread>

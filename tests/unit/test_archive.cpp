@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "records.hpp"
+#include "records/records.hpp"
 #include "reports/archive.hpp"
 
 namespace clusterbench::report {

@@ -2,10 +2,10 @@
 // (reports/specs/burnin-*.json) through reports/evaluate.
 #include <gtest/gtest.h>
 
-#include "bench/burnin.hpp"
+#include "app/burnin_command.hpp"
 #include "reports/burnin.hpp"
 #include "reports/evaluate.hpp"
-#include "spec.hpp"
+#include "records/spec.hpp"
 
 namespace clusterbench::report {
 namespace {

@@ -10,10 +10,10 @@
 
 #include "collectives/collective.hpp"
 #include "collectives/nccl_log.hpp"
-#include "error.hpp"
-#include "progress.hpp"
+#include "core/error.hpp"
+#include "core/progress.hpp"
 #include "reports/evaluate.hpp"
-#include "spec.hpp"
+#include "records/spec.hpp"
 
 namespace cb = clusterbench::collectives;
 using cb::Dtype;

@@ -11,7 +11,7 @@
 #include <set>
 #include <thread>
 
-#include "error.hpp"
+#include "core/error.hpp"
 #include "io/dataloader.hpp"
 #include "io/dataset.hpp"
 

@@ -2,7 +2,7 @@
 #include <gtest/gtest.h>
 
 #include "reports/fleet.hpp"
-#include "spec.hpp"
+#include "records/spec.hpp"
 
 using namespace clusterbench;
 using namespace clusterbench::report;

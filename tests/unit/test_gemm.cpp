@@ -7,10 +7,10 @@
 #include <cmath>
 #include <vector>
 
-#include "benchmark.hpp"
+#include "core/benchmark.hpp"
 #include "compute/gemm.hpp"
 #include "compute/gpu_telemetry.hpp"
-#include "error.hpp"
+#include "core/error.hpp"
 
 using namespace clusterbench;
 using namespace clusterbench::compute;

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "gpu_plugin.hpp"
+#include "gpu/loader.hpp"
 
 namespace clusterbench {
 namespace {

@@ -8,11 +8,11 @@
 #include <string>
 #include <thread>
 
-#include "health.hpp"
-#include "nvml.hpp"
+#include "env/health.hpp"
+#include "env/nvml.hpp"
 #include "reports/evaluate.hpp"
 #include "reports/health.hpp"
-#include "spec.hpp"
+#include "records/spec.hpp"
 
 namespace clusterbench {
 namespace {

@@ -7,7 +7,7 @@
 
 #include "reports/evaluate.hpp"
 #include "reports/health.hpp"
-#include "spec.hpp"
+#include "records/spec.hpp"
 
 namespace clusterbench::report {
 namespace {

@@ -6,7 +6,7 @@
 
 #include "reports/charts.hpp"
 #include "reports/html.hpp"
-#include "spec.hpp"
+#include "records/spec.hpp"
 
 using namespace clusterbench;
 using namespace clusterbench::report;

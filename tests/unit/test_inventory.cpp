@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "inventory.hpp"
+#include "env/inventory.hpp"
 
 namespace clusterbench {
 namespace {

@@ -3,7 +3,7 @@
 
 #include <vector>
 
-#include "benchmark.hpp"
+#include "core/benchmark.hpp"
 #include "compute/memory_bandwidth.hpp"
 
 using namespace clusterbench;

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "nvml.hpp"
+#include "env/nvml.hpp"
 
 namespace clusterbench {
 namespace {

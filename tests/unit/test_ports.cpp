@@ -6,7 +6,7 @@
 #include <fstream>
 #include <tuple>
 
-#include "inventory.hpp"
+#include "env/inventory.hpp"
 #include "reports/evaluate.hpp"
 #include "reports/ifname.hpp"
 

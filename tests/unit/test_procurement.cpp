@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "inventory.hpp"
+#include "env/inventory.hpp"
 
 namespace clusterbench {
 namespace {

@@ -6,7 +6,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "records.hpp"
+#include "records/records.hpp"
 
 namespace clusterbench {
 namespace {

@@ -1,9 +1,9 @@
 // Settings (--suite, --set), sizes, --only globs and the registry.
 #include <gtest/gtest.h>
 
-#include "benchmark.hpp"
-#include "runner.hpp"
-#include "spec.hpp"
+#include "core/benchmark.hpp"
+#include "core/runner.hpp"
+#include "records/spec.hpp"
 
 using namespace clusterbench;
 

@@ -4,7 +4,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "spec.hpp"
+#include "records/spec.hpp"
 
 namespace clusterbench {
 namespace {

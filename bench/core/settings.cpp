@@ -4,7 +4,7 @@
 #include <cmath>
 #include <sstream>
 
-#include "benchmark.hpp"
+#include "core/benchmark.hpp"
 
 namespace clusterbench {
 

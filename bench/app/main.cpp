@@ -5,18 +5,19 @@
 #include <iostream>
 #include <set>
 
-#include "benchmark.hpp"
-#include "burnin.hpp"
-#include "context.hpp"
-#include "error.hpp"
-#include "inventory.hpp"
-#include "io/make_dataset_command.hpp"
+#include "core/benchmark.hpp"
+#include "app/burnin_command.hpp"
+#include "core/context.hpp"
+#include "core/error.hpp"
+#include "env/inventory.hpp"
+#include "app/io_command.hpp"
 #include "reports/archive.hpp"
 #include "reports/compare.hpp"
 #include "reports/html.hpp"
 #include "reports/render.hpp"
-#include "runner.hpp"
-#include "version.hpp"
+#include "app/report_command.hpp"
+#include "core/runner.hpp"
+#include "core/version.hpp"
 
 using namespace clusterbench;
 
@@ -210,7 +211,7 @@ int main(int argc, char** argv) {
       ro.spec_given = run->count("--spec") > 0;
       ro.only_given = run->count("--only") > 0;
       ro.set_given = run->count("--set") > 0;
-      code = run_command(ro);
+      code = run_command(ro, report_hooks());
     } else if (inventory->parsed()) {
       code = cmd_inventory(inv_root, inv_all);
     } else if (burnin->parsed()) {

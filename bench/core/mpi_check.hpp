@@ -8,7 +8,7 @@
 
 #include <string>
 
-#include "error.hpp"
+#include "core/error.hpp"
 
 #define CHECK_MPI(call)                                                                     \
   do {                                                                                      \

@@ -1,6 +1,6 @@
 // Health counters (health.hpp, docs/health.md): one snapshot of a node's error counters. Every
 // file is read below fs_root; what cannot be read is left out with its reason, never guessed.
-#include "health.hpp"
+#include "env/health.hpp"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -16,7 +16,7 @@
 #include <optional>
 #include <sstream>
 
-#include "nvml.hpp"
+#include "env/nvml.hpp"
 
 namespace clusterbench::health {
 

@@ -22,7 +22,7 @@
 #include <string_view>
 #include <thread>
 
-#include "records.hpp"
+#include "records/records.hpp"
 
 namespace clusterbench {
 class NvmlXidEvents;

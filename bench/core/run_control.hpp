@@ -7,10 +7,10 @@
 #include <string>
 #include <vector>
 
-#include "benchmark.hpp"
-#include "context.hpp"
-#include "records.hpp"
-#include "runner.hpp"
+#include "core/benchmark.hpp"
+#include "core/context.hpp"
+#include "records/records.hpp"
+#include "core/runner.hpp"
 
 namespace clusterbench {
 

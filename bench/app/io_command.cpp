@@ -1,10 +1,10 @@
 // `clusterbench io make-dataset`: see make_dataset_command.hpp.
-#include "io/make_dataset_command.hpp"
+#include "app/io_command.hpp"
 
 #include <iostream>
 #include <memory>
 
-#include "benchmark.hpp"
+#include "core/benchmark.hpp"
 #include "io/dataset.hpp"
 
 namespace clusterbench::io {

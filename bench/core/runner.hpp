@@ -2,11 +2,12 @@
 // watchdog, and the report at the end (DESIGN.md "The benchmark interface", "Who writes").
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
-#include "benchmark.hpp"
-#include "records.hpp"
+#include "core/benchmark.hpp"
+#include "records/records.hpp"
 
 namespace clusterbench {
 
@@ -77,17 +78,23 @@ std::vector<const Benchmark*> select_benchmarks(const std::vector<std::string>& 
 /// Time per case that Google Benchmark measures for a suite: ci 0.05 s, quick 0.5 s, full 2 s.
 double suite_min_time(const std::string& suite);
 
+/// What `run` needs from reports/, which the core does not link: app/ wires these in.
+struct RunHooks {
+  /// The spec table for these nodes (auto-selection): path and `selected_by` ("auto: ...").
+  /// Throws InputError when none fits.
+  std::function<SpecChoice(const std::vector<EnvRecord>&)> choose_spec;
+  /// Checks before any case runs that an output file can be written (throws InputError).
+  std::function<void(const std::string& path, const std::string& option,
+                     const std::string& run_dir)>
+      check_output;
+  /// Judges the run directory and writes its reports (and the Prometheus textfile where a path
+  /// is given); returns the verdict's exit code.
+  std::function<int(const std::string& dir, const std::string& prometheus)> report;
+};
+
 /// Runs `clusterbench run` on every rank and returns the exit code (DESIGN.md "Exit codes"), the
 /// same on every rank. Throws InputError (exit 2) for bad options before anything is measured.
-int run_command(const RunOptions& opt);
-
-/// `clusterbench report DIR [--spec F]`: evaluates and renders; returns the exit code.
-/// `prometheus`: also write the Prometheus textfile there (reports/prometheus.hpp). `written`
-/// (optional): set to whether report.md/html/json were written in `dir` (false for a read-only
-/// run directory, which only warns). Throws InputError for a missing/empty/malformed directory
-/// or spec.
-int report_command(const std::string& dir, const std::string& spec_path, bool quiet = false,
-                   const std::string& prometheus = "", bool* written = nullptr);
+int run_command(const RunOptions& opt, const RunHooks& hooks);
 
 /// Directory of the seed spec tables: $CLUSTERBENCH_SPECS_DIR, else reports/specs of the source
 /// tree this binary was built from.

@@ -1,5 +1,5 @@
 // Abort cleanups: see cleanup.hpp.
-#include "cleanup.hpp"
+#include "core/cleanup.hpp"
 
 #include <map>
 #include <mutex>

@@ -12,7 +12,7 @@
 #include <string_view>
 #include <vector>
 
-#include "records.hpp"
+#include "records/records.hpp"
 
 namespace clusterbench {
 

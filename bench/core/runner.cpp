@@ -1,5 +1,5 @@
 // The run (runner.hpp): inventory, plan, spec choice, measurement loop, sink, watchdog, report.
-#include "runner.hpp"
+#include "core/runner.hpp"
 
 #include <benchmark/benchmark.h>
 #include <unistd.h>
@@ -18,21 +18,17 @@
 #include <set>
 #include <thread>
 
-#include "cleanup.hpp"
-#include "error.hpp"
-#include "gpu_plugin.hpp"
-#include "health.hpp"
-#include "inventory.hpp"
-#include "progress.hpp"
-#include "reports/evaluate.hpp"
-#include "reports/prometheus.hpp"
-#include "reports/render.hpp"
-#include "reports/select.hpp"
-#include "run_control.hpp"
-#include "sink.hpp"
-#include "spec.hpp"
-#include "version.hpp"
-#include "watchdog.hpp"
+#include "core/cleanup.hpp"
+#include "core/error.hpp"
+#include "gpu/loader.hpp"
+#include "env/health.hpp"
+#include "env/inventory.hpp"
+#include "core/progress.hpp"
+#include "core/run_control.hpp"
+#include "core/sink.hpp"
+#include "records/spec.hpp"
+#include "core/version.hpp"
+#include "core/watchdog.hpp"
 
 namespace clusterbench {
 
@@ -597,7 +593,7 @@ bool setup_failed(const Context& ctx, const std::string& error) {
   return true;
 }
 
-int run_command(const RunOptions& given) {
+int run_command(const RunOptions& given, const RunHooks& hooks) {
   Context& ctx = Context::get();
   const auto run_t0 = Clock::now();
   // --resume: the earlier run's options, checked against the given ones (run_control.hpp).
@@ -719,9 +715,9 @@ int run_command(const RunOptions& given) {
       // The spec is checked as a real run would check it (a missing or malformed table: exit 2).
       std::string spec_path = opt.spec_path, selected_by = "--spec";
       if (spec_path.empty()) {
-        auto sel = report::select_spec(envs, specs_dir());
+        auto sel = hooks.choose_spec(envs);
         spec_path = sel.path;
-        selected_by = "auto: " + sel.reason;
+        selected_by = sel.selected_by;
       }
       Spec spec = load_spec(spec_path);
       header += "spec: " + spec.name + " (" + spec_path + ", " + selected_by + ")\n";
@@ -759,9 +755,7 @@ int run_command(const RunOptions& given) {
         run.spec.path = opt.spec_path;
         run.spec.selected_by = "--spec";
       } else {
-        auto sel = report::select_spec(run.env, specs_dir());
-        run.spec.path = sel.path;
-        run.spec.selected_by = "auto: " + sel.reason;
+        run.spec = hooks.choose_spec(run.env);
       }
       Spec spec = load_spec(run.spec.path);
       run.spec.path = fs::absolute(run.spec.path).lexically_normal().string();
@@ -800,7 +794,7 @@ int run_command(const RunOptions& given) {
       const std::string dir =
           resume.active ? resume.dir : new_run_dir(opt.out_dir, opt.results_root, run.run_id, true);
       if (!opt.prometheus_path.empty())  // checked before any case runs, not after the suite
-        report::check_output_file(opt.prometheus_path, "--prometheus", dir);
+        hooks.check_output(opt.prometheus_path, "--prometheus", dir);
       sink = std::make_unique<Sink>(dir);
       if (resume.active) {
         // Each resume appends to "resumes": when, how, what it reran, and how the run had ended.
@@ -991,7 +985,7 @@ int run_command(const RunOptions& given) {
       else
         run.exit_code.reset();
       sink->write_run(run);
-      code = report_command(sink->dir(), "", false, opt.prometheus_path);
+      code = hooks.report(sink->dir(), opt.prometheus_path);
       if (run.aborted) code = 3;
       if (refused > 0) {
         code = 2;  // a refused case (extra.refused): exit 2 outranks every verdict
@@ -1018,43 +1012,6 @@ int run_command(const RunOptions& given) {
     }
   }
   return static_cast<int>(ctx.allreduce_sum(code));
-}
-
-int report_command(const std::string& dir, const std::string& spec_path, bool quiet,
-                   const std::string& prometheus, bool* written) {
-  // The run and its report are never freed: the process ends right after, and freeing the
-  // million objects of a 1,000-node run took 0.7 s of `report` (docs/report.md "Scale").
-  RunDir& rd = *new RunDir(read_run_dir(dir));
-  if (!prometheus.empty()) report::check_output_file(prometheus, "--prometheus", dir);
-  std::string path = spec_path.empty() ? rd.run.spec.path : spec_path;
-  if (path.empty()) throw InputError(dir + "/run.json: names no spec table; pass --spec FILE");
-  Spec spec = load_spec(path);
-  report::Report& rep = *new report::Report(report::evaluate(rd, spec));
-  // A run directory that cannot be written (read-only evidence copy): the verdict still stands.
-  std::string unwritten;
-  std::optional<report::FleetView> fleet;
-  try {
-    fleet = report::write_reports(rep, rd, dir);
-  } catch (const InputError&) {
-    throw;
-  } catch (const std::runtime_error& e) {
-    unwritten = e.what();
-    fleet = report::fleet_view(rd, rep);
-  }
-  if (written) *written = unwritten.empty();
-  if (!prometheus.empty())
-    report::write_prometheus(prometheus, report::render_prometheus(rep, rd, *fleet));
-  if (!unwritten.empty())
-    std::cerr << "clusterbench: warning: report files not written in " << dir << " (" << unwritten
-              << "); the verdict below is printed only\n";
-  if (!quiet) {
-    // The records' warnings are among rep.warnings: render_console prints them once.
-    std::cout << report::render_console(rep) << report::render_console_details(rep, rd)
-              << (unwritten.empty() ? "report: " + dir + "/report.md\n"
-                                    : "report: not written (see the warning above)\n")
-              << std::flush;
-  }
-  return report::exit_code(rep);
 }
 
 }  // namespace clusterbench

@@ -1,5 +1,5 @@
 // Progress: see progress.hpp.
-#include "progress.hpp"
+#include "core/progress.hpp"
 
 #include <algorithm>
 #include <atomic>
@@ -8,7 +8,7 @@
 #include <thread>
 
 #if CLUSTERBENCH_HAVE_MPI
-#include "mpi_check.hpp"
+#include "core/mpi_check.hpp"
 #endif
 
 namespace clusterbench {

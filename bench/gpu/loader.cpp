@@ -1,6 +1,6 @@
 // dlopen of the GPU plugins and the choice among them. Their absence or failure is recorded, never
 // fatal here: the runner turns it into `failed` GPU cases (or exit 2 for an insufficient driver).
-#include "gpu_plugin.hpp"
+#include "gpu/loader.hpp"
 
 #include <dirent.h>
 #include <dlfcn.h>
@@ -11,7 +11,7 @@
 #include <cstdlib>
 #include <mutex>
 
-#include "nvml.hpp"
+#include "env/nvml.hpp"
 
 namespace clusterbench {
 

@@ -1,6 +1,6 @@
 // Env collectors (inventory.hpp). Every file is read below fs_root; a file that is missing or
 // unreadable leaves its field at the default and, where the field matters, adds a warning.
-#include "inventory.hpp"
+#include "env/inventory.hpp"
 
 #include <hwloc.h>
 #include <linux/ethtool.h>
@@ -22,7 +22,7 @@
 #include <mutex>
 #include <sstream>
 
-#include "nvml.hpp"
+#include "env/nvml.hpp"
 
 extern char** environ;
 

@@ -1,6 +1,6 @@
 // See version.hpp. The only file that includes the generated header, so a new commit recompiles
 // this file alone.
-#include "version.hpp"
+#include "core/version.hpp"
 
 #include "git_sha.h"
 

@@ -1,6 +1,6 @@
 // NVML by dlopen (nvml.hpp). The only file of the core that includes nvml.h; the only place that
 // knows NVML's symbol versions.
-#include "nvml.hpp"
+#include "env/nvml.hpp"
 
 #include <dlfcn.h>
 

@@ -1,5 +1,5 @@
 // Record sink: see sink.hpp.
-#include "sink.hpp"
+#include "core/sink.hpp"
 
 #include <fcntl.h>
 #include <unistd.h>

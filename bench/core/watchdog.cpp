@@ -1,10 +1,10 @@
 // Watchdog: see watchdog.hpp.
-#include "watchdog.hpp"
+#include "core/watchdog.hpp"
 
 #include <csignal>
 
-#include "cleanup.hpp"
-#include "context.hpp"
+#include "core/cleanup.hpp"
+#include "core/context.hpp"
 
 namespace clusterbench {
 

@@ -5,7 +5,7 @@
 #include <mutex>
 #include <string>
 
-#include "records.hpp"
+#include "records/records.hpp"
 
 namespace clusterbench {
 

@@ -6,7 +6,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "records.hpp"
+#include "records/records.hpp"
 
 namespace clusterbench {
 

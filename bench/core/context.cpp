@@ -1,5 +1,5 @@
 // MPI context. Every MPI call of the core is here, behind CLUSTERBENCH_HAVE_MPI.
-#include "context.hpp"
+#include "core/context.hpp"
 
 #include <unistd.h>
 
@@ -8,10 +8,10 @@
 #include <map>
 #include <thread>
 
-#include "error.hpp"
+#include "core/error.hpp"
 
 #if CLUSTERBENCH_HAVE_MPI
-#include "mpi_check.hpp"
+#include "core/mpi_check.hpp"
 #endif
 
 namespace clusterbench {

@@ -13,8 +13,8 @@
 #include <string>
 #include <vector>
 
-#include "context.hpp"
-#include "records.hpp"
+#include "core/context.hpp"
+#include "records/records.hpp"
 
 namespace clusterbench {
 

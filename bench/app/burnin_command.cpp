@@ -1,5 +1,5 @@
 // `clusterbench burnin` (burnin.hpp, docs/burnin.md).
-#include "burnin.hpp"
+#include "app/burnin_command.hpp"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -25,19 +25,20 @@
 #include "collectives/collective.hpp"
 #include "compute/burnin.hpp"
 #include "compute/gpu_telemetry.hpp"
-#include "context.hpp"
-#include "error.hpp"
-#include "gpu_plugin.hpp"
-#include "health.hpp"
-#include "inventory.hpp"
-#include "nvml.hpp"
-#include "progress.hpp"
+#include "core/context.hpp"
+#include "core/error.hpp"
+#include "gpu/loader.hpp"
+#include "env/health.hpp"
+#include "env/inventory.hpp"
+#include "env/nvml.hpp"
+#include "core/progress.hpp"
 #include "reports/burnin.hpp"
 #include "reports/health.hpp"
-#include "runner.hpp"
-#include "sink.hpp"
-#include "spec.hpp"
-#include "version.hpp"
+#include "app/report_command.hpp"
+#include "core/runner.hpp"
+#include "core/sink.hpp"
+#include "records/spec.hpp"
+#include "core/version.hpp"
 
 namespace clusterbench {
 

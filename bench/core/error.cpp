@@ -1,5 +1,5 @@
 // Error origin (host, rank) and the CallError text every CHECK macro produces.
-#include "error.hpp"
+#include "core/error.hpp"
 
 namespace clusterbench {
 

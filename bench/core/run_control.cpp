@@ -1,5 +1,5 @@
 // Resume, dry-run estimates, time limit and busy-GPU check (run_control.hpp).
-#include "run_control.hpp"
+#include "core/run_control.hpp"
 
 #include <unistd.h>
 
@@ -11,8 +11,8 @@
 #include <map>
 #include <sstream>
 
-#include "nvml.hpp"
-#include "version.hpp"
+#include "env/nvml.hpp"
+#include "core/version.hpp"
 
 namespace clusterbench {
 
