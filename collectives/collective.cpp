@@ -15,7 +15,6 @@
 
 #include "core/error.hpp"
 #include "core/progress.hpp"
-#include "core/runner.hpp"
 
 namespace clusterbench::collectives {
 
@@ -365,14 +364,14 @@ Backend& backend_for(const std::string& id, CaseRun& run) {
   }
   // NCCL on one rank still runs its kernels on the GPU: busbw is 0 (factor 0), so the case is a
   // correctness check of the results (scripts/gpu-check.sh), and algbw the kernel's rate.
-  GpuDisposition d = gpu_disposition(run.env());
+  GpuDisposition d = run.gpu();
   std::string path = run.params().at("path");
-  if (path == "internode" && ctx.local_size() > 1 && d.status == "run") {
-    d.status = "waived";
+  if (path == "internode" && ctx.local_size() > 1 && d.runs()) {
+    d.state = GpuState::waived;
     d.reason = "path internode needs one rank per node; " + std::to_string(ctx.local_size()) +
                " ranks share " + ctx.host();
   }
-  int mine = d.status == "run" ? 0 : d.status == "waived" ? 1 : 2;
+  int mine = d.runs() ? 0 : d.state == GpuState::waived ? 1 : 2;
   int worst = static_cast<int>(ctx.allreduce_max(mine));
   if (mine == 1) throw Waived(d.reason);
   if (mine == 2) throw std::runtime_error(d.reason);

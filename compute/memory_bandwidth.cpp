@@ -109,19 +109,13 @@ class MemoryBandwidth : public Benchmark {
     return "host memory bandwidth, STREAM copy/scale/add/triad, one thread per core";
   }
   Level level() const override { return Level::node; }
-  std::vector<std::string> knobs() const override {
-    return {"kernels", "array_bytes", "threads", "min_time"};
-  }
   std::vector<json> cases(const Settings& s) const override {
-    double threads = s.get_double(id(), "threads", 1);
-    if (!(threads >= 1 && threads <= 4096))
+    if (threads_.given(s) && !(threads_(s) >= 1 && threads_(s) <= 4096))
       throw InputError("--set " + id() + ".threads: must be in 1..4096");
-    if (s.has(id(), "array_bytes") && s.get_size(id(), "array_bytes", 0) < 1024)
+    if (array_bytes_.given(s) && array_bytes_(s) < 1024)
       throw InputError("--set " + id() + ".array_bytes: must be at least 1K");
     std::vector<json> out;
-    for (const auto& k : s.get_choices(id(), "kernels", kKernels)) {
-      out.push_back({{"kernel", k}});
-    }
+    for (const auto& k : kernels_(s)) out.push_back({{"kernel", k}});
     return out;
   }
   std::string applicable(const NodeEnv&) const override { return ""; }
@@ -130,7 +124,8 @@ class MemoryBandwidth : public Benchmark {
   /// for copy/scale, 3 for add/triad), at 0.5 GB/s: what the shared 2-core CI machine gives.
   double estimate_s(const Settings& s, const json& params) const override {
     const double bw = 0.5e9;
-    double array = static_cast<double>(s.get_size(id(), "array_bytes", 4 * Topology().llc_bytes()));
+    double array = static_cast<double>(array_bytes_.given(s) ? array_bytes_(s)
+                                                             : 4 * Topology().llc_bytes());
     std::string k = params.value("kernel", "triad");
     double op = (k == "copy" || k == "scale" ? 2 : 3) * array / bw;
     return 0.3 + 3 * array / bw + loop_estimate_s(case_min_time(s, id()), op);
@@ -139,11 +134,12 @@ class MemoryBandwidth : public Benchmark {
   void run(CaseRun& run) const override {
     const std::string kernel = run.params().at("kernel");
     Topology topo;
-    int threads = static_cast<int>(run.settings().get_double(
-        id(), "threads", run.env().cpu.physical_cores > 0 ? run.env().cpu.physical_cores : topo.cores()));
+    const Settings& s = run.settings();
+    int cores = run.env().cpu.physical_cores > 0 ? run.env().cpu.physical_cores : topo.cores();
+    int threads = static_cast<int>(threads_.given(s) ? threads_(s) : cores);
     if (threads < 1) threads = 1;
     long long llc = topo.llc_bytes();
-    long long array_bytes = run.settings().get_size(id(), "array_bytes", 4 * llc);
+    long long array_bytes = array_bytes_.given(s) ? array_bytes_(s) : 4 * llc;
     long long cap = mem_available_bytes() / 2 / 3;  // three arrays in at most half of MemAvailable
     bool capped = cap > 0 && array_bytes > cap;
     if (capped) array_bytes = cap;
@@ -197,6 +193,14 @@ class MemoryBandwidth : public Benchmark {
     run.set_extra("threads_bound_to_cores", bound);
     run.set_extra("validation_relative_error", err);
   }
+
+ private:
+  Knob<std::vector<std::string>> kernels_ =
+      knobs_.choices("kernels", kKernels, "STREAM kernels, one case each");
+  Knob<long long> array_bytes_ =
+      knobs_.size("array_bytes", "", "bytes per array (default: 4 x the last-level cache)");
+  Knob<long long> threads_ =
+      knobs_.integer("threads", "", "count", "OpenMP threads (default: the physical cores)");
 };
 
 CLUSTERBENCH_REGISTER(MemoryBandwidth);

@@ -17,7 +17,7 @@
 #include <sstream>
 
 #include "core/benchmark.hpp"
-#include "core/cleanup.hpp"
+#include "core/watchdog.hpp"
 #include "core/error.hpp"
 #include "io/scratch.hpp"
 #include "process/process.hpp"

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "core/cleanup.hpp"
+#include "core/watchdog.hpp"
 #include "records/records.hpp"
 
 namespace clusterbench::io {

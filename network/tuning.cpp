@@ -15,7 +15,6 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
-#include <signal.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -28,12 +27,14 @@
 #include <fstream>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <sstream>
 #include <stdexcept>
 #include <thread>
 
 #include "core/benchmark.hpp"
 #include "core/error.hpp"
+#include "core/watchdog.hpp"
 #include "network/p2p.hpp"
 #if CLUSTERBENCH_HAVE_MPI
 #include "core/mpi_check.hpp"
@@ -89,73 +90,60 @@ std::string read_text(const std::string& path) {
 
 // --- settings restored on every exit path -------------------------------------------------------
 
-/// Saved (path, old value) pairs in static storage, written back by restore_all(): from the
-/// guard's destructor, atexit, and the signal handler (open/write only: async-signal-safe).
-struct Saved {
-  char path[256];
-  char value[256];
-  std::atomic<bool> live{false};
-};
-Saved g_saved[8];
-
-void restore_all() {
-  for (auto& s : g_saved) {
-    if (!s.live.exchange(false)) continue;
-    int fd = ::open(s.path, O_WRONLY | O_TRUNC);
-    if (fd < 0) continue;
-    ssize_t w = ::write(fd, s.value, std::strlen(s.value));
-    (void)w;
-    ::close(fd);
-  }
-}
-
-void on_signal(int sig) {
-  restore_all();
-  ::signal(sig, SIG_DFL);
-  ::raise(sig);
-}
-
-/// Changes sysctl/sysfs files for one case and restores them when it goes out of scope.
+/// Changes sysctl/sysfs files for one case and writes the old text back when it goes out of scope,
+/// or, when the run ends by MPI_Abort (a hang, a signal: no destructor runs), through the
+/// watchdog's abort cleanups (core/watchdog.hpp).
 class SettingGuard {
  public:
-  SettingGuard() {
-    static bool installed = [] {
-      std::atexit(restore_all);
-      for (int sig : {SIGINT, SIGTERM, SIGHUP}) ::signal(sig, on_signal);
-      return true;
-    }();
-    (void)installed;
-  }
-  ~SettingGuard() { restore_all(); }
+  SettingGuard() : cleanup_([this] { restore(); }) {}
+  ~SettingGuard() { restore(); }
   SettingGuard(const SettingGuard&) = delete;
   SettingGuard& operator=(const SettingGuard&) = delete;
 
-  /// Writes `value` to `path` after saving the old text. Throws Waived when it cannot.
+  /// Writes `value` to `path` after saving the old text (the first one, when a case sets a path
+  /// twice). Throws Waived when it cannot.
   void set(const std::string& path, const std::string& value) {
-    std::string old = read_text(path);
-    Saved* slot = nullptr;
-    bool saved = false;  // already saved by this case: keep the first (original) value
-    for (auto& s : g_saved)
-      if (s.live && path == s.path) slot = &s, saved = true;
-    for (auto& s : g_saved)
-      if (!slot && !s.live) slot = &s;
-    if (!slot || path.size() >= sizeof slot->path || old.size() >= sizeof slot->value)
-      throw std::runtime_error("cannot save " + path + " for restoring");
-    if (!saved) {
-      std::snprintf(slot->path, sizeof slot->path, "%s", path.c_str());
-      std::snprintf(slot->value, sizeof slot->value, "%s", old.c_str());
-      slot->live = true;
+    const std::string old = read_text(path);
+    bool saved = false;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      for (const auto& s : saved_) saved = saved || s.first == path;
+      if (!saved) saved_.emplace_back(path, old);
     }
     std::ofstream out(path);
     out << value << "\n";
     out.close();
     if (!out || normalise_sysctl(read_text(path)) != normalise_sysctl(value)) {
       int err = errno;
-      if (!saved) slot->live = false;
+      if (!saved) forget(path);
       throw Waived("cannot change " + path + " to '" + value + "' (" + std::strerror(err) +
                    "): this process may not change it");
     }
   }
+
+ private:
+  void forget(const std::string& path) {
+    std::lock_guard<std::mutex> lock(mu_);
+    saved_.erase(std::remove_if(saved_.begin(), saved_.end(),
+                                [&](const auto& s) { return s.first == path; }),
+                 saved_.end());
+  }
+  /// Writes every saved value back, newest first; idempotent. Runs on the watchdog's thread at
+  /// an abort, so it takes the lock.
+  void restore() {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto it = saved_.rbegin(); it != saved_.rend(); ++it) {
+      int fd = ::open(it->first.c_str(), O_WRONLY | O_TRUNC | O_CLOEXEC);
+      if (fd < 0) continue;
+      ssize_t w = ::write(fd, it->second.data(), it->second.size());
+      (void)w;
+      ::close(fd);
+    }
+    saved_.clear();
+  }
+  std::mutex mu_;
+  std::vector<std::pair<std::string, std::string>> saved_;
+  AbortCleanup cleanup_;
 };
 
 // --- workloads ----------------------------------------------------------------------------------

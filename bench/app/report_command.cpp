@@ -1,11 +1,14 @@
 // `clusterbench report` (report_command.hpp).
 #include "app/report_command.hpp"
 
+#include <filesystem>
 #include <iostream>
 #include <optional>
 
+#include "app/command.hpp"
 #include "records/spec.hpp"
 #include "reports/evaluate.hpp"
+#include "reports/html.hpp"
 #include "reports/prometheus.hpp"
 #include "reports/render.hpp"
 #include "reports/select.hpp"
@@ -67,5 +70,54 @@ RunHooks report_hooks() {
   };
   return h;
 }
+
+namespace {
+
+/// `clusterbench report [DIR] [--spec F] [--html F] [--pdf F] [--prometheus F]`.
+class ReportCommand : public Command {
+ public:
+  CLI::App* add(CLI::App& app) override {
+    cmd_ = app.add_subcommand("report", "evaluate a run directory against its spec table");
+    cmd_->add_option("dir", dir_, "run directory (default results/latest)");
+    cmd_->add_option("--spec", spec_, "spec table (default: the one run.json names)");
+    cmd_->add_option("--html", html_, "also copy report.html to this file");
+    cmd_->add_option("--pdf", pdf_, "print report.html to this PDF (headless Chromium)");
+    cmd_->add_option("--prometheus", prom_,
+                     "write the headline metrics as a Prometheus textfile (node_exporter)");
+    return cmd_;
+  }
+  int run(int, char**) override {
+    // Checked before anything is rendered: never a run file, a directory or a device.
+    if (!html_.empty()) report::check_output_file(html_, "--html", dir_);
+    if (!pdf_.empty()) report::check_output_file(pdf_, "--pdf", dir_);
+    bool written = false;
+    int code = report_command(dir_, spec_, false, prom_, &written);
+    if (!written && (!html_.empty() || !pdf_.empty()))
+      throw InputError(std::string(html_.empty() ? "--pdf" : "--html") +
+                       ": report.html could not be written in " + dir_ +
+                       " (see the warning above), and an older one would not match this "
+                       "verdict; copy the run directory somewhere writable");
+    if (!html_.empty()) {
+      std::error_code ec;
+      std::filesystem::copy_file(dir_ + "/report.html", html_,
+                                 std::filesystem::copy_options::overwrite_existing, ec);
+      if (ec) throw InputError("--html " + html_ + ": " + ec.message());
+    }
+    if (!pdf_.empty()) {
+      std::string err = report::print_pdf(dir_ + "/report.html", pdf_);
+      if (!err.empty()) throw InputError(err);
+      std::cout << "pdf: " << pdf_ << "\n";
+    }
+    return code;
+  }
+
+ private:
+  CLI::App* cmd_ = nullptr;
+  std::string dir_ = "results/latest", spec_, html_, pdf_, prom_;
+};
+
+}  // namespace
+
+std::unique_ptr<Command> make_report_command() { return std::make_unique<ReportCommand>(); }
 
 }  // namespace clusterbench

@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "core/runner.hpp"
+#include "core/run_options.hpp"
 
 namespace clusterbench {
 

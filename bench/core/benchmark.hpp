@@ -1,73 +1,34 @@
-// The benchmark interface, its registry, run settings, and the per-case measurement state a
-// benchmark declares its work to (the framework times it: nvbench's state.exec model).
+// The benchmark interface, its registry, and the per-case state a benchmark declares its work to
+// (the framework times it: nvbench's state.exec model). docs/architecture.md draws where it sits.
 #pragma once
 
 #include <functional>
-#include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "core/context.hpp"
+#include "core/gpu_disposition.hpp"
+#include "core/knobs.hpp"
+#include "core/settings.hpp"
 #include "records/records.hpp"
 
 namespace clusterbench {
 
-/// Where a benchmark runs and what its records' scope is.
+/// Where a case runs and what its records' scope is.
 ///  node:    on each node's leader (STREAM, fio, dataloader); other ranks wait quietly.
-///  gpu:     on every rank, one GPU each (GEMM, copies); records per rank.
+///  gpu:     on every rank, one GPU each (GEMM, copies); records per rank, scope "gpu".
+///  rank:    on every rank, GPU or not (the burn-in soak of a CPU rank); records per rank,
+///           scope "rank".
 ///  cluster: on every rank together (collectives); one record, the slowest rank's time.
-enum class Level { node, gpu, cluster };
+enum class Level { node, gpu, rank, cluster };
 const char* level_name(Level l);
-
-/// Suite and --set values. Keys are `id.key` for one benchmark or `area.key` for a whole area
-/// (`collectives.path`); the benchmark's own key wins over the area's.
-class Settings {
- public:
-  Settings() = default;
-  /// `suite`: ci | quick | full. `sets`: "KEY=VALUE" strings. Throws InputError on a malformed one.
-  Settings(std::string suite, const std::vector<std::string>& sets);
-  const std::string& suite() const { return suite_; }
-  /// Picks the suite's default: {ci, quick, full}.
-  template <typename T>
-  T by_suite(T ci, T quick, T full) const {
-    return suite_ == "ci" ? ci : suite_ == "quick" ? quick : full;
-  }
-  bool has(const std::string& bench_id, const std::string& key) const;
-  std::string get(const std::string& bench_id, const std::string& key,
-                  const std::string& def) const;
-  double get_double(const std::string& bench_id, const std::string& key, double def) const;
-  /// Size with binary suffixes K, M, G, T (as nccl-tests): "64M" = 64 * 2^20 bytes.
-  long long get_size(const std::string& bench_id, const std::string& key, long long def) const;
-  /// Comma-separated list.
-  std::vector<std::string> get_list(const std::string& bench_id, const std::string& key,
-                                    const std::vector<std::string>& def) const;
-  /// Comma-separated list whose items must each be one of `allowed` (the default when unset).
-  /// Throws InputError naming the key, the bad item and the allowed values.
-  std::vector<std::string> get_choices(const std::string& bench_id, const std::string& key,
-                                       const std::vector<std::string>& allowed) const;
-  /// One value that must be one of `allowed`; the first is the default when unset. Throws
-  /// InputError as get_choices does.
-  std::string get_choice(const std::string& bench_id, const std::string& key,
-                         const std::vector<std::string>& allowed) const;
-  /// Every KEY of --set, for validation against known benchmarks.
-  const std::map<std::string, std::string>& values() const { return values_; }
-
- private:
-  const std::string* find(const std::string& bench_id, const std::string& key) const;
-  std::string suite_ = "ci";
-  std::map<std::string, std::string> values_;
-};
-
-/// Parses a size with binary suffix ("8", "4K", "64M", "8G"). Throws InputError naming `what`.
-long long parse_size(const std::string& text, const std::string& what);
 
 /// What a benchmark may look at to decide whether it applies on this node.
 struct NodeEnv {
   const EnvRecord& env;
-  /// For GPU cases: "run", "waived" or "failed", with the reason (DESIGN.md "GPU plugin").
-  std::string gpu_disposition;
-  std::string gpu_reason;
+  const GpuDisposition& gpu;  ///< what GPU cases do on this rank
   const Context& ctx;
   const Settings& settings;
 };
@@ -80,23 +41,27 @@ class CaseRun {
   virtual const Settings& settings() const = 0;
   virtual const Context& ctx() const = 0;
   virtual const EnvRecord& env() const = 0;
+  /// This rank's GPU disposition (a case that needs a GPU only runs where it is `run`).
+  virtual const GpuDisposition& gpu() const = 0;
   /// Seconds of measurement per case for this suite (Google Benchmark MinTime).
   virtual double min_time() const = 0;
-  /// Times the work. `batch(n)` performs n operations and returns the seconds it measured itself
-  /// (CUDA events), or a negative value to let the framework time it with steady_clock.
-  /// The framework warms up, picks n so one iteration is long enough to time, and runs Google
-  /// Benchmark iterations in lock-step across the ranks of the case's level (slowest rank's
+  /// Ranks taking part in this case (the group its lock-step reductions run over).
+  virtual int group_size() const = 0;
+  /// The scope of this rank's record.
+  virtual const Scope& scope() const = 0;
+  /// Times the work (core/measure.hpp). `batch(n)` performs n operations and returns the seconds
+  /// it measured itself (CUDA events), or a negative value to let the framework time it with
+  /// steady_clock. The framework warms up, picks n so one iteration is long enough to time, and
+  /// runs Google Benchmark iterations in lock-step across the ranks of the case (slowest rank's
   /// time). An exception on any rank makes every rank stop and rethrows it here on that rank;
   /// the other ranks throw an error that names the failing peer. AbortRun (a failed
   /// communicator, whose peers wait inside the operation) leaves at once and ends the run. A case
   /// that times several things (A/B arms) gives each a `label`, which names its Google Benchmark
-  /// entry
-  /// ("<id>/<params>/<label>" in gbench.json); the default leaves it "<id>/<params>".
+  /// entry ("<id>/<params>/<label>" in gbench.json); the default leaves it "<id>/<params>".
   /// `paired(n)`, when given, is an A/B reference interleaved with the timed loop: it runs on
   /// every rank right after each timed batch (after the lock-step reduction, outside the timing)
   /// with the same n, and returns the seconds it measured itself for its n operations (already
-  /// combined across ranks as it sees fit). Both then see the same slow spells of a shared
-  /// machine; paired_stats() holds its per-operation times for the same iterations as stats().
+  /// combined across ranks as it sees fit). paired_stats() holds its per-operation times.
   virtual void exec(const std::function<double(long long n)>& batch, const std::string& label = "",
                     const std::function<double(long long n)>& paired = nullptr) = 0;
   /// Time per operation after exec: this rank's own samples (per_rank) or the slowest rank's.
@@ -112,24 +77,62 @@ class CaseRun {
   /// params and its own metrics, time statistics and extra. Only world rank 0's are written.
   virtual void add_record(const Scope& scope, std::vector<Metric> metrics, const TimeStats& time,
                           json extra) = 0;
+  /// Ends the case with this status ("failed" or "waived") and message while keeping its
+  /// metrics and extra: for a composite case that takes part to the end although its own part
+  /// could not run (a burn-in rank whose GPU is waived still joins the all_reduce loop).
+  virtual void finish_as(const std::string& status, const std::string& message,
+                         const std::optional<ErrorInfo>& error = std::nullopt) = 0;
+
+  // --- Long cases that write as they go (the burn-in soak) -----------------------------------
+  /// World rank 0, any thread: appends a record of this case now (a snapshot of a rank's series
+  /// so far), completed with the run id, benchmark and case key of its scope. The case's own
+  /// final records follow later; read_run_dir keeps the last record of a case key, so a run
+  /// killed mid-case keeps its last snapshot. Thread-safe.
+  virtual void append_snapshot(ResultRecord rec) = 0;
+  /// While the case runs, a SIGTERM/SIGINT/SIGHUP calls `handler(reason)` on the watchdog's
+  /// thread instead of aborting the run at once. run.json is first marked aborted (exit 3) with
+  /// `reason`. The handler returns nullopt to let the case stop in order (it polls
+  /// signal_received()), or the reason to abort now with (the case has written what it must:
+  /// no failed record is added for it).
+  virtual void on_signal(std::function<std::optional<std::string>(const std::string&)> handler) = 0;
+  /// World rank 0: marks run.json aborted (exit 3) with `reason` while the case goes on to its
+  /// end in order (a soak stopped by a signal). Other ranks: nothing.
+  virtual void mark_aborted(const std::string& reason) = 0;
+  /// The signal received during the run (SIGTERM, SIGINT, SIGHUP), 0 when none.
+  virtual int signal_received() const = 0;
 };
 
 /// A registered benchmark. Holds the operation, its FLOP/byte counts and its verification; never
-/// a timing loop or a writer (STYLE.md).
-class Benchmark {
+/// a timing loop or a writer (STYLE.md). Knobs are declared once, as members initialised from
+/// knobs_ (their handles read them typed): `clusterbench list` prints the declarations.
+class Benchmark : public KnobOwner {
  public:
-  virtual ~Benchmark() = default;
-  virtual std::string id() const = 0;  ///< "area.name"
+  Benchmark();
+  ~Benchmark() override = default;
+  Benchmark(const Benchmark&) = delete;
+  Benchmark& operator=(const Benchmark&) = delete;
+  std::string id() const override = 0;  ///< "area.name"
   virtual std::string description() const = 0;
   virtual Level level() const = 0;
   /// The parameter combinations planned for these settings (one record each per scope item).
   virtual std::vector<json> cases(const Settings& s) const = 0;
+  /// A case's params as they are on a node (default: as planned). The burn-in soak soaks the
+  /// GPU where a node has one and the CPU elsewhere, with other dtypes and shapes: its case keys
+  /// carry what each rank ran. Called for every node at plan time, so it must be pure.
+  virtual json params_on(const json& params, const EnvRecord& /*env*/,
+                         const Settings& /*s*/) const {
+    return params;
+  }
   /// Empty string when it can run on this node, else the reason (becomes `waived`).
   virtual std::string applicable(const NodeEnv& node) const = 0;
+  /// Checks a case before anything is written: every rank calls it for every planned case, in
+  /// plan order (it may use world collectives of `node.ctx`). Throw InputError for options this
+  /// node cannot honour (exit 2, nothing written).
+  virtual void check(const json& /*params*/, const NodeEnv& /*node*/) const {}
   /// Measures one case. Throw Waived to skip with a reason, anything else to fail the case.
   virtual void run(CaseRun& run) const = 0;
-  /// The --set keys this benchmark reads (listed by `clusterbench list`).
-  virtual std::vector<std::string> knobs() const { return {}; }
+  /// Whether this benchmark has cases in `suite` (default: ci, quick and full, not burnin).
+  virtual bool in_suite(const std::string& suite) const { return suite != "burnin"; }
   /// Whether this benchmark needs a GPU (its cases are waived/failed by the GPU disposition).
   virtual bool needs_gpu() const { return false; }
   /// Per-case refinements for a benchmark whose cases differ by backend (compute.gemm:
@@ -147,6 +150,18 @@ class Benchmark {
   /// `run --time-limit`. Default: loop_estimate_s(min_time, 0) plus 0.2 s of setup. A benchmark
   /// whose operation or setup is long overrides it from its knobs (bytes, FLOP, fio runtime).
   virtual double estimate_s(const Settings& s, const json& params) const;
+  /// Names of knobs read the old way, by string, not yet declared (default: none).
+  virtual std::vector<std::string> knobs() const { return {}; }
+  /// The declared knobs, min_time first (every benchmark has it).
+  std::vector<const KnobSpec*> knob_specs() const { return knobs_.specs(); }
+  /// Seconds of measurement per case: --set ID.min_time, else the suite's.
+  double min_time(const Settings& s) const { return min_time_(s); }
+
+ protected:
+  KnobSet knobs_{this};
+
+ private:
+  Knob<double> min_time_;
 };
 
 /// Seconds the measurement loop (CaseRun::exec) takes for an operation of `op_s` seconds:
@@ -170,6 +185,17 @@ class Registry {
  private:
   std::vector<std::unique_ptr<Benchmark>> benchmarks_;
 };
+
+/// Benchmarks of `registry` in `suite` selected by `only` globs, in registry order. Throws
+/// InputError listing the known benchmark ids when a pattern matches none of the suite's.
+std::vector<const Benchmark*> select_benchmarks(const std::vector<std::string>& only,
+                                                const std::string& suite = "ci",
+                                                const Registry& registry = Registry::get());
+
+/// Checks every --set key against the declared knobs of `registry`'s benchmarks (KEY is ID.knob
+/// or AREA.knob; `run.*` keys are the run's own). Throws InputError naming the key and where
+/// `clusterbench list` shows the knobs.
+void check_set_keys(const Settings& s, const Registry& registry = Registry::get());
 
 template <typename T>
 struct Registrar {

@@ -35,6 +35,17 @@ std::vector<std::string> Context::hosts() const {
   return out;
 }
 
+Context& Context::init_local(const std::string& host) {
+  if (g_ctx) return *g_ctx;
+  auto* c = new Context();
+  c->single_ = true;
+  c->host_ = host;
+  c->rank_hosts_ = {host};
+  set_error_origin(host, 0);
+  g_ctx = c;
+  return *c;
+}
+
 Context& Context::get() {
   if (!g_ctx) throw std::logic_error("Context::get() before Context::init()");
   return *g_ctx;
@@ -108,6 +119,7 @@ Context& Context::init(int* argc, char*** argv) {
 void Context::finalize() {
   if (g_finalized) return;
   g_finalized = true;
+  if (g_ctx && g_ctx->single_) return;
   int initialized = 0, finalized = 0;
   MPI_Initialized(&initialized);
   MPI_Finalized(&finalized);
@@ -115,27 +127,32 @@ void Context::finalize() {
 }
 
 double Context::allreduce_max(double v) const {
+  if (single_) return v;
   double out = 0;
   CHECK_MPI(MPI_Allreduce(&v, &out, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD));
   return out;
 }
 double Context::allreduce_min(double v) const {
+  if (single_) return v;
   double out = 0;
   CHECK_MPI(MPI_Allreduce(&v, &out, 1, MPI_DOUBLE, MPI_MIN, MPI_COMM_WORLD));
   return out;
 }
 long long Context::allreduce_sum(long long v) const {
+  if (single_) return v;
   long long out = 0;
   CHECK_MPI(MPI_Allreduce(&v, &out, 1, MPI_LONG_LONG, MPI_SUM, MPI_COMM_WORLD));
   return out;
 }
 void Context::allreduce_max(std::vector<double>& v, bool leaders_only) const {
+  if (single_) return;
   if (leaders_only && !leaders_comm_) throw std::logic_error("leaders reduction on a non-leader");
   MPI_Comm c = leaders_only ? comm(leaders_comm_) : MPI_COMM_WORLD;
   CHECK_MPI(MPI_Allreduce(MPI_IN_PLACE, v.data(), static_cast<int>(v.size()), MPI_DOUBLE, MPI_MAX,
                           c));
 }
 std::string Context::bcast(const std::string& s) const {
+  if (single_) return s;
   long long n = static_cast<long long>(s.size());
   CHECK_MPI(MPI_Bcast(&n, 1, MPI_LONG_LONG, 0, MPI_COMM_WORLD));
   std::string out = world_rank_ == 0 ? s : std::string(static_cast<size_t>(n), '\0');
@@ -156,6 +173,7 @@ std::vector<std::string> split_gathered(const std::vector<int>& lens, const std:
 }  // namespace
 
 std::vector<std::string> Context::gather(const std::string& s) const {
+  if (single_) return {s};
   int len = static_cast<int>(s.size());
   std::vector<int> lens(world_rank_ == 0 ? world_size_ : 0);
   // The root waits quietly: while leaders measure a node-level case it must not spin.
@@ -174,6 +192,7 @@ std::vector<std::string> Context::gather(const std::string& s) const {
 }
 
 std::vector<std::string> Context::allgather(const std::string& s) const {
+  if (single_) return {s};
   int len = static_cast<int>(s.size());
   std::vector<int> lens(world_size_);
   CHECK_MPI(MPI_Allgather(&len, 1, MPI_INT, lens.data(), 1, MPI_INT, MPI_COMM_WORLD));
@@ -189,6 +208,8 @@ std::vector<std::string> Context::allgather(const std::string& s) const {
 std::unique_ptr<Group> Context::split(bool member) const {
   std::unique_ptr<Group> g(new Group());
   g->member_ = member;
+  g->single_ = single_;
+  if (single_) return g;
   MPI_Comm c;
   CHECK_MPI(MPI_Comm_split(MPI_COMM_WORLD, member ? 0 : MPI_UNDEFINED, world_rank_, &c));
   if (member) {
@@ -208,18 +229,21 @@ Group::~Group() {
 }
 
 void Group::allreduce_max(std::vector<double>& v) const {
+  if (single_) return;
   if (!comm_) throw std::logic_error("Group::allreduce_max on a non-member");
   CHECK_MPI(MPI_Allreduce(MPI_IN_PLACE, v.data(), static_cast<int>(v.size()), MPI_DOUBLE, MPI_MAX,
                           comm(comm_)));
 }
 
 void Context::quiet_barrier() const {
+  if (single_) return;
   MPI_Request req;
   CHECK_MPI(MPI_Ibarrier(MPI_COMM_WORLD, &req));
   quiet_wait(req);
 }
 
 void Context::leaders_barrier() const {
+  if (single_) return;
   if (!leaders_comm_) throw std::logic_error("leaders_barrier on a non-leader rank");
   MPI_Request req;
   CHECK_MPI(MPI_Ibarrier(comm(leaders_comm_), &req));
@@ -227,6 +251,7 @@ void Context::leaders_barrier() const {
 }
 
 std::string Context::mpi_version() const {
+  if (single_) return "";
   char buf[MPI_MAX_LIBRARY_VERSION_STRING];
   int len = 0;
   MPI_Get_library_version(buf, &len);
@@ -236,6 +261,7 @@ std::string Context::mpi_version() const {
 }
 
 void Context::abort(int code) const {
+  if (single_) std::_Exit(code);
   MPI_Abort(MPI_COMM_WORLD, code);
   std::_Exit(code);
 }

@@ -26,6 +26,7 @@ class Group {
   friend class Context;
   Group() = default;
   bool member_ = false;
+  bool single_ = false;
   int size_ = 1;
   void* comm_ = nullptr;  // MPI_Comm*
 };
@@ -38,6 +39,9 @@ class Context {
   /// (MPI_COMM_TYPE_SHARED) and builds the leaders' communicator (local rank 0 of each node).
   /// `host_override` replaces gethostname() (CLUSTERBENCH_HOSTNAME does the same).
   static Context& init(int* argc, char*** argv);
+  /// A world of one process that makes no MPI call, even in an MPI build: for unit tests of the
+  /// run session and the measurement loop. `host` names it (as CLUSTERBENCH_HOSTNAME would).
+  static Context& init_local(const std::string& host);
   static Context& get();
   /// Finalises MPI (once).
   static void finalize();
@@ -78,6 +82,8 @@ class Context {
   // Leaders' communicator (valid on leaders only).
   void leaders_barrier() const;
 
+  /// Whether this context talks over MPI (false without MPI and after init_local()).
+  bool uses_mpi() const { return CLUSTERBENCH_HAVE_MPI && !single_; }
   /// Library version string of the MPI implementation ("" without MPI).
   std::string mpi_version() const;
   /// Aborts every rank (MPI_Abort) with `code`.
@@ -85,6 +91,7 @@ class Context {
 
  private:
   Context() = default;
+  bool single_ = false;  // init_local(): every collective is the one-process identity
   int world_rank_ = 0, world_size_ = 1, local_rank_ = 0, local_size_ = 1;
   int node_index_ = 0, node_count_ = 1;
   std::string host_;

@@ -151,19 +151,20 @@ struct ProgressChannel::Impl {
 ProgressChannel::ProgressChannel(const Context& ctx,
                                  std::function<void(const std::string&)> on_peer_abort)
     : impl_(std::make_unique<Impl>(ctx, std::move(on_peer_abort))) {
+  g_channel = this;
+  if (!ctx.uses_mpi()) return;  // one process without MPI calls: nothing to ask
   CHECK_MPI(MPI_Comm_dup(MPI_COMM_WORLD, &impl_->comm));
   int level = 0;
   CHECK_MPI(MPI_Query_thread(&level));
   impl_->threaded = level == MPI_THREAD_MULTIPLE && ctx.world_size() > 1;
   if (impl_->threaded) impl_->thread = std::thread([this] { impl_->loop(); });
-  g_channel = this;
 }
 
 ProgressChannel::~ProgressChannel() {
   g_channel = nullptr;
   impl_->stop.store(true);
   if (impl_->thread.joinable()) impl_->thread.join();
-  MPI_Comm_free(&impl_->comm);
+  if (impl_->comm != MPI_COMM_NULL) MPI_Comm_free(&impl_->comm);
 }
 
 std::vector<RankProgress> ProgressChannel::collect(double seconds) {

@@ -19,27 +19,14 @@ namespace clusterbench {
 // ---------------------------------------------------------------------------------------------
 // Estimates.
 
-double loop_estimate_s(double min_time, double op_s) {
-  if (!(op_s >= 0)) op_s = 0;
-  return op_s + std::max(0.3 * min_time, op_s) + std::max(1.6 * min_time, op_s);
-}
-
-double case_min_time(const Settings& s, const std::string& id) {
-  return s.get_double(id, "min_time", suite_min_time(s.suite()));
-}
-
-double Benchmark::estimate_s(const Settings& s, const json& /*params*/) const {
-  return 0.2 + loop_estimate_s(case_min_time(s, id()), 0);
-}
-
 CaseEstimate estimate_case(const Benchmark& b, const json& params, const Settings& settings,
                            const NodeEnv& node) {
   CaseEstimate e;
   e.benchmark = b.id();
   e.params = params;
   e.level = level_name(b.case_level(params));
-  if (b.case_needs_gpu(params) && node.gpu_disposition != "run") {
-    e.note = node.gpu_disposition + ": " + node.gpu_reason;
+  if (b.case_needs_gpu(params) && !node.gpu.runs()) {
+    e.note = std::string(gpu_state_name(node.gpu.state)) + ": " + node.gpu.reason;
     return e;
   }
   std::string reason;

@@ -10,7 +10,7 @@
 #include "core/benchmark.hpp"
 #include "core/context.hpp"
 #include "records/records.hpp"
-#include "core/runner.hpp"
+#include "core/run_options.hpp"
 
 namespace clusterbench {
 

@@ -1,24 +1,13 @@
-// Run settings (--suite, --set) and the benchmark registry.
+// Run settings (settings.hpp).
+#include "core/settings.hpp"
+
 #include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <sstream>
 
-#include "core/benchmark.hpp"
 
 namespace clusterbench {
-
-const char* level_name(Level l) {
-  switch (l) {
-    case Level::node:
-      return "node";
-    case Level::gpu:
-      return "gpu";
-    case Level::cluster:
-      return "cluster";
-  }
-  return "?";
-}
 
 long long parse_size(const std::string& text, const std::string& what) {
   size_t pos = 0;
@@ -50,7 +39,8 @@ long long parse_size(const std::string& text, const std::string& what) {
 
 Settings::Settings(std::string suite, const std::vector<std::string>& sets)
     : suite_(std::move(suite)) {
-  if (suite_ != "ci" && suite_ != "quick" && suite_ != "full")
+  const auto& names = suite_names();
+  if (suite_ != "burnin" && std::find(names.begin(), names.end(), suite_) == names.end())
     throw InputError("--suite: '" + suite_ + "' is not one of ci, quick, full");
   for (const auto& kv : sets) {
     auto eq = kv.find('=');
@@ -104,13 +94,7 @@ long long Settings::get_size(const std::string& bench_id, const std::string& key
 std::vector<std::string> Settings::get_list(const std::string& bench_id, const std::string& key,
                                             const std::vector<std::string>& def) const {
   const std::string* v = find(bench_id, key);
-  if (!v) return def;
-  std::vector<std::string> out;
-  std::stringstream ss(*v);
-  std::string item;
-  while (std::getline(ss, item, ','))
-    if (!item.empty()) out.push_back(item);
-  return out;
+  return v ? split_list(*v) : def;
 }
 
 namespace {
@@ -140,17 +124,17 @@ std::string Settings::get_choice(const std::string& bench_id, const std::string&
   return v;
 }
 
-Registry& Registry::get() {
-  static Registry r;
-  return r;
+std::vector<std::string> split_list(const std::string& csv) {
+  std::vector<std::string> out;
+  std::stringstream ss(csv);
+  std::string item;
+  while (std::getline(ss, item, ','))
+    if (!item.empty()) out.push_back(item);
+  return out;
 }
 
-void Registry::add(std::unique_ptr<Benchmark> b) { benchmarks_.push_back(std::move(b)); }
-
-const Benchmark* Registry::find(const std::string& id) const {
-  for (const auto& b : benchmarks_)
-    if (b->id() == id) return b.get();
-  return nullptr;
+double suite_min_time(const std::string& suite) {
+  return suite == "ci" ? 0.05 : suite == "quick" ? 0.5 : 2.0;
 }
 
 }  // namespace clusterbench

@@ -662,11 +662,17 @@ RunDir read_run_dir(const std::string& dir, bool with_plan) {
     for (size_t i = 0; i < recs.size(); ++i) last[keys[i]] = i;
     if (last.size() < recs.size()) {
       std::vector<ResultRecord> kept;
-      for (size_t i = 0; i < recs.size(); ++i)
-        if (last[keys[i]] == i) kept.push_back(std::move(recs[i]));
-      rd.records.warnings.push_back(rec_path + ": " + std::to_string(recs.size() - kept.size()) +
-                                    " record(s) superseded by a later record of the same case "
-                                    "(a resumed run); the last one counts");
+      size_t replaced = 0;  // a long case's snapshots (extra.snapshot) are meant to be replaced
+      for (size_t i = 0; i < recs.size(); ++i) {
+        if (last[keys[i]] == i)
+          kept.push_back(std::move(recs[i]));
+        else if (!(recs[i].extra.is_object() && recs[i].extra.value("snapshot", false)))
+          ++replaced;
+      }
+      if (replaced > 0)
+        rd.records.warnings.push_back(rec_path + ": " + std::to_string(replaced) +
+                                      " record(s) superseded by a later record of the same case "
+                                      "(a resumed run); the last one counts");
       recs = std::move(kept);
     }
     rd.records.one_per_case = true;

@@ -22,7 +22,7 @@ py "
 d = sys.argv[1]
 run = json.load(open(d + '/run.json'))
 assert run['aborted'] and 'SIGTERM' in run['abort_reason'] and run['exit_code'] == 3, run
-recs = [json.loads(l) for l in open(d + '/records.jsonl')]
+recs = list({(r := json.loads(l))['case_key']: r for l in open(d + '/records.jsonl')}.values())
 assert len(recs) == 1 and recs[0]['status'] == 'ok', recs
 s = recs[0]['extra']['series']
 assert len(s) == 2 and s[-1].get('partial') is True and 'partial' not in s[0], s
@@ -53,7 +53,7 @@ d = sys.argv[1]
 run = json.load(open(d + '/run.json'))
 assert run['aborted'] and run['exit_code'] == 3 and run['finished_at'], run
 assert run['abort_reason'] == 'stopped by SIGINT during setup, before the soak began', run
-recs = [json.loads(l) for l in open(d + '/records.jsonl')]
+recs = list({(r := json.loads(l))['case_key']: r for l in open(d + '/records.jsonl')}.values())
 assert len(recs) == 1 and recs[0]['status'] == 'failed' and recs[0]['extra']['series'] == [], recs
 assert recs[0]['message'] == 'no interval finished: stopped by SIGINT during setup, before the soak began'
 assert recs[0]['extra']['fault_injection'] == 'CLUSTERBENCH_TEST_BURNIN_SETUP_DELAY_S (test only)'

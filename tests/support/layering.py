@@ -40,7 +40,7 @@ for folder in BENCHMARK_FOLDERS:
 # Composite benchmarks (DESIGN.md "Layout"): the other benchmark folders' public headers each may
 # include. The burn-in soak drives the GEMM operation and a collective backend.
 COMPOSITES = {
-    "compute/burnin.cpp": {"collectives/collective.hpp"},
+    "compute/burnin_soak.cpp": {"collectives/collective.hpp"},
 }
 
 # Libraries of the CMake files and the libraries they must not link.

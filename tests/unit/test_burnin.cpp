@@ -2,7 +2,7 @@
 // (reports/specs/burnin-*.json) through reports/evaluate.
 #include <gtest/gtest.h>
 
-#include "app/burnin_command.hpp"
+#include "compute/burnin_soak.hpp"
 #include "reports/burnin.hpp"
 #include "reports/evaluate.hpp"
 #include "records/spec.hpp"
@@ -31,10 +31,10 @@ json series_of(const std::vector<double>& rates,
 }
 
 TEST(BurninIntervals, AtLeastSixAndAtMostAMinute) {
-  EXPECT_EQ(burnin_intervals(12), 6);   // 0.2 min: six of 2 s
-  EXPECT_EQ(burnin_intervals(360), 6);  // 6 min: six of 60 s
-  EXPECT_EQ(burnin_intervals(361), 7);  // just over: seven of 51.6 s
-  EXPECT_EQ(burnin_intervals(3600), 60);
+  EXPECT_EQ(compute::burnin_intervals(12), 6);   // 0.2 min: six of 2 s
+  EXPECT_EQ(compute::burnin_intervals(360), 6);  // 6 min: six of 60 s
+  EXPECT_EQ(compute::burnin_intervals(361), 7);  // just over: seven of 51.6 s
+  EXPECT_EQ(compute::burnin_intervals(3600), 60);
 }
 
 TEST(BurninAnalysis, SteadySeriesHasNoDrop) {

@@ -2,7 +2,8 @@
 #include <gtest/gtest.h>
 
 #include "core/benchmark.hpp"
-#include "core/runner.hpp"
+#include "core/gpu_disposition.hpp"
+#include "core/session.hpp"
 #include "records/spec.hpp"
 
 using namespace clusterbench;
@@ -94,7 +95,7 @@ TEST(GpuDisposition, WaivedWithoutGpuFailedWhenNvmlFails) {
   EnvRecord none;
   none.fs_root = "/";
   auto d = gpu_disposition(none, false);
-  EXPECT_EQ(d.status, "waived");
+  EXPECT_EQ(d.state, GpuState::waived);
   EXPECT_EQ(d.reason, "no NVIDIA GPU on the PCI bus");
 
   EnvRecord broken;
@@ -102,7 +103,7 @@ TEST(GpuDisposition, WaivedWithoutGpuFailedWhenNvmlFails) {
   broken.gpu_status.nvml = "nvmlInit: Driver Not Loaded";
   d = gpu_disposition(broken, false);
   if (CLUSTERBENCH_HAVE_NVML) {
-    EXPECT_EQ(d.status, "failed");
+    EXPECT_EQ(d.state, GpuState::failed);
     EXPECT_EQ(d.reason, "NVIDIA GPUs on the PCI bus but NVML failed: nvmlInit: Driver Not Loaded");
   }
 }

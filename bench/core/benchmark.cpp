@@ -1,0 +1,114 @@
+// The benchmark interface's shared parts: levels, the registry, selection, knob checks.
+#include "core/benchmark.hpp"
+
+#include <algorithm>
+
+#include "records/spec.hpp"
+
+namespace clusterbench {
+
+const char* level_name(Level l) {
+  switch (l) {
+    case Level::node:
+      return "node";
+    case Level::gpu:
+      return "gpu";
+    case Level::rank:
+      return "rank";
+    case Level::cluster:
+      return "cluster";
+  }
+  return "?";
+}
+
+Benchmark::Benchmark()
+    : min_time_(knobs_.number("min_time", SuiteDefault("0.05", "0.5", "2"), "s",
+                              "seconds of measurement per case (Google Benchmark MinTime)")) {}
+
+double loop_estimate_s(double min_time, double op_s) {
+  if (!(op_s >= 0)) op_s = 0;
+  return op_s + std::max(0.3 * min_time, op_s) + std::max(1.6 * min_time, op_s);
+}
+
+double case_min_time(const Settings& s, const std::string& id) {
+  return s.get_double(id, "min_time", suite_min_time(s.suite()));
+}
+
+double Benchmark::estimate_s(const Settings& s, const json& /*params*/) const {
+  return 0.2 + loop_estimate_s(case_min_time(s, id()), 0);
+}
+
+Registry& Registry::get() {
+  static Registry r;
+  return r;
+}
+
+void Registry::add(std::unique_ptr<Benchmark> b) { benchmarks_.push_back(std::move(b)); }
+
+const Benchmark* Registry::find(const std::string& id) const {
+  for (const auto& b : benchmarks_)
+    if (b->id() == id) return b.get();
+  return nullptr;
+}
+
+std::vector<const Benchmark*> select_benchmarks(const std::vector<std::string>& only,
+                                                const std::string& suite,
+                                                const Registry& registry) {
+  std::vector<const Benchmark*> in_suite;
+  for (const auto& b : registry.all())
+    if (b->in_suite(suite)) in_suite.push_back(b.get());
+  for (const auto& pattern : only) {
+    bool any = std::any_of(in_suite.begin(), in_suite.end(),
+                           [&](const Benchmark* b) { return glob_match(pattern, b->id()); });
+    if (!any) {
+      std::string known;
+      for (const Benchmark* b : in_suite) known += "\n  " + b->id();
+      throw InputError("--only '" + pattern + "' matches no benchmark; known benchmarks:" + known);
+    }
+  }
+  std::vector<const Benchmark*> out;
+  for (const Benchmark* b : in_suite) {
+    bool take = only.empty() || std::any_of(only.begin(), only.end(), [&](const std::string& p) {
+                  return glob_match(p, b->id());
+                });
+    if (take) out.push_back(b);
+  }
+  return out;
+}
+
+namespace {
+
+/// Whether benchmark `b` declares (or still reads by name) knob `knob`.
+bool has_knob(const Benchmark& b, const std::string& knob) {
+  for (const KnobSpec* k : b.knob_specs())
+    if (k->name == knob) return true;
+  auto names = b.knobs();
+  return std::find(names.begin(), names.end(), knob) != names.end();
+}
+
+}  // namespace
+
+void check_set_keys(const Settings& s, const Registry& registry) {
+  for (const auto& [key, value] : s.values()) {
+    if (key.rfind("run.", 0) == 0) continue;
+    bool known = false;
+    std::string named;  // the benchmark (id.knob) or area (area.knob) the key names
+    for (const auto& b : registry.all()) {
+      std::string area = b->id().substr(0, b->id().find('.'));
+      std::string knob;
+      if (key.rfind(b->id() + ".", 0) == 0)
+        knob = key.substr(b->id().size() + 1), named = b->id();
+      else if (key.rfind(area + ".", 0) == 0 && key.find('.', area.size() + 1) == std::string::npos)
+        knob = key.substr(area.size() + 1), named = named.empty() ? area : named;
+      if (!knob.empty() && has_knob(*b, knob)) known = true;
+    }
+    if (known) continue;
+    if (!named.empty())
+      throw InputError("--set " + key + ": " + named +
+                       " has no such knob (`clusterbench list` shows its knobs)");
+    throw InputError("--set " + key +
+                     ": no benchmark or area of that name (see `clusterbench list`)");
+  }
+}
+
+}  // namespace clusterbench

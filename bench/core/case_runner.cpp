@@ -1,0 +1,318 @@
+// The case runner (case_runner.hpp).
+#include "core/case_runner.hpp"
+
+#include <chrono>
+#include <cmath>
+#include <iostream>
+#include <map>
+
+#include "core/error.hpp"
+#include "core/progress.hpp"
+#include "core/watchdog.hpp"
+
+namespace clusterbench {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+/// CaseRun of one rank in one case.
+class CaseRunImpl : public CaseRun {
+ public:
+  CaseRunImpl(const Benchmark& b, const RankCase& rc, CaseEnv& ce, const Group& group)
+      : bench_(b), rc_(rc), ce_(ce), group_(group) {}
+  ~CaseRunImpl() override {
+    if (ce_.on_signal && signal_handler_set_) ce_.on_signal(nullptr);
+  }
+
+  const json& params() const override { return rc_.params; }
+  const Settings& settings() const override { return ce_.settings; }
+  const Context& ctx() const override { return ce_.ctx; }
+  const EnvRecord& env() const override { return ce_.env; }
+  const GpuDisposition& gpu() const override { return ce_.gpu; }
+  double min_time() const override { return bench_.min_time(ce_.settings); }
+  int group_size() const override { return group_.size(); }
+  const Scope& scope() const override { return rc_.scope; }
+
+  void exec(const std::function<double(long long)>& batch, const std::string& label,
+            const std::function<double(long long)>& paired) override {
+    LoopSpec spec;
+    spec.name = bench_.id() + "/" + rc_.params.dump() + (label.empty() ? "" : "/" + label);
+    spec.min_time = min_time();
+    spec.combine_max = rc_.level == Level::cluster;
+    const Group& g = group_;
+    LoopResult r = measure(
+        spec, [&g](std::vector<double>& v) { g.allreduce_max(v); }, ce_.reporter, batch, paired);
+    stats_ = r.stats;
+    paired_stats_ = r.paired;
+    batch_ = r.batch;
+  }
+  const TimeStats& stats() const override { return stats_; }
+  const TimeStats& paired_stats() const override { return paired_stats_; }
+  void add_metric(const std::string& name, double value, const std::string& unit,
+                  bool higher_is_better) override {
+    metrics_.push_back({name, value, unit, higher_is_better});
+  }
+  void set_extra(const std::string& key, json value) override { extra_[key] = std::move(value); }
+  void add_record(const Scope& scope, std::vector<Metric> metrics, const TimeStats& time,
+                  json extra) override {
+    ResultRecord r;
+    r.scope = scope;
+    r.metrics = std::move(metrics);
+    r.time = time;
+    r.extra = std::move(extra);
+    more_.push_back(std::move(r));
+  }
+  void finish_as(const std::string& status, const std::string& message,
+                 const std::optional<ErrorInfo>& error) override {
+    final_status_ = status;
+    final_message_ = message;
+    final_error_ = error;
+  }
+  void append_snapshot(ResultRecord rec) override {
+    if (!ce_.append) return;
+    rec.run_id = ce_.run_id;
+    rec.benchmark = bench_.id();
+    rec.case_key = make_case_key(rec.benchmark, rec.params, rec.scope);
+    rec.extra["snapshot"] = true;  // replaced by a later record of its case (records.md)
+    ce_.append(rec);
+  }
+  void on_signal(std::function<std::optional<std::string>(const std::string&)> handler) override {
+    if (!ce_.on_signal) return;
+    signal_handler_set_ = static_cast<bool>(handler);
+    ce_.on_signal(std::move(handler));
+  }
+  void mark_aborted(const std::string& reason) override {
+    if (ce_.mark_aborted) ce_.mark_aborted(reason);
+  }
+  int signal_received() const override { return Watchdog::signal_received(); }
+
+  /// Moves what the benchmark measured into `rec` (a benchmark that ended normally).
+  void fill(ResultRecord& rec) {
+    for (const auto& m : metrics_)
+      if (!std::isfinite(m.value))
+        throw std::runtime_error("metric '" + m.name + "' is not a finite number (" +
+                                 std::to_string(m.value) + ")");
+    rec.time = stats_;
+    rec.metrics = std::move(metrics_);
+    rec.extra = std::move(extra_);
+    if (batch_ > 0) rec.extra["batch"] = batch_;
+    if (!final_status_.empty()) {
+      rec.status = final_status_;
+      rec.message = final_message_;
+      rec.error = final_error_;
+    }
+  }
+  std::vector<ResultRecord> more_;  ///< add_record's, completed by the caller
+
+ private:
+  const Benchmark& bench_;
+  const RankCase& rc_;
+  CaseEnv& ce_;
+  const Group& group_;
+  std::vector<Metric> metrics_;
+  json extra_ = json::object();
+  long long batch_ = 0;
+  TimeStats stats_, paired_stats_;
+  std::string final_status_, final_message_;
+  std::optional<ErrorInfo> final_error_;
+  bool signal_handler_set_ = false;
+};
+
+/// Whether this rank runs the case, and if not why: "ok", or "waived"/"failed" with `reason`.
+std::string disposition(const Benchmark& b, const RankCase& rc, const CaseEnv& ce,
+                        std::string& reason) {
+  if (!rc.in_domain) return "ok";
+  if (b.case_needs_gpu(rc.params) && !ce.gpu.runs()) {
+    reason = ce.gpu.reason;
+    return gpu_state_name(ce.gpu.state);
+  }
+  NodeEnv node{ce.env, ce.gpu, ce.ctx, ce.settings};
+  try {
+    reason = b.applicable(node);
+    if (reason.empty()) reason = b.case_waiver(rc.params, node);
+  } catch (const std::exception& e) {
+    reason = std::string("applicability check failed: ") + e.what();
+    return "failed";
+  }
+  return reason.empty() ? "ok" : "waived";
+}
+
+/// Runs the benchmark on a member rank, turning what it throws into `rec`'s status.
+void run_member(const Benchmark& b, CaseRunImpl& run, ResultRecord& rec, CaseResult& out,
+                CaseEnv& ce) {
+  try {
+    b.run(run);
+    run.fill(rec);
+  } catch (const Refused& w) {
+    rec.status = "waived", rec.message = w.what();
+    rec.extra["refused"] = true;
+    out.refused = true;
+  } catch (const Waived& w) {
+    rec.status = "waived", rec.message = w.what();
+  } catch (const CallError& e) {
+    rec.status = "failed", rec.message = e.what();
+    rec.error = e.info();
+  } catch (const AbortRun& e) {
+    std::cerr << "clusterbench: " << ce.ctx.host() << " rank " << ce.ctx.world_rank()
+              << ": aborting the run: " << e.what() << std::endl;
+    if (ce.abort_run) ce.abort_run(e.what());
+    run_abort_cleanups();
+    ce.ctx.abort(3);
+  } catch (const std::exception& e) {
+    rec.status = "failed", rec.message = e.what();
+    ErrorInfo info;
+    info.host = ce.ctx.host();
+    info.rank = ce.ctx.world_rank();
+    rec.error = info;
+  }
+}
+
+/// The record lines of a rank: its record, then a cluster case's add_record records.
+std::string record_lines(const Benchmark& b, const RankCase& rc, ResultRecord& rec,
+                         std::vector<ResultRecord>& more, const CaseEnv& ce) {
+  if (!rc.in_domain) return "";
+  if (rc.level == Level::cluster && ce.ctx.world_rank() != 0 && rec.status == "ok") return "";
+  std::string lines = json(rec).dump();
+  if (rec.status != "ok" || rc.level != Level::cluster) return lines;
+  for (auto& m : more) {  // JSON text holds no raw newline: one record per line
+    m.run_id = rec.run_id, m.benchmark = rec.benchmark, m.params = rec.params;
+    m.combine = rec.combine, m.status = "ok", m.started_at = rec.started_at;
+    m.duration_s = rec.duration_s;
+    m.case_key = make_case_key(b.id(), rec.params, m.scope);
+    lines += "\n" + json(m).dump();
+  }
+  return lines;
+}
+
+}  // namespace
+
+Scope scope_for(Level level, int world_rank, int local_rank, const std::string& host,
+                const EnvRecord& env) {
+  Scope s;
+  s.host = host;
+  switch (level) {
+    case Level::node:
+      s.kind = "node";
+      break;
+    case Level::gpu:
+      s.kind = "gpu";
+      s.rank = world_rank;
+      s.gpu_index = local_rank;
+      if (local_rank < static_cast<int>(env.gpus.size())) {
+        s.uuid = env.gpus[static_cast<size_t>(local_rank)].uuid;
+        s.pci_bus_id = env.gpus[static_cast<size_t>(local_rank)].pci_bus_id;
+      }
+      break;
+    case Level::rank:
+      s.kind = "rank";
+      s.rank = world_rank;
+      break;
+    case Level::cluster:
+      s.kind = "cluster";
+      s.host.clear();
+      break;
+  }
+  return s;
+}
+
+RankCase place_case(const Benchmark& b, const json& planned, const CaseEnv& ce) {
+  RankCase rc;
+  rc.params = b.params_on(planned, ce.env, ce.settings);
+  rc.level = b.case_level(rc.params);
+  rc.in_domain = rc.level != Level::node || ce.ctx.is_leader();
+  rc.scope = scope_for(rc.level, ce.ctx.world_rank(), ce.ctx.local_rank(), ce.ctx.host(), ce.env);
+  return rc;
+}
+
+CaseResult run_case(const Benchmark& b, const json& planned, CaseEnv& ce) {
+  const RankCase rc = place_case(b, planned, ce);
+  ResultRecord rec;
+  rec.run_id = ce.run_id;
+  rec.benchmark = b.id();
+  rec.params = rc.params;
+  rec.scope = rc.scope;
+  rec.combine = rc.level == Level::cluster ? "max" : "per_rank";
+  rec.case_key = make_case_key(b.id(), rc.params, rec.scope);
+  rec.started_at = utc_now_iso();
+
+  std::string reason;
+  std::string status = disposition(b, rc, ce, reason);
+  if (rc.level == Level::cluster) {  // a cluster case runs on every rank or on none
+    long long skipping = ce.ctx.allreduce_sum(rc.in_domain && status != "ok" ? 1 : 0);
+    if (skipping > 0 && status == "ok")
+      status = "waived", reason = "not applicable on another rank (its record says why)";
+  }
+  const bool member = rc.in_domain && status == "ok";
+  auto group = ce.ctx.split(member);
+  const auto t0 = Clock::now();
+  rec.status = status;
+  rec.message = reason;
+  CaseResult out;
+  std::vector<ResultRecord> more;
+  if (member) {
+    CaseRunImpl run(b, rc, ce, *group);
+    run_member(b, run, rec, out, ce);
+    more = std::move(run.more_);
+  }
+  rec.duration_s = std::chrono::duration<double>(Clock::now() - t0).count();
+  if (b.case_needs_gpu(rc.params) && !ce.shared_gpus.empty())
+    rec.extra["shared_gpus"] = {{"allowed", "--allow-shared-gpus"}, {"processes", ce.shared_gpus}};
+  out.lines = record_lines(b, rc, rec, more, ce);
+  return out;
+}
+
+std::vector<std::string> lines_to_write(Level level, const std::vector<std::string>& gathered) {
+  std::vector<std::string> out;
+  if (level != Level::cluster) {
+    for (const auto& g : gathered)
+      if (!g.empty()) out.push_back(g);
+    return out;
+  }
+  // One record for the cluster: the first failed/waived rank's, else rank 0's.
+  for (const auto& g : gathered) {
+    if (g.empty()) continue;
+    auto j = json::parse(g.substr(0, g.find('\n')));
+    if (j.value("status", "ok") != "ok") {
+      j["scope"] = json{{"kind", "cluster"}};
+      return {j.dump()};
+    }
+  }
+  if (!gathered.empty() && !gathered[0].empty())
+    for (size_t pos = 0; pos < gathered[0].size();) {
+      size_t nl = std::min(gathered[0].find('\n', pos), gathered[0].size());
+      out.push_back(gathered[0].substr(pos, nl - pos));
+      pos = nl + 1;
+    }
+  return out;
+}
+
+std::vector<ExpectedCase> expected_cases(const Benchmark& b, const json& planned,
+                                         const Settings& s, const Context& ctx,
+                                         const std::vector<EnvRecord>& envs) {
+  std::vector<ExpectedCase> out;
+  std::map<std::string, int> local;  // next local rank per host
+  std::vector<std::string> seen_hosts;
+  const EnvRecord none;
+  for (int r = 0; r < ctx.world_size(); ++r) {
+    const std::string& host = ctx.rank_hosts()[static_cast<size_t>(r)];
+    const int local_rank = local[host]++;
+    const EnvRecord* env = &none;
+    for (const auto& e : envs)
+      if (e.host == host) env = &e;
+    json params = b.params_on(planned, *env, s);
+    Level level = b.case_level(params);
+    auto it = std::find_if(out.begin(), out.end(),
+                           [&](const ExpectedCase& e) { return e.params == params; });
+    if (it == out.end()) it = out.insert(out.end(), {params, level, {}});
+    if (level == Level::cluster) {
+      if (it->scopes.empty()) it->scopes.push_back(scope_for(level, r, local_rank, host, *env));
+      continue;
+    }
+    if (level == Level::node && local_rank != 0) continue;
+    it->scopes.push_back(scope_for(level, r, local_rank, host, *env));
+  }
+  return out;
+}
+
+}  // namespace clusterbench

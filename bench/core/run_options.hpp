@@ -1,0 +1,58 @@
+// What a run session is asked to do (`clusterbench run` and `clusterbench burnin` fill it), and
+// what it needs from reports/, which the core does not link (app/ wires it in).
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "records/records.hpp"
+
+namespace clusterbench {
+
+/// Options of a run (`clusterbench run`; `clusterbench burnin` sets suite "burnin").
+struct RunOptions {
+  std::string suite = "ci";
+  std::string spec_path;          ///< empty: chosen from the hardware found
+  std::vector<std::string> only;  ///< globs on benchmark ids; empty: all of the suite
+  std::vector<std::string> set;   ///< KEY=VALUE
+  std::string out_dir;            ///< the run directory; empty: results/<run-id>
+  std::string results_root = "results";
+  std::string fs_root = "/";
+  std::vector<std::string> argv;
+  double case_timeout_s = 0;  ///< 0: the suite's (300/1200/3600 s), or 2 x estimate + 60 s when longer
+  /// --resume DIR: complete that earlier run (its failed and missing cases), appending to it.
+  std::string resume_dir;
+  bool dry_run = false;            ///< --dry-run: print the plan with estimates; run nothing
+  double time_limit_s = 0;         ///< --time-limit: start no case past it (0: none)
+  bool allow_shared_gpus = false;  ///< --allow-shared-gpus: run beside other GPU processes
+  /// Whether --suite, --spec, --only, --set were given (a resume takes the others from the
+  /// earlier run and refuses given ones that differ).
+  bool suite_given = false, spec_given = false, only_given = false, set_given = false;
+  std::string prometheus_path;  ///< --prometheus FILE: textfile of the headline metrics
+  /// The console's first line: "clusterbench V: <what> RUN-ID, N rank(s) on M node(s)<note>".
+  std::string what = "run";
+  std::string header_note;  ///< empty: ", suite S"
+  /// Whether a refused --out directory suggests `--resume DIR` (run: yes; burnin has no resume).
+  bool resumable = true;
+};
+
+/// What a run needs from reports/: app/ wires these in.
+struct RunHooks {
+  /// The spec table for these nodes (auto-selection): path and `selected_by` ("auto: ...").
+  /// Throws InputError when none fits.
+  std::function<SpecChoice(const std::vector<EnvRecord>&)> choose_spec;
+  /// Checks before any case runs that an output file can be written (throws InputError).
+  std::function<void(const std::string& path, const std::string& option,
+                     const std::string& run_dir)>
+      check_output;
+  /// Judges the run directory and writes its reports (and the Prometheus textfile where a path
+  /// is given); returns the verdict's exit code, which the run takes as its own.
+  std::function<int(const std::string& dir, const std::string& prometheus)> report;
+};
+
+/// Directory of the seed spec tables: $CLUSTERBENCH_SPECS_DIR, else reports/specs of the source
+/// tree this binary was built from.
+std::string specs_dir();
+
+}  // namespace clusterbench

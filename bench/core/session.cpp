@@ -1,0 +1,716 @@
+// The run session (session.hpp).
+#include "core/session.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <chrono>
+#include <filesystem>
+#include <iostream>
+#include <mutex>
+#include <optional>
+#include <thread>
+
+#include "core/case_runner.hpp"
+#include "core/error.hpp"
+#include "core/progress.hpp"
+#include "core/run_control.hpp"
+#include "core/sink.hpp"
+#include "core/version.hpp"
+#include "core/watchdog.hpp"
+#include "env/health.hpp"
+#include "env/inventory.hpp"
+#include "records/spec.hpp"
+
+namespace clusterbench {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+std::string specs_dir() {
+  if (const char* d = std::getenv("CLUSTERBENCH_SPECS_DIR"); d && *d) return d;
+  return std::string(CLUSTERBENCH_SOURCE_DIR) + "/reports/specs";
+}
+
+/// One case of the plan: a benchmark's params, the rows of run.json's plan it stands for (one per
+/// distinct params_on() result) and, on rank 0, the records it is expected to produce.
+struct PlannedEntry {
+  const Benchmark* bench = nullptr;
+  json params;
+  std::vector<ExpectedCase> expected;  ///< rank 0 only
+  bool to_run = true;                  ///< false: done in the earlier run (--resume)
+  double estimate_s = 0;               ///< rank 0 only
+};
+
+struct RunSession::State {
+  const Context& ctx;
+  RunOptions given, opt;
+  RunHooks hooks;
+  const Registry& registry;
+  Clock::time_point t0 = Clock::now();
+
+  // Plan.
+  ResumeState resume;
+  Settings settings;
+  std::vector<const Benchmark*> benchmarks;
+  std::vector<PlannedEntry> plan;
+
+  // Set-up.
+  std::vector<EnvRecord> envs;
+  const EnvRecord* my_env = nullptr;
+  health::XidWatcher xid_watcher;  // leaders: NVML XID events from inventory to the end
+  GpuDisposition gpu;
+  std::vector<BusyGpu> busy;
+  json shared_gpus = json::array();
+  bool dry_run_done = false;
+
+  // Rank 0's run directory.
+  RunRecord run;
+  std::unique_ptr<Sink> sink;
+
+  // Cases.
+  GbenchCollector reporter;
+  std::mutex mu;                        // run, in_progress, abort_recorded, signal handler
+  std::vector<ResultRecord> in_progress;  // rank 0: what a hang records as failed
+  bool abort_recorded = false;
+  std::function<std::optional<std::string>(const std::string&)> signal_handler;
+  std::optional<Watchdog> watchdog;
+  std::optional<ProgressChannel> channel;
+  bool refused = false;
+  bool stopped_at_limit = false;
+  size_t stop_index = 0;
+
+  State(const Context& c, RunOptions o, RunHooks h, const Registry& r)
+      : ctx(c), given(std::move(o)), hooks(std::move(h)), registry(r), reporter(c.is_root()) {}
+
+  void plan_cases();
+  int inventory_and_gpus();
+  int check_cases();
+  void print_dry_run();
+  void write_run_dir();
+  void choose_spec();
+  void plan_rows();
+  void apply_resume();
+  void open_run_dir(const std::string& dir);
+  void run_one(size_t index);
+  bool past_time_limit(size_t index);
+  CaseEnv case_env();
+  bool on_watchdog(const WatchdogEvent& e);
+  void record_abort(const std::string& reason);
+  void mark_aborted(const std::string& reason);
+  void append(const ResultRecord& rec);
+  void end_health();
+  void note_time_limit();
+  int make_report();
+  double case_timeout(const PlannedEntry& p) const;
+};
+
+// --- plan ----------------------------------------------------------------------------------------
+
+void RunSession::State::plan_cases() {
+  opt = resolve_resume(given, ctx, resume);
+  settings = Settings(opt.suite, opt.set);
+  benchmarks = select_benchmarks(opt.only, opt.suite, registry);
+  for (const Benchmark* b : benchmarks) {
+    double mt = b->min_time(settings);
+    if (!(mt > 0) || mt > 3600)
+      throw InputError("--set " + b->id() + ".min_time: " + std::to_string(mt) +
+                       " must be in (0, 3600] seconds");
+  }
+  check_set_keys(settings, registry);
+  plan.clear();
+  for (const Benchmark* b : benchmarks)
+    for (const auto& p : b->cases(settings)) plan.push_back({b, p, {}, true, 0});
+}
+
+// --- set-up --------------------------------------------------------------------------------------
+
+int RunSession::State::inventory_and_gpus() {
+  EnvRecord env;
+  if (ctx.is_leader()) {
+    env = collect_run_env(ctx, opt.fs_root);
+    xid_watcher.start();
+  }
+  envs = allgather_envs(ctx, env);
+  for (const auto& e : envs)
+    if (e.host == ctx.host()) my_env = &e;
+  if (!my_env) throw std::runtime_error("no EnvRecord for host " + ctx.host());
+  gpu = rank_gpu_disposition(*my_env, ctx);
+  // The EnvRecords of run.json carry the plugin's facts (each leader's view).
+  if (ctx.is_leader()) add_plugin_facts(env);
+  std::vector<std::string> gathered = ctx.gather(ctx.is_leader() ? json(env).dump() : "");
+  if (ctx.is_root())
+    for (const auto& g : gathered)
+      if (!g.empty()) run.env.push_back(json::parse(g).get<EnvRecord>());
+  // A driver older than the plugin's CUDA is a deployment error on any rank: exit 2 everywhere.
+  if (ctx.allreduce_sum(gpu.deployment_error ? 1 : 0) > 0) {
+    if (gpu.deployment_error)
+      std::cerr << "clusterbench: " << ctx.host() << ": " << gpu.reason << std::endl;
+    return 2;
+  }
+  // Busy GPUs: other jobs' processes on this job's GPUs refuse the run before any GPU case.
+  bool gpu_cases = false;
+  for (const auto& p : plan)
+    gpu_cases = gpu_cases || p.bench->case_needs_gpu(p.bench->params_on(p.params, *my_env, settings));
+  if (!gpu_cases) return 0;
+  busy = other_gpu_processes(ctx, nullptr);
+  if (!busy.empty() && !opt.allow_shared_gpus && !opt.dry_run) {
+    if (ctx.is_root())
+      std::cerr << "clusterbench: refusing to run GPU cases: other processes use the GPUs:\n"
+                << describe_busy(busy)
+                << "wait for them to finish, or pass --allow-shared-gpus to measure beside them "
+                   "(the records then say so)"
+                << std::endl;
+    return 2;
+  }
+  for (const auto& bg : busy)
+    if (bg.host == ctx.host()) shared_gpus.push_back(bg);
+  return 0;
+}
+
+int RunSession::State::check_cases() {
+  std::string error;
+  NodeEnv node{*my_env, gpu, ctx, settings};
+  for (const auto& p : plan) {
+    try {
+      p.bench->check(p.bench->params_on(p.params, *my_env, settings), node);
+    } catch (const InputError& e) {
+      if (error.empty()) error = e.what();
+    }
+  }
+  return setup_failed(ctx, error) ? 2 : 0;
+}
+
+void RunSession::State::print_dry_run() {
+  if (!ctx.is_root()) return;
+  if (resume.active) read_resume_records(resume);
+  NodeEnv node{*my_env, gpu, ctx, settings};
+  std::vector<CaseEstimate> rows;
+  for (const auto& p : plan) {
+    json params = p.bench->params_on(p.params, *my_env, settings);
+    bool rerun = false;
+    for (const auto& e : expected_cases(*p.bench, p.params, settings, ctx, envs)) {
+      PlannedCase pc{p.bench->id(), e.params, level_name(e.level), {}};
+      for (const auto& s : e.scopes) pc.case_keys.push_back(make_case_key(pc.benchmark, e.params, s));
+      rerun = rerun || needs_rerun(pc, resume);
+    }
+    if (!rerun)
+      rows.push_back({p.bench->id(), params, level_name(p.bench->case_level(params)), 0,
+                      "done in the earlier run"});
+    else
+      rows.push_back(estimate_case(*p.bench, params, settings, node));
+  }
+  std::string header = "clusterbench --dry-run: suite " + opt.suite + ", " +
+                       std::to_string(ctx.world_size()) + " rank(s) on " +
+                       std::to_string(ctx.hosts().size()) + " node(s); nothing is run\n";
+  // The spec is checked as a real run would check it (a missing or malformed table: exit 2).
+  SpecChoice spec{opt.spec_path, "", "", "--spec"};
+  if (spec.path.empty()) spec = hooks.choose_spec(envs);
+  Spec loaded = load_spec(spec.path);
+  header += "spec: " + loaded.name + " (" + spec.path + ", " + spec.selected_by + ")\n";
+  if (!busy.empty())
+    header += "note: other processes use the GPUs (a run refuses without --allow-shared-gpus):\n" +
+              describe_busy(busy);
+  std::cout << render_dry_run(rows, header) << std::flush;
+}
+
+void RunSession::State::choose_spec() {
+  if (!opt.spec_path.empty()) {
+    run.spec.path = opt.spec_path;
+    run.spec.selected_by = "--spec";
+  } else {
+    run.spec = hooks.choose_spec(run.env);
+  }
+  Spec spec = load_spec(run.spec.path);
+  run.spec.path = fs::absolute(run.spec.path).lexically_normal().string();
+  run.spec.name = spec.name;
+  run.spec.sha256 = sha256_file(run.spec.path);
+}
+
+void RunSession::State::plan_rows() {
+  NodeEnv node{*my_env, gpu, ctx, settings};
+  for (auto& p : plan) {
+    p.expected = expected_cases(*p.bench, p.params, settings, ctx, envs);
+    for (const auto& e : p.expected) {
+      PlannedCase pc{p.bench->id(), e.params, level_name(e.level), {}};
+      for (const auto& s : e.scopes) pc.case_keys.push_back(make_case_key(pc.benchmark, e.params, s));
+      run.plan.push_back(pc);
+    }
+    p.estimate_s =
+        estimate_case(*p.bench, p.bench->params_on(p.params, *my_env, settings), settings, node)
+            .seconds;
+  }
+}
+
+void RunSession::State::apply_resume() {
+  if (resume.active) {
+    // The earlier run's spec, hosts and plan, or a refusal that names what differs.
+    std::vector<std::string> diffs = plan_differences(resume.run, run);
+    if (run.spec.sha256 != resume.run.spec.sha256)
+      diffs.push_back("spec: earlier " + resume.run.spec.path + " (sha256 " +
+                      resume.run.spec.sha256 + "), now " + run.spec.path + " (sha256 " +
+                      run.spec.sha256 + ")");
+    if (!diffs.empty()) {
+      std::string msg = "--resume " + resume.dir + ": this run differs from the earlier one:";
+      for (const auto& d : diffs) msg += "\n  " + d;
+      throw InputError(msg);
+    }
+    read_resume_records(resume, true);
+    run.argv = resume.run.argv;
+    run.started_at = resume.run.started_at;
+    run.env = resume.run.env;
+  }
+  size_t row = 0;
+  for (auto& p : plan) {
+    p.to_run = false;
+    for (size_t i = 0; i < p.expected.size(); ++i)
+      p.to_run = p.to_run || needs_rerun(run.plan[row++], resume);
+  }
+}
+
+void RunSession::State::open_run_dir(const std::string& dir) {
+  if (!opt.prometheus_path.empty())  // checked before any case runs, not after the suite
+    hooks.check_output(opt.prometheus_path, "--prometheus", dir);
+  sink = std::make_unique<Sink>(dir);
+  if (resume.active) {
+    // Each resume appends to "resumes": when, how, what it reran, and how the run had ended.
+    int reruns = 0;
+    for (const auto& p : plan) reruns += p.to_run;
+    json resumes = resume.run_json.value("resumes", json::array());
+    resumes.push_back({{"started_at", utc_now_iso()},
+                       {"argv", opt.argv},
+                       {"cases_rerun", reruns},
+                       {"cases_done", static_cast<int>(plan.size()) - reruns},
+                       {"earlier_exit_code", resume.run_json.value("exit_code", json(nullptr))},
+                       {"earlier_finished_at", resume.run.finished_at},
+                       {"earlier_aborted", resume.run.aborted}});
+    sink->set_run_field("resumes", resumes);
+    std::cout << "clusterbench: resuming " << dir << ": " << reruns << " of " << plan.size()
+              << " planned case(s) to run\n";
+  }
+  if (!busy.empty()) sink->set_run_field("shared_gpus", busy);
+  sink->write_run(run);
+  if (opt.out_dir.empty() && !resume.active) update_latest_link(opt.results_root, dir);
+}
+
+void RunSession::State::write_run_dir() {
+  run.run_id = resume.active ? resume.run.run_id : make_run_id(ctx.host());
+  run.argv = opt.argv;
+  run.version = clusterbench_version();
+  run.suite = opt.suite;
+  run.only = opt.only;
+  run.set = opt.set;
+  run.world_size = ctx.world_size();
+  run.hosts = ctx.hosts();
+  run.started_at = utc_now_iso();
+  choose_spec();
+  plan_rows();
+  apply_resume();
+  const std::string dir = resume.active
+                              ? resume.dir
+                              : new_run_dir(opt.out_dir, opt.results_root, run.run_id, opt.resumable);
+  open_run_dir(dir);
+  std::cout << "clusterbench " << run.version << ": " << opt.what << " " << run.run_id << ", "
+            << ctx.world_size() << " rank(s) on " << run.hosts.size() << " node(s)"
+            << (opt.header_note.empty() ? ", suite " + run.suite : opt.header_note)
+            << "\nspec: " << run.spec.path << " (" << run.spec.selected_by
+            << ")\nresults: " << dir << "\n"
+            << std::flush;
+}
+
+// --- cases ---------------------------------------------------------------------------------------
+
+void RunSession::State::mark_aborted(const std::string& reason) {
+  if (!ctx.is_root() || !sink) return;
+  std::lock_guard<std::mutex> lock(mu);
+  run.aborted = true;
+  run.abort_reason = reason;
+  run.finished_at = utc_now_iso();
+  run.exit_code = 3;
+  try {
+    sink->write_run(run);
+  } catch (const std::exception& e) {
+    std::cerr << "clusterbench: " << e.what() << std::endl;
+  }
+}
+
+void RunSession::State::append(const ResultRecord& rec) {
+  if (!ctx.is_root() || !sink) return;
+  try {
+    sink->append(rec);
+  } catch (const std::exception& e) {
+    std::cerr << "clusterbench: " << e.what() << std::endl;
+  }
+}
+
+void RunSession::State::record_abort(const std::string& reason) {
+  if (!ctx.is_root()) {
+    std::cerr << "clusterbench: " << ctx.host() << " rank " << ctx.world_rank() << ": " << reason
+              << std::endl;
+    // Every rank's deadline passes at about the same time: give rank 0 time to write the failed
+    // record and run.json before this rank's MPI_Abort kills it.
+    std::this_thread::sleep_for(std::chrono::seconds(3));
+    return;
+  }
+  // The ranks and hosts that did not finish (core/progress.hpp), asked before the lock; not
+  // after a signal: mpirun is ending the job (a rank died) and kills us soon after.
+  const bool signalled = reason.rfind("terminated by signal", 0) == 0;
+  const Unfinished who = signalled ? Unfinished{} : who_did_not_finish(ctx);
+  std::lock_guard<std::mutex> lock(mu);
+  if (abort_recorded) return;  // the deadline and a peer's abort raced
+  abort_recorded = true;
+  for (auto& rec : in_progress) {
+    rec.status = "failed";
+    rec.message = "aborted: " + reason + who.text;
+    if (!who.ranks.empty()) rec.extra["ranks"] = who.ranks;
+    try {
+      sink->append(rec);
+    } catch (const std::exception& e) {
+      std::cerr << "clusterbench: " << e.what() << std::endl;
+    }
+  }
+  run.aborted = true;
+  run.abort_reason = reason + who.text;
+  run.finished_at = utc_now_iso();
+  run.exit_code = 3;
+  try {
+    sink->write_run(run);
+  } catch (const std::exception& e) {
+    std::cerr << "clusterbench: " << e.what() << std::endl;
+  }
+  std::cerr << "clusterbench: run aborted: " << reason << std::endl;
+}
+
+bool RunSession::State::on_watchdog(const WatchdogEvent& e) {
+  std::function<std::optional<std::string>(const std::string&)> handler;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    handler = signal_handler;
+  }
+  if (e.kind != WatchdogEvent::Kind::signal || !handler) {
+    record_abort(e.reason);
+    return true;
+  }
+  mark_aborted(e.reason);  // a kill right after this still leaves an aborted run.json
+  std::optional<std::string> now = handler(e.reason);
+  if (!now) return false;  // the case stops in order
+  mark_aborted(*now);
+  if (ctx.is_root()) std::cerr << "clusterbench: run aborted: " << *now << std::endl;
+  return true;
+}
+
+CaseEnv RunSession::State::case_env() {
+  CaseEnv ce{ctx, settings, *my_env, gpu, run.run_id, reporter, shared_gpus, {}, {}, {}, {}};
+  ce.append = [this](const ResultRecord& r) { append(r); };
+  ce.mark_aborted = [this](const std::string& reason) { mark_aborted(reason); };
+  ce.on_signal = [this](std::function<std::optional<std::string>(const std::string&)> h) {
+    std::lock_guard<std::mutex> lock(mu);
+    signal_handler = std::move(h);
+  };
+  ce.abort_run = [this](const std::string& reason) {
+    // Another rank's abort reaches rank 0 this way, which writes the record (progress.hpp).
+    if (channel) channel->post_abort(reason);
+    record_abort(reason);
+  };
+  return ce;
+}
+
+double RunSession::State::case_timeout(const PlannedEntry& p) const {
+  // The hang deadline: --case-timeout, else the suite's (300/1200/3600 s) or, for a case whose
+  // own estimate is longer (a fio runtime of minutes), twice that estimate plus a minute.
+  if (opt.case_timeout_s > 0) return opt.case_timeout_s;
+  double suite_s = settings.by_suite(300.0, 1200.0, 3600.0);
+  return std::max(suite_s, 2 * p.bench->estimate_s(settings, p.params) + 60);
+}
+
+bool RunSession::State::past_time_limit(size_t index) {
+  if (opt.time_limit_s <= 0) return false;
+  // Rank 0 decides: no case starts past the limit, nor one estimated to end past it.
+  long long stop = 0;
+  if (ctx.is_root()) {
+    double elapsed = std::chrono::duration<double>(Clock::now() - t0).count();
+    stop = elapsed >= opt.time_limit_s || elapsed + plan[index].estimate_s > opt.time_limit_s;
+  }
+  if (ctx.allreduce_sum(stop) == 0) return false;
+  stopped_at_limit = true;
+  stop_index = index;
+  return true;
+}
+
+void RunSession::State::run_one(size_t index) {
+  const PlannedEntry& p = plan[index];
+  const std::string what = p.bench->id() + " " + p.params.dump();
+  if (ctx.is_root()) {
+    std::lock_guard<std::mutex> lock(mu);
+    in_progress.clear();
+    for (const auto& e : p.expected)
+      for (const auto& scope : e.scopes) {
+        ResultRecord rec;
+        rec.run_id = run.run_id;
+        rec.benchmark = p.bench->id();
+        rec.params = e.params;
+        rec.scope = scope;
+        rec.case_key = make_case_key(rec.benchmark, e.params, scope);
+        rec.started_at = utc_now_iso();
+        in_progress.push_back(rec);
+      }
+  }
+  progress::next_case();
+  watchdog->arm(what, case_timeout(p));
+  CaseEnv ce = case_env();
+  CaseResult r = run_case(*p.bench, p.params, ce);
+  refused = refused || r.refused;
+  std::vector<std::string> gathered = ctx.gather(r.lines);
+  watchdog->disarm();
+  if (!ctx.is_root()) return;
+  std::lock_guard<std::mutex> lock(mu);
+  in_progress.clear();
+  if (abort_recorded) return;  // once an abort is recorded, the case's record is its
+  try {
+    for (const auto& l : lines_to_write(p.bench->case_level(p.params), gathered))
+      sink->append_line(l);
+  } catch (const std::exception& e) {
+    std::cerr << "clusterbench: cannot record " << what << ": " << e.what() << std::endl;
+    run.aborted = true;
+    run.abort_reason = std::string("cannot write records: ") + e.what();
+  }
+}
+
+// --- finish --------------------------------------------------------------------------------------
+
+void RunSession::State::end_health() {
+  // Each leader reads its node; rank 0 puts the snapshots into run.env; reports/ computes the
+  // deltas (docs/health.md).
+  std::string end_health;
+  if (ctx.is_leader()) {
+    json end = health::read_counters(opt.fs_root);
+    end["xid_watch"] = xid_watcher.stop();
+    end_health = json{{"host", ctx.host()}, {"end", std::move(end)}}.dump();
+  }
+  std::vector<std::string> ends = ctx.gather(end_health);
+  if (!ctx.is_root()) return;
+  std::lock_guard<std::mutex> lock(mu);
+  for (const auto& g : ends) {
+    if (g.empty()) continue;
+    json j = json::parse(g);
+    for (auto& e : run.env)
+      if (e.host == j["host"].get<std::string>()) e.health["end"] = j["end"];
+  }
+}
+
+void RunSession::State::note_time_limit() {
+  if (!ctx.is_root() || !stopped_at_limit) return;
+  json not_run = json::array();
+  for (size_t i = stop_index; i < plan.size(); ++i)
+    if (plan[i].to_run)
+      for (const auto& e : plan[i].expected)
+        not_run.push_back({{"benchmark", plan[i].bench->id()}, {"params", e.params}});
+  double elapsed = std::chrono::duration<double>(Clock::now() - t0).count();
+  sink->set_run_field(
+      "time_limit",
+      {{"seconds", opt.time_limit_s}, {"stopped_after_s", elapsed}, {"not_run", not_run}});
+  std::cout << "clusterbench: --time-limit " << opt.time_limit_s << " s: stopped after " << elapsed
+            << " s, as the next case would have ended past the limit (estimate); "
+            << not_run.size() << " planned case(s) not run (MISSING in the report)" << std::endl;
+}
+
+int RunSession::State::make_report() {
+  int code = 0;
+  try {
+    reporter.write_json(sink->dir() + "/gbench.json", resume.active);
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      run.finished_at = utc_now_iso();
+      // The verdict is not known until the report is made: null until then (a kill during the
+      // report must not leave 0, "PASS", behind).
+      if (run.aborted)
+        run.exit_code = 3;
+      else
+        run.exit_code.reset();
+      sink->write_run(run);
+    }
+    code = hooks.report(sink->dir(), opt.prometheus_path);
+    if (stopped_at_limit && code == 0) code = 4;
+  } catch (const InputError& e) {
+    std::cerr << "clusterbench: " << e.what() << std::endl;
+    code = 2;
+  } catch (const std::exception& e) {
+    std::cerr << "clusterbench: " << e.what() << std::endl;
+    code = 3;
+  }
+  std::lock_guard<std::mutex> lock(mu);
+  run.exit_code = code;
+  try {
+    sink->write_run(run);
+  } catch (const std::exception& e) {
+    std::cerr << "clusterbench: " << e.what() << std::endl;
+  }
+  return code;
+}
+
+// --- the session ---------------------------------------------------------------------------------
+
+RunSession::RunSession(const Context& ctx, RunOptions opt, RunHooks hooks,
+                       const Registry& registry)
+    : s_(std::make_unique<State>(ctx, std::move(opt), std::move(hooks), registry)) {}
+
+RunSession::~RunSession() = default;
+
+void RunSession::plan() { s_->plan_cases(); }
+
+int RunSession::setup() {
+  State& s = *s_;
+  if (int rc = s.inventory_and_gpus()) return rc;
+  if (int rc = s.check_cases()) return rc;
+  if (s.opt.dry_run) {
+    s.print_dry_run();
+    s.dry_run_done = true;
+    return 0;
+  }
+  std::string error;
+  if (s.ctx.is_root()) {
+    try {
+      s.write_run_dir();
+    } catch (const std::exception& e) {
+      error = e.what();
+    }
+  }
+  if (setup_failed(s.ctx, error)) return 2;
+  s.run.run_id = s.ctx.bcast(s.run.run_id);
+  std::string mask;
+  for (const auto& p : s.plan) mask += p.to_run ? '1' : '0';
+  mask = s.ctx.bcast(mask);
+  for (size_t i = 0; i < s.plan.size() && i < mask.size(); ++i) s.plan[i].to_run = mask[i] == '1';
+  return 0;
+}
+
+bool RunSession::dry_run_done() const { return s_->dry_run_done; }
+
+void RunSession::run_cases() {
+  State& s = *s_;
+  s.watchdog.emplace([&s](const WatchdogEvent& e) { return s.on_watchdog(e); });
+  s.channel.emplace(s.ctx, [&s](const std::string& reason) { s.watchdog->trip(reason); });
+  for (size_t i = 0; i < s.plan.size(); ++i) {
+    if (!s.plan[i].to_run) continue;  // --resume: done in the earlier run
+    if (s.past_time_limit(i)) break;
+    s.run_one(i);
+    // A record that cannot be written, or a case stopped in order by a signal, ends the run.
+    bool aborted = false;
+    if (s.ctx.is_root()) {
+      std::lock_guard<std::mutex> lock(s.mu);
+      aborted = s.run.aborted;
+    }
+    if (s.ctx.allreduce_sum(aborted ? 1 : 0) > 0) break;
+  }
+  s.channel.reset();
+  s.watchdog.reset();
+}
+
+int RunSession::finish() {
+  State& s = *s_;
+  s.end_health();
+  const long long refused = s.ctx.allreduce_sum(s.refused ? 1 : 0);
+  if (s.ctx.is_root() && refused > 0)
+    std::cerr << "clusterbench: " << refused << " case(s) refused (see their records)\n";
+  s.note_time_limit();
+  int code = s.ctx.is_root() ? s.make_report() : 0;
+  return static_cast<int>(s.ctx.allreduce_sum(code));
+}
+
+int RunSession::run() {
+  plan();
+  if (int rc = setup()) return rc;
+  if (dry_run_done()) return 0;
+  run_cases();
+  return finish();
+}
+
+const RunRecord& RunSession::record() const { return s_->run; }
+
+std::string RunSession::dir() const { return s_->sink ? s_->sink->dir() : ""; }
+
+int run_command(const RunOptions& opt, const RunHooks& hooks) {
+  RunSession session(Context::get(), opt, hooks);
+  return session.run();
+}
+
+// --- helpers -------------------------------------------------------------------------------------
+
+std::string make_run_id(const std::string& host) {
+  std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y%m%dT%H%M%SZ", &tm);
+  // The host names a directory: keep it to characters that are safe in a path.
+  std::string safe;
+  for (char c : host)
+    safe +=
+        std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-' || c == '_' ? c : '_';
+  return std::string(buf) + "-" + safe.substr(0, 64);
+}
+
+EnvRecord collect_run_env(const Context& ctx, const std::string& fs_root) {
+  InventoryOptions io;
+  io.fs_root = fs_root;
+  io.host = ctx.host();
+  EnvRecord env = collect_env(io);
+  env.versions.mpi = ctx.mpi_version();
+  env.versions.clusterbench = clusterbench_version();
+  env.health["start"] = health::read_counters(fs_root, io.query_nvml);
+  return env;
+}
+
+std::vector<EnvRecord> allgather_envs(const Context& ctx, const EnvRecord& leader_env) {
+  std::vector<EnvRecord> envs;
+  for (const auto& g : ctx.allgather(ctx.is_leader() ? json(leader_env).dump() : ""))
+    if (!g.empty()) envs.push_back(json::parse(g).get<EnvRecord>());
+  return envs;
+}
+
+std::string new_run_dir(const std::string& out_dir, const std::string& results_root,
+                        const std::string& run_id, bool resume_hint) {
+  std::string dir = out_dir;
+  if (dir.empty()) {
+    dir = results_root + "/" + run_id;
+    for (int i = 2; fs::exists(dir); ++i)
+      dir = results_root + "/" + run_id + "-" + std::to_string(i);
+    return dir;
+  }
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) return dir;
+  if (fs::exists(dir + "/run.json") ||
+      (fs::exists(dir + "/records.jsonl") && fs::file_size(dir + "/records.jsonl", ec) > 0))
+    throw InputError(dir + ": already holds a run; choose an empty --out directory" +
+                     (resume_hint ? " (or --resume " + dir + ")" : std::string()));
+  std::vector<std::string> found;
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    std::string name = e.path().filename().string();
+    std::error_code size_ec;
+    if (name == "records.jsonl" && e.file_size(size_ec) == 0) continue;
+    found.push_back(name);
+  }
+  if (found.empty()) return dir;
+  std::sort(found.begin(), found.end());
+  std::string shown;
+  for (size_t i = 0; i < found.size() && i < 3; ++i) shown += (i ? ", " : "") + found[i];
+  if (found.size() > 3) shown += " and " + std::to_string(found.size() - 3) + " more";
+  throw InputError(dir + ": not empty and not a clusterbench run (holds " + shown +
+                   "); choose an empty or new --out directory");
+}
+
+bool setup_failed(const Context& ctx, const std::string& error) {
+  if (ctx.allreduce_sum(error.empty() ? 0 : 1) == 0) return false;
+  std::vector<std::string> errors = ctx.gather(error);
+  for (size_t r = 0; r < errors.size(); ++r) {
+    if (errors[r].empty()) continue;
+    std::cerr << "clusterbench: "
+              << (r == 0 || ctx.world_size() == 1 ? "" : "rank " + std::to_string(r) + ": ")
+              << errors[r] << std::endl;
+    break;
+  }
+  return true;
+}
+
+}  // namespace clusterbench

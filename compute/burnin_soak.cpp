@@ -1,0 +1,649 @@
+// burnin.soak (burnin_soak.hpp, docs/burnin.md).
+#include "compute/burnin_soak.hpp"
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <thread>
+
+#include "collectives/collective.hpp"
+#include "compute/burnin.hpp"
+#include "compute/gpu_telemetry.hpp"
+#include "core/benchmark.hpp"
+#include "core/error.hpp"
+#include "core/progress.hpp"
+#include "core/watchdog.hpp"
+#include "env/nvml.hpp"
+
+namespace clusterbench::compute {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+constexpr std::uint64_t kSeed = 20261130;
+constexpr int kSamples = 16;
+
+/// Test-only fault injection (docs/burnin.md): the world rank named by the variable, or -1.
+int test_rank(const char* var) {
+  const char* v = std::getenv(var);
+  if (!v || !*v) return -1;
+  char* end = nullptr;
+  long r = std::strtol(v, &end, 10);
+  return end && *end == '\0' && r >= 0 ? static_cast<int>(r) : -1;
+}
+
+double median_of(std::vector<double> xs) {
+  std::sort(xs.begin(), xs.end());
+  size_t m = xs.size() / 2;
+  return xs.size() % 2 ? xs[m] : 0.5 * (xs[m - 1] + xs[m]);
+}
+
+/// Rate over the intervals whose planned span [i d, (i + 1) d] (d = `interval_s`) lies within
+/// [from, to] seconds of the soak; interval `fallback` alone when the soak is shorter than two
+/// minutes (its first and last minute would overlap).
+double rate_within(const json& series, double interval_s, double from, double to, size_t fallback) {
+  double flop = 0, sec = 0;
+  if (interval_s * static_cast<double>(series.size()) >= 120 - 1e-6) {
+    for (const auto& iv : series) {
+      double i = iv["index"].get<double>();
+      if (i * interval_s >= from - 1e-6 && (i + 1) * interval_s <= to + 1e-6)
+        flop += iv["flop"].get<double>(), sec += iv["seconds"].get<double>();
+    }
+  }
+  if (sec <= 0 && fallback < series.size())
+    flop = series[fallback]["flop"].get<double>(), sec = series[fallback]["seconds"].get<double>();
+  return sec > 0 ? flop / sec / 1e12 : 0;
+}
+
+/// The all_reduce loop on its own thread: during each interval it runs sum all_reduces of
+/// `count` floats back to back. One more element travels with the data: each rank puts 1 there
+/// once its interval is over, and every rank stops after the first operation whose sum of it is
+/// non-zero, so all ranks run the same number of operations. The last result is checked against
+/// the expected sums (collectives::kAllReduce) after every interval.
+class AllReduceLoop {
+ public:
+  struct Interval {
+    long long ops = 0;
+    double seconds = 0;
+    long long wrong = 0;
+    std::string error;
+  };
+
+  AllReduceLoop(collectives::Backend* be, long long count, int device)
+      : be_(be), count_(count), device_(device) {
+    const size_t bytes = static_cast<size_t>(count_ + 1) * sizeof(float);
+    host_.resize(static_cast<size_t>(count_ + 1));
+    for (long long i = 0; i < count_; ++i)
+      host_[static_cast<size_t>(i)] = static_cast<float>(collectives::input_value(be_->rank(), i));
+    host_.back() = 0;
+    send_ = be_->alloc(bytes);
+    recv_ = be_->alloc(bytes);
+    be_->upload(send_, host_.data(), bytes);
+    thread_ = std::thread([this] { loop(); });
+  }
+  ~AllReduceLoop() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      quit_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+    be_->release(send_);
+    be_->release(recv_);
+  }
+  long long bytes() const { return count_ * static_cast<long long>(sizeof(float)); }
+
+  void start() {
+    std::lock_guard<std::mutex> lock(mu_);
+    end_.store(false);
+    ++started_;
+    cv_.notify_all();
+  }
+  /// Marks this rank's interval over and waits for the loop to stop (with every rank's).
+  Interval finish() {
+    end_.store(true);
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait(lock, [&] { return finished_ == started_; });
+    return last_;
+  }
+
+ private:
+  void loop() {
+    if (device_ >= 0) select_gpu(device_);  // NCCL from this thread: the device is per thread
+    long long seen = 0;
+    while (true) {
+      {
+        std::unique_lock<std::mutex> lock(mu_);
+        cv_.wait(lock, [&] { return quit_ || started_ > seen; });
+        if (quit_) return;
+        seen = started_;
+      }
+      Interval r = run_interval();
+      std::lock_guard<std::mutex> lock(mu_);
+      last_ = r;
+      finished_ = seen;
+      cv_.notify_all();
+    }
+  }
+
+  Interval run_interval() {
+    Interval r;
+    if (!error_.empty()) {
+      r.error = error_;
+      return r;
+    }
+    const auto& c = collectives::kAllReduce;
+    collectives::Layout l = c.layout(count_ + 1, be_->rank(), be_->size());
+    float* flag_dst = static_cast<float*>(send_) + count_;
+    const float* flag_src = static_cast<const float*>(recv_) + count_;
+    auto t0 = Clock::now();
+    try {
+      while (true) {
+        float flag = end_.load() ? 1.0f : 0.0f, sum = 0;
+        be_->upload(flag_dst, &flag, sizeof flag);
+        double sec = be_->run(c, collectives::Dtype::f32, send_, recv_, l, 0, false, 1);
+        ++r.ops;
+        if (sec >= 0) r.seconds += sec;
+        be_->download(&sum, flag_src, sizeof sum);
+        if (sum > 0) break;
+      }
+      if (r.seconds == 0) r.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+      std::vector<float> out(static_cast<size_t>(count_));
+      be_->download(out.data(), recv_, out.size() * sizeof(float));
+      r.wrong = collectives::count_wrong(c, collectives::Dtype::f32, out.data(), count_,
+                                         be_->rank(), be_->size(), count_, 0);
+    } catch (const std::exception& e) {
+      error_ = r.error = e.what();  // the communicator cannot be trusted any more
+    }
+    return r;
+  }
+
+  collectives::Backend* be_;
+  long long count_;
+  int device_;
+  std::vector<float> host_;
+  void* send_ = nullptr;
+  void* recv_ = nullptr;
+  std::thread thread_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool quit_ = false;
+  long long started_ = 0, finished_ = 0;
+  std::atomic<bool> end_{false};
+  Interval last_;
+  std::string error_;
+};
+
+/// The soak's clock: its length cut into intervals (burnin_intervals).
+struct SoakClock {
+  double minutes = 0, total_s = 0, interval_s = 0;
+  int intervals = 0;
+  explicit SoakClock(double m)
+      : minutes(m), total_s(m * 60.0), interval_s(0), intervals(burnin_intervals(m * 60.0)) {
+    interval_s = total_s / intervals;
+  }
+};
+
+/// What one rank's soak is, from its case params.
+struct SoakShape {
+  bool gpu = false;  ///< cuBLASLt on the GPU, else OpenBLAS on the CPU
+  std::string dtype;
+  GemmShape shape;
+  explicit SoakShape(const json& p)
+      : gpu(p.at("backend") == "cublaslt"),
+        dtype(p.at("dtype")),
+        shape{p.at("m").get<long long>(), p.at("n").get<long long>(), p.at("k").get<long long>()} {}
+};
+
+}  // namespace
+
+std::vector<Metric> soak_series_metrics(const json& series, double interval_s, bool telemetry) {
+  std::vector<Metric> out;
+  if (series.empty()) return out;
+  std::vector<double> rates, busbw;
+  double temp = NAN;
+  long long errors = 0;
+  for (const auto& iv : series) {
+    rates.push_back(iv["rate_tflops"].get<double>());
+    if (iv["allreduce"].contains("busbw_gbs"))
+      busbw.push_back(iv["allreduce"]["busbw_gbs"].get<double>());
+    if (!iv["verification"]["passed"].get<bool>() || iv["allreduce"].value("wrong", 0LL) > 0 ||
+        iv["allreduce"].contains("error"))
+      ++errors;
+    if (iv.contains("telemetry") && iv["telemetry"]["temperature_c_max"].is_number())
+      temp = std::fmax(temp, iv["telemetry"]["temperature_c_max"].get<double>());
+  }
+  const double end = interval_s * (series.back()["index"].get<double>() + 1);
+  out.push_back({"rate_median", median_of(rates), "TFLOP/s", true});
+  out.push_back({"rate_first_minute", rate_within(series, interval_s, 0, 60, 0), "TFLOP/s", true});
+  out.push_back({"rate_last_minute",
+                 rate_within(series, interval_s, std::max(0.0, end - 60), end, series.size() - 1),
+                 "TFLOP/s", true});
+  out.push_back(
+      {"rate_worst_interval", *std::min_element(rates.begin(), rates.end()), "TFLOP/s", true});
+  out.push_back({"verification_errors", static_cast<double>(errors), "count", false});
+  if (!busbw.empty()) out.push_back({"allreduce_busbw_median", median_of(busbw), "GB/s", true});
+  if (telemetry && std::isfinite(temp)) out.push_back({"temperature_max", temp, "C", false});
+  out.push_back({"intervals", static_cast<double>(series.size()), "count", true});
+  return out;
+}
+
+namespace {
+
+/// One rank's soak: set-up, the intervals in lock-step with every rank, and its record. Rank 0
+/// keeps every rank's series (gathered after each interval) and appends a snapshot of each after
+/// every interval, so that a kill at any moment leaves the finished intervals on disk.
+class Soak {
+ public:
+  Soak(CaseRun& run, double minutes)
+      : run_(run), ctx_(run.ctx()), clock_(minutes), shape_(run.params()) {}
+
+  void run() {
+    gather_scopes();
+    run_.on_signal([this](const std::string& reason) { return on_signal(reason); });
+    setup_gemm();
+    setup_allreduce();
+    setup_telemetry();
+    soak();
+    write_record();
+  }
+
+ private:
+  // --- set-up ------------------------------------------------------------------------------------
+
+  /// Rank 0 learns every rank's params and scope, for the snapshots it writes.
+  void gather_scopes() {
+    for (const auto& g : ctx_.gather(json{{"params", run_.params()}, {"scope", run_.scope()}}.dump()))
+      scope_of_.push_back(json::parse(g));
+    gathered_.assign(scope_of_.size(), json::array());
+  }
+
+  void setup_gemm() {
+    if (shape_.gpu && !run_.gpu().runs())
+      status_ = gpu_state_name(run_.gpu().state), message_ = run_.gpu().reason;
+    // Test only (docs/burnin.md): set-up takes this many seconds longer, so that a test can
+    // signal the burn-in during its set-up.
+    setup_delay_ = test_rank("CLUSTERBENCH_TEST_BURNIN_SETUP_DELAY_S");
+    for (auto until = Clock::now() + std::chrono::seconds(std::max(0, setup_delay_));
+         Clock::now() < until && !run_.signal_received();)
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    if (status_ != "ok" || run_.signal_received()) return;
+    try {
+      gemm_ = shape_.gpu ? make_cublaslt_soak(shape_.dtype, shape_.shape, kSeed, kSamples)
+                         : make_openblas_soak(shape_.dtype, shape_.shape, kSeed, kSamples);
+    } catch (const Waived& w) {
+      status_ = "waived", message_ = w.what();
+    } catch (const CallError& e) {
+      status_ = "failed", message_ = e.what(), error_ = e.info();
+    } catch (const std::exception& e) {
+      status_ = "failed", message_ = e.what();
+    }
+  }
+
+  void setup_allreduce() {
+    const bool all_gpu = ctx_.allreduce_sum(gemm_ && shape_.gpu ? 1 : 0) == ctx_.world_size();
+    backend_ = nullptr;
+    if (all_gpu) {
+      try {
+        backend_ = &collectives::nccl_backend(ctx_, "nvlink", 600);
+      } catch (const std::exception& e) {
+        backend_note_ = std::string("NCCL unavailable, MPI on host buffers instead: ") + e.what();
+      }
+      if (ctx_.allreduce_sum(backend_ ? 0 : 1) > 0) backend_ = nullptr;
+    }
+    const bool nccl = backend_ != nullptr;
+    if (!backend_) backend_ = collectives::mpi_backend();
+    const Settings& s = run_.settings();
+    long long bytes = s.has("burnin.soak", "allreduce_bytes")
+                          ? s.get_size("burnin.soak", "allreduce_bytes", 0)
+                          : nccl ? 256LL << 20 : 1LL << 20;
+    if (backend_)
+      allreduce_ = std::make_unique<AllReduceLoop>(backend_, std::max(1LL, bytes / 4),
+                                                   nccl ? rank_gpu_device(ctx_) : -1);
+  }
+
+  void setup_telemetry() {
+    if (!shape_.gpu) {
+      telemetry_status_ = "no NVIDIA GPU on this node: no NVML telemetry (CPU soak)";
+    } else if (!gemm_) {
+      telemetry_status_ = "not sampled: this GPU's soak did not start";
+    } else {
+      nvml_index_ = nvml_index_for_bus_id(run_.env(), gemm_->pci_bus_id());
+      if (nvml_index_ < 0)
+        telemetry_status_ = Nvml::get().ok() ? "no NVML GPU has the CUDA device's bus id " +
+                                                   gemm_->pci_bus_id()
+                                             : "running without telemetry: NVML " +
+                                                   Nvml::get().status();
+    }
+  }
+
+  // --- the intervals -----------------------------------------------------------------------------
+
+  /// "stopped by SIGTERM during ..." when a rank was signalled (agreed by every rank).
+  bool stop_requested(const std::string& during) {
+    if (ctx_.allreduce_sum(run_.signal_received() ? 1 : 0) == 0) return false;
+    const int sig = run_.signal_received();
+    stopped_ = std::string("stopped by ") +
+               (sig ? Watchdog::signal_name(sig) : "a signal to a peer") + " during " + during;
+    return true;
+  }
+
+  void soak() {
+    const int corrupt_rank = test_rank("CLUSTERBENCH_TEST_BURNIN_CORRUPT_RANK");
+    const int slow_rank = test_rank("CLUSTERBENCH_TEST_BURNIN_SLOW_RANK");
+    corrupt_ = corrupt_rank == ctx_.world_rank(), slow_ = slow_rank == ctx_.world_rank();
+    if (stop_requested("setup, before the soak began")) return;
+    // Nothing to soak anywhere (every GPU waived or failed): no point in waiting out the time.
+    if (ctx_.allreduce_sum(gemm_ ? 1 : 0) == 0) return;
+    ctx_.quiet_barrier();
+    t0_ = Clock::now();
+    for (int i = 0; i < clock_.intervals; ++i) {
+      current_.store(i);
+      interval(i);
+      if (stop_requested("interval " + std::to_string(i + 1) + " of " +
+                         std::to_string(clock_.intervals)))
+        break;
+    }
+  }
+
+  /// One interval on this rank: GEMM until the deadline, the all_reduce loop beside it.
+  void interval(int i) {
+    const auto begin = Clock::now();
+    const auto deadline = t0_ + std::chrono::duration_cast<Clock::duration>(
+                                    std::chrono::duration<double>(clock_.interval_s * (i + 1)));
+    const bool slowed = slow_ && i >= clock_.intervals / 2;
+    if (allreduce_) allreduce_->start();
+    std::optional<TelemetrySampler> sampler;
+    if (gemm_ && shape_.gpu) sampler.emplace(nvml_index_, 0.1, telemetry_status_);
+    json iv = {{"index", i}, {"t_start_s", std::chrono::duration<double>(begin - t0_).count()}};
+    if (gemm_) gemm_interval(i, deadline, slowed, iv);
+    while (!gemm_ && Clock::now() < deadline && !run_.signal_received())
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    if (slowed) iv["fault_injection"] = "slowed by 25% of its work time (test only)";
+    allreduce_interval(i, iv);
+    if (sampler) {
+      json tel = sampler->stop();
+      if (tel.value("samples", 0) > 0)
+        reasons_ |= tel["clock_event_reasons"].get<unsigned long long>();
+      iv["telemetry"] = tel;
+    }
+    const bool kept = gemm_ && iv.value("products", 0LL) > 0;
+    if (kept) {
+      std::lock_guard<std::mutex> lock(mu_);
+      series_.push_back(iv);
+    }
+    publish(i, kept ? iv.dump() : std::string());
+  }
+
+  void gemm_interval(int i, Clock::time_point deadline, bool slowed, json& iv) {
+    try {
+      // Chunks of at most a second, so that a signal ends the interval early.
+      SoakWork w;
+      while (Clock::now() < deadline && !run_.signal_received()) {
+        auto until = std::min(deadline, Clock::now() + std::chrono::seconds(1));
+        SoakWork c = gemm_->run_until(until, slowed ? 0.25 : 0.0);
+        w.products += c.products, w.seconds += c.seconds, w.wall_seconds += c.wall_seconds;
+      }
+      if (Clock::now() < deadline) iv["partial"] = true;
+      auto v = gemm_->verify(kSeed + 1 + static_cast<std::uint64_t>(i), corrupt_ && i >= 1);
+      const double flop = gemm_flop(shape_.shape) * static_cast<double>(w.products);
+      iv["products"] = w.products;
+      iv["flop"] = flop;
+      iv["seconds"] = w.seconds;
+      iv["wall_seconds"] = w.wall_seconds;
+      iv["rate_tflops"] = w.seconds > 0 ? flop / w.seconds / 1e12 : 0.0;
+      iv["rate_wall_tflops"] = w.wall_seconds > 0 ? flop / w.wall_seconds / 1e12 : 0.0;
+      iv["verification"] = {{"samples", v.samples},
+                            {"max_rel_error", v.max_rel_error},
+                            {"bound", v.bound},
+                            {"passed", v.passed()}};
+      if (!v.passed() && first_error_.empty())
+        first_error_ = "interval " + std::to_string(i) + ": " +
+                       v.failure_message(shape_.dtype, shape_.shape);
+    } catch (const std::exception& e) {
+      status_ = "failed", message_ = "interval " + std::to_string(i) + ": " + e.what();
+      if (const auto* ce = dynamic_cast<const CallError*>(&e)) error_ = ce->info();
+      gemm_.reset();
+    }
+  }
+
+  void allreduce_interval(int i, json& iv) {
+    AllReduceLoop::Interval ar = allreduce_ ? allreduce_->finish() : AllReduceLoop::Interval{};
+    iv["t_end_s"] = std::chrono::duration<double>(Clock::now() - t0_).count();
+    const long long bytes = allreduce_ ? allreduce_->bytes() : 0;
+    json arj = {{"ops", ar.ops}, {"bytes", bytes}, {"wrong", ar.wrong}};
+    if (ar.ops > 0 && ar.seconds > 0) {
+      arj["seconds"] = ar.seconds;
+      arj["busbw_gbs"] =
+          collectives::busbw_gbs(collectives::kAllReduce, static_cast<double>(bytes),
+                                 ar.seconds / static_cast<double>(ar.ops), ctx_.world_size());
+    }
+    if (!ar.error.empty()) arj["error"] = ar.error;
+    const std::string at = "interval " + std::to_string(i) + ": all_reduce: ";
+    if (ar.wrong > 0 && first_error_.empty())
+      first_error_ = at + std::to_string(ar.wrong) + " of " + std::to_string(bytes / 4) +
+                     " elements wrong";
+    if (!ar.error.empty() && first_error_.empty()) first_error_ = at + ar.error;
+    iv["allreduce"] = arj;
+  }
+
+  /// Every rank's interval to rank 0, which appends a snapshot of every rank's series so far.
+  void publish(int i, const std::string& mine) {
+    std::vector<std::string> ivs = ctx_.gather(mine);
+    if (!ctx_.is_root()) return;
+    std::lock_guard<std::mutex> lock(mu_);
+    for (size_t r = 0; r < ivs.size() && r < gathered_.size(); ++r)
+      if (!ivs[r].empty()) gathered_[r].push_back(json::parse(ivs[r]));
+    if (!run_.signal_received())
+      snapshot("in progress: " + std::to_string(i + 1) + " of " + std::to_string(clock_.intervals) +
+                   " intervals written; replaced by the final record when the soak ends",
+               {}, "");
+  }
+
+  /// Rank 0, `mu_` held: one snapshot record per rank. `dead` ranks are failed with `dead_text`.
+  void snapshot(const std::string& note, const std::vector<int>& dead,
+                const std::string& dead_text) {
+    for (size_t r = 0; r < scope_of_.size(); ++r) {
+      const json& s = r == 0 && series_.size() > gathered_[0].size() ? series_ : gathered_[r];
+      const bool is_dead = std::find(dead.begin(), dead.end(), static_cast<int>(r)) != dead.end();
+      ResultRecord rec;
+      rec.params = scope_of_[r]["params"];
+      rec.scope = scope_of_[r]["scope"].get<Scope>();
+      rec.combine = "per_rank";
+      rec.started_at = utc_now_iso();
+      rec.status = !is_dead && !s.empty() ? "ok" : "failed";
+      rec.message = is_dead ? dead_text : s.empty() ? "no interval finished: " + note : "";
+      rec.extra = {{"minutes", clock_.minutes},
+                   {"interval_s", clock_.interval_s},
+                   {"intervals_planned", clock_.intervals},
+                   {"series", s},
+                   {"stopped_early", note}};
+      rec.metrics = soak_series_metrics(s, clock_.interval_s, true);
+      run_.append_snapshot(rec);
+    }
+  }
+
+  /// The watchdog's thread, on SIGTERM/SIGINT/SIGHUP (mpirun sends SIGTERM when a rank dies, then
+  /// SIGKILL a second later): rank 0 writes the finished intervals at once, then asks every rank
+  /// over the progress channel whether it is there; a rank that does not answer died, and the
+  /// records name it (abort now). Otherwise the soak ends in order at the interval's end.
+  std::optional<std::string> on_signal(const std::string&) {
+    if (!ctx_.is_root()) return std::nullopt;
+    const int sig = run_.signal_received();
+    const std::string during = " during interval " + std::to_string(current_.load() + 1) +
+                               " of " + std::to_string(clock_.intervals);
+    const std::string what = std::string("terminated by ") + Watchdog::signal_name(sig) + during +
+                             " (a rank died, or the job was cancelled)";
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      snapshot(what + ": the finished intervals, written when the signal arrived", {}, "");
+    }
+    run_.mark_aborted(what);
+    ProgressChannel* channel = ProgressChannel::current();
+    if (!channel) return std::nullopt;
+    std::vector<int> dead;
+    std::string names;
+    for (const auto& p : channel->collect(0.5))
+      if (!p.answered) {
+        dead.push_back(p.rank);
+        names += std::string(names.empty() ? "" : ", ") + "rank " + std::to_string(p.rank) +
+                 " (" + ctx_.rank_hosts()[static_cast<size_t>(p.rank)] + ")";
+      }
+    if (dead.empty()) return std::nullopt;  // every rank is there: the soak ends in order
+    const std::string reason = names + " died" + during + ": no answer to rank 0 after " +
+                               Watchdog::signal_name(sig) + " (mpirun ends the job when a rank dies)";
+    std::lock_guard<std::mutex> lock(mu_);
+    snapshot("stopped: " + reason, dead, reason);
+    return reason;
+  }
+
+  // --- the record --------------------------------------------------------------------------------
+
+  void write_record() {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (status_ == "ok" && series_.empty())
+      status_ = "failed",
+      message_ = "no interval finished" + (stopped_.empty() ? "" : ": " + stopped_);
+    run_.set_extra("minutes", clock_.minutes);
+    run_.set_extra("interval_s", clock_.interval_s);
+    run_.set_extra("intervals_planned", clock_.intervals);
+    run_.set_extra("series", series_);
+    for (const Metric& m : soak_series_metrics(series_, clock_.interval_s, nvml_index_ >= 0))
+      run_.add_metric(m.name, m.value, m.unit, m.higher_is_better);
+    if (gemm_ || !series_.empty()) {
+      run_.set_extra("time_basis", gemm_ ? gemm_->time_basis() : "");
+      if (gemm_) run_.set_extra("backend", gemm_->facts());
+    }
+    run_.set_extra("flop_per_product", gemm_flop(shape_.shape));
+    json ar = {{"backend", allreduce_ ? backend_->name() : "none"},
+               {"bytes", allreduce_ ? allreduce_->bytes() : 0},
+               {"ranks", ctx_.world_size()}};
+    if (!backend_note_.empty()) ar["note"] = backend_note_;
+    run_.set_extra("allreduce", ar);
+    write_telemetry_and_faults();
+    if (!stopped_.empty()) run_.mark_aborted(stopped_);
+    if (status_ != "ok") run_.finish_as(status_, message_, error_);
+  }
+
+  void write_telemetry_and_faults() {
+    run_.set_extra("telemetry", nvml_index_ >= 0
+                                    ? json{{"status", "ok"}, {"nvml_index", nvml_index_}}
+                                    : json{{"status", telemetry_status_}});
+    if (nvml_index_ >= 0) {
+      run_.set_extra("clock_event_reasons", reasons_);
+      run_.set_extra("clock_event_reason_names", clock_event_reason_names(reasons_));
+    }
+    if (!first_error_.empty()) run_.set_extra("verification_error", first_error_);
+    if (!stopped_.empty()) run_.set_extra("stopped_early", stopped_);
+    if (corrupt_ || slow_)
+      run_.set_extra("fault_injection", corrupt_
+                                            ? "CLUSTERBENCH_TEST_BURNIN_CORRUPT_RANK (test only)"
+                                            : "CLUSTERBENCH_TEST_BURNIN_SLOW_RANK (test only)");
+    if (setup_delay_ > 0)
+      run_.set_extra("fault_injection", "CLUSTERBENCH_TEST_BURNIN_SETUP_DELAY_S (test only)");
+  }
+
+  CaseRun& run_;
+  const Context& ctx_;
+  const SoakClock clock_;
+  const SoakShape shape_;
+  std::string status_ = "ok", message_;
+  std::optional<ErrorInfo> error_;
+  std::unique_ptr<SoakGemm> gemm_;
+  collectives::Backend* backend_ = nullptr;
+  std::string backend_note_;
+  std::unique_ptr<AllReduceLoop> allreduce_;
+  int nvml_index_ = -1;
+  std::string telemetry_status_;
+  int setup_delay_ = -1;
+  bool corrupt_ = false, slow_ = false;
+  Clock::time_point t0_;
+  std::atomic<int> current_{0};
+  std::mutex mu_;                // series_, gathered_ (the signal handler's thread reads them)
+  json series_ = json::array();  // this rank's intervals
+  std::vector<json> scope_of_;   // rank 0: {params, scope} per rank
+  std::vector<json> gathered_;   // rank 0: every rank's series
+  std::string first_error_, stopped_;
+  unsigned long long reasons_ = 0;
+};
+
+class BurninSoak : public Benchmark {
+ public:
+  std::string id() const override { return "burnin.soak"; }
+  std::string description() const override {
+    return "sustained GEMM on every GPU (CPU ranks: OpenBLAS) beside an all_reduce loop, checked "
+           "every interval (clusterbench burnin)";
+  }
+  Level level() const override { return Level::rank; }
+  bool in_suite(const std::string& suite) const override { return suite == "burnin"; }
+  std::vector<json> cases(const Settings&) const override { return {json::object()}; }
+
+  /// GPU nodes soak the GPU (cuBLASLt, bf16, 8192^3 unless set), others the CPU (OpenBLAS, fp32,
+  /// 256^3): a case key says what its rank ran.
+  json params_on(const json&, const EnvRecord& env, const Settings& s) const override {
+    const bool gpu = env.gpu_status.on_pci > 0 || !env.gpus.empty();
+    std::string dtype = dtype_(s);
+    if (dtype.empty()) dtype = gpu ? "bf16" : "fp32";
+    const long long n = shape_.given(s) ? shape_(s) : gpu ? 8192 : 256;
+    return {{"backend", gpu ? "cublaslt" : "openblas"}, {"dtype", dtype}, {"m", n}, {"n", n},
+            {"k", n}};
+  }
+  Level case_level(const json& p) const override {
+    return p.value("backend", "") == "cublaslt" ? Level::gpu : Level::rank;
+  }
+  std::string applicable(const NodeEnv&) const override { return ""; }
+  void check(const json& params, const NodeEnv& node) const override;
+  double estimate_s(const Settings& s, const json&) const override { return minutes_(s) * 60 + 30; }
+
+  void run(CaseRun& run) const override {
+    if (run.group_size() != run.ctx().world_size())
+      throw std::runtime_error("a rank could not start the soak (its record says why)");
+    Soak(run, minutes_(run.settings())).run();
+  }
+
+ private:
+  Knob<double> minutes_ = knobs_.number("minutes", "10", "", "soak length in minutes");
+  Knob<std::string> dtype_ =
+      knobs_.text("dtype", "", "GEMM dtype (default bf16 on GPUs, fp32 on CPUs)");
+  Knob<long long> shape_ =
+      knobs_.integer("shape", "", "count", "GEMM cube size (default 8192 on GPUs, 256 on CPUs)");
+  Knob<long long> allreduce_bytes_ = knobs_.size(
+      "allreduce_bytes", "", "all_reduce size (default 256M with NCCL, 1M with MPI)");
+};
+
+void BurninSoak::check(const json& params, const NodeEnv& node) const {
+  const SoakShape shape(params);
+  if (!shape.gpu && shape.dtype != "fp32" && shape.dtype != "fp64")
+    throw InputError("--dtype " + shape.dtype + ": the CPU burn-in runs fp32 or fp64");
+  const auto& gpu_dtypes = cublaslt_dtypes();
+  if (shape.gpu && std::find(gpu_dtypes.begin(), gpu_dtypes.end(), shape.dtype) == gpu_dtypes.end())
+    throw InputError("--dtype " + shape.dtype +
+                     ": the GPU burn-in runs fp16, bf16, tf32, fp32 or fp8_e4m3");
+  // A product must fit many times in an interval, and a signal must stop the soak within about a
+  // second (a product cannot be interrupted): refuse a shape whose product is estimated longer,
+  // before anything is allocated or written. CPU ranks estimate from a small probe product.
+  const SoakClock clock(minutes_(node.settings));
+  const double max_product_s = burnin_max_product_seconds(clock.interval_s);
+  double est_s = shape.gpu ? 0.0 : estimate_openblas_product_seconds(shape.dtype, shape.shape);
+  est_s = node.ctx.allreduce_max(est_s);
+  if (est_s <= max_product_s) return;
+  const long long n = shape.shape.m;
+  char buf[512];
+  std::snprintf(buf, sizeof buf,
+                "--shape %lld: one %s %lldx%lldx%lld product takes about %.3g s on this CPU "
+                "(estimated, slowest rank), more than %.3g s (a tenth of the %.3g-s interval, "
+                "at most 1 s): a product must fit many times in one interval and a signal must "
+                "stop the soak within a second; choose a smaller --shape or more --minutes",
+                n, shape.dtype.c_str(), n, n, n, est_s, max_product_s, clock.interval_s);
+  throw InputError(buf);
+}
+
+CLUSTERBENCH_REGISTER(BurninSoak);
+
+}  // namespace
+}  // namespace clusterbench::compute

@@ -1,0 +1,164 @@
+// The measurement loop (bench/core/measure.hpp) without mpirun: the lock-step reduction is a
+// function, so a peer can be simulated (slower, failing).
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "core/error.hpp"
+#include "core/measure.hpp"
+
+namespace clusterbench {
+namespace {
+
+/// A batch that reports `per_op` seconds per operation, counting its calls.
+struct FakeBatch {
+  double per_op;
+  int calls = 0;
+  double operator()(long long n) {
+    ++calls;
+    return static_cast<double>(n) * per_op;
+  }
+};
+
+/// One rank alone: the reduction changes nothing.
+const ReduceMax kAlone = [](std::vector<double>&) {};
+
+LoopSpec spec_of(const std::string& name, bool combine_max = false) {
+  LoopSpec s;
+  s.name = name;
+  s.min_time = 0.05;
+  s.combine_max = combine_max;
+  return s;
+}
+
+TEST(Measure, BatchIsCalibratedToATwentiethOfMinTime) {
+  GbenchCollector reporter(false);
+  FakeBatch op{1e-4};
+  LoopResult r = measure(spec_of("t/calibrate"), kAlone, reporter, std::ref(op));
+  // min_time / 20 = 2.5 ms of 0.1 ms operations: 25 per batch.
+  EXPECT_EQ(r.batch, 25);
+  EXPECT_DOUBLE_EQ(r.stats.median, 1e-4);
+  EXPECT_DOUBLE_EQ(r.stats.min, 1e-4);
+  EXPECT_DOUBLE_EQ(r.stats.spread, 0);
+  // Google Benchmark stops at min_time of manual time: 0.05 s / 2.5 ms = 20 iterations.
+  EXPECT_GE(r.stats.n, 20);
+  EXPECT_EQ(r.paired.n, 0);
+  EXPECT_EQ(reporter.runs(), 1u);
+}
+
+TEST(Measure, SlowestRankTimeWithCombineMaxOwnTimeOtherwise) {
+  // A peer twice as slow: the reduction of {time, failed} gives its time.
+  const ReduceMax slower_peer = [](std::vector<double>& v) {
+    if (v.size() == 2) v[0] = std::max(v[0], 2 * v[0]);
+  };
+  GbenchCollector reporter(false);
+  FakeBatch a{1e-4}, b{1e-4};
+  LoopResult own = measure(spec_of("t/own"), slower_peer, reporter, std::ref(a));
+  LoopResult max = measure(spec_of("t/max", true), slower_peer, reporter, std::ref(b));
+  EXPECT_DOUBLE_EQ(own.stats.median, 1e-4);
+  EXPECT_DOUBLE_EQ(max.stats.median, 2e-4);
+  // Both ranks iterate on the slowest time: 0.05 s / (25 x 0.2 ms) = 10 iterations.
+  EXPECT_GE(max.stats.n, 10);
+  EXPECT_LT(max.stats.n, own.stats.n * 2);
+}
+
+TEST(Measure, AnErrorOnThisRankIsRethrown) {
+  GbenchCollector reporter(false);
+  int calls = 0;
+  auto batch = [&](long long n) -> double {
+    if (++calls == 3) throw std::runtime_error("boom on the third batch");
+    return static_cast<double>(n) * 1e-4;
+  };
+  EXPECT_THROW(
+      {
+        try {
+          measure(spec_of("t/error"), kAlone, reporter, batch);
+        } catch (const std::runtime_error& e) {
+          EXPECT_STREQ(e.what(), "boom on the third batch");
+          throw;
+        }
+      },
+      std::runtime_error);
+}
+
+TEST(Measure, APeerFailureStopsThisRankWithAMessage) {
+  int reductions = 0;
+  const ReduceMax failing_peer = [&](std::vector<double>& v) {
+    if (v.size() == 2 && ++reductions == 2) v[1] = 1;  // the peer's error flag
+  };
+  GbenchCollector reporter(false);
+  FakeBatch op{1e-4};
+  try {
+    measure(spec_of("t/peer"), failing_peer, reporter, std::ref(op));
+    FAIL() << "expected the peer's failure";
+  } catch (const std::runtime_error& e) {
+    EXPECT_STREQ(e.what(), "a peer rank failed this case (see its record)");
+  }
+  EXPECT_EQ(reductions, 2);  // no iteration after the failure
+}
+
+TEST(Measure, AbortRunLeavesWithoutTheLockStep) {
+  int reductions = 0;
+  const ReduceMax count = [&](std::vector<double>& v) { reductions += v.size() == 2; };
+  GbenchCollector reporter(false);
+  int calls = 0;
+  auto batch = [&](long long n) -> double {
+    if (++calls == 3) throw AbortRun("communicator aborted");
+    return static_cast<double>(n) * 1e-4;
+  };
+  EXPECT_THROW(measure(spec_of("t/abort"), count, reporter, batch), AbortRun);
+  EXPECT_EQ(reductions, 1);  // the second batch's; none for the third (the calibration is 1st)
+}
+
+TEST(Measure, PairedReferenceRunsAfterEachBatch) {
+  GbenchCollector reporter(false);
+  FakeBatch op{1e-4}, ref{3e-4};
+  LoopResult r = measure(spec_of("t/paired"), kAlone, reporter, std::ref(op), std::ref(ref));
+  EXPECT_DOUBLE_EQ(r.paired.median, 3e-4);
+  EXPECT_EQ(r.paired.n, r.stats.n);
+}
+
+TEST(Measure, SteadyClockTimesABatchThatReturnsNegative) {
+  GbenchCollector reporter(false);
+  auto batch = [](long long n) {
+    auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(200 * n);
+    while (std::chrono::steady_clock::now() < until) {
+    }
+    return -1.0;
+  };
+  LoopResult r = measure(spec_of("t/clock"), kAlone, reporter, batch);
+  EXPECT_GE(r.stats.min, 2e-4);
+  EXPECT_LT(r.stats.median, 2e-3);  // a busy 2-core machine may stretch it, not tenfold
+}
+
+TEST(Measure, GbenchJsonKeepsEarlierEntriesOnResume) {
+  const std::string path = testing::TempDir() + "/gbench-" + std::to_string(getpid()) + ".json";
+  {
+    GbenchCollector first(false);
+    FakeBatch a{1e-4}, b{1e-4};
+    measure(spec_of("t/a"), kAlone, first, std::ref(a));
+    measure(spec_of("t/b"), kAlone, first, std::ref(b));
+    first.write_json(path, false);
+  }
+  GbenchCollector second(false);
+  FakeBatch b{2e-4};
+  LoopResult r = measure(spec_of("t/b"), kAlone, second, std::ref(b));
+  second.write_json(path, true);
+  json j = read_json_file(path);
+  std::vector<std::string> names;
+  for (const auto& e : j["benchmarks"]) names.push_back(e["name"]);
+  ASSERT_EQ(names.size(), 2u) << j.dump();
+  EXPECT_EQ(names[0], "t/a");  // kept from the earlier file
+  EXPECT_EQ(names[1], "t/b");  // measured again: the new entry
+  // Microseconds per iteration: one batch of r.batch operations of 0.2 ms.
+  EXPECT_EQ(r.batch, 13);
+  EXPECT_NEAR(j["benchmarks"][1]["real_time"].get<double>(), 13 * 2e-4 * 1e6, 1e-6);
+  std::filesystem::remove(path);
+}
+
+}  // namespace
+}  // namespace clusterbench
