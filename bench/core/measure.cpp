@@ -33,6 +33,7 @@ struct Loop {
   long long n = 1;
   std::vector<double> own, slowest, reference;
   std::exception_ptr error;
+  bool peer_failed = false;
 
   /// One timed batch, reduced across ranks; false when the loop must stop.
   bool iterate(benchmark::State& st) {
@@ -54,6 +55,7 @@ struct Loop {
       return false;
     }
     if (v[1] > 0) {
+      peer_failed = true;
       st.SkipWithError("a rank failed");
       return false;
     }
@@ -80,6 +82,14 @@ struct Loop {
   }
 
   void operator()(benchmark::State& st) {
+    // Google Benchmark runs the function again after its warm-up: once any rank failed (every
+    // rank learnt it from the same reduction), no rank iterates any more.
+    if (peer_failed || error) {
+      st.SkipWithError("a rank failed");  // before the loop: it does not run
+      for (auto _ : st) {
+      }
+      return;
+    }
     own.clear(), slowest.clear(), reference.clear();
     for (auto _ : st)
       if (!iterate(st)) break;
@@ -93,7 +103,7 @@ LoopResult measure(const LoopSpec& spec, const ReduceMax& reduce_max,
                    benchmark::BenchmarkReporter& reporter,
                    const std::function<double(long long)>& batch,
                    const std::function<double(long long)>& paired) {
-  Loop loop{spec, reduce_max, batch, paired, 1, {}, {}, {}, nullptr};
+  Loop loop{spec, reduce_max, batch, paired, 1, {}, {}, {}, nullptr, false};
   // Calibrate: one operation (this also warms up); the slowest rank's time decides the batch.
   const double t1 = timed(batch, 1);
   const double target = spec.min_time / 20.0;
@@ -113,7 +123,10 @@ LoopResult measure(const LoopSpec& spec, const ReduceMax& reduce_max,
   } unregister;
   benchmark::RunSpecifiedBenchmarks(&reporter);
   if (loop.error) std::rethrow_exception(loop.error);
-  if (loop.own.empty()) throw std::runtime_error("a peer rank failed this case (see its record)");
+  // Every rank stops together; a rank whose own batches all succeeded names the failing peer
+  // instead of recording the samples it had before the stop.
+  if (loop.peer_failed || loop.own.empty())
+    throw std::runtime_error("a peer rank failed this case (see its record)");
   LoopResult r;
   r.stats = compute_stats(spec.combine_max ? loop.slowest : loop.own);
   r.paired = compute_stats(loop.reference);

@@ -70,8 +70,13 @@ TEST(Settings, ChoiceAndChoices) {
 TEST(Only, GlobsSelectAndUnknownPatternsListKnownBenchmarks) {
   EXPECT_TRUE(glob_match("compute.*", "compute.memory_bandwidth"));
   EXPECT_FALSE(glob_match("collectives.*", "compute.memory_bandwidth"));
+  // Every registered benchmark but the burn-in's soak, which only the burnin suite runs.
   auto all = select_benchmarks({});
-  EXPECT_EQ(all.size(), Registry::get().all().size());
+  EXPECT_EQ(all.size(), Registry::get().all().size() - 1);
+  for (const Benchmark* b : all) EXPECT_NE(b->id(), "burnin.soak");
+  auto burnin = select_benchmarks({}, "burnin");
+  ASSERT_EQ(burnin.size(), 1u);
+  EXPECT_EQ(burnin[0]->id(), "burnin.soak");
   auto some = select_benchmarks({"compute.memory_*"});
   ASSERT_EQ(some.size(), 1u);
   EXPECT_EQ(some[0]->id(), "compute.memory_bandwidth");
