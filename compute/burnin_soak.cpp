@@ -258,7 +258,8 @@ class Soak {
 
   /// Rank 0 learns every rank's params and scope, for the snapshots it writes.
   void gather_scopes() {
-    for (const auto& g : ctx_.gather(json{{"params", run_.params()}, {"scope", run_.scope()}}.dump()))
+    for (const auto& g :
+         ctx_.gather(json{{"params", run_.params()}, {"scope", run_.scope()}}.dump()))
       scope_of_.push_back(json::parse(g));
     gathered_.assign(scope_of_.size(), json::array());
   }
@@ -301,7 +302,8 @@ class Soak {
     const Settings& s = run_.settings();
     long long bytes = s.has("burnin.soak", "allreduce_bytes")
                           ? s.get_size("burnin.soak", "allreduce_bytes", 0)
-                          : nccl ? 256LL << 20 : 1LL << 20;
+                      : nccl ? 256LL << 20
+                             : 1LL << 20;
     if (backend_)
       allreduce_ = std::make_unique<AllReduceLoop>(backend_, std::max(1LL, bytes / 4),
                                                    nccl ? rank_gpu_device(ctx_) : -1);
@@ -315,10 +317,9 @@ class Soak {
     } else {
       nvml_index_ = nvml_index_for_bus_id(run_.env(), gemm_->pci_bus_id());
       if (nvml_index_ < 0)
-        telemetry_status_ = Nvml::get().ok() ? "no NVML GPU has the CUDA device's bus id " +
-                                                   gemm_->pci_bus_id()
-                                             : "running without telemetry: NVML " +
-                                                   Nvml::get().status();
+        telemetry_status_ = Nvml::get().ok()
+                                ? "no NVML GPU has the CUDA device's bus id " + gemm_->pci_bus_id()
+                                : "running without telemetry: NVML " + Nvml::get().status();
     }
   }
 
@@ -403,8 +404,8 @@ class Soak {
                             {"bound", v.bound},
                             {"passed", v.passed()}};
       if (!v.passed() && first_error_.empty())
-        first_error_ = "interval " + std::to_string(i) + ": " +
-                       v.failure_message(shape_.dtype, shape_.shape);
+        first_error_ =
+            "interval " + std::to_string(i) + ": " + v.failure_message(shape_.dtype, shape_.shape);
     } catch (const std::exception& e) {
       status_ = "failed", message_ = "interval " + std::to_string(i) + ": " + e.what();
       if (const auto* ce = dynamic_cast<const CallError*>(&e)) error_ = ce->info();
@@ -426,8 +427,8 @@ class Soak {
     if (!ar.error.empty()) arj["error"] = ar.error;
     const std::string at = "interval " + std::to_string(i) + ": all_reduce: ";
     if (ar.wrong > 0 && first_error_.empty())
-      first_error_ = at + std::to_string(ar.wrong) + " of " + std::to_string(bytes / 4) +
-                     " elements wrong";
+      first_error_ =
+          at + std::to_string(ar.wrong) + " of " + std::to_string(bytes / 4) + " elements wrong";
     if (!ar.error.empty() && first_error_.empty()) first_error_ = at + ar.error;
     iv["allreduce"] = arj;
   }
@@ -475,8 +476,8 @@ class Soak {
   std::optional<std::string> on_signal(const std::string&) {
     if (!ctx_.is_root()) return std::nullopt;
     const int sig = run_.signal_received();
-    const std::string during = " during interval " + std::to_string(current_.load() + 1) +
-                               " of " + std::to_string(clock_.intervals);
+    const std::string during = " during interval " + std::to_string(current_.load() + 1) + " of " +
+                               std::to_string(clock_.intervals);
     const std::string what = std::string("terminated by ") + Watchdog::signal_name(sig) + during +
                              " (a rank died, or the job was cancelled)";
     {
@@ -491,12 +492,13 @@ class Soak {
     for (const auto& p : channel->collect(0.5))
       if (!p.answered) {
         dead.push_back(p.rank);
-        names += std::string(names.empty() ? "" : ", ") + "rank " + std::to_string(p.rank) +
-                 " (" + ctx_.rank_hosts()[static_cast<size_t>(p.rank)] + ")";
+        names += std::string(names.empty() ? "" : ", ") + "rank " + std::to_string(p.rank) + " (" +
+                 ctx_.rank_hosts()[static_cast<size_t>(p.rank)] + ")";
       }
     if (dead.empty()) return std::nullopt;  // every rank is there: the soak ends in order
     const std::string reason = names + " died" + during + ": no answer to rank 0 after " +
-                               Watchdog::signal_name(sig) + " (mpirun ends the job when a rank dies)";
+                               Watchdog::signal_name(sig) +
+                               " (mpirun ends the job when a rank dies)";
     std::lock_guard<std::mutex> lock(mu_);
     snapshot("stopped: " + reason, dead, reason);
     return reason;
@@ -590,8 +592,8 @@ class BurninSoak : public Benchmark {
     std::string dtype = dtype_(s);
     if (dtype.empty()) dtype = gpu ? "bf16" : "fp32";
     const long long n = shape_.given(s) ? shape_(s) : gpu ? 8192 : 256;
-    return {{"backend", gpu ? "cublaslt" : "openblas"}, {"dtype", dtype}, {"m", n}, {"n", n},
-            {"k", n}};
+    return {
+        {"backend", gpu ? "cublaslt" : "openblas"}, {"dtype", dtype}, {"m", n}, {"n", n}, {"k", n}};
   }
   Level case_level(const json& p) const override {
     return p.value("backend", "") == "cublaslt" ? Level::gpu : Level::rank;
@@ -612,8 +614,8 @@ class BurninSoak : public Benchmark {
       knobs_.text("dtype", "", "GEMM dtype (default bf16 on GPUs, fp32 on CPUs)");
   Knob<long long> shape_ =
       knobs_.integer("shape", "", "count", "GEMM cube size (default 8192 on GPUs, 256 on CPUs)");
-  Knob<long long> allreduce_bytes_ = knobs_.size(
-      "allreduce_bytes", "", "all_reduce size (default 256M with NCCL, 1M with MPI)");
+  Knob<long long> allreduce_bytes_ =
+      knobs_.size("allreduce_bytes", "", "all_reduce size (default 256M with NCCL, 1M with MPI)");
 };
 
 void BurninSoak::check(const json& params, const NodeEnv& node) const {

@@ -32,9 +32,9 @@ double stream_bytes_per_element(const std::string& kernel) {
 
 double stream_expected(const std::string& kernel) {
   // a = 1, b = 2, c = 1 before the kernel; each kernel is idempotent when repeated.
-  if (kernel == "copy") return 1.0;           // c = a
-  if (kernel == "scale") return kScalar * 1;  // b = q c
-  if (kernel == "add") return 1.0 + 2.0;      // c = a + b
+  if (kernel == "copy") return 1.0;                   // c = a
+  if (kernel == "scale") return kScalar * 1;          // b = q c
+  if (kernel == "add") return 1.0 + 2.0;              // c = a + b
   if (kernel == "triad") return 2.0 + kScalar * 1.0;  // a = b + q c
   throw std::invalid_argument("unknown STREAM kernel '" + kernel + "'");
 }
@@ -98,7 +98,8 @@ using Array = std::unique_ptr<double[], FreeDeleter>;
 Array alloc_array(long long n) {
   void* p = nullptr;
   if (posix_memalign(&p, 2 << 20, static_cast<size_t>(n) * sizeof(double)) != 0 || !p)
-    throw std::runtime_error("cannot allocate " + std::to_string(n * 8) + " bytes for a STREAM array");
+    throw std::runtime_error("cannot allocate " + std::to_string(n * 8) +
+                             " bytes for a STREAM array");
   return Array(static_cast<double*>(p));
 }
 
@@ -124,8 +125,8 @@ class MemoryBandwidth : public Benchmark {
   /// for copy/scale, 3 for add/triad), at 0.5 GB/s: what the shared 2-core CI machine gives.
   double estimate_s(const Settings& s, const json& params) const override {
     const double bw = 0.5e9;
-    double array = static_cast<double>(array_bytes_.given(s) ? array_bytes_(s)
-                                                             : 4 * Topology().llc_bytes());
+    double array =
+        static_cast<double>(array_bytes_.given(s) ? array_bytes_(s) : 4 * Topology().llc_bytes());
     std::string k = params.value("kernel", "triad");
     double op = (k == "copy" || k == "scale" ? 2 : 3) * array / bw;
     return 0.3 + 3 * array / bw + loop_estimate_s(case_min_time(s, id()), op);
@@ -144,7 +145,8 @@ class MemoryBandwidth : public Benchmark {
     bool capped = cap > 0 && array_bytes > cap;
     if (capped) array_bytes = cap;
     long long n = array_bytes / static_cast<long long>(sizeof(double));
-    CHECK_MSG(n > 0, "clusterbench", "STREAM array of " + std::to_string(array_bytes) + " bytes is empty");
+    CHECK_MSG(n > 0, "clusterbench",
+              "STREAM array of " + std::to_string(array_bytes) + " bytes is empty");
 
     Array a = alloc_array(n), b = alloc_array(n), c = alloc_array(n);
     double *pa = a.get(), *pb = b.get(), *pc = c.get();

@@ -15,7 +15,8 @@ class IoCommand : public Command {
   CLI::App* add(CLI::App& app) override {
     auto* io = app.add_subcommand("io", "storage helpers (io make-dataset)");
     io->require_subcommand(1);
-    auto* mk = io->add_subcommand("make-dataset", "write a dataset of sample files for io.dataloader");
+    auto* mk =
+        io->add_subcommand("make-dataset", "write a dataset of sample files for io.dataloader");
     mk->add_option("dir", dir_, "directory to fill (created; must hold no samples)")->required();
     mk->add_option("--count", count_, "number of sample files")->required();
     mk->add_option("--size", size_, "bytes per file, e.g. 128K (the minimum with --size-max)")

@@ -287,9 +287,8 @@ std::vector<std::string> lines_to_write(Level level, const std::vector<std::stri
   return out;
 }
 
-std::vector<ExpectedCase> expected_cases(const Benchmark& b, const json& planned,
-                                         const Settings& s, const Context& ctx,
-                                         const std::vector<EnvRecord>& envs) {
+std::vector<ExpectedCase> expected_cases(const Benchmark& b, const json& planned, const Settings& s,
+                                         const Context& ctx, const std::vector<EnvRecord>& envs) {
   std::vector<ExpectedCase> out;
   std::map<std::string, int> local;  // next local rank per host
   std::vector<std::string> seen_hosts;

@@ -78,8 +78,7 @@ struct ExpectedCase {
 
 /// The expected records of planned case `planned` of `b` over the job: every rank's params
 /// (params_on with its node's EnvRecord, found by host in `envs`) and scope.
-std::vector<ExpectedCase> expected_cases(const Benchmark& b, const json& planned,
-                                         const Settings& s, const Context& ctx,
-                                         const std::vector<EnvRecord>& envs);
+std::vector<ExpectedCase> expected_cases(const Benchmark& b, const json& planned, const Settings& s,
+                                         const Context& ctx, const std::vector<EnvRecord>& envs);
 
 }  // namespace clusterbench

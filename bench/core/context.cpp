@@ -53,7 +53,6 @@ Context& Context::get() {
 
 #if CLUSTERBENCH_HAVE_MPI
 
-
 namespace {
 MPI_Comm& comm(void* p) { return *static_cast<MPI_Comm*>(p); }
 
@@ -93,8 +92,8 @@ Context& Context::init(int* argc, char*** argv) {
   std::map<std::string, int> host_index;
   for (const auto& h : c->rank_hosts_) host_index.emplace(h, static_cast<int>(host_index.size()));
   MPI_Comm shared;
-  CHECK_MPI(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, c->world_rank_,
-                                MPI_INFO_NULL, &shared));
+  CHECK_MPI(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, c->world_rank_, MPI_INFO_NULL,
+                                &shared));
   c->node_comm_ = new MPI_Comm;
   CHECK_MPI(MPI_Comm_split(shared, host_index[c->host_], c->world_rank_, &comm(c->node_comm_)));
   MPI_Comm_free(&shared);
@@ -102,8 +101,8 @@ Context& Context::init(int* argc, char*** argv) {
   CHECK_MPI(MPI_Comm_size(comm(c->node_comm_), &c->local_size_));
 
   MPI_Comm leaders;
-  CHECK_MPI(MPI_Comm_split(MPI_COMM_WORLD, c->local_rank_ == 0 ? 0 : MPI_UNDEFINED,
-                           c->world_rank_, &leaders));
+  CHECK_MPI(MPI_Comm_split(MPI_COMM_WORLD, c->local_rank_ == 0 ? 0 : MPI_UNDEFINED, c->world_rank_,
+                           &leaders));
   if (c->local_rank_ == 0) {
     c->leaders_comm_ = new MPI_Comm(leaders);
     CHECK_MPI(MPI_Comm_rank(leaders, &c->node_index_));
@@ -148,8 +147,8 @@ void Context::allreduce_max(std::vector<double>& v, bool leaders_only) const {
   if (single_) return;
   if (leaders_only && !leaders_comm_) throw std::logic_error("leaders reduction on a non-leader");
   MPI_Comm c = leaders_only ? comm(leaders_comm_) : MPI_COMM_WORLD;
-  CHECK_MPI(MPI_Allreduce(MPI_IN_PLACE, v.data(), static_cast<int>(v.size()), MPI_DOUBLE, MPI_MAX,
-                          c));
+  CHECK_MPI(
+      MPI_Allreduce(MPI_IN_PLACE, v.data(), static_cast<int>(v.size()), MPI_DOUBLE, MPI_MAX, c));
 }
 std::string Context::bcast(const std::string& s) const {
   if (single_) return s;

@@ -60,18 +60,18 @@ class AbortRun : public std::runtime_error {
 #define CB_STR(x) CB_STR2(x)
 
 /// System call returning -1 / errno on failure.
-#define CHECK_SYS(call)                                                                     \
-  do {                                                                                      \
-    if ((call) < 0) {                                                                       \
-      int cb_err_ = errno;                                                                  \
+#define CHECK_SYS(call)                                                                         \
+  do {                                                                                          \
+    if ((call) < 0) {                                                                           \
+      int cb_err_ = errno;                                                                      \
       ::clusterbench::throw_call_error("libc", std::to_string(cb_err_), std::strerror(cb_err_), \
-                                       #call, __FILE__, __LINE__);                         \
-    }                                                                                       \
+                                       #call, __FILE__, __LINE__);                              \
+    }                                                                                           \
   } while (0)
 
 /// A condition that must hold; `msg` says what went wrong.
-#define CHECK_MSG(cond, library, msg)                                                        \
-  do {                                                                                       \
-    if (!(cond))                                                                             \
-      ::clusterbench::throw_call_error(library, "check", (msg), #cond, __FILE__, __LINE__);  \
+#define CHECK_MSG(cond, library, msg)                                                       \
+  do {                                                                                      \
+    if (!(cond))                                                                            \
+      ::clusterbench::throw_call_error(library, "check", (msg), #cond, __FILE__, __LINE__); \
   } while (0)

@@ -82,8 +82,7 @@ double parse_as<double>(const KnobSpec&, const std::string& what, const std::str
 }
 
 template <>
-long long parse_as<long long>(const KnobSpec& k, const std::string& what,
-                              const std::string& text) {
+long long parse_as<long long>(const KnobSpec& k, const std::string& what, const std::string& text) {
   return k.type == KnobType::size ? parse_size(text, what) : parse_integer(what, text);
 }
 
@@ -132,30 +131,34 @@ const KnobSpec* KnobSet::add(KnobSpec spec) {
 
 Knob<double> KnobSet::number(std::string name, SuiteDefault def, std::string unit,
                              std::string help) {
-  return {owner_, add({std::move(name), KnobType::number, std::move(def), std::move(unit),
-                       std::move(help), {}})};
+  return {owner_, add({std::move(name),
+                       KnobType::number,
+                       std::move(def),
+                       std::move(unit),
+                       std::move(help),
+                       {}})};
 }
 
 Knob<long long> KnobSet::integer(std::string name, SuiteDefault def, std::string unit,
                                  std::string help) {
-  return {owner_, add({std::move(name), KnobType::integer, std::move(def), std::move(unit),
-                       std::move(help), {}})};
+  return {owner_, add({std::move(name),
+                       KnobType::integer,
+                       std::move(def),
+                       std::move(unit),
+                       std::move(help),
+                       {}})};
 }
 
 Knob<long long> KnobSet::size(std::string name, SuiteDefault def, std::string help) {
-  return {owner_,
-          add({std::move(name), KnobType::size, std::move(def), "B", std::move(help), {}})};
+  return {owner_, add({std::move(name), KnobType::size, std::move(def), "B", std::move(help), {}})};
 }
 
 Knob<std::string> KnobSet::text(std::string name, SuiteDefault def, std::string help) {
-  return {owner_,
-          add({std::move(name), KnobType::text, std::move(def), "", std::move(help), {}})};
+  return {owner_, add({std::move(name), KnobType::text, std::move(def), "", std::move(help), {}})};
 }
 
-Knob<std::vector<std::string>> KnobSet::list(std::string name, SuiteDefault def,
-                                             std::string help) {
-  return {owner_,
-          add({std::move(name), KnobType::list, std::move(def), "", std::move(help), {}})};
+Knob<std::vector<std::string>> KnobSet::list(std::string name, SuiteDefault def, std::string help) {
+  return {owner_, add({std::move(name), KnobType::list, std::move(def), "", std::move(help), {}})};
 }
 
 Knob<std::string> KnobSet::choice(std::string name, std::vector<std::string> allowed,
@@ -165,10 +168,10 @@ Knob<std::string> KnobSet::choice(std::string name, std::vector<std::string> all
                        std::move(allowed)})};
 }
 
-Knob<std::vector<std::string>> KnobSet::choices(std::string name,
-                                                std::vector<std::string> allowed,
+Knob<std::vector<std::string>> KnobSet::choices(std::string name, std::vector<std::string> allowed,
                                                 std::string help, SuiteDefault def) {
-  if (def.ci.empty() && def.quick.empty() && def.full.empty()) def = SuiteDefault(joined(allowed, ","));
+  if (def.ci.empty() && def.quick.empty() && def.full.empty())
+    def = SuiteDefault(joined(allowed, ","));
   return {owner_, add({std::move(name), KnobType::choices, std::move(def), "", std::move(help),
                        std::move(allowed)})};
 }
@@ -183,7 +186,8 @@ const KnobSpec* KnobSet::find(const std::string& name) const {
 
 std::string describe_knob(const std::string& bench_id, const KnobSpec& k) {
   const SuiteDefault& d = k.def;
-  std::string def = d.ci == d.quick && d.quick == d.full ? d.ci : d.ci + "/" + d.quick + "/" + d.full;
+  std::string def =
+      d.ci == d.quick && d.quick == d.full ? d.ci : d.ci + "/" + d.quick + "/" + d.full;
   std::string out = "--set " + bench_id + "." + k.name + "=" + (def.empty() ? "..." : def) + "  (" +
                     knob_type_name(k.type);
   if (!k.unit.empty()) out += ", " + k.unit;

@@ -43,8 +43,8 @@ struct KnobSpec {
   std::string name;  ///< the KEY of --set ID.KEY
   KnobType type = KnobType::text;
   SuiteDefault def;
-  std::string unit;  ///< a DESIGN.md unit ("B", "s", "count", ...) or "" for words
-  std::string help;  ///< one line
+  std::string unit;                  ///< a DESIGN.md unit ("B", "s", "count", ...) or "" for words
+  std::string help;                  ///< one line
   std::vector<std::string> allowed;  ///< choice / choices: the values that may be given
 };
 

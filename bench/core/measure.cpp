@@ -111,8 +111,8 @@ LoopResult measure(const LoopSpec& spec, const ReduceMax& reduce_max,
   reduce_max(nv);
   loop.n = static_cast<long long>(nv[0]);
 
-  auto* reg = benchmark::RegisterBenchmark(spec.name.c_str(),
-                                           [&loop](benchmark::State& st) { loop(st); });
+  auto* reg =
+      benchmark::RegisterBenchmark(spec.name.c_str(), [&loop](benchmark::State& st) { loop(st); });
   reg->UseManualTime();
   // Microseconds: Google Benchmark's compare.py prints times as integers of the file's unit.
   reg->MinTime(spec.min_time)->MinWarmUpTime(spec.min_time / 5)->Unit(benchmark::kMicrosecond);

@@ -20,15 +20,15 @@ using ReduceMax = std::function<void(std::vector<double>&)>;
 
 /// One timed loop.
 struct LoopSpec {
-  std::string name;        ///< Google Benchmark entry: "<id>/<params>[/<label>]"
-  double min_time = 0.05;  ///< seconds of measurement (MinTime; warm-up min_time / 5)
+  std::string name;          ///< Google Benchmark entry: "<id>/<params>[/<label>]"
+  double min_time = 0.05;    ///< seconds of measurement (MinTime; warm-up min_time / 5)
   bool combine_max = false;  ///< stats of the slowest rank's times (collectives) or this rank's
 };
 
 /// What a loop measured, seconds per operation.
 struct LoopResult {
-  TimeStats stats;   ///< this rank's samples, or the slowest rank's with combine_max
-  TimeStats paired;  ///< the paired reference's samples (n = 0 without one)
+  TimeStats stats;      ///< this rank's samples, or the slowest rank's with combine_max
+  TimeStats paired;     ///< the paired reference's samples (n = 0 without one)
   long long batch = 0;  ///< operations per timed iteration
 };
 

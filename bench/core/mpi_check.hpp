@@ -10,15 +10,15 @@
 
 #include "core/error.hpp"
 
-#define CHECK_MPI(call)                                                                     \
-  do {                                                                                      \
-    int cb_rc_ = (call);                                                                    \
-    if (cb_rc_ != MPI_SUCCESS) {                                                            \
-      char cb_msg_[MPI_MAX_ERROR_STRING];                                                   \
-      int cb_len_ = 0;                                                                      \
-      MPI_Error_string(cb_rc_, cb_msg_, &cb_len_);                                          \
-      ::clusterbench::throw_call_error("MPI", std::to_string(cb_rc_),                       \
-                                       std::string(cb_msg_, static_cast<size_t>(cb_len_)),  \
-                                       #call, __FILE__, __LINE__);                          \
-    }                                                                                       \
+#define CHECK_MPI(call)                                                                           \
+  do {                                                                                            \
+    int cb_rc_ = (call);                                                                          \
+    if (cb_rc_ != MPI_SUCCESS) {                                                                  \
+      char cb_msg_[MPI_MAX_ERROR_STRING];                                                         \
+      int cb_len_ = 0;                                                                            \
+      MPI_Error_string(cb_rc_, cb_msg_, &cb_len_);                                                \
+      ::clusterbench::throw_call_error("MPI", std::to_string(cb_rc_),                             \
+                                       std::string(cb_msg_, static_cast<size_t>(cb_len_)), #call, \
+                                       __FILE__, __LINE__);                                       \
+    }                                                                                             \
   } while (0)

@@ -11,8 +11,8 @@
 #include <map>
 #include <sstream>
 
-#include "env/nvml.hpp"
 #include "core/version.hpp"
+#include "env/nvml.hpp"
 
 namespace clusterbench {
 

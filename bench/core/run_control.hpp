@@ -9,8 +9,8 @@
 
 #include "core/benchmark.hpp"
 #include "core/context.hpp"
-#include "records/records.hpp"
 #include "core/run_options.hpp"
+#include "records/records.hpp"
 
 namespace clusterbench {
 

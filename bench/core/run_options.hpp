@@ -20,7 +20,8 @@ struct RunOptions {
   std::string results_root = "results";
   std::string fs_root = "/";
   std::vector<std::string> argv;
-  double case_timeout_s = 0;  ///< 0: the suite's (300/1200/3600 s), or 2 x estimate + 60 s when longer
+  double case_timeout_s =
+      0;  ///< 0: the suite's (300/1200/3600 s), or 2 x estimate + 60 s when longer
   /// --resume DIR: complete that earlier run (its failed and missing cases), appending to it.
   std::string resume_dir;
   bool dry_run = false;            ///< --dry-run: print the plan with estimates; run nothing

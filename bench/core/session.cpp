@@ -71,7 +71,7 @@ struct RunSession::State {
 
   // Cases.
   GbenchCollector reporter;
-  std::mutex mu;                        // run, in_progress, abort_recorded, signal handler
+  std::mutex mu;                          // run, in_progress, abort_recorded, signal handler
   std::vector<ResultRecord> in_progress;  // rank 0: what a hang records as failed
   bool abort_recorded = false;
   std::function<std::optional<std::string>(const std::string&)> signal_handler;
@@ -152,7 +152,8 @@ int RunSession::State::inventory_and_gpus() {
   // Busy GPUs: other jobs' processes on this job's GPUs refuse the run before any GPU case.
   bool gpu_cases = false;
   for (const auto& p : plan)
-    gpu_cases = gpu_cases || p.bench->case_needs_gpu(p.bench->params_on(p.params, *my_env, settings));
+    gpu_cases =
+        gpu_cases || p.bench->case_needs_gpu(p.bench->params_on(p.params, *my_env, settings));
   if (!gpu_cases) return 0;
   busy = other_gpu_processes(ctx, nullptr);
   if (!busy.empty() && !opt.allow_shared_gpus && !opt.dry_run) {
@@ -192,7 +193,8 @@ void RunSession::State::print_dry_run() {
     bool rerun = false;
     for (const auto& e : expected_cases(*p.bench, p.params, settings, ctx, envs)) {
       PlannedCase pc{p.bench->id(), e.params, level_name(e.level), {}};
-      for (const auto& s : e.scopes) pc.case_keys.push_back(make_case_key(pc.benchmark, e.params, s));
+      for (const auto& s : e.scopes)
+        pc.case_keys.push_back(make_case_key(pc.benchmark, e.params, s));
       rerun = rerun || needs_rerun(pc, resume);
     }
     if (!rerun)
@@ -234,7 +236,8 @@ void RunSession::State::plan_rows() {
     p.expected = expected_cases(*p.bench, p.params, settings, ctx, envs);
     for (const auto& e : p.expected) {
       PlannedCase pc{p.bench->id(), e.params, level_name(e.level), {}};
-      for (const auto& s : e.scopes) pc.case_keys.push_back(make_case_key(pc.benchmark, e.params, s));
+      for (const auto& s : e.scopes)
+        pc.case_keys.push_back(make_case_key(pc.benchmark, e.params, s));
       run.plan.push_back(pc);
     }
     p.estimate_s =
@@ -307,15 +310,15 @@ void RunSession::State::write_run_dir() {
   choose_spec();
   plan_rows();
   apply_resume();
-  const std::string dir = resume.active
-                              ? resume.dir
-                              : new_run_dir(opt.out_dir, opt.results_root, run.run_id, opt.resumable);
+  const std::string dir =
+      resume.active ? resume.dir
+                    : new_run_dir(opt.out_dir, opt.results_root, run.run_id, opt.resumable);
   open_run_dir(dir);
   std::cout << "clusterbench " << run.version << ": " << opt.what << " " << run.run_id << ", "
             << ctx.world_size() << " rank(s) on " << run.hosts.size() << " node(s)"
             << (opt.header_note.empty() ? ", suite " + run.suite : opt.header_note)
-            << "\nspec: " << run.spec.path << " (" << run.spec.selected_by
-            << ")\nresults: " << dir << "\n"
+            << "\nspec: " << run.spec.path << " (" << run.spec.selected_by << ")\nresults: " << dir
+            << "\n"
             << std::flush;
 }
 
@@ -511,8 +514,8 @@ void RunSession::State::note_time_limit() {
       "time_limit",
       {{"seconds", opt.time_limit_s}, {"stopped_after_s", elapsed}, {"not_run", not_run}});
   std::cout << "clusterbench: --time-limit " << opt.time_limit_s << " s: stopped after " << elapsed
-            << " s, as the next case would have ended past the limit (estimate); "
-            << not_run.size() << " planned case(s) not run (MISSING in the report)" << std::endl;
+            << " s, as the next case would have ended past the limit (estimate); " << not_run.size()
+            << " planned case(s) not run (MISSING in the report)" << std::endl;
 }
 
 int RunSession::State::make_report() {
@@ -551,8 +554,7 @@ int RunSession::State::make_report() {
 
 // --- the session ---------------------------------------------------------------------------------
 
-RunSession::RunSession(const Context& ctx, RunOptions opt, RunHooks hooks,
-                       const Registry& registry)
+RunSession::RunSession(const Context& ctx, RunOptions opt, RunHooks hooks, const Registry& registry)
     : s_(std::make_unique<State>(ctx, std::move(opt), std::move(hooks), registry)) {}
 
 RunSession::~RunSession() = default;

@@ -6,7 +6,6 @@
 #include <cmath>
 #include <sstream>
 
-
 namespace clusterbench {
 
 long long parse_size(const std::string& text, const std::string& what) {

@@ -14,7 +14,8 @@ namespace clusterbench {
 Sink::Sink(std::string dir) : dir_(std::move(dir)) {
   std::error_code ec;
   std::filesystem::create_directories(dir_, ec);
-  if (ec) throw std::runtime_error(dir_ + ": cannot create the results directory (" + ec.message() + ")");
+  if (ec)
+    throw std::runtime_error(dir_ + ": cannot create the results directory (" + ec.message() + ")");
   std::string path = dir_ + "/records.jsonl";
   fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
   if (fd_ < 0) throw std::runtime_error(path + ": open: " + std::strerror(errno));

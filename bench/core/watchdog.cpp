@@ -45,7 +45,10 @@ Watchdog::~Watchdog() {
 int Watchdog::signal_received() { return g_signal.load(); }
 
 const char* Watchdog::signal_name(int sig) {
-  return sig == SIGTERM ? "SIGTERM" : sig == SIGINT ? "SIGINT" : sig == SIGHUP ? "SIGHUP" : "a signal";
+  return sig == SIGTERM  ? "SIGTERM"
+         : sig == SIGINT ? "SIGINT"
+         : sig == SIGHUP ? "SIGHUP"
+                         : "a signal";
 }
 
 void Watchdog::arm(const std::string& what, double seconds) {

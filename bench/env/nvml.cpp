@@ -205,6 +205,34 @@ void Nvml::load() {
 #if !CLUSTERBENCH_HAVE_NVML
   status_ = kCompiledOut;
 #else
+  if (!open_library()) return;
+  bind_inventory();
+  bind_health_and_telemetry();
+  const Api& a = *api_;
+  const std::pair<bool, const char*> required[] = {
+      {a.init != nullptr, "nvmlInit_v2"},
+      {a.device_get_count != nullptr, "nvmlDeviceGetCount_v2"},
+      {a.device_get_handle_by_index != nullptr, "nvmlDeviceGetHandleByIndex_v2"},
+  };
+  for (const auto& [found, name] : required) {
+    if (!found) {
+      status_ = library_ + ": lacks " + name;
+      return;
+    }
+  }
+  const nvmlReturn_t rc = a.init();
+  if (rc != NVML_SUCCESS) {
+    status_ = "nvmlInit: " + error_string(rc);
+    return;
+  }
+  initialised_ = true;
+  ok_ = true;
+  status_ = "ok";
+#endif
+}
+
+#if CLUSTERBENCH_HAVE_NVML
+bool Nvml::open_library() {
   // dlopen: the override alone, or the driver's soname then the development name.
   const char* env = std::getenv("CLUSTERBENCH_NVML_LIB");
   std::vector<std::string> candidates;
@@ -217,17 +245,17 @@ void Nvml::load() {
   for (const auto& path : candidates) {
     library_ = path;
     handle_ = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (handle_) break;
+    if (handle_) return true;
     const char* err = dlerror();
     if (first_error.empty()) first_error = err ? err : path + ": dlopen failed";
   }
-  if (!handle_) {
-    library_ = candidates.front();
-    status_ = first_error;
-    return;
-  }
+  library_ = candidates.front();
+  status_ = first_error;
+  return false;
+}
 
-  // Every entry point, preferred (versioned, as driver 535 exports it) name first.
+// Every entry point, preferred (versioned, as driver 535 exports it) name first.
+void Nvml::bind_inventory() {
   Api& a = *api_;
   bind(a.init, {"nvmlInit_v2", "nvmlInit"});
   bind(a.shutdown, {"nvmlShutdown"});
@@ -255,6 +283,10 @@ void Nvml::load() {
   bind(a.device_get_board_part_number, {"nvmlDeviceGetBoardPartNumber"});
   bind(a.device_get_persistence_mode, {"nvmlDeviceGetPersistenceMode"});
   bind(a.device_get_mig_mode, {"nvmlDeviceGetMigMode"});
+}
+
+void Nvml::bind_health_and_telemetry() {
+  Api& a = *api_;
   bind(a.device_get_total_ecc_errors, {"nvmlDeviceGetTotalEccErrors"});
   bind(a.device_get_retired_pages, {"nvmlDeviceGetRetiredPages"});
   bind(a.device_get_retired_pages_pending_status, {"nvmlDeviceGetRetiredPagesPendingStatus"});
@@ -278,28 +310,8 @@ void Nvml::load() {
        {"nvmlDeviceGetGraphicsRunningProcesses_v3", "nvmlDeviceGetGraphicsRunningProcesses_v2"});
   bind(a.device_get_graphics_processes_v1, {"nvmlDeviceGetGraphicsRunningProcesses"});
   bind(a.system_get_process_name, {"nvmlSystemGetProcessName"});
-
-  const std::pair<bool, const char*> required[] = {
-      {a.init != nullptr, "nvmlInit_v2"},
-      {a.device_get_count != nullptr, "nvmlDeviceGetCount_v2"},
-      {a.device_get_handle_by_index != nullptr, "nvmlDeviceGetHandleByIndex_v2"},
-  };
-  for (const auto& [found, name] : required) {
-    if (!found) {
-      status_ = library_ + ": lacks " + name;
-      return;
-    }
-  }
-  const nvmlReturn_t rc = a.init();
-  if (rc != NVML_SUCCESS) {
-    status_ = "nvmlInit: " + error_string(rc);
-    return;
-  }
-  initialised_ = true;
-  ok_ = true;
-  status_ = "ok";
-#endif
 }
+#endif
 
 const Nvml& Nvml::get() {
   std::lock_guard lock(instance_mutex());
@@ -559,128 +571,147 @@ GpuTelemetry sample_telemetry([[maybe_unused]] int index) {
 // ---------------------------------------------------------------------------------------------
 // Health counters and XID events (bench/health.hpp, docs/health.md).
 
+#if CLUSTERBENCH_HAVE_NVML
+namespace {
+
+/// ECC counts: {volatile, aggregate} x {corrected, uncorrected}; {} when none could be read.
+json ecc_counts(const Nvml::Api& a, GpuReader& r, nvmlDevice_t dev) {
+  const std::pair<nvmlEccCounterType_t, const char*> kinds[] = {{NVML_VOLATILE_ECC, "volatile"},
+                                                                {NVML_AGGREGATE_ECC, "aggregate"}};
+  const std::pair<nvmlMemoryErrorType_t, const char*> errors[] = {
+      {NVML_MEMORY_ERROR_TYPE_CORRECTED, "corrected"},
+      {NVML_MEMORY_ERROR_TYPE_UNCORRECTED, "uncorrected"}};
+  json ecc = json::object();
+  for (const auto& [kind, kind_name] : kinds) {
+    for (const auto& [error, error_name] : errors) {
+      unsigned long long n = 0;
+      if (r.call(a.device_get_total_ecc_errors, "nvmlDeviceGetTotalEccErrors", dev, error, kind,
+                 &n))
+        ecc[kind_name][error_name] = n;
+    }
+  }
+  return ecc;
+}
+
+/// Retired pages (pre-Ampere): the count of each cause (a 0-sized query returns the count, as
+/// NVML_SUCCESS (none) or NVML_ERROR_INSUFFICIENT_SIZE (some)) and whether one is pending.
+json retired_pages(const Nvml& nvml, GpuReader& r, nvmlDevice_t dev, unsigned index,
+                   std::vector<std::string>& warnings) {
+  const Nvml::Api& a = nvml.api();
+  json retired = json::object();
+  const std::pair<nvmlPageRetirementCause_t, const char*> causes[] = {
+      {NVML_PAGE_RETIREMENT_CAUSE_MULTIPLE_SINGLE_BIT_ECC_ERRORS, "single_bit"},
+      {NVML_PAGE_RETIREMENT_CAUSE_DOUBLE_BIT_ECC_ERROR, "double_bit"}};
+  if (a.device_get_retired_pages) {
+    for (const auto& [cause, name] : causes) {
+      unsigned n = 0;
+      unsigned long long address = 0;
+      const nvmlReturn_t rc = a.device_get_retired_pages(dev, cause, &n, &address);
+      if (rc == NVML_SUCCESS || rc == NVML_ERROR_INSUFFICIENT_SIZE) {
+        retired[name] = n;
+      } else if (rc != NVML_ERROR_NOT_SUPPORTED) {
+        warnings.push_back("gpu " + std::to_string(index) +
+                           ": nvmlDeviceGetRetiredPages: " + nvml.error_string(rc));
+      }
+    }
+  }
+  nvmlEnableState_t pending = NVML_FEATURE_DISABLED;
+  if (r.call(a.device_get_retired_pages_pending_status, "nvmlDeviceGetRetiredPagesPendingStatus",
+             dev, &pending))
+    retired["pending"] = pending == NVML_FEATURE_ENABLED;
+  return retired;
+}
+
+/// Row remapping (Ampere and newer): counts, pending/failed and the remapper's histogram.
+json row_remap(const Nvml::Api& a, GpuReader& r, nvmlDevice_t dev) {
+  json remap = json::object();
+  unsigned corr = 0, unc = 0, is_pending = 0, failed = 0;
+  if (r.call(a.device_get_remapped_rows, "nvmlDeviceGetRemappedRows", dev, &corr, &unc, &is_pending,
+             &failed)) {
+    remap = {{"correctable", corr},
+             {"uncorrectable", unc},
+             {"pending", is_pending != 0},
+             {"failed", failed != 0}};
+  }
+  nvmlRowRemapperHistogramValues_t hist{};
+  if (r.call(a.device_get_row_remapper_histogram, "nvmlDeviceGetRowRemapperHistogram", dev,
+             &hist)) {
+    remap["histogram"] = {{"max", hist.max},
+                          {"high", hist.high},
+                          {"partial", hist.partial},
+                          {"low", hist.low},
+                          {"none", hist.none}};
+  }
+  return remap;
+}
+
+/// NVLink error counters of every active link (inactive links and links past the device's count
+/// answer errors that are no finding).
+json nvlink_errors(const Nvml::Api& a, nvmlDevice_t dev) {
+  json links = json::array();
+  const std::pair<nvmlNvLinkErrorCounter_t, const char*> counters[] = {
+      {NVML_NVLINK_ERROR_DL_CRC_FLIT, "crc_flit"},
+      {NVML_NVLINK_ERROR_DL_CRC_DATA, "crc_data"},
+      {NVML_NVLINK_ERROR_DL_REPLAY, "replay"},
+      {NVML_NVLINK_ERROR_DL_RECOVERY, "recovery"}};
+  if (!a.device_get_nvlink_state || !a.device_get_nvlink_error_counter) return links;
+  for (unsigned link = 0; link < NVML_NVLINK_MAX_LINKS; ++link) {
+    nvmlEnableState_t active = NVML_FEATURE_DISABLED;
+    if (a.device_get_nvlink_state(dev, link, &active) != NVML_SUCCESS ||
+        active != NVML_FEATURE_ENABLED)
+      continue;
+    json l = {{"link", link}};
+    for (const auto& [counter, name] : counters) {
+      unsigned long long n = 0;
+      if (a.device_get_nvlink_error_counter(dev, link, counter, &n) == NVML_SUCCESS) l[name] = n;
+    }
+    if (l.size() > 1) links.push_back(l);
+  }
+  return links;
+}
+
+/// The health counters of GPU `i`.
+json gpu_health(const Nvml& nvml, unsigned i) {
+  const Nvml::Api& a = nvml.api();
+  const int index = static_cast<int>(i);
+  json g = {{"index", index}};
+  nvmlDevice_t dev = nullptr;
+  if (const nvmlReturn_t hrc = a.device_get_handle_by_index(i, &dev); hrc != NVML_SUCCESS) {
+    g["status"] = "nvmlDeviceGetHandleByIndex: " + nvml.error_string(hrc);
+    return g;
+  }
+  std::vector<std::string> warnings;
+  GpuReader r(nvml, index, &warnings);
+  g["uuid"] = r.text(a.device_get_uuid, "nvmlDeviceGetUUID", dev, NVML_DEVICE_UUID_V2_BUFFER_SIZE);
+  nvmlPciInfo_t pci{};
+  g["pci_bus_id"] =
+      r.call(a.device_get_pci_info, "nvmlDeviceGetPciInfo", dev, &pci) ? bus_id_of(pci) : "";
+  if (json ecc = ecc_counts(a, r, dev); !ecc.empty()) g["ecc"] = ecc;
+  if (json retired = retired_pages(nvml, r, dev, i, warnings); !retired.empty())
+    g["retired_pages"] = retired;
+  if (json remap = row_remap(a, r, dev); !remap.empty()) g["row_remap"] = remap;
+  if (json links = nvlink_errors(a, dev); !links.empty()) g["nvlink"] = links;
+  std::string text;
+  for (const auto& w : warnings) text += (text.empty() ? "" : "; ") + w;
+  g["status"] = text.empty() ? "ok" : text;
+  return g;
+}
+
+}  // namespace
+#endif
+
 json query_nvml_health(std::string& status) {
   json gpus = json::array();
   const Nvml& nvml = Nvml::get();
   status = nvml.status();
   if (!nvml.ok()) return gpus;
 #if CLUSTERBENCH_HAVE_NVML
-  const Nvml::Api& a = nvml.api();
   unsigned count = 0;
-  if (const nvmlReturn_t rc = a.device_get_count(&count); rc != NVML_SUCCESS) {
+  if (const nvmlReturn_t rc = nvml.api().device_get_count(&count); rc != NVML_SUCCESS) {
     status = "nvmlDeviceGetCount: " + nvml.error_string(rc);
     return gpus;
   }
-  for (unsigned i = 0; i < count; ++i) {
-    const int index = static_cast<int>(i);
-    json g = {{"index", index}};
-    nvmlDevice_t dev = nullptr;
-    if (const nvmlReturn_t hrc = a.device_get_handle_by_index(i, &dev); hrc != NVML_SUCCESS) {
-      g["status"] = "nvmlDeviceGetHandleByIndex: " + nvml.error_string(hrc);
-      gpus.push_back(g);
-      continue;
-    }
-    std::vector<std::string> warnings;
-    GpuReader r(nvml, index, &warnings);
-    g["uuid"] =
-        r.text(a.device_get_uuid, "nvmlDeviceGetUUID", dev, NVML_DEVICE_UUID_V2_BUFFER_SIZE);
-    nvmlPciInfo_t pci{};
-    g["pci_bus_id"] =
-        r.call(a.device_get_pci_info, "nvmlDeviceGetPciInfo", dev, &pci) ? bus_id_of(pci) : "";
-
-    // ECC: {volatile, aggregate} x {corrected, uncorrected}.
-    const std::pair<nvmlEccCounterType_t, const char*> kinds[] = {
-        {NVML_VOLATILE_ECC, "volatile"}, {NVML_AGGREGATE_ECC, "aggregate"}};
-    const std::pair<nvmlMemoryErrorType_t, const char*> errors[] = {
-        {NVML_MEMORY_ERROR_TYPE_CORRECTED, "corrected"},
-        {NVML_MEMORY_ERROR_TYPE_UNCORRECTED, "uncorrected"}};
-    json ecc = json::object();
-    for (const auto& [kind, kind_name] : kinds) {
-      for (const auto& [error, error_name] : errors) {
-        unsigned long long n = 0;
-        if (r.call(a.device_get_total_ecc_errors, "nvmlDeviceGetTotalEccErrors", dev, error, kind,
-                   &n))
-          ecc[kind_name][error_name] = n;
-      }
-    }
-    if (!ecc.empty()) g["ecc"] = ecc;
-
-    // Retired pages (pre-Ampere): the count of each cause; a 0-sized query returns the count,
-    // as NVML_SUCCESS (none) or NVML_ERROR_INSUFFICIENT_SIZE (some).
-    json retired = json::object();
-    const std::pair<nvmlPageRetirementCause_t, const char*> causes[] = {
-        {NVML_PAGE_RETIREMENT_CAUSE_MULTIPLE_SINGLE_BIT_ECC_ERRORS, "single_bit"},
-        {NVML_PAGE_RETIREMENT_CAUSE_DOUBLE_BIT_ECC_ERROR, "double_bit"}};
-    if (a.device_get_retired_pages) {
-      for (const auto& [cause, name] : causes) {
-        unsigned n = 0;
-        unsigned long long address = 0;
-        const nvmlReturn_t rc = a.device_get_retired_pages(dev, cause, &n, &address);
-        if (rc == NVML_SUCCESS || rc == NVML_ERROR_INSUFFICIENT_SIZE) {
-          retired[name] = n;
-        } else if (rc != NVML_ERROR_NOT_SUPPORTED) {
-          warnings.push_back("gpu " + std::to_string(i) +
-                             ": nvmlDeviceGetRetiredPages: " + nvml.error_string(rc));
-        }
-      }
-    }
-    nvmlEnableState_t pending = NVML_FEATURE_DISABLED;
-    if (r.call(a.device_get_retired_pages_pending_status, "nvmlDeviceGetRetiredPagesPendingStatus",
-               dev, &pending))
-      retired["pending"] = pending == NVML_FEATURE_ENABLED;
-    if (!retired.empty()) g["retired_pages"] = retired;
-
-    // Row remapping (Ampere and newer).
-    json remap = json::object();
-    unsigned corr = 0, unc = 0, is_pending = 0, failed = 0;
-    if (r.call(a.device_get_remapped_rows, "nvmlDeviceGetRemappedRows", dev, &corr, &unc,
-               &is_pending, &failed)) {
-      remap = {{"correctable", corr},
-               {"uncorrectable", unc},
-               {"pending", is_pending != 0},
-               {"failed", failed != 0}};
-    }
-    nvmlRowRemapperHistogramValues_t hist{};
-    if (r.call(a.device_get_row_remapper_histogram, "nvmlDeviceGetRowRemapperHistogram", dev,
-               &hist)) {
-      remap["histogram"] = {{"max", hist.max},
-                            {"high", hist.high},
-                            {"partial", hist.partial},
-                            {"low", hist.low},
-                            {"none", hist.none}};
-    }
-    if (!remap.empty()) g["row_remap"] = remap;
-
-    // NVLink error counters of every active link (inactive links and links past the device's
-    // count answer errors that are no finding).
-    json links = json::array();
-    const std::pair<nvmlNvLinkErrorCounter_t, const char*> counters[] = {
-        {NVML_NVLINK_ERROR_DL_CRC_FLIT, "crc_flit"},
-        {NVML_NVLINK_ERROR_DL_CRC_DATA, "crc_data"},
-        {NVML_NVLINK_ERROR_DL_REPLAY, "replay"},
-        {NVML_NVLINK_ERROR_DL_RECOVERY, "recovery"}};
-    if (a.device_get_nvlink_state && a.device_get_nvlink_error_counter) {
-      for (unsigned link = 0; link < NVML_NVLINK_MAX_LINKS; ++link) {
-        nvmlEnableState_t active = NVML_FEATURE_DISABLED;
-        if (a.device_get_nvlink_state(dev, link, &active) != NVML_SUCCESS ||
-            active != NVML_FEATURE_ENABLED)
-          continue;
-        json l = {{"link", link}};
-        for (const auto& [counter, name] : counters) {
-          unsigned long long n = 0;
-          if (a.device_get_nvlink_error_counter(dev, link, counter, &n) == NVML_SUCCESS)
-            l[name] = n;
-        }
-        if (l.size() > 1) links.push_back(l);
-      }
-    }
-    if (!links.empty()) g["nvlink"] = links;
-
-    std::string text;
-    for (const auto& w : warnings) text += (text.empty() ? "" : "; ") + w;
-    g["status"] = text.empty() ? "ok" : text;
-    gpus.push_back(g);
-  }
+  for (unsigned i = 0; i < count; ++i) gpus.push_back(gpu_health(nvml, i));
 #endif
   return gpus;
 }
@@ -804,8 +835,8 @@ std::vector<NvmlProcess> query_gpu_processes(std::string& status) {
   for (unsigned i = 0; i < count; ++i) {
     nvmlDevice_t dev = nullptr;
     if (nvmlReturn_t rc = a.device_get_handle_by_index(i, &dev); rc != NVML_SUCCESS) {
-      problems += "; gpu " + std::to_string(i) + ": nvmlDeviceGetHandleByIndex: " +
-                  nvml.error_string(rc);
+      problems +=
+          "; gpu " + std::to_string(i) + ": nvmlDeviceGetHandleByIndex: " + nvml.error_string(rc);
       continue;
     }
     char uuid[NVML_DEVICE_UUID_V2_BUFFER_SIZE] = {};
@@ -829,8 +860,8 @@ std::vector<NvmlProcess> query_gpu_processes(std::string& status) {
       if (rc == NVML_ERROR_NOT_SUPPORTED) continue;  // e.g. graphics lists on a compute GPU
       if (rc != NVML_SUCCESS) {
         problems += std::string("; gpu ") + std::to_string(i) + ": nvmlDeviceGet" +
-                    (compute ? "Compute" : "Graphics") + "RunningProcesses: " +
-                    nvml.error_string(rc);
+                    (compute ? "Compute" : "Graphics") +
+                    "RunningProcesses: " + nvml.error_string(rc);
         continue;
       }
       for (const auto& [pid, used] : found) {

@@ -129,6 +129,9 @@ class Nvml {
  private:
   Nvml();
   void load();
+  bool open_library();  ///< dlopen: sets library_ and, on failure, status_
+  void bind_inventory();
+  void bind_health_and_telemetry();
   template <class Fn>
   void bind(Fn& slot, std::initializer_list<const char*> names);
 

@@ -602,6 +602,44 @@ RecordsFile read_records(const std::string& path) {
   return out;
 }
 
+namespace {
+
+/// A resumed run (`run --resume`) appends a case's new record after its failed one, and a long
+/// case (the burn-in soak) its snapshots before its final record: the last record of a case key
+/// is the case's. Warns about superseded records that were not snapshots.
+void keep_last_of_each_case(RecordsFile& file, const std::string& rec_path) {
+  auto& recs = file.records;
+  auto key_of = [](const ResultRecord& r) {
+    return r.case_key.empty() ? make_case_key(r.benchmark, r.params, r.scope) : r.case_key;
+  };
+  // Hashed views of the keys: 720,000 records at 1,000 nodes (docs/report.md "Scale").
+  std::vector<std::string> made(recs.size());
+  std::vector<std::string_view> keys(recs.size());
+  for (size_t i = 0; i < recs.size(); ++i)
+    keys[i] = recs[i].case_key.empty() ? std::string_view(made[i] = key_of(recs[i]))
+                                       : std::string_view(recs[i].case_key);
+  std::unordered_map<std::string_view, size_t> last;
+  last.reserve(recs.size());
+  for (size_t i = 0; i < recs.size(); ++i) last[keys[i]] = i;
+  if (last.size() < recs.size()) {
+    std::vector<ResultRecord> kept;
+    size_t replaced = 0;  // a long case's snapshots (extra.snapshot) are meant to be replaced
+    for (size_t i = 0; i < recs.size(); ++i) {
+      if (last[keys[i]] == i)
+        kept.push_back(std::move(recs[i]));
+      else if (!(recs[i].extra.is_object() && recs[i].extra.value("snapshot", false)))
+        ++replaced;
+    }
+    if (replaced > 0)
+      file.warnings.push_back(rec_path + ": " + std::to_string(replaced) +
+                              " record(s) superseded by a later record of the same case "
+                              "(a resumed run); the last one counts");
+    recs = std::move(kept);
+  }
+}
+
+}  // namespace
+
 RunDir read_run_dir(const std::string& dir, bool with_plan) {
   struct stat st {};
   if (::stat(dir.c_str(), &st) != 0) throw InputError(dir + ": results directory does not exist");
@@ -645,36 +683,7 @@ RunDir read_run_dir(const std::string& dir, bool with_plan) {
   // No records: whether the plan was empty decides below, so it is read after all (rare).
   if (!have_records && !with_plan) rd.run = read_run(true);
   if (have_records) {
-    // A resumed run (`run --resume`) appends a case's new record after its failed one: the
-    // last record of a case key is the case's.
-    auto& recs = rd.records.records;
-    auto key_of = [](const ResultRecord& r) {
-      return r.case_key.empty() ? make_case_key(r.benchmark, r.params, r.scope) : r.case_key;
-    };
-    // Hashed views of the keys: 720,000 records at 1,000 nodes (docs/report.md "Scale").
-    std::vector<std::string> made(recs.size());
-    std::vector<std::string_view> keys(recs.size());
-    for (size_t i = 0; i < recs.size(); ++i)
-      keys[i] = recs[i].case_key.empty() ? std::string_view(made[i] = key_of(recs[i]))
-                                         : std::string_view(recs[i].case_key);
-    std::unordered_map<std::string_view, size_t> last;
-    last.reserve(recs.size());
-    for (size_t i = 0; i < recs.size(); ++i) last[keys[i]] = i;
-    if (last.size() < recs.size()) {
-      std::vector<ResultRecord> kept;
-      size_t replaced = 0;  // a long case's snapshots (extra.snapshot) are meant to be replaced
-      for (size_t i = 0; i < recs.size(); ++i) {
-        if (last[keys[i]] == i)
-          kept.push_back(std::move(recs[i]));
-        else if (!(recs[i].extra.is_object() && recs[i].extra.value("snapshot", false)))
-          ++replaced;
-      }
-      if (replaced > 0)
-        rd.records.warnings.push_back(rec_path + ": " + std::to_string(replaced) +
-                                      " record(s) superseded by a later record of the same case "
-                                      "(a resumed run); the last one counts");
-      recs = std::move(kept);
-    }
+    keep_last_of_each_case(rd.records, rec_path);
     rd.records.one_per_case = true;
   } else if (rd.run.plan.empty()) {
     throw InputError(dir + ": empty results directory (no records.jsonl and an empty plan)");

@@ -154,7 +154,8 @@ TEST(Measure, GbenchJsonKeepsEarlierEntriesOnResume) {
   ASSERT_EQ(names.size(), 2u) << j.dump();
   // Google Benchmark adds the loop's settings to an entry's name.
   EXPECT_EQ(names[0].rfind("t/a/min_time:0.050", 0), 0u) << names[0];  // kept from the earlier file
-  EXPECT_EQ(names[1].rfind("t/b/min_time:0.050", 0), 0u) << names[1];  // measured again: the new one
+  EXPECT_EQ(names[1].rfind("t/b/min_time:0.050", 0), 0u)
+      << names[1];  // measured again: the new one
   // Microseconds per iteration: one batch of r.batch operations of 0.2 ms.
   EXPECT_EQ(r.batch, 13);
   EXPECT_NEAR(j["benchmarks"][1]["real_time"].get<double>(), 13 * 2e-4 * 1e6, 1e-6);

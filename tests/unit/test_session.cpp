@@ -179,7 +179,8 @@ TEST_F(SessionTest, PlanSetupCasesFinishEachWriteTheirPart) {
   EXPECT_FALSE(run["aborted"].get<bool>());
   json gb = read_json_file(dir_ + "/gbench.json");
   ASSERT_EQ(gb["benchmarks"].size(), 2u);
-  EXPECT_EQ(gb["benchmarks"][0]["name"].get<std::string>().rfind("test.ok/{\"k\":1}/min_time", 0), 0u);
+  EXPECT_EQ(gb["benchmarks"][0]["name"].get<std::string>().rfind("test.ok/{\"k\":1}/min_time", 0),
+            0u);
 }
 
 TEST_F(SessionTest, ADirectoryHoldingARunIsRefusedUntouched) {
@@ -269,7 +270,8 @@ TEST(Watchdog, DeadlineTripAndSignalReachTheHandlerOnce) {
   EXPECT_EQ(events[1].kind, WatchdogEvent::Kind::trip);
   EXPECT_EQ(events[1].reason, "rank 1 on node08 aborted: communicator failed");
   EXPECT_EQ(events[2].kind, WatchdogEvent::Kind::signal);
-  EXPECT_EQ(events[2].reason, "terminated by signal SIGTERM (a rank died, or the job was cancelled)");
+  EXPECT_EQ(events[2].reason,
+            "terminated by signal SIGTERM (a rank died, or the job was cancelled)");
 }
 
 TEST(Watchdog, CleanupsRunNewestFirstAndOnlyWhileRegistered) {
