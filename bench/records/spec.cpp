@@ -125,40 +125,30 @@ void check_where(const std::string& env, const json& where, const std::string& r
   }
 }
 
-Requirement parse_row(const json& r, const std::string& where) {
-  Requirement q;
-  q.id = require_field<std::string>(r, "id", where);
-  std::string row = where + ": requirement '" + q.id + "'";
-  q.title = require_field<std::string>(r, "title", row);
-  q.source = require_field<std::string>(r, "source", row);
-  if (q.source.empty())
-    throw InputError(row + ": field 'source' is empty; name the threshold's source");
-  q.severity = require_field<std::string>(r, "severity", row);
-  if (!kSeverities.count(q.severity))
-    throw InputError(row + ": field 'severity' is '" + q.severity + "', expected fail or warn");
+/// select: a health metric, an env pointer (with `where`), or benchmark + params + metric.
+Select parse_select(const json& r, const std::string& row) {
   json sel = require_field<json>(r, "select", row);
   if (!sel.is_object()) throw InputError(row + ": field 'select' must be an object");
+  Select out;
   if (sel.contains("health")) {
-    q.select.health = require_field<std::string>(sel, "health", row + " select");
-    if (q.select.health.empty()) throw InputError(row + ": field 'select.health' is empty");
+    out.health = require_field<std::string>(sel, "health", row + " select");
+    if (out.health.empty()) throw InputError(row + ": field 'select.health' is empty");
   } else if (sel.contains("env")) {
-    q.select.env = require_field<std::string>(sel, "env", row + " select");
-    if (sel.contains("where")) q.select.where = sel.at("where");
-    check_where(q.select.env, q.select.where, row);
+    out.env = require_field<std::string>(sel, "env", row + " select");
+    if (sel.contains("where")) out.where = sel.at("where");
+    check_where(out.env, out.where, row);
   } else {
-    q.select.benchmark = require_field<std::string>(sel, "benchmark", row + " select");
-    q.select.metric = require_field<std::string>(sel, "metric", row + " select");
-    if (sel.contains("params")) q.select.params = sel.at("params");
-    if (!q.select.params.is_object())
+    out.benchmark = require_field<std::string>(sel, "benchmark", row + " select");
+    out.metric = require_field<std::string>(sel, "metric", row + " select");
+    if (sel.contains("params")) out.params = sel.at("params");
+    if (!out.params.is_object())
       throw InputError(row + ": field 'select.params' must be an object");
   }
-  q.scope = require_field<std::string>(r, "scope", row);
-  if (!kScopes.count(q.scope))
-    throw InputError(row + ": field 'scope' is '" + q.scope +
-                     "', expected gpu, node, link or cluster");
-  q.aggregate = require_field<std::string>(r, "aggregate", row);
-  if (!kAggregates.count(q.aggregate))
-    throw InputError(row + ": field 'aggregate' is '" + q.aggregate + "'");
+  return out;
+}
+
+/// op and value: a known op with a value it can compare.
+void parse_comparison(const json& r, const std::string& row, Requirement& q) {
   q.op = require_field<std::string>(r, "op", row);
   if (!kOps.count(q.op)) throw InputError(row + ": field 'op' is '" + q.op + "'");
   if (!r.contains("value")) throw InputError(row + ": missing field 'value'");
@@ -170,9 +160,11 @@ Requirement parse_row(const json& r, const std::string& where) {
   if (q.op == "matches") check_regex(q.value.get<std::string>(), row + ": field 'value'");
   if ((q.op == ">=" || q.op == "<=") && !q.value.is_number())
     throw InputError(row + ": field 'value' must be a number for op '" + q.op + "'");
-  q.unit = require_field<std::string>(r, "unit", row);
-  if (!is_known_unit(q.unit))
-    throw InputError(row + ": field 'unit' '" + q.unit + "' is not a known unit");
+}
+
+/// The row's unit against what it selects: an env field's own unit, count for health counters
+/// and for aggregate count.
+void check_unit(const Requirement& q, const std::string& row) {
   if (!q.select.env.empty()) {
     std::string field_unit;
     try {
@@ -199,6 +191,32 @@ Requirement parse_row(const json& r, const std::string& where) {
   } else if (q.aggregate == "count" && q.unit != "count") {
     throw InputError(row + ": field 'unit' must be 'count' with aggregate 'count'");
   }
+}
+
+Requirement parse_row(const json& r, const std::string& where) {
+  Requirement q;
+  q.id = require_field<std::string>(r, "id", where);
+  std::string row = where + ": requirement '" + q.id + "'";
+  q.title = require_field<std::string>(r, "title", row);
+  q.source = require_field<std::string>(r, "source", row);
+  if (q.source.empty())
+    throw InputError(row + ": field 'source' is empty; name the threshold's source");
+  q.severity = require_field<std::string>(r, "severity", row);
+  if (!kSeverities.count(q.severity))
+    throw InputError(row + ": field 'severity' is '" + q.severity + "', expected fail or warn");
+  q.select = parse_select(r, row);
+  q.scope = require_field<std::string>(r, "scope", row);
+  if (!kScopes.count(q.scope))
+    throw InputError(row + ": field 'scope' is '" + q.scope +
+                     "', expected gpu, node, link or cluster");
+  q.aggregate = require_field<std::string>(r, "aggregate", row);
+  if (!kAggregates.count(q.aggregate))
+    throw InputError(row + ": field 'aggregate' is '" + q.aggregate + "'");
+  parse_comparison(r, row, q);
+  q.unit = require_field<std::string>(r, "unit", row);
+  if (!is_known_unit(q.unit))
+    throw InputError(row + ": field 'unit' '" + q.unit + "' is not a known unit");
+  check_unit(q, row);
   return q;
 }
 
