@@ -183,15 +183,16 @@ ArchiveSummary write_archive(const std::string& dir, const std::string& out) {
   return sum;
 }
 
-VerifyResult verify_archive(const std::string& path) {
-  VerifyResult res;
+namespace {
+
+/// Opens what `clusterbench archive` writes (tar, gzip or uncompressed): libarchive's other
+/// readers accept nearly any text (/etc/passwd reads as an mtree). Throws InputError.
+ReadHandle open_archive(const std::string& path) {
   if (::access(path.c_str(), R_OK) != 0)
     throw InputError(path + ": cannot open (" + std::strerror(errno) + ")");
   std::error_code dir_ec;
   if (fs::is_directory(path, dir_ec))
     throw InputError(path + ": is a directory; it cannot be opened as a clusterbench archive");
-  // Only what `clusterbench archive` writes (tar, gzip or uncompressed): libarchive's other
-  // readers accept nearly any text (/etc/passwd reads as an mtree).
   ReadHandle a(archive_read_new(), archive_read_free);
   archive_read_support_filter_gzip(a.get());
   archive_read_support_filter_none(a.get());
@@ -202,16 +203,39 @@ VerifyResult verify_archive(const std::string& path) {
     throw InputError(path + ": cannot be opened as a clusterbench archive (" +
                      (err ? err : "unknown error") + ")");
   }
-  int members = 0;
-  std::map<std::string, std::string> hashes;  // relative path -> sha256 of the member
-  std::string manifest, prefix, last = "(start of archive)";
+  return a;
+}
+
+/// What the members of an archive hold.
+struct Members {
+  std::map<std::string, std::string> hashes;  ///< relative path -> sha256 of the member
+  std::string manifest;
   bool have_manifest = false, damaged = false;
+};
+
+/// The data of the current member; false (and a problem) when the archive is damaged there.
+bool read_member(ReadHandle& a, const std::string& name, std::string& data, VerifyResult& res) {
+  char buf[64 * 1024];
+  la_ssize_t n = 0;
+  while ((n = archive_read_data(a.get(), buf, sizeof buf)) > 0)
+    data.append(buf, static_cast<size_t>(n));
+  if (n >= 0) return true;
+  const char* err = archive_error_string(a.get());
+  res.problems.push_back(name +
+                         ": archive damaged while reading it: " + (err ? err : "unknown error"));
+  return false;
+}
+
+Members read_members(ReadHandle& a, const std::string& path, VerifyResult& res) {
+  Members m;
+  int members = 0;
+  std::string prefix, last = "(start of archive)";
   for (;;) {
     struct archive_entry* e = nullptr;
     int rc = archive_read_next_header(a.get(), &e);
     if (rc == ARCHIVE_EOF) break;
     if (rc != ARCHIVE_OK && rc != ARCHIVE_WARN) {  // RETRY ("Damaged tar archive") or FATAL
-      damaged = true;
+      m.damaged = true;
       const char* err = archive_error_string(a.get());
       if (members == 0)  // empty, truncated in the first header, or not a tar at all
         throw InputError(path + ": cannot be opened as a clusterbench archive (" +
@@ -236,40 +260,30 @@ VerifyResult verify_archive(const std::string& path) {
     auto [top, rel] = split_prefix(name);
     if (prefix.empty()) prefix = top;
     std::string data;
-    char buf[64 * 1024];
-    la_ssize_t n = 0;
-    while ((n = archive_read_data(a.get(), buf, sizeof buf)) > 0)
-      data.append(buf, static_cast<size_t>(n));
-    if (n < 0) {
-      damaged = true;
-      const char* err = archive_error_string(a.get());
-      res.problems.push_back(
-          name + ": archive damaged while reading it: " + (err ? err : "unknown error"));
+    if (!read_member(a, name, data, res)) {
+      m.damaged = true;
       break;
     }
     if (top != prefix || rel.empty()) {
       res.problems.push_back(name + ": outside the run directory " + prefix + "/");
-      continue;
-    }
-    if (rel == kManifest) {
-      manifest = std::move(data);
-      have_manifest = true;
-      continue;
-    }
-    if (!hashes.emplace(rel, sha256_hex(data)).second)
+    } else if (rel == kManifest) {
+      m.manifest = std::move(data);
+      m.have_manifest = true;
+    } else if (!m.hashes.emplace(rel, sha256_hex(data)).second) {
       res.problems.push_back(rel + ": appears twice");
+    }
   }
-  if (!have_manifest) {
-    // The manifest is the last member: after damage, the damage is the finding.
-    if (!damaged) res.problems.push_back(std::string(kManifest) + ": missing from the archive");
-    return res;
-  }
+  return m;
+}
+
+/// The members against SHA256SUMS (sha256sum's format: 64 hex digits, a space, then ' ' (text)
+/// or '*' (binary), then the path).
+void check_manifest(const Members& m, VerifyResult& res) {
   std::map<std::string, std::string> listed;
-  std::istringstream in(manifest);
+  std::istringstream in(m.manifest);
   std::string line;
   for (int no = 1; std::getline(in, line); ++no) {
     if (line.empty()) continue;
-    // sha256sum: 64 hex digits, a space, then ' ' (text) or '*' (binary), then the path.
     if (line.size() < 67 || line[64] != ' ' || (line[65] != ' ' && line[65] != '*') ||
         line.find_first_not_of("0123456789abcdef") < 64) {
       res.problems.push_back(std::string(kManifest) + " line " + std::to_string(no) +
@@ -279,8 +293,8 @@ VerifyResult verify_archive(const std::string& path) {
     listed[line.substr(66)] = line.substr(0, 64);
   }
   for (const auto& [rel, want] : listed) {
-    auto it = hashes.find(rel);
-    if (it == hashes.end())
+    auto it = m.hashes.find(rel);
+    if (it == m.hashes.end())
       res.problems.push_back(rel + ": listed in SHA256SUMS but missing from the archive");
     else if (it->second != want)
       res.problems.push_back(rel + ": sha256 mismatch (manifest " + want + ", archive " +
@@ -288,8 +302,22 @@ VerifyResult verify_archive(const std::string& path) {
     else
       ++res.files_checked;
   }
-  for (const auto& [rel, got] : hashes)
+  for (const auto& [rel, got] : m.hashes)
     if (!listed.count(rel)) res.problems.push_back(rel + ": not listed in SHA256SUMS");
+}
+
+}  // namespace
+
+VerifyResult verify_archive(const std::string& path) {
+  VerifyResult res;
+  ReadHandle a = open_archive(path);
+  Members m = read_members(a, path, res);
+  if (!m.have_manifest) {
+    // The manifest is the last member: after damage, the damage is the finding.
+    if (!m.damaged) res.problems.push_back(std::string(kManifest) + ": missing from the archive");
+    return res;
+  }
+  check_manifest(m, res);
   return res;
 }
 

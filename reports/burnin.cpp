@@ -5,6 +5,8 @@
 #include <cmath>
 #include <map>
 
+#include "reports/families.hpp"
+
 namespace clusterbench::report {
 
 namespace {
@@ -14,11 +16,6 @@ double median(std::vector<double> xs) {
   std::sort(xs.begin(), xs.end());
   size_t m = xs.size() / 2;
   return xs.size() % 2 ? xs[m] : 0.5 * (xs[m - 1] + xs[m]);
-}
-
-bool is_burnin(const ResultRecord& r) {
-  return r.benchmark == kBurninBenchmark && r.status == "ok" && r.extra.contains("series") &&
-         r.extra["series"].is_array();
 }
 
 std::string item_label(const Scope& s) {
@@ -54,8 +51,7 @@ BurninAnalysis analyze_burnin(const json& series) {
   return a;
 }
 
-std::vector<Metric> burnin_metrics(const json& series) {
-  BurninAnalysis a = analyze_burnin(series);
+std::vector<Metric> burnin_metrics(const BurninAnalysis& a) {
   if (a.intervals == 0) return {};
   std::vector<Metric> out;
   if (a.intervals >= kBurninMinIntervals)
@@ -66,16 +62,35 @@ std::vector<Metric> burnin_metrics(const json& series) {
   return out;
 }
 
-const RunDir& with_burnin_metrics(const RunDir& run, RunDir& storage) {
-  if (std::none_of(run.records.records.begin(), run.records.records.end(), is_burnin)) return run;
+std::vector<Metric> burnin_metrics(const json& series) {
+  return burnin_metrics(analyze_burnin(series));
+}
+
+std::vector<SoakResult> analyze_soaks(const RunDir& run, const std::vector<SpecFamily>& families) {
+  std::vector<SoakResult> out;
+  FamilyCache family(families);
+  const auto& recs = run.records.records;
+  for (size_t i = 0; i < recs.size(); ++i) {
+    const ResultRecord& r = recs[i];
+    if (r.status != "ok" || !family(r.benchmark).soak) continue;
+    auto series = r.extra.find("series");
+    if (series == r.extra.end() || !series->is_array()) continue;
+    out.push_back({i, item_label(r.scope), r.case_key, analyze_burnin(*series)});
+  }
+  return out;
+}
+
+const RunDir& with_burnin_metrics(const RunDir& run, const std::vector<SoakResult>& soaks,
+                                  RunDir& storage) {
+  if (soaks.empty()) return run;
   storage = run;
-  for (auto& r : storage.records.records) {
-    if (!is_burnin(r)) continue;
-    for (auto& m : burnin_metrics(r.extra["series"]))
+  for (const SoakResult& soak : soaks) {
+    ResultRecord& r = storage.records.records[soak.record];
+    for (auto& m : burnin_metrics(soak.analysis))
       if (std::none_of(r.metrics.begin(), r.metrics.end(),
                        [&](const Metric& have) { return have.name == m.name; }))
         r.metrics.push_back(m);
-    int n = analyze_burnin(r.extra["series"]).intervals;
+    int n = soak.analysis.intervals;
     if (n < kBurninMinIntervals) {
       std::string why = "rate_drop and rate_dip not judged: " + std::to_string(n) +
                         " interval(s) measured, " + std::to_string(kBurninMinIntervals) + " needed";
@@ -88,7 +103,7 @@ const RunDir& with_burnin_metrics(const RunDir& run, RunDir& storage) {
   return storage;
 }
 
-std::vector<Chart> burnin_charts(const RunDir& run) {
+std::vector<Chart> burnin_charts(const RunDir& run, const std::vector<SoakResult>& soaks) {
   Chart rate, temp;
   rate.title = "Burn-in: rate per interval over time, per GPU or rank";
   rate.kind = temp.kind = "lines";
@@ -97,8 +112,7 @@ std::vector<Chart> burnin_charts(const RunDir& run) {
   temp.title = "Burn-in: maximum GPU temperature per interval over time";
   temp.ylabel = "temperature (C)";
   std::map<std::string, const ResultRecord*> last;  // the last record of an item wins
-  for (const auto& r : run.records.records)
-    if (is_burnin(r)) last[item_label(r.scope)] = &r;
+  for (const SoakResult& soak : soaks) last[soak.item] = &run.records.records[soak.record];
   for (const auto& [label, r] : last) {
     Series rs{label, {}}, ts{label, {}};
     for (const auto& iv : r->extra["series"]) {

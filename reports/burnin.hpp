@@ -1,5 +1,6 @@
-// Burn-in judgement inputs (docs/burnin.md): what the time series of a `burnin.soak` record
-// says, as metrics the spec rows of reports/specs/burnin-*.json judge, and the burn-in charts.
+// Burn-in judgement inputs (docs/burnin.md): what the time series of a soak record says, as
+// metrics the spec rows of reports/specs/burnin-*.json judge, and the burn-in charts. Soak
+// records are those of a family with "series": "soak" in the spec table (reports/families.hpp).
 // Reads records only.
 #pragma once
 
@@ -7,12 +8,10 @@
 #include <vector>
 
 #include "records/records.hpp"
+#include "records/spec.hpp"
 #include "reports/charts.hpp"
 
 namespace clusterbench::report {
-
-/// Benchmark id of the burn-in's records (one per GPU, or per rank on a CPU node).
-inline constexpr const char* kBurninBenchmark = "burnin.soak";
 
 /// NVML clocks-event reasons that mean heat: hw_slowdown 0x8 (which includes HW thermal
 /// slowdown on older drivers), sw_thermal_slowdown 0x20, hw_thermal_slowdown 0x40
@@ -47,22 +46,38 @@ struct BurninAnalysis {
 /// intervals = 0 and zeros.
 BurninAnalysis analyze_burnin(const json& series);
 
-/// The derived metrics of a series, for the spec rows: rate_drop (%) and rate_dip (%) when the
-/// series has at least kBurninMinIntervals intervals (fewer: neither, so their rows are MISSING,
-/// never PASS), and, where any interval has telemetry, thermal_slowdown_intervals (count). None
-/// for an empty series.
+/// The derived metrics of an analysis, for the spec rows: rate_drop (%) and rate_dip (%) when
+/// the series has at least kBurninMinIntervals intervals (fewer: neither, so their rows are
+/// MISSING, never PASS), and, where any interval has telemetry, thermal_slowdown_intervals
+/// (count). None for an empty series.
+std::vector<Metric> burnin_metrics(const BurninAnalysis& analysis);
+
+/// burnin_metrics(analyze_burnin(series)).
 std::vector<Metric> burnin_metrics(const json& series);
 
-/// `run` itself when it holds no ok burnin.soak record; else `storage`, a copy of it whose ok
-/// burn-in records also carry burnin_metrics() (a metric already present is kept). A record with
-/// fewer than kBurninMinIntervals intervals also gets the reason its rate is not judged in its
-/// message and in extra.not_judged: "rate_drop and rate_dip not judged: N interval(s) measured,
-/// 6 needed (...)", with its extra.stopped_early when it has one.
-const RunDir& with_burnin_metrics(const RunDir& run, RunDir& storage);
+/// One soak record analysed (Report::soaks).
+struct SoakResult {
+  size_t record = 0;  ///< index into the run's records
+  std::string item;   ///< "node01/gpu3", "node01/rank0"
+  std::string case_key;
+  BurninAnalysis analysis;
+};
 
-/// Line charts of the burn-in: the rate per interval over time, one series per GPU or rank, and
-/// the maximum GPU temperature per interval over time where telemetry was sampled. x = the
-/// interval's middle in seconds since the soak started.
-std::vector<Chart> burnin_charts(const RunDir& run);
+/// Every ok record of a soak family (SpecFamily::series "soak") whose extra.series is an array,
+/// analysed, in record order.
+std::vector<SoakResult> analyze_soaks(const RunDir& run, const std::vector<SpecFamily>& families);
+
+/// `run` itself when `soaks` is empty; else `storage`, a copy of it whose soak records also carry
+/// burnin_metrics() (a metric already present is kept). A record with fewer than
+/// kBurninMinIntervals intervals also gets the reason its rate is not judged in its message and
+/// in extra.not_judged: "rate_drop and rate_dip not judged: N interval(s) measured, 6 needed
+/// (...)", with its extra.stopped_early when it has one. `soaks`: analyze_soaks(run, ...).
+const RunDir& with_burnin_metrics(const RunDir& run, const std::vector<SoakResult>& soaks,
+                                  RunDir& storage);
+
+/// Line charts of the soaks: the rate per interval over time, one series per GPU or rank (the
+/// last record of an item wins), and the maximum GPU temperature per interval over time where
+/// telemetry was sampled. x = the interval's middle in seconds since the soak started.
+std::vector<Chart> burnin_charts(const RunDir& run, const std::vector<SoakResult>& soaks);
 
 }  // namespace clusterbench::report

@@ -21,6 +21,8 @@
 
 #include "process/process.hpp"
 #include "reports/burnin.hpp"
+#include "reports/families.hpp"
+#include "reports/report.hpp"
 
 namespace clusterbench::report {
 
@@ -123,89 +125,87 @@ void thin(Chart& c) {
 
 }  // namespace
 
-std::vector<Chart> build_charts(const RunDir& run, const Report& report) {
-  // The last record of a case wins.
+namespace {
+
+/// The ok records, the last one of a case winning.
+std::vector<const ResultRecord*> last_ok_records(const RunDir& run) {
   std::vector<const ResultRecord*> recs;
   if (run.records.one_per_case) {
     for (const auto& r : run.records.records)
       if (r.status == "ok") recs.push_back(&r);
-  } else {
-    std::unordered_map<std::string_view, const ResultRecord*> last;
-    last.reserve(run.records.records.size());
-    for (const auto& r : run.records.records) last[r.case_key] = &r;
-    for (const auto& r : run.records.records)
-      if (r.status == "ok" && last[r.case_key] == &r) recs.push_back(&r);
+    return recs;
   }
+  std::unordered_map<std::string_view, const ResultRecord*> last;
+  last.reserve(run.records.records.size());
+  for (const auto& r : run.records.records) last[r.case_key] = &r;
+  for (const auto& r : run.records.records)
+    if (r.status == "ok" && last[r.case_key] == &r) recs.push_back(&r);
+  return recs;
+}
 
-  std::vector<Chart> charts;
-  std::set<std::string> done;  // benchmark|metric drawn by a special chart
+/// A series' name on a family's line chart: the benchmark id after its area ("all_reduce"), or
+/// the item, then the params other than the x axis.
+std::string line_series_name(const FamilyChart& spec, const ResultRecord& r) {
+  std::string who =
+      spec.series == "item" ? short_item(r.scope) : r.benchmark.substr(r.benchmark.find('.') + 1);
+  return who + " " + params_label(r.params, spec.x);
+}
 
-  // busbw against message size, every collective on one chart.
-  {
-    Chart c;
-    c.title = "Collectives: bus bandwidth against message size";
-    c.kind = "lines";
-    c.logx = true;
-    c.xlabel = "message size (bytes, log2)";
-    c.ylabel = "busbw (GB/s)";
-    std::map<std::string, Series> series;
-    for (const auto* r : recs) {
-      if (r->benchmark.rfind("collectives.", 0) != 0 || !has_number(r->params, "bytes")) continue;
-      for (const auto& m : r->metrics) {
-        if (m.name != "busbw") continue;
-        std::string name = r->benchmark.substr(12) + " " + params_label(r->params, "bytes");
-        series[name].name = name;
-        series[name].points.push_back({r->params["bytes"].get<double>(), m.value});
-        ++c.records;
-        done.insert(r->benchmark + "|busbw");
-      }
+/// A family's line chart; marks benchmark|metric pairs it drew in `done`.
+Chart family_chart(const SpecFamily& family, const std::vector<const ResultRecord*>& recs,
+                   std::set<std::string>& done) {
+  const FamilyChart& spec = *family.chart;
+  Chart c;
+  c.title = spec.title;
+  c.kind = "lines";
+  c.logx = spec.logx;
+  c.xlabel = spec.xlabel;
+  c.ylabel = spec.ylabel;
+  std::map<std::string, Series> series;
+  for (const auto* r : recs) {
+    if (!glob_match(family.benchmark, r->benchmark) || !has_number(r->params, spec.x.c_str()))
+      continue;
+    for (const auto& m : r->metrics) {
+      if (!spec.metric.empty() && m.name != spec.metric) continue;
+      if (!spec.unit.empty() && m.unit != spec.unit) continue;
+      std::string name = line_series_name(spec, *r);
+      if (spec.max_series > 0 && !series.count(name) &&
+          series.size() >= static_cast<size_t>(spec.max_series))
+        continue;
+      series[name].name = name;
+      series[name].points.push_back({r->params[spec.x].get<double>(), m.value});
+      ++c.records;
+      done.insert(r->benchmark + "|" + m.name);
     }
-    for (auto& [n, s] : series) {
-      std::sort(s.points.begin(), s.points.end());
-      c.series.push_back(s);
-    }
-    if (c.records) charts.push_back(std::move(c));
   }
-  // Dataloader samples/s against workers, one series per host.
-  {
-    Chart c;
-    c.title = "Dataloader: samples/s against workers";
-    c.kind = "lines";
-    c.xlabel = "workers";
-    c.ylabel = "samples/s";
-    std::map<std::string, Series> series;
-    for (const auto* r : recs) {
-      if (r->benchmark != "io.dataloader" || !has_number(r->params, "workers")) continue;
-      for (const auto& m : r->metrics) {
-        if (m.unit != "samples/s") continue;
-        std::string name = short_item(r->scope) + " " + params_label(r->params, "workers");
-        if (!series.count(name) && series.size() >= 16) continue;
-        series[name].name = name;
-        series[name].points.push_back({r->params["workers"].get<double>(), m.value});
-        ++c.records;
-        done.insert(r->benchmark + "|" + m.name);
-      }
-    }
-    for (auto& [n, s] : series) {
-      std::sort(s.points.begin(), s.points.end());
-      c.series.push_back(s);
-    }
-    if (c.records) charts.push_back(std::move(c));
+  for (auto& [n, s] : series) {
+    std::sort(s.points.begin(), s.points.end());
+    c.series.push_back(s);
   }
-  // Everything else: one bar per item, one series per params variant.
-  struct Pending {
-    std::string bench, metric, unit, scope;
-    std::vector<std::string> labels;
-    std::unordered_map<std::string, size_t> label_index;
-    std::map<std::string, Series> series;
-    int records = 0;
-  };
-  std::unordered_map<std::string, Pending> pend;
-  std::vector<std::string> order;
+  return c;
+}
+
+/// A bar chart being assembled: one per (benchmark, metric).
+struct Pending {
+  std::string bench, metric, unit, scope;
+  std::vector<std::string> labels;
+  std::unordered_map<std::string, size_t> label_index;
+  std::map<std::string, Series> series;
+  int records = 0;
+};
+
+/// One bar per item, one series per params variant, for every (benchmark, metric) not in
+/// `done` and not of a soak family; in first-seen order.
+std::vector<Pending> pending_bars(const std::vector<const ResultRecord*>& recs,
+                                  const std::vector<SpecFamily>& families,
+                                  const std::set<std::string>& done) {
+  FamilyCache family(families);
+  std::unordered_map<std::string, size_t> at;
+  std::vector<Pending> pend;
   std::string plabel;  // params_label of the record before, when the same
   const json* plabel_of = nullptr;
   for (const auto* r : recs) {
-    if (r->benchmark == kBurninBenchmark) continue;  // drawn over time by burnin_charts()
+    if (family(r->benchmark).soak) continue;  // drawn over time by burnin_charts()
     if (!plabel_of || *plabel_of != r->params) plabel = params_label(r->params);
     plabel_of = &r->params;
     const bool cluster = r->scope.kind == "cluster";
@@ -213,43 +213,60 @@ std::vector<Chart> build_charts(const RunDir& run, const Report& report) {
     for (const auto& m : r->metrics) {
       std::string key = r->benchmark + "|" + m.name;
       if (done.count(key)) continue;
-      auto [pit, pfresh] = pend.try_emplace(key);
-      if (pfresh) order.push_back(key);
-      Pending& p = pit->second;
+      auto [pit, fresh] = at.try_emplace(key, pend.size());
+      if (fresh) pend.emplace_back();
+      Pending& p = pend[pit->second];
       p.bench = r->benchmark;
       p.metric = m.name;
       p.unit = m.unit;
       p.scope = r->scope.kind;
       const std::string& label = cluster ? plabel : item;
       const std::string& sname = cluster ? m.name : plabel;
-      auto [it, fresh] = p.label_index.emplace(label, p.labels.size());
-      if (fresh) p.labels.push_back(label);
+      auto [it, new_label] = p.label_index.emplace(label, p.labels.size());
+      if (new_label) p.labels.push_back(label);
       Series& series = p.series[sname];
       series.name = sname;
       series.points.push_back({static_cast<double>(it->second), m.value});
       ++p.records;
     }
   }
-  for (const auto& key : order) {
-    Pending& p = pend[key];
-    Chart c;
-    const char* per = p.scope == "gpu"    ? " per GPU"
-                      : p.scope == "node" ? " per node"
-                      : p.scope == "link" ? " per link"
-                                          : "";
-    c.title = p.bench + " " + p.metric + per;
-    c.kind = p.labels.size() > kMaxBars ? "points" : "bars";
-    c.xlabel = p.scope == "cluster" ? "case" : p.scope;
-    if (c.kind == "points") c.xlabel += " (in host order)";
-    c.ylabel = p.metric + " (" + p.unit + ")";
-    c.labels = p.labels;
-    for (auto& [n, s] : p.series) c.series.push_back(s);
-    c.spec_lines = spec_lines(report, p.bench, p.metric);
-    c.records = p.records;
-    if (c.kind == "points" && static_cast<size_t>(p.records) > kMaxChartMarks) thin(c);
-    charts.push_back(std::move(c));
+  return pend;
+}
+
+Chart bar_chart(Pending& p, const Report& report) {
+  Chart c;
+  const char* per = p.scope == "gpu"    ? " per GPU"
+                    : p.scope == "node" ? " per node"
+                    : p.scope == "link" ? " per link"
+                                        : "";
+  c.title = p.bench + " " + p.metric + per;
+  c.kind = p.labels.size() > kMaxBars ? "points" : "bars";
+  c.xlabel = p.scope == "cluster" ? "case" : p.scope;
+  if (c.kind == "points") c.xlabel += " (in host order)";
+  c.ylabel = p.metric + " (" + p.unit + ")";
+  c.labels = p.labels;
+  for (auto& [n, s] : p.series) c.series.push_back(s);
+  c.spec_lines = spec_lines(report, p.bench, p.metric);
+  c.records = p.records;
+  if (c.kind == "points" && static_cast<size_t>(p.records) > kMaxChartMarks) thin(c);
+  return c;
+}
+
+}  // namespace
+
+std::vector<Chart> build_charts(const Report& report) {
+  const RunDir& run = *report.run;
+  const auto& families = report.spec->families;
+  std::vector<const ResultRecord*> recs = last_ok_records(run);
+  std::vector<Chart> charts;
+  std::set<std::string> done;  // benchmark|metric drawn by a family's chart
+  for (const auto& f : families) {
+    if (!f.chart) continue;
+    Chart c = family_chart(f, recs, done);
+    if (c.records) charts.push_back(std::move(c));
   }
-  for (auto& c : burnin_charts(run)) charts.push_back(std::move(c));
+  for (Pending& p : pending_bars(recs, families, done)) charts.push_back(bar_chart(p, report));
+  for (auto& c : burnin_charts(run, report.soaks)) charts.push_back(std::move(c));
   for (size_t i = 0; i < charts.size(); ++i) charts[i].id = "chart-" + std::to_string(i + 1);
   return charts;
 }

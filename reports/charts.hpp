@@ -7,9 +7,10 @@
 #include <vector>
 
 #include "records/records.hpp"
-#include "reports/evaluate.hpp"
 
 namespace clusterbench::report {
+
+struct Report;
 
 /// One data series. Line charts use (x, y); bar and point charts use the index into
 /// Chart::labels as x.
@@ -45,14 +46,17 @@ inline constexpr size_t kMaxBars = 64;
 /// every outlier still shows while the SVG stays small (docs/report.md "Scale").
 inline constexpr size_t kMaxChartMarks = 500;
 
-/// The charts that `run`'s ok records allow, in this order:
-/// - collectives.* busbw against the `bytes` param (log2 x), one series per benchmark + params;
-/// - io.dataloader samples/s against `workers`, one series per host (the first 16 hosts);
-/// - for every other (benchmark, metric) of ok records: one bar per item (GPU "node01/gpu3",
-///   node, link; params label at cluster scope), one series per params variant. Spec lines come
-///   from `report` rows that select the benchmark + metric with a numeric >= or <= value.
+/// The charts that the run's ok records allow (the last record of a case wins), in this order:
+/// - one line chart per spec family with a `chart` (SpecFamily::chart, in table order): its
+///   metric(s) against the numeric param `x` over the records whose benchmark matches the
+///   family's glob, one series per benchmark or item plus the other params;
+/// - for every other (benchmark, metric) of ok records, except those of soak families: one bar
+///   per item (GPU "node01/gpu3", node, link; params label at cluster scope), one series per
+///   params variant. Spec lines come from the report's rows that select the benchmark + metric
+///   with a numeric >= or <= value;
+/// - the soaks' charts over time (burnin_charts()).
 /// Each chart's `records` counts the records it plots.
-std::vector<Chart> build_charts(const RunDir& run, const Report& report);
+std::vector<Chart> build_charts(const Report& report);
 
 /// The gnuplot script for a chart (SVG terminal, data inline as datablocks named after the chart
 /// id, noenhanced text), writing to `output` (a file path; empty: gnuplot's stdout).

@@ -13,9 +13,8 @@
 #include <string_view>
 #include <unordered_map>
 
-#include "reports/evaluate.hpp"
-#include "reports/render.hpp"
 #include "records/spec.hpp"
+#include "reports/render.hpp"
 
 namespace clusterbench::report {
 
@@ -291,6 +290,58 @@ std::string CaseChange::item() const {
   return scope_item(current ? current->scope : baseline->scope);
 }
 
+namespace {
+
+/// One side's records by match key. The maps view the records' own case keys, or keys that must
+/// be built (GPU records by UUID: match_key(), with each case's params serialised once, as its
+/// records come one after another) kept in `made`.
+struct Side {
+  std::deque<std::string> made;
+  std::vector<std::string_view> keys;                 ///< match key of each record
+  std::unordered_map<std::string_view, size_t> last;  ///< match key -> its last record
+  std::vector<size_t> order;                          ///< first record of each key, in order
+};
+
+Side index_side(const std::vector<ResultRecord>& recs) {
+  Side side;
+  side.keys.reserve(recs.size());
+  const json* last_params = nullptr;
+  std::string last_dump;
+  for (const auto& r : recs) {
+    if (by_uuid(r)) {
+      if (!last_params || *last_params != r.params) last_dump = r.params.dump();
+      last_params = &r.params;
+      side.keys.push_back(side.made.emplace_back(uuid_key(r, last_dump)));
+    } else if (r.case_key.empty()) {
+      side.keys.push_back(side.made.emplace_back(match_key(r)));
+    } else {
+      side.keys.push_back(r.case_key);
+    }
+  }
+  side.last.reserve(recs.size());
+  for (size_t i = 0; i < recs.size(); ++i) {
+    auto [it, fresh] = side.last.try_emplace(side.keys[i], i);
+    if (fresh)
+      side.order.push_back(i);
+    else
+      it->second = i;
+  }
+  return side;
+}
+
+/// Worst verdict first, keeping the order within a verdict: each case moves once, to its
+/// verdict's next slot.
+void sort_by_verdict(std::vector<CaseChange>& cases) {
+  std::vector<size_t> slot(verdict_order().size() + 2, 0);
+  for (const auto& cc : cases) ++slot[verdict_rank(cc.verdict) + 1];
+  for (size_t v = 1; v < slot.size(); ++v) slot[v] += slot[v - 1];
+  std::vector<CaseChange> sorted(cases.size());
+  for (auto& cc : cases) sorted[slot[verdict_rank(cc.verdict)]++] = std::move(cc);
+  cases = std::move(sorted);
+}
+
+}  // namespace
+
 Comparison compare(const RunDir& baseline, const RunDir& current,
                    const std::vector<ToleranceRule>& rules) {
   Comparison out;
@@ -299,46 +350,12 @@ Comparison compare(const RunDir& baseline, const RunDir& current,
   out.baseline_run_id = baseline.run.run_id;
   out.current_run_id = current.run.run_id;
   out.rules = rules;
-  // A resumed run may hold a case twice: the last record wins, as in the report. Each side's
-  // match keys and map are built on a thread of their own; the maps view the records' own case
-  // keys, or keys that must be built (GPU records by UUID: match_key(), with each case's params
-  // serialised once, as its records come one after another) kept in `made`.
-  struct Side {
-    std::deque<std::string> made;
-    std::vector<std::string_view> keys;                 ///< match key of each record
-    std::unordered_map<std::string_view, size_t> last;  ///< match key -> its last record
-    std::vector<size_t> order;                          ///< first record of each key, in order
-  };
-  auto index = [](const std::vector<ResultRecord>& recs) {
-    Side side;
-    side.keys.reserve(recs.size());
-    const json* last_params = nullptr;
-    std::string last_dump;
-    for (const auto& r : recs) {
-      if (by_uuid(r)) {
-        if (!last_params || *last_params != r.params) last_dump = r.params.dump();
-        last_params = &r.params;
-        side.keys.push_back(side.made.emplace_back(uuid_key(r, last_dump)));
-      } else if (r.case_key.empty()) {
-        side.keys.push_back(side.made.emplace_back(match_key(r)));
-      } else {
-        side.keys.push_back(r.case_key);
-      }
-    }
-    side.last.reserve(recs.size());
-    for (size_t i = 0; i < recs.size(); ++i) {
-      auto [it, fresh] = side.last.try_emplace(side.keys[i], i);
-      if (fresh)
-        side.order.push_back(i);
-      else
-        it->second = i;
-    }
-    return side;
-  };
+  // A resumed run may hold a case twice: the last record wins, as in the report. Each side is
+  // indexed on a thread of its own.
   const auto& brecs = baseline.records.records;
   const auto& crecs = current.records.records;
-  auto base_future = std::async(std::launch::async, [&] { return index(brecs); });
-  const Side cur = index(crecs);
+  auto base_future = std::async(std::launch::async, [&] { return index_side(brecs); });
+  const Side cur = index_side(crecs);
   const Side base = base_future.get();
   // BASELINE's cases in order, judged on two threads into their own slots.
   out.cases.resize(base.order.size());
@@ -367,14 +384,7 @@ Comparison compare(const RunDir& baseline, const RunDir& current,
     cc.message = "only in CURRENT";
     out.cases.push_back(std::move(cc));
   }
-  // Worst verdict first, keeping BASELINE order within a verdict: each case moves once, to
-  // its verdict's next slot.
-  std::vector<size_t> slot(verdict_order().size() + 2, 0);
-  for (const auto& cc : out.cases) ++slot[verdict_rank(cc.verdict) + 1];
-  for (size_t v = 1; v < slot.size(); ++v) slot[v] += slot[v - 1];
-  std::vector<CaseChange> sorted(out.cases.size());
-  for (auto& cc : out.cases) sorted[slot[verdict_rank(cc.verdict)]++] = std::move(cc);
-  out.cases = std::move(sorted);
+  sort_by_verdict(out.cases);
   for (const auto& v : verdict_order()) out.counts[v] = 0;
   for (const auto& c : out.cases) ++out.counts[c.verdict];
   compare_env(baseline, current, out);
@@ -441,54 +451,43 @@ bool list_unchanged(const Comparison& c) {
 
 }  // namespace
 
-std::string render_compare_markdown(const Comparison& c) {
-  std::ostringstream md;
-  md << "# clusterbench compare\n\n";
-  md << "**Verdict: " << (c.exit_code ? "REGRESSED" : "NO REGRESSION") << "** (exit " << c.exit_code
-     << "): " << counts_line(c) << ".\n\n";
-  md << "- Baseline: `" << c.baseline_dir << "` (run " << c.baseline_run_id << ")\n";
-  md << "- Current: `" << c.current_dir << "` (run " << c.current_run_id << ")\n";
-  md << "- Rule: a metric regressed when it got worse by more than max(tolerance, noise), with "
-        "noise = (spread of BASELINE + spread of CURRENT) / 2 (docs/compare.md).\n";
-  for (const auto& r : c.rules)
-    md << "- Tolerance override: `" << r.key << "` = " << pct(r.fraction) << "\n";
-  md << "\n## Changes\n\n";
-  md << "| case | metric | baseline | current | change | spread b/c | tolerance | verdict |\n";
-  md << "|---|---|---|---|---|---|---|---|\n";
-  bool any = false;
-  auto row = [&](const CaseChange& cc) {
-    if (cc.metrics.empty() || cc.verdict == kNew || cc.verdict == kNotCompared ||
-        cc.current_status != "ok") {
-      md << "| " << cell(case_label(cc)) << " | - | " << cc.baseline_status << " | "
-         << cc.current_status << " | - | - | - | **" << cc.verdict << "**: " << cell(cc.message)
-         << " |\n";
-      return;
-    }
-    for (const auto& m : cc.metrics) {
-      md << "| " << cell(case_label(cc)) << " | " << m.name << " | "
-         << value_text(m.baseline, m.unit) << " | "
-         << (m.missing ? "missing" : value_text(m.current, m.unit)) << " | "
-         << signed_pct(m.change_pct) << " | " << pct(m.baseline_spread) << " / "
-         << pct(m.current_spread) << " | " << pct(m.tolerance) << " | "
-         << (m.verdict == kUnchanged ? m.verdict : "**" + m.verdict + "**") << " |\n";
-    }
-  };
-  for (const auto& cc : c.cases)
-    if (cc.verdict != kUnchanged) row(cc), any = true;
-  if (!any) md << "| - | - | - | - | - | - | - | no regressions or improvements |\n";
-  md << "\n## Environment changes\n\n";
-  if (c.env_changes.empty() && c.hosts_added.empty() && c.hosts_removed.empty())
-    md << "No environment field or run setting changed on the hosts present in both runs.\n";
-  else {
-    md << "| field | baseline | current | hosts |\n|---|---|---|---|\n";
-    for (const auto& e : c.env_changes)
-      md << "| " << cell(e.field) << " | " << cell(e.baseline) << " | " << cell(e.current) << " | "
-         << cell(hosts_text(e.hosts)) << " |\n";
-    if (!c.hosts_removed.empty())
-      md << "| hosts | present | absent | " << cell(hosts_text(c.hosts_removed)) << " |\n";
-    if (!c.hosts_added.empty())
-      md << "| hosts | absent | present | " << cell(hosts_text(c.hosts_added)) << " |\n";
+namespace {
+
+/// One case of the changes table: a line per metric, or one with its status rule.
+void md_change(std::ostringstream& md, const CaseChange& cc) {
+  if (cc.metrics.empty() || cc.verdict == kNew || cc.verdict == kNotCompared ||
+      cc.current_status != "ok") {
+    md << "| " << cell(case_label(cc)) << " | - | " << cc.baseline_status << " | "
+       << cc.current_status << " | - | - | - | **" << cc.verdict << "**: " << cell(cc.message)
+       << " |\n";
+    return;
   }
+  for (const auto& m : cc.metrics) {
+    md << "| " << cell(case_label(cc)) << " | " << m.name << " | " << value_text(m.baseline, m.unit)
+       << " | " << (m.missing ? "missing" : value_text(m.current, m.unit)) << " | "
+       << signed_pct(m.change_pct) << " | " << pct(m.baseline_spread) << " / "
+       << pct(m.current_spread) << " | " << pct(m.tolerance) << " | "
+       << (m.verdict == kUnchanged ? m.verdict : "**" + m.verdict + "**") << " |\n";
+  }
+}
+
+void md_env_changes(std::ostringstream& md, const Comparison& c) {
+  md << "\n## Environment changes\n\n";
+  if (c.env_changes.empty() && c.hosts_added.empty() && c.hosts_removed.empty()) {
+    md << "No environment field or run setting changed on the hosts present in both runs.\n";
+    return;
+  }
+  md << "| field | baseline | current | hosts |\n|---|---|---|---|\n";
+  for (const auto& e : c.env_changes)
+    md << "| " << cell(e.field) << " | " << cell(e.baseline) << " | " << cell(e.current) << " | "
+       << cell(hosts_text(e.hosts)) << " |\n";
+  if (!c.hosts_removed.empty())
+    md << "| hosts | present | absent | " << cell(hosts_text(c.hosts_removed)) << " |\n";
+  if (!c.hosts_added.empty())
+    md << "| hosts | absent | present | " << cell(hosts_text(c.hosts_added)) << " |\n";
+}
+
+void md_unchanged(std::ostringstream& md, const Comparison& c) {
   md << "\n## Unchanged\n\n";
   int shown = 0;
   for (const auto& cc : c.cases) {
@@ -504,6 +503,30 @@ std::string render_compare_markdown(const Comparison& c) {
     md << "\n";
   }
   if (!shown) md << "None.\n";
+}
+
+}  // namespace
+
+std::string render_compare_markdown(const Comparison& c) {
+  std::ostringstream md;
+  md << "# clusterbench compare\n\n";
+  md << "**Verdict: " << (c.exit_code ? "REGRESSED" : "NO REGRESSION") << "** (exit " << c.exit_code
+     << "): " << counts_line(c) << ".\n\n";
+  md << "- Baseline: `" << c.baseline_dir << "` (run " << c.baseline_run_id << ")\n";
+  md << "- Current: `" << c.current_dir << "` (run " << c.current_run_id << ")\n";
+  md << "- Rule: a metric regressed when it got worse by more than max(tolerance, noise), with "
+        "noise = (spread of BASELINE + spread of CURRENT) / 2 (docs/compare.md).\n";
+  for (const auto& r : c.rules)
+    md << "- Tolerance override: `" << r.key << "` = " << pct(r.fraction) << "\n";
+  md << "\n## Changes\n\n";
+  md << "| case | metric | baseline | current | change | spread b/c | tolerance | verdict |\n";
+  md << "|---|---|---|---|---|---|---|---|\n";
+  bool any = false;
+  for (const auto& cc : c.cases)
+    if (cc.verdict != kUnchanged) md_change(md, cc), any = true;
+  if (!any) md << "| - | - | - | - | - | - | - | no regressions or improvements |\n";
+  md_env_changes(md, c);
+  md_unchanged(md, c);
   return md.str();
 }
 

@@ -10,8 +10,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
-#include "reports/render.hpp"
-#include "records/spec.hpp"
+#include "reports/families.hpp"
 
 namespace clusterbench::report {
 
@@ -28,7 +27,8 @@ double median_of(std::vector<double> v) {
   return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
-double outlier_tolerance(const std::vector<ToleranceRule>& rules, const std::string& benchmark,
+double outlier_tolerance(const std::vector<ToleranceRule>& rules,
+                         const std::vector<SpecFamily>& families, const std::string& benchmark,
                          const std::string& metric, const std::string& unit) {
   const ToleranceRule* by_bench = nullptr;
   const ToleranceRule* by_unit = nullptr;
@@ -43,7 +43,7 @@ double outlier_tolerance(const std::vector<ToleranceRule>& rules, const std::str
   }
   if (by_bench) return by_bench->fraction;
   if (by_unit) return by_unit->fraction;
-  return default_outlier_tolerance(benchmark);
+  return resolve_family(families, benchmark).outlier_tolerance.value_or(kDefaultOutlierTolerance);
 }
 
 /// The hosts an item of a report row belongs to: "node01/gpu3[...]" -> node01, "a<->b" -> a, b.
@@ -60,50 +60,49 @@ struct Group {
   const Metric* proto = nullptr;
 };
 
-}  // namespace
-
-double default_outlier_tolerance(const std::string& benchmark) {
-  if (benchmark == "compute.gemm" || benchmark == "compute.gpu_memory_bandwidth") return 0.05;
-  if (benchmark.rfind("io.", 0) == 0) return 0.15;
-  return 0.10;
+bool judged_kind(const ResultRecord& r) {
+  const auto& k = r.scope.kind;
+  return k == "gpu" || k == "node" || k == "link";
 }
 
-std::vector<Outlier> find_outliers(const std::vector<ResultRecord>& records,
-                                   const std::vector<EnvRecord>& env,
-                                   const std::vector<ToleranceRule>& rules, int min_items,
-                                   bool one_per_case) {
-  auto judged = [](const ResultRecord& r) {
-    const auto& k = r.scope.kind;
-    return k == "gpu" || k == "node" || k == "link";
-  };
-  // The last record of a case wins (a resumed run may repeat one), in first-seen order.
+/// The records of gpu, node and link scope, the last one of a case winning (a resumed run may
+/// repeat one), in first-seen order.
+std::vector<const ResultRecord*> last_of_each_case(const std::vector<ResultRecord>& records,
+                                                   bool one_per_case) {
   std::vector<const ResultRecord*> chosen;
   chosen.reserve(records.size());
   if (one_per_case) {
     for (const auto& r : records)
-      if (judged(r)) chosen.push_back(&r);
-  } else {
-    // Views of the case keys (720,000 records at 1,000 nodes, docs/report.md "Scale").
-    std::deque<std::string> made;  // case keys that records.jsonl left out
-    std::unordered_map<std::string_view, const ResultRecord*> last;
-    std::vector<std::string_view> order;
-    last.reserve(records.size());
-    for (const auto& r : records) {
-      if (!judged(r)) continue;
-      std::string_view key =
-          r.case_key.empty()
-              ? std::string_view(made.emplace_back(make_case_key(r.benchmark, r.params, r.scope)))
-              : std::string_view(r.case_key);
-      auto [it, fresh] = last.try_emplace(key, &r);
-      if (fresh)
-        order.push_back(key);
-      else
-        it->second = &r;
-    }
-    for (const auto& key : order) chosen.push_back(last[key]);
+      if (judged_kind(r)) chosen.push_back(&r);
+    return chosen;
   }
+  // Views of the case keys (720,000 records at 1,000 nodes, docs/report.md "Scale").
+  std::deque<std::string> made;  // case keys that records.jsonl left out
+  std::unordered_map<std::string_view, const ResultRecord*> last;
+  std::vector<std::string_view> order;
+  last.reserve(records.size());
+  for (const auto& r : records) {
+    if (!judged_kind(r)) continue;
+    std::string_view key =
+        r.case_key.empty()
+            ? std::string_view(made.emplace_back(make_case_key(r.benchmark, r.params, r.scope)))
+            : std::string_view(r.case_key);
+    auto [it, fresh] = last.try_emplace(key, &r);
+    if (fresh)
+      order.push_back(key);
+    else
+      it->second = &r;
+  }
+  for (const auto& key : order) chosen.push_back(last[key]);
+  return chosen;
+}
+
+/// The ok records' finite metrics grouped by benchmark|params|metric|scope kind, ordered by
+/// that key (deterministic output).
+std::vector<std::pair<std::string, Group>> metric_groups(
+    const std::vector<const ResultRecord*>& chosen) {
   std::unordered_map<std::string, size_t> group_at;
-  std::vector<std::pair<std::string, Group>> group_list;
+  std::vector<std::pair<std::string, Group>> groups;
   std::string base;
   const ResultRecord* base_of = nullptr;  // consecutive records of a case share `base`
   for (const ResultRecord* r : chosen) {
@@ -113,63 +112,75 @@ std::vector<Outlier> find_outliers(const std::vector<ResultRecord>& records,
     base_of = r;
     for (const auto& m : r->metrics) {
       if (!std::isfinite(m.value)) continue;
-      auto [it, fresh] =
-          group_at.try_emplace(base + m.name + "|" + r->scope.kind, group_list.size());
-      if (fresh) group_list.emplace_back(it->first, Group{});
-      Group& g = group_list[it->second].second;
+      auto [it, fresh] = group_at.try_emplace(base + m.name + "|" + r->scope.kind, groups.size());
+      if (fresh) groups.emplace_back(it->first, Group{});
+      Group& g = groups[it->second].second;
       g.recs.push_back(r);
       g.values.push_back(m.value);
       if (!g.proto) g.proto = &m;
     }
   }
-  // Ordered by key: deterministic output.
-  std::sort(group_list.begin(), group_list.end(),
+  std::sort(groups.begin(), groups.end(),
             [](const auto& a, const auto& b) { return a.first < b.first; });
-  const auto& groups = group_list;
-  std::map<std::pair<std::string, int>, const GpuInfo*> gpus;
+  return groups;
+}
+
+using GpuIndex = std::map<std::pair<std::string, int>, const GpuInfo*>;
+
+Outlier make_outlier(const ResultRecord& r, const Group& g, double v, double med, double tol,
+                     const GpuIndex& gpus) {
+  Outlier o;
+  o.benchmark = r.benchmark;
+  o.params = r.params;
+  o.metric = g.proto->name;
+  o.unit = g.proto->unit;
+  o.higher_is_better = g.proto->higher_is_better;
+  o.kind = r.scope.kind;
+  o.item = scope_item(r.scope);
+  o.hosts = r.scope.kind == "link" ? r.scope.hosts : std::vector<std::string>{r.scope.host};
+  o.host = o.hosts.empty() ? r.scope.host : o.hosts.front();
+  o.gpu_index = r.scope.kind == "gpu" ? r.scope.gpu_index : -1;
+  o.uuid = r.scope.uuid;
+  o.pci_bus_id = r.scope.pci_bus_id;
+  if (o.kind == "gpu") {
+    auto it = gpus.find({r.scope.host, r.scope.gpu_index});
+    if (it != gpus.end()) {
+      if (o.uuid.empty()) o.uuid = it->second->uuid;
+      if (o.pci_bus_id.empty()) o.pci_bus_id = it->second->pci_bus_id;
+    }
+  }
+  o.value = v;
+  o.median = med;
+  o.deviation = (v - med) / std::fabs(med);
+  o.tolerance = tol;
+  o.fleet_size = static_cast<int>(g.values.size());
+  o.case_key = r.case_key;
+  return o;
+}
+
+}  // namespace
+
+std::vector<Outlier> find_outliers(const std::vector<ResultRecord>& records,
+                                   const std::vector<EnvRecord>& env,
+                                   const std::vector<SpecFamily>& families,
+                                   const std::vector<ToleranceRule>& rules, int min_items,
+                                   bool one_per_case) {
+  const auto groups = metric_groups(last_of_each_case(records, one_per_case));
+  GpuIndex gpus;
   for (const auto& e : env)
     for (const auto& g : e.gpus) gpus[{e.host, g.index}] = &g;
-
   std::vector<Outlier> out;
   for (const auto& [gkey, g] : groups) {
     if (static_cast<int>(g.values.size()) < min_items) continue;
     double med = median_of(g.values);
     if (med == 0) continue;
     const ResultRecord& first = *g.recs.front();
-    double tol = outlier_tolerance(rules, first.benchmark, g.proto->name, g.proto->unit);
+    double tol = outlier_tolerance(rules, families, first.benchmark, g.proto->name, g.proto->unit);
     size_t start = out.size();
     for (size_t i = 0; i < g.values.size(); ++i) {
       double v = g.values[i];
       bool bad = g.proto->higher_is_better ? v < med * (1 - tol) : v > med * (1 + tol);
-      if (!bad) continue;
-      const ResultRecord& r = *g.recs[i];
-      Outlier o;
-      o.benchmark = r.benchmark;
-      o.params = r.params;
-      o.metric = g.proto->name;
-      o.unit = g.proto->unit;
-      o.higher_is_better = g.proto->higher_is_better;
-      o.kind = r.scope.kind;
-      o.item = scope_item(r.scope);
-      o.hosts = r.scope.kind == "link" ? r.scope.hosts : std::vector<std::string>{r.scope.host};
-      o.host = o.hosts.empty() ? r.scope.host : o.hosts.front();
-      o.gpu_index = r.scope.kind == "gpu" ? r.scope.gpu_index : -1;
-      o.uuid = r.scope.uuid;
-      o.pci_bus_id = r.scope.pci_bus_id;
-      if (o.kind == "gpu") {
-        auto it = gpus.find({r.scope.host, r.scope.gpu_index});
-        if (it != gpus.end()) {
-          if (o.uuid.empty()) o.uuid = it->second->uuid;
-          if (o.pci_bus_id.empty()) o.pci_bus_id = it->second->pci_bus_id;
-        }
-      }
-      o.value = v;
-      o.median = med;
-      o.deviation = (v - med) / std::fabs(med);
-      o.tolerance = tol;
-      o.fleet_size = static_cast<int>(g.values.size());
-      o.case_key = r.case_key;
-      out.push_back(std::move(o));
+      if (bad) out.push_back(make_outlier(*g.recs[i], g, v, med, tol, gpus));
     }
     std::sort(out.begin() + start, out.end(), [](const Outlier& a, const Outlier& b) {
       double da = a.higher_is_better ? a.deviation : -a.deviation;
@@ -180,23 +191,13 @@ std::vector<Outlier> find_outliers(const std::vector<ResultRecord>& records,
   return out;
 }
 
-FleetView fleet_view(const RunDir& run, const Report& report,
-                     const std::vector<ToleranceRule>& rules) {
-  FleetView fv;
-  std::vector<std::string> hosts = report.hosts;
-  std::unordered_set<std::string> known(hosts.begin(), hosts.end());
-  for (const auto& r : run.records.records)
-    if (!r.scope.host.empty() && r.scope.kind != "cluster" && known.insert(r.scope.host).second)
-      hosts.push_back(r.scope.host);
-  std::unordered_map<std::string, FleetNode> nodes;
-  nodes.reserve(hosts.size());
-  for (const auto& h : hosts) {
-    FleetNode& n = nodes[h];
-    n.host = h;
-    for (const auto& o : outcome_order()) n.items[o] = 0;
-  }
+namespace {
+
+/// Spec FAIL rows per host, from the rows' items; counts every item's outcome on its hosts.
+std::map<std::string, std::set<std::string>> count_items(
+    const std::vector<RowResult>& rows, std::unordered_map<std::string, FleetNode>& nodes) {
   std::map<std::string, std::set<std::string>> failed_rows;
-  for (const auto& row : report.rows)
+  for (const auto& row : rows)
     for (const auto& it : row.items)
       for (const auto& h : item_hosts(it.item)) {
         auto n = nodes.find(h);
@@ -204,8 +205,14 @@ FleetView fleet_view(const RunDir& run, const Report& report,
         ++n->second.items[it.outcome];
         if (it.outcome == kFail) failed_rows[h].insert(row.req.id);
       }
+  return failed_rows;
+}
+
+/// Benchmarks with a failed record per host; counts every record's status on its hosts.
+std::map<std::string, std::set<std::string>> count_records(
+    const std::vector<ResultRecord>& records, std::unordered_map<std::string, FleetNode>& nodes) {
   std::map<std::string, std::set<std::string>> failed_benches;
-  for (const auto& r : run.records.records) {
+  for (const auto& r : records) {
     if (r.scope.kind == "cluster") continue;
     const bool link = r.scope.kind == "link";
     const size_t count = link ? r.scope.hosts.size() : 1;
@@ -221,7 +228,39 @@ FleetView fleet_view(const RunDir& run, const Report& report,
       }
     }
   }
-  fv.outliers = find_outliers(run.records.records, run.run.env, rules, 3, run.records.one_per_case);
+  return failed_benches;
+}
+
+template <class Strings>
+std::string join_comma(const Strings& xs) {
+  std::string s;
+  for (const auto& x : xs) s += (s.empty() ? "" : ", ") + x;
+  return s;
+}
+
+}  // namespace
+
+FleetView fleet_view(const RunDir& run, const std::vector<RowResult>& rows,
+                     const std::vector<std::string>& report_hosts,
+                     const std::vector<SpecFamily>& families,
+                     const std::vector<ToleranceRule>& rules) {
+  FleetView fv;
+  std::vector<std::string> hosts = report_hosts;
+  std::unordered_set<std::string> known(hosts.begin(), hosts.end());
+  for (const auto& r : run.records.records)
+    if (!r.scope.host.empty() && r.scope.kind != "cluster" && known.insert(r.scope.host).second)
+      hosts.push_back(r.scope.host);
+  std::unordered_map<std::string, FleetNode> nodes;
+  nodes.reserve(hosts.size());
+  for (const auto& h : hosts) {
+    FleetNode& n = nodes[h];
+    n.host = h;
+    for (Outcome o : kOutcomeOrder) n.items[o] = 0;
+  }
+  auto failed_rows = count_items(rows, nodes);
+  auto failed_benches = count_records(run.records.records, nodes);
+  fv.outliers =
+      find_outliers(run.records.records, run.run.env, families, rules, 3, run.records.one_per_case);
   std::map<std::string, std::vector<std::string>> outlier_items;
   for (const auto& o : fv.outliers) {
     if (o.kind == "link") continue;
@@ -230,16 +269,12 @@ FleetView fleet_view(const RunDir& run, const Report& report,
     ++n->second.outliers;
     outlier_items[o.host].push_back(o.benchmark + " " + o.metric + " " + o.item);
   }
-  auto join = [](const auto& xs) {
-    std::string s;
-    for (const auto& x : xs) s += (s.empty() ? "" : ", ") + x;
-    return s;
-  };
   for (const auto& h : hosts) {
     FleetNode& n = nodes[h];
-    if (failed_rows.count(h)) n.reasons.push_back("spec FAIL: " + join(failed_rows[h]));
-    if (failed_benches.count(h)) n.reasons.push_back("failed records: " + join(failed_benches[h]));
-    if (outlier_items.count(h)) n.reasons.push_back("outliers: " + join(outlier_items[h]));
+    if (failed_rows.count(h)) n.reasons.push_back("spec FAIL: " + join_comma(failed_rows[h]));
+    if (failed_benches.count(h))
+      n.reasons.push_back("failed records: " + join_comma(failed_benches[h]));
+    if (outlier_items.count(h)) n.reasons.push_back("outliers: " + join_comma(outlier_items[h]));
     if (!n.reasons.empty()) fv.failing_hosts.push_back(h);
     fv.nodes.push_back(n);
   }
@@ -291,7 +326,7 @@ json fleet_json(const FleetView& fv) {
   j["nodes"] = json::array();
   for (const auto& n : fv.nodes)
     j["nodes"].push_back({{"host", n.host},
-                          {"items", n.items},
+                          {"items", outcome_counts_json(n.items)},
                           {"records_ok", n.records_ok},
                           {"records_failed", n.records_failed},
                           {"records_waived", n.records_waived},

@@ -9,8 +9,9 @@
 #include <vector>
 
 #include "records/records.hpp"
+#include "records/spec.hpp"
 #include "reports/compare.hpp"
-#include "reports/evaluate.hpp"
+#include "reports/rows.hpp"
 
 namespace clusterbench::report {
 
@@ -33,28 +34,25 @@ struct Outlier {
   std::string case_key;
 };
 
-/// Default outlier tolerance (fraction) by benchmark: compute.gemm and
-/// compute.gpu_memory_bandwidth 0.05; compute.host_device_copy, compute.memory_bandwidth,
-/// network.* 0.10; io.* 0.15; anything else 0.10.
-double default_outlier_tolerance(const std::string& benchmark);
-
 /// Finds outliers among `records`. Groups are (benchmark, params, metric, scope kind) over `ok`
 /// records of scope gpu, node or link; a group needs at least `min_items` (default 3) distinct
 /// items, since a median of two says nothing about which is wrong. An item is an outlier when
 /// value < median * (1 - tol) for higher-is-better metrics, value > median * (1 + tol)
-/// otherwise. tol: the last --outlier-tolerance rule matching the benchmark (glob, or
-/// glob:metric) or unit, else default_outlier_tolerance(). `env` fills UUID and PCI bus id where a
-/// record's scope lacks them. Sorted by benchmark, params, metric, then worst deviation first.
-/// `one_per_case` (RecordsFile::one_per_case) skips the last-record-of-a-case pass.
+/// otherwise. tol: the last `rules` entry matching the benchmark (glob, or glob:metric), else
+/// the last matching the unit, else the spec's family (`families`, SpecFamily::outlier_tolerance,
+/// reports/families.hpp), else kDefaultOutlierTolerance (0.10). `env` fills UUID and PCI bus id
+/// where a record's scope lacks them. Sorted by benchmark, params, metric, then worst deviation
+/// first. `one_per_case` (RecordsFile::one_per_case) skips the last-record-of-a-case pass.
 std::vector<Outlier> find_outliers(const std::vector<ResultRecord>& records,
                                    const std::vector<EnvRecord>& env,
+                                   const std::vector<SpecFamily>& families = {},
                                    const std::vector<ToleranceRule>& rules = {}, int min_items = 3,
                                    bool one_per_case = false);
 
 /// One row per node.
 struct FleetNode {
   std::string host;
-  std::map<std::string, int> items;  ///< spec outcome -> items on this host (all five keys)
+  std::map<Outcome, int> items;  ///< spec outcome -> items on this host (all five keys)
   int records_ok = 0, records_failed = 0, records_waived = 0;
   int outliers = 0;                  ///< gpu and node outliers on this host
   std::vector<std::string> reasons;  ///< why it is failing; empty when it is not
@@ -66,11 +64,13 @@ struct FleetView {
   std::vector<std::string> failing_hosts;  ///< hosts with reasons, in node order
 };
 
-/// Builds the fleet view. A host is failing when one of its items FAILs in `report` (an item
+/// Builds the fleet view (make_report computes it once: Report::fleet). Nodes: `hosts`, then
+/// hosts seen only in records. A host is failing when one of its items FAILs in `rows` (an item
 /// "host/..." or "host", or either end of a link "a<->b"), when it has a `failed` record, or when
-/// it has a gpu or node outlier. Link outliers are listed but do not mark a host failing: which
-/// end is at fault needs more than one link.
-FleetView fleet_view(const RunDir& run, const Report& report,
+/// it has a gpu or node outlier (find_outliers with `families` and `rules`). Link outliers are
+/// listed but do not mark a host failing: which end is at fault needs more than one link.
+FleetView fleet_view(const RunDir& run, const std::vector<RowResult>& rows,
+                     const std::vector<std::string>& hosts, const std::vector<SpecFamily>& families,
                      const std::vector<ToleranceRule>& rules = {});
 
 /// "## Fleet" Markdown section: node table, outlier table, failing hosts.

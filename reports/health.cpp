@@ -98,6 +98,38 @@ std::string gpu_match_key(const json& g) {
   return uuid.empty() ? "#" + std::to_string(g.value("index", -1)) : uuid;
 }
 
+/// XID events of one GPU (by PCI bus id) from the two sources.
+struct XidSeen {
+  Count nvml = 0, log = 0;
+  std::vector<std::string> what;
+  Count count() const { return std::max(nvml, log); }
+  std::string detail() const {
+    std::string out;
+    for (const auto& w : what) out += (out.empty() ? "" : "; ") + w;
+    return out;
+  }
+};
+
+/// XID events by PCI bus id ("" when unknown): `watch`'s NVML events, and the kernel log records
+/// of `end_log` after `start_log`'s last sequence number. An empty object skips a source.
+std::map<std::string, XidSeen> xid_events(const json& watch, const json& start_log,
+                                          const json& end_log) {
+  std::map<std::string, XidSeen> by_bus;
+  for (const auto& ev : watch.value("events", json::array())) {
+    XidSeen& s = by_bus[ev.value("pci_bus_id", "")];
+    ++s.nvml;
+    s.what.push_back("NVML XID " + ev.value("xid", json(0)).dump() + " at " + ev.value("at", ""));
+  }
+  const long long after = start_log.value("last_seq", -1LL);
+  for (const auto& x : end_log.value("xid", json::array())) {
+    if (x.value("seq", -1LL) <= after) continue;
+    XidSeen& s = by_bus[x.value("pci_bus_id", "")];
+    ++s.log;
+    s.what.push_back("kernel log: " + x.value("text", ""));
+  }
+  return by_bus;
+}
+
 class Builder {
  public:
   Builder(const json& start, const json& end, const std::string& host)
@@ -289,28 +321,6 @@ class Builder {
     const json& ke = end_.value("kernel_log", json::object());
     const bool log_ok = ks.value("readable", false) && ke.value("readable", false) &&
                         ks.value("last_seq", -1LL) >= 0;
-    struct Seen {
-      Count nvml = 0, log = 0;
-      std::vector<std::string> what;
-    };
-    std::map<std::string, Seen> by_bus;  // key: pci bus id ("" when unknown)
-    if (nvml_ok) {
-      for (const auto& ev : watch.value("events", json::array())) {
-        Seen& s = by_bus[ev.value("pci_bus_id", "")];
-        ++s.nvml;
-        s.what.push_back("NVML XID " + ev.value("xid", json(0)).dump() + " at " +
-                         ev.value("at", ""));
-      }
-    }
-    if (log_ok) {
-      const long long after = ks.value("last_seq", -1LL);
-      for (const auto& x : ke.value("xid", json::array())) {
-        if (x.value("seq", -1LL) <= after) continue;
-        Seen& s = by_bus[x.value("pci_bus_id", "")];
-        ++s.log;
-        s.what.push_back("kernel log: " + x.value("text", ""));
-      }
-    }
     if (!nvml_ok && !log_ok) {
       add("gpu.xid", host_, nullptr,
           "no XID source: NVML events: " + watch.value("status", "not recorded") +
@@ -322,26 +332,26 @@ class Builder {
     }
     const std::string sources = std::string(nvml_ok ? "NVML events" : "") +
                                 (nvml_ok && log_ok ? " and " : "") + (log_ok ? "kernel log" : "");
+    add_xids(xid_events(nvml_ok ? watch : json::object(), ks, log_ok ? ke : json::object()),
+             sources);
+  }
+
+  /// One gpu.xid value per GPU of the end snapshot, and per bus id with events but no GPU.
+  void add_xids(const std::map<std::string, XidSeen>& by_bus, const std::string& sources) {
     std::set<std::string> judged;
     for (const auto& g : array_of(end_, "gpus")) {
       const std::string bus = g.value("pci_bus_id", "");
       judged.insert(bus);
       auto it = by_bus.find(bus);
-      if (it == by_bus.end()) {
+      if (it == by_bus.end())
         add_gpu("gpu.xid", g, gpu_item(host_, g), 0, "no XID during the run (" + sources + ")");
-        continue;
-      }
-      const Seen& s = it->second;
-      std::string detail;
-      for (const auto& w : s.what) detail += (detail.empty() ? "" : "; ") + w;
-      add_gpu("gpu.xid", g, gpu_item(host_, g), std::max(s.nvml, s.log), detail);
+      else
+        add_gpu("gpu.xid", g, gpu_item(host_, g), it->second.count(), it->second.detail());
     }
     for (const auto& [bus, s] : by_bus) {
       if (judged.count(bus)) continue;
-      std::string detail;
-      for (const auto& w : s.what) detail += (detail.empty() ? "" : "; ") + w;
-      HealthValue& v = add("gpu.xid", host_ + "/pci[" + (bus.empty() ? "?" : bus) + "]",
-                           std::max(s.nvml, s.log), detail);
+      HealthValue& v =
+          add("gpu.xid", host_ + "/pci[" + (bus.empty() ? "?" : bus) + "]", s.count(), s.detail());
       v.pci_bus_id = bus;
     }
     if (array_of(end_, "gpus").empty() && by_bus.empty())
@@ -442,6 +452,24 @@ std::vector<HealthValue> health_values(const std::vector<HealthValue>& all,
   std::vector<HealthValue> out;
   for (const auto& v : all)
     if (v.metric == metric) out.push_back(v);
+  return out;
+}
+
+std::vector<NodeHealth> node_health(const std::vector<EnvRecord>& env) {
+  std::vector<NodeHealth> out;
+  out.reserve(env.size());
+  for (const auto& e : env) {
+    const json& h = e.health;
+    const json start = h.is_object() ? h.value("start", json()) : json();
+    const json end = h.is_object() ? h.value("end", json()) : json();
+    NodeHealth n;
+    n.host = e.host;
+    n.values = health_deltas(start, end, e.host);
+    if (start.is_object() && end.is_object())
+      n.evidence = "run.json env[" + e.host + "].health: start " +
+                   start.value("collected_at", "?") + ", end " + end.value("collected_at", "?");
+    out.push_back(std::move(n));
+  }
   return out;
 }
 

@@ -1,6 +1,7 @@
 // Health counter deltas (issue 8, docs/health.md): what rose between a node's start and end
-// snapshots (bench/health.hpp, EnvRecord::health). Reads the snapshots only; the spec rows that
-// select {"health": METRIC} are judged over these values by reports/evaluate.cpp.
+// snapshots (bench/env/health.hpp, EnvRecord::health). Reads the snapshots only; make_report
+// computes them once per node (Report::health) and the spec rows that select {"health": METRIC}
+// are judged over them (reports/rows.hpp).
 #pragma once
 
 #include <string>
@@ -50,5 +51,16 @@ std::vector<HealthValue> health_deltas(const json& start, const json& end, const
 /// health_metrics().
 std::vector<HealthValue> health_values(const std::vector<HealthValue>& all,
                                        const std::string& metric);
+
+/// One node's health deltas (Report::health).
+struct NodeHealth {
+  std::string host;
+  std::vector<HealthValue> values;  ///< health_deltas() of its start and end snapshots
+  /// "run.json env[HOST].health: start T0, end T1" when both snapshots exist, else "".
+  std::string evidence;
+};
+
+/// The deltas of every node of `env`, in its order (EnvRecord::health {"start", "end"}).
+std::vector<NodeHealth> node_health(const std::vector<EnvRecord>& env);
 
 }  // namespace clusterbench::report

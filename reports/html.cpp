@@ -14,7 +14,6 @@
 #include "process/process.hpp"
 #include "reports/charts.hpp"
 #include "reports/render.hpp"
-#include "reports/uniformity.hpp"
 
 namespace clusterbench::report {
 
@@ -24,7 +23,8 @@ std::string h(const std::string& s) { return xml_escape(s); }
 
 std::string or_dash(const std::string& s) { return s.empty() ? "-" : s; }
 
-std::string outcome_cell(const std::string& o) {
+std::string outcome_cell(Outcome outcome) {
+  const std::string& o = to_string(outcome);
   return "<td class=\"o o-" + h(o) + "\">" + h(o) + "</td>";
 }
 
@@ -44,7 +44,8 @@ figcaption{font-weight:bold;margin-bottom:.3em}code,pre{font-size:.85em}
 @media print{body{max-width:none}figure.chart{page-break-inside:avoid}}
 )";
 
-void header(std::ostringstream& o, const Report& r, const RunDir& run) {
+void header(std::ostringstream& o, const Report& r) {
+  const RunDir& run = *r.run;
   o << "<h1>clusterbench report: " << h(r.spec_name) << "</h1>\n";
   o << "<p class=\"verdict v" << r.exit_code << "\">Verdict: <b>" << h(verdict(r.exit_code))
     << "</b> (exit " << r.exit_code << ": " << h(exit_code_meaning(r.exit_code)) << ")</p>\n";
@@ -57,7 +58,7 @@ void header(std::ostringstream& o, const Report& r, const RunDir& run) {
   o << "<tr><th>clusterbench</th><td>" << h(or_dash(run.run.version)) << "</td></tr>\n";
   o << "<tr><th>hosts</th><td>" << r.hosts.size() << "</td></tr>\n";
   o << "<tr><th>rows</th><td>";
-  for (const auto& oc : outcome_order()) o << h(oc) << " " << r.counts.at(oc) << " &nbsp; ";
+  for (Outcome oc : kOutcomeOrder) o << h(to_string(oc)) << " " << r.counts.at(oc) << " &nbsp; ";
   o << "</td></tr>\n";
   if (r.aborted) o << "<tr><th>aborted</th><td>" << h(r.abort_reason) << "</td></tr>\n";
   o << "</table>\n";
@@ -83,13 +84,13 @@ void verdict_table(std::ostringstream& o, const Report& r) {
 
 void fleet_section(std::ostringstream& o, const FleetView& f) {
   o << "<h2 id=\"fleet\">Fleet</h2>\n<table class=\"fleet\">\n<tr><th>node</th>";
-  for (const auto& oc : outcome_order()) o << "<th>" << h(oc) << "</th>";
+  for (Outcome oc : kOutcomeOrder) o << "<th>" << h(to_string(oc)) << "</th>";
   o << "<th>records ok/failed/waived</th><th>outliers</th><th>failing because</th></tr>\n";
   for (const auto& n : f.nodes) {
     std::string why;
     for (const auto& r : n.reasons) why += (why.empty() ? "" : "; ") + r;
     o << "<tr" << (why.empty() ? "" : " class=\"failing\"") << "><td>" << h(n.host) << "</td>";
-    for (const auto& oc : outcome_order()) o << "<td class=\"num\">" << n.items.at(oc) << "</td>";
+    for (Outcome oc : kOutcomeOrder) o << "<td class=\"num\">" << n.items.at(oc) << "</td>";
     o << "<td>" << n.records_ok << "/" << n.records_failed << "/" << n.records_waived
       << "</td><td class=\"num\">" << n.outliers << "</td><td>" << h(or_dash(why))
       << "</td></tr>\n";
@@ -125,9 +126,8 @@ void fleet_section(std::ostringstream& o, const FleetView& f) {
   }
 }
 
-void charts_section(std::ostringstream& o, const Report& r, const RunDir& run,
-                    const std::string& gnuplot) {
-  auto charts = build_charts(run, r);
+void charts_section(std::ostringstream& o, const Report& r, const std::string& gnuplot) {
+  auto charts = build_charts(r);
   if (charts.empty()) {
     o << "<p>No ok records to chart.</p>\n";
     return;
@@ -220,29 +220,29 @@ void spec_section(std::ostringstream& o, const Report& r) {
 
 }  // namespace
 
-std::string render_charts_html(const Report& r, const RunDir& run, const std::string& gnuplot) {
+std::string render_charts_html(const Report& r, const std::string& gnuplot) {
   std::ostringstream o;
   o << "<h2 id=\"charts\">Charts</h2>\n";
-  charts_section(o, r, run, gnuplot);
+  charts_section(o, r, gnuplot);
   return o.str();
 }
 
-std::string render_html(const Report& r, const RunDir& run, const FleetView& fleet,
-                        const std::string& gnuplot, const std::string* charts) {
+std::string render_html(const Report& r, const std::string& gnuplot, const std::string* charts) {
+  const RunDir& run = *r.run;
   std::ostringstream o;
   o << "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
     << "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
     << "<title>clusterbench report " << h(r.run_id) << "</title>\n<style>" << kStyle
     << "</style>\n</head>\n<body>\n";
-  header(o, r, run);
+  header(o, r);
   o << "<p><a href=\"#verdicts\">Verdicts</a> · <a href=\"#fleet\">Fleet</a> · "
        "<a href=\"#uniformity\">Uniformity</a> · <a href=\"#charts\">Charts</a> · "
        "<a href=\"#environment\">Environment</a> · "
        "<a href=\"#spec\">Spec</a></p>\n";
   verdict_table(o, r);
-  fleet_section(o, fleet);
-  o << render_uniformity_html(check_uniformity(run.run.env));
-  o << (charts ? *charts : render_charts_html(r, run, gnuplot));
+  fleet_section(o, r.fleet);
+  o << render_uniformity_html(r.uniformity);
+  o << (charts ? *charts : render_charts_html(r, gnuplot));
   env_section(o, run);
   spec_section(o, r);
   o << "<p class=\"src\">Written by clusterbench from " << h(run.dir)

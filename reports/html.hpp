@@ -5,9 +5,7 @@
 
 #include <string>
 
-#include "records/records.hpp"
-#include "reports/evaluate.hpp"
-#include "reports/fleet.hpp"
+#include "reports/report.hpp"
 
 namespace clusterbench::report {
 
@@ -16,12 +14,12 @@ namespace clusterbench::report {
 /// data-records="R" data-series="S" data-kind="lines|bars|points"> holding gnuplot's <svg>, so a
 /// test can count one mark per record. No <script>, no external URL: everything is inline.
 /// `charts`: the charts section already rendered by render_charts_html (nullptr: render it here).
-std::string render_html(const Report& report, const RunDir& run, const FleetView& fleet,
-                        const std::string& gnuplot, const std::string* charts = nullptr);
+std::string render_html(const Report& report, const std::string& gnuplot,
+                        const std::string* charts = nullptr);
 
 /// The charts section of report.html (heading included): build_charts, then gnuplot per chart.
-/// It reads only `report` and `run`, so write_reports runs it alongside the other files.
-std::string render_charts_html(const Report& report, const RunDir& run, const std::string& gnuplot);
+/// It reads only `report`, so write_reports runs it alongside the other files.
+std::string render_charts_html(const Report& report, const std::string& gnuplot);
 
 /// Path of a headless-capable Chromium on PATH (chromium, chromium-browser, google-chrome), or "".
 std::string find_chromium();

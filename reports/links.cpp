@@ -46,7 +46,10 @@ std::vector<LinkMatrix> link_matrices(const std::vector<ResultRecord>& records) 
 }
 
 std::string render_link_matrices_markdown(const std::vector<ResultRecord>& records) {
-  auto matrices = link_matrices(records);
+  return render_link_matrices_markdown(link_matrices(records));
+}
+
+std::string render_link_matrices_markdown(const std::vector<LinkMatrix>& matrices) {
   if (matrices.empty()) return "";
   std::ostringstream md;
   md << "## Links\n\nNode x node matrices of link records (row host to column host).\n";

@@ -1,4 +1,4 @@
-// Node x node matrices of link-scope records (network.p2p): what the report shows per link.
+// Node x node matrices of link-scope records: what the report shows per link (Report::links).
 #pragma once
 
 #include <string>
@@ -20,7 +20,10 @@ struct LinkMatrix {
 std::vector<LinkMatrix> link_matrices(const std::vector<ResultRecord>& records);
 
 /// "## Links" Markdown section: one node x node table per matrix ("-" on the diagonal and for
-/// pairs without a record), values with 3 significant digits; "" when there are no link records.
+/// pairs without a record), values with 3 significant digits; "" when there are no matrices.
+std::string render_link_matrices_markdown(const std::vector<LinkMatrix>& matrices);
+
+/// The same over link_matrices(records).
 std::string render_link_matrices_markdown(const std::vector<ResultRecord>& records);
 
 }  // namespace clusterbench::report

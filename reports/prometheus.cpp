@@ -9,6 +9,8 @@
 #include <set>
 #include <sstream>
 
+#include "reports/families.hpp"
+
 namespace clusterbench::report {
 
 namespace {
@@ -99,106 +101,88 @@ double parse_utc(const std::string& iso) {
 
 }  // namespace
 
-const std::vector<PrometheusHeadline>& prometheus_headlines() {
-  static const std::vector<PrometheusHeadline> rows = {
-      {"compute.gemm", "tflops", "clusterbench_gemm_tflops",
-       "GEMM throughput, TFLOP/s (1e12 FLOP/s, FLOP = 2*M*N*K), median time per product", 1,
-       "TFLOP/s"},
-      {"compute.gemm", "sm_clock_median", "DCGM_FI_DEV_SM_CLOCK",
-       "SM clock frequency (in MHz), median over the GEMM measurement", 1, "MHz"},
-      {"compute.gemm", "temperature_max", "DCGM_FI_DEV_GPU_TEMP",
-       "GPU temperature (in C), maximum over the GEMM measurement", 1, "C"},
-      {"compute.gemm", "power_max", "DCGM_FI_DEV_POWER_USAGE",
-       "Power draw (in W), maximum over the GEMM measurement", 1, "W"},
-      {"compute.gpu_memory_bandwidth", "bandwidth",
-       "clusterbench_gpu_memory_bandwidth_bytes_per_second", "GPU memory (HBM) bandwidth", 1e9,
-       "GB/s"},
-      {"compute.host_device_copy", "bandwidth", "clusterbench_host_device_copy_bytes_per_second",
-       "Host<->device copy bandwidth per GPU", 1e9, "GB/s"},
-      {"compute.memory_bandwidth", "bandwidth",
-       "clusterbench_host_memory_bandwidth_bytes_per_second", "Host memory bandwidth (STREAM)", 1e9,
-       "GB/s"},
-      {"io.fio", "read_bw", "clusterbench_fio_read_bytes_per_second", "fio read bandwidth", 1e9,
-       "GB/s"},
-      {"io.fio", "write_bw", "clusterbench_fio_write_bytes_per_second", "fio write bandwidth", 1e9,
-       "GB/s"},
-      {"io.fio", "read_iops", "clusterbench_fio_read_iops", "fio read I/O operations per second", 1,
-       "IOPS"},
-      {"io.fio", "write_iops", "clusterbench_fio_write_iops", "fio write I/O operations per second",
-       1, "IOPS"},
-      {"io.fio", "read_clat_p99", "clusterbench_fio_read_clat_p99_seconds",
-       "fio read completion latency, 99th percentile", 1e-6, "us"},
-      {"io.fio", "write_clat_p99", "clusterbench_fio_write_clat_p99_seconds",
-       "fio write completion latency, 99th percentile", 1e-6, "us"},
-      {"io.dataloader", "samples_per_s", "clusterbench_dataloader_samples_per_second",
-       "Dataloader throughput", 1, "samples/s"},
-  };
-  return rows;
-}
+namespace {
 
-std::string render_prometheus(const Report& report, const RunDir& run, const FleetView& fleet) {
-  std::map<std::pair<std::string, std::string>, const PrometheusHeadline*> by_metric;
-  for (const auto& h : prometheus_headlines()) by_metric[{h.benchmark, h.metric}] = &h;
-  std::map<std::pair<std::string, int>, const GpuInfo*> gpus;
-  for (const auto& e : run.run.env)
-    for (const auto& g : e.gpus) gpus[{e.host, g.index}] = &g;
+using Families = std::map<std::string, Family>;
 
-  std::map<std::string, Family> families;
-  std::vector<std::string> family_order;
-  auto family = [&](const std::string& name, const std::string& help) -> Family& {
+/// Families in output order: each registered once, with its HELP text.
+struct Output {
+  Families families;
+  std::vector<std::string> order;
+  Family& family(const std::string& name, const std::string& help) {
     auto [it, fresh] = families.try_emplace(name);
     if (fresh) {
       it->second.help = help;
-      family_order.push_back(name);
+      order.push_back(name);
     }
     return it->second;
-  };
-  // Headline families first, in table order, so the file reads the same from run to run.
-  for (const auto& h : prometheus_headlines())
-    if (!families.count(h.name)) family(h.name, "");
+  }
+};
 
+Labels record_labels(const ResultRecord& r, const PrometheusGauge& gauge,
+                     const std::map<std::pair<std::string, int>, const GpuInfo*>& gpus) {
+  Labels labels = {{"host", r.scope.host}};
+  if (r.scope.kind == "gpu") {
+    std::string uuid = r.scope.uuid, bus = r.scope.pci_bus_id;
+    if (auto g = gpus.find({r.scope.host, r.scope.gpu_index}); g != gpus.end()) {
+      if (uuid.empty()) uuid = g->second->uuid;
+      if (bus.empty()) bus = g->second->pci_bus_id;
+    }
+    labels.push_back({"gpu", std::to_string(r.scope.gpu_index)});
+    labels.push_back({"uuid", uuid});
+    labels.push_back({"pci_bus_id", bus});
+  }
+  if (is_dcgm(gauge.name)) labels.push_back({"benchmark", r.benchmark});
+  for (const auto& [k, v] : r.params.items()) labels.push_back({label_name(k), param_value(v)});
+  return labels;
+}
+
+/// The headline gauges: registered first, in the spec's order, so the file reads the same from
+/// run to run; then a sample per ok gpu/node record metric with a gauge.
+void headline_samples(const Report& report, Output& out) {
+  const RunDir& run = *report.run;
+  for (const auto& f : report.spec->families)
+    if (f.prometheus)
+      for (const auto& g : *f.prometheus) out.family(g.name, "");
+  std::map<std::pair<std::string, int>, const GpuInfo*> gpus;
+  for (const auto& e : run.run.env)
+    for (const auto& g : e.gpus) gpus[{e.host, g.index}] = &g;
+  FamilyCache family(report.spec->families);
   for (const auto& r : run.records.records) {
     if (r.status != "ok" || (r.scope.kind != "gpu" && r.scope.kind != "node")) continue;
+    const auto* gauges = family(r.benchmark).prometheus;
+    if (!gauges) continue;
     for (const auto& m : r.metrics) {
-      auto it = by_metric.find({r.benchmark, m.name});
-      if (it == by_metric.end() || m.unit != it->second->unit || !std::isfinite(m.value)) continue;
-      const PrometheusHeadline& h = *it->second;
-      Labels labels = {{"host", r.scope.host}};
-      if (r.scope.kind == "gpu") {
-        std::string uuid = r.scope.uuid, bus = r.scope.pci_bus_id;
-        if (auto g = gpus.find({r.scope.host, r.scope.gpu_index}); g != gpus.end()) {
-          if (uuid.empty()) uuid = g->second->uuid;
-          if (bus.empty()) bus = g->second->pci_bus_id;
-        }
-        labels.push_back({"gpu", std::to_string(r.scope.gpu_index)});
-        labels.push_back({"uuid", uuid});
-        labels.push_back({"pci_bus_id", bus});
+      if (!std::isfinite(m.value)) continue;
+      for (const auto& g : *gauges) {
+        if (g.metric != m.name || g.unit != m.unit) continue;
+        Family& f = out.families[g.name];
+        f.help = g.help + " (clusterbench " + r.benchmark + " metric " + g.metric + ")";
+        f.set(render_labels(record_labels(r, g, gpus)), number(m.value * g.scale));
       }
-      if (is_dcgm(h.name)) labels.push_back({"benchmark", r.benchmark});
-      for (const auto& [k, v] : r.params.items()) labels.push_back({label_name(k), param_value(v)});
-      Family& f = families[h.name];
-      f.help = h.help + " (clusterbench " + h.benchmark + " metric " + h.metric + ")";
-      f.set(render_labels(labels), number(m.value * h.scale));
     }
   }
+}
 
-  // Per node: the fleet view's verdict and counts.
-  Family& failing = family("clusterbench_node_failing",
-                           "1 when the fleet view marks the host failing (a FAIL item, a failed "
-                           "record or a GPU/node outlier), else 0; failing-hosts.txt lists them");
+/// Per node: the fleet view's verdict and counts.
+void node_samples(const FleetView& fleet, Output& out) {
+  Family& failing = out.family("clusterbench_node_failing",
+                               "1 when the fleet view marks the host failing (a FAIL item, a "
+                               "failed record or a GPU/node outlier), else 0; failing-hosts.txt "
+                               "lists them");
   Family& outliers =
-      family("clusterbench_node_outliers", "GPU and node fleet outliers on the host");
+      out.family("clusterbench_node_outliers", "GPU and node fleet outliers on the host");
   Family& items =
-      family("clusterbench_node_spec_items",
-             "Spec row items on the host by outcome (PASS, WARN, FAIL, MISSING, WAIVED)");
-  Family& recs = family("clusterbench_node_records", "Result records of the host by status");
+      out.family("clusterbench_node_spec_items",
+                 "Spec row items on the host by outcome (PASS, WARN, FAIL, MISSING, WAIVED)");
+  Family& recs = out.family("clusterbench_node_records", "Result records of the host by status");
   for (const auto& n : fleet.nodes) {
     std::string host = render_labels({{"host", n.host}});
     failing.set(host, n.reasons.empty() ? "0" : "1");
     outliers.set(host, std::to_string(n.outliers));
-    for (const auto& o : outcome_order()) {
+    for (Outcome o : kOutcomeOrder) {
       auto it = n.items.find(o);
-      items.set(render_labels({{"host", n.host}, {"outcome", o}}),
+      items.set(render_labels({{"host", n.host}, {"outcome", to_string(o)}}),
                 std::to_string(it == n.items.end() ? 0 : it->second));
     }
     recs.set(render_labels({{"host", n.host}, {"status", "ok"}}), std::to_string(n.records_ok));
@@ -207,30 +191,41 @@ std::string render_prometheus(const Report& report, const RunDir& run, const Fle
     recs.set(render_labels({{"host", n.host}, {"status", "waived"}}),
              std::to_string(n.records_waived));
   }
+}
 
-  // Per run.
-  family("clusterbench_run_info", "The run these series come from; always 1")
+void run_samples(const Report& report, Output& out) {
+  const RunRecord& run = report.run->run;
+  out.family("clusterbench_run_info", "The run these series come from; always 1")
       .set(render_labels({{"run_id", report.run_id},
-                          {"suite", run.run.suite},
+                          {"suite", run.suite},
                           {"spec", report.spec_name},
                           {"verdict", verdict(report.exit_code)}}),
            "1");
-  family("clusterbench_run_exit_code",
-         "clusterbench's exit code: 0 PASS, 1 FAIL, 2 refused, 3 aborted, 4 incomplete")
+  out.family("clusterbench_run_exit_code",
+             "clusterbench's exit code: 0 PASS, 1 FAIL, 2 refused, 3 aborted, 4 incomplete")
       .set("", std::to_string(report.exit_code));
-  if (double t = parse_utc(run.run.finished_at); t >= 0)
-    family("clusterbench_run_finished_timestamp_seconds", "When the run finished, Unix time")
+  if (double t = parse_utc(run.finished_at); t >= 0)
+    out.family("clusterbench_run_finished_timestamp_seconds", "When the run finished, Unix time")
         .set("", number(t));
+}
 
-  std::ostringstream out;
-  for (const auto& name : family_order) {
-    const Family& f = families[name];
+}  // namespace
+
+std::string render_prometheus(const Report& report) {
+  Output out;
+  headline_samples(report, out);
+  node_samples(report.fleet, out);
+  run_samples(report, out);
+  std::ostringstream text;
+  for (const auto& name : out.order) {
+    const Family& f = out.families[name];
     if (f.samples.empty()) continue;
-    out << "# HELP " << name << " " << escape_help(f.help) << "\n";
-    out << "# TYPE " << name << " gauge\n";
-    for (const auto& labels : f.order) out << name << labels << " " << f.samples.at(labels) << "\n";
+    text << "# HELP " << name << " " << escape_help(f.help) << "\n";
+    text << "# TYPE " << name << " gauge\n";
+    for (const auto& labels : f.order)
+      text << name << labels << " " << f.samples.at(labels) << "\n";
   }
-  return out.str();
+  return text.str();
 }
 
 void write_prometheus(const std::string& path, const std::string& text) {

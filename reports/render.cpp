@@ -1,4 +1,4 @@
-// Renderers: Markdown, JSON, JUnit XML, console. They format; every judgement is in evaluate.cpp.
+// Renderers: Markdown, JSON, JUnit XML, console. They format; every judgement is in make_report.
 #include "reports/render.hpp"
 
 #include <fcntl.h>
@@ -13,10 +13,7 @@
 #include <sstream>
 
 #include "reports/charts.hpp"
-#include "reports/fleet.hpp"
 #include "reports/html.hpp"
-#include "reports/links.hpp"
-#include "reports/uniformity.hpp"
 
 namespace clusterbench::report {
 
@@ -49,10 +46,10 @@ std::string code(const std::string& text) {
 
 std::string counts_text(const Report& r) {
   std::vector<std::string> parts;
-  for (const auto& o : outcome_order()) {
+  for (Outcome o : kOutcomeOrder) {
     auto it = r.counts.find(o);
     if (it != r.counts.end() && it->second > 0)
-      parts.push_back(std::to_string(it->second) + " " + o);
+      parts.push_back(std::to_string(it->second) + " " + to_string(o));
   }
   return parts.empty() ? "no rows" : join(parts, ", ");
 }
@@ -146,102 +143,170 @@ std::string xml_escape(const std::string& text) {
   return out;
 }
 
-std::string render_markdown(const Report& r, const RunDir& run) {
-  return render_markdown(r, run, fleet_view(run, r));
-}
+namespace {
 
-std::string render_markdown(const Report& r, const RunDir& run, const FleetView& fleet) {
-  std::ostringstream md;
+void md_header(std::ostringstream& md, const Report& r) {
+  const RunRecord& run = r.run->run;
   int code_ = r.exit_code;
   md << "# clusterbench report: " << r.spec_name << "\n\n";
   md << "**Verdict: " << verdict(code_) << "** (exit " << code_ << ": " << exit_code_meaning(code_)
      << "). Rows: " << counts_text(r) << ".\n\n";
   if (r.aborted) md << "**The run was aborted:** " << or_unknown(r.abort_reason) << "\n\n";
-  md << "- Run: " << code(r.run_id) << ", started " << or_unknown(run.run.started_at)
-     << ", finished " << (run.run.finished_at.empty() ? "never" : run.run.finished_at) << "\n";
+  md << "- Run: " << code(r.run_id) << ", started " << or_unknown(run.started_at) << ", finished "
+     << (run.finished_at.empty() ? "never" : run.finished_at) << "\n";
   md << "- Hosts: " << (r.hosts.empty() ? "none" : join(r.hosts, ", ")) << "\n";
   md << "- Spec: " << code(r.spec_name) << " at " << code(r.spec_path) << ", sha256 "
      << code(r.spec_sha256.empty() ? "unknown" : r.spec_sha256) << "\n";
-  if (!run.run.version.empty()) md << "- clusterbench: " << run.run.version << "\n";
+  if (!run.version.empty()) md << "- clusterbench: " << run.version << "\n";
   md << "\n## Requirements\n\n";
   md << "| row | title | outcome | value | requirement | worst item | source |\n";
   md << "|---|---|---|---|---|---|---|\n";
   for (const auto& row : r.rows) {
-    std::string outcome = row.outcome == kPass ? row.outcome : "**" + row.outcome + "**";
+    std::string word = to_string(row.outcome);
+    std::string outcome = row.outcome == kPass ? word : "**" + word + "**";
     std::string sev = row.req.severity == "warn" ? " (warn)" : "";
     md << "| " << cell(row.req.id) << " | " << cell(row.req.title) << " | " << outcome << " | "
        << cell(format_value(row.value, row.req.unit)) << " | "
        << cell(format_requirement(row.req) + sev) << " | " << cell(row.worst_item) << " | "
        << cell(row.req.source) << " |\n";
   }
+}
+
+std::string selects_text(const Requirement& q) {
+  if (!q.select.health.empty()) return code("health " + q.select.health);
+  if (q.select.env.empty())
+    return code(q.select.benchmark + " " + q.select.params.dump() + " metric " + q.select.metric);
+  return code(q.select.env);
+}
+
+void md_finding(std::ostringstream& md, const RowResult& row) {
+  md << "\n### " << row.req.id << ": " << row.outcome << "\n\n";
+  md << row.req.title << ". Requirement: " << format_requirement(row.req) << ", severity "
+     << row.req.severity << ", scope " << row.req.scope << "; selects " << selects_text(row.req)
+     << ". Source: " << row.req.source << ".\n\n";
+  md << "- " << row.message << "\n";
+  // Item messages name their item; a one-item row's message is its item's message.
+  const bool full = row.items.size() <= kFullDetailItems;
+  for (const auto& it : row.items) {
+    if (it.outcome == kPass || row.items.size() == 1) continue;
+    md << "- " << it.outcome << ": " << it.message << "\n";
+    const size_t n = full ? it.records.size() : std::min(it.records.size(), kItemRecords);
+    for (size_t i = 0; i < n; ++i) md << "  - record " << code(it.records[i]) << "\n";
+    if (n < it.records.size())
+      md << "  - ... and " << it.records.size() - n << " more records (report.json counts them)\n";
+  }
+  if (!row.evidence.empty()) {
+    md << "- Evidence:";
+    for (size_t i = 0; i < row.evidence.size() && i < kFullDetailItems; ++i)
+      md << " " << code(row.evidence[i]);
+    if (row.evidence.size() > kFullDetailItems)
+      md << " ... and " << row.evidence.size() - kFullDetailItems
+         << " more records (report.json lists those of the non-PASS items)";
+    md << "\n";
+  }
+}
+
+void md_records(std::ostringstream& md, const RunDir& run) {
+  md << "## Records\n\n";
+  if (run.records.records.empty()) {
+    md << "No records.\n";
+    return;
+  }
+  // A 1,000-node full run has 700,000 records: past kMaxRecordRows the table would be
+  // hundreds of MB that nobody reads; records.jsonl holds them all.
+  constexpr size_t kMaxRecordRows = 10000;
+  const auto& recs = run.records.records;
+  if (recs.size() > kMaxRecordRows)
+    md << "The first " << kMaxRecordRows << " of " << recs.size()
+       << " records; all of them are in records.jsonl.\n\n";
+  md << "| benchmark | params | item | status | metrics / message |\n|---|---|---|---|---|\n";
+  for (size_t i = 0; i < recs.size() && i < kMaxRecordRows; ++i) {
+    const auto& rec = recs[i];
+    md << "| " << cell(rec.benchmark) << " | " << cell(rec.params.dump()) << " | "
+       << cell(scope_item(rec.scope)) << " | " << rec.status << " | "
+       << cell(rec.status == "ok" ? metrics_text(rec) : rec.message) << " |\n";
+  }
+}
+
+}  // namespace
+
+std::string render_markdown(const Report& r) {
+  const RunDir& run = *r.run;
+  std::ostringstream md;
+  md_header(md, r);
   bool any_finding = false;
   for (const auto& row : r.rows) {
     if (row.outcome == kPass) continue;
     if (!any_finding) md << "\n## Findings\n";
     any_finding = true;
-    md << "\n### " << row.req.id << ": " << row.outcome << "\n\n";
-    md << row.req.title << ". Requirement: " << format_requirement(row.req) << ", severity "
-       << row.req.severity << ", scope " << row.req.scope << "; selects "
-       << (!row.req.select.health.empty() ? code("health " + row.req.select.health)
-           : row.req.select.env.empty()
-               ? code(row.req.select.benchmark + " " + row.req.select.params.dump() + " metric " +
-                      row.req.select.metric)
-               : code(row.req.select.env))
-       << ". Source: " << row.req.source << ".\n\n";
-    md << "- " << row.message << "\n";
-    // Item messages name their item; a one-item row's message is its item's message.
-    const bool full = row.items.size() <= kFullDetailItems;
-    for (const auto& it : row.items) {
-      if (it.outcome == kPass || row.items.size() == 1) continue;
-      md << "- " << it.outcome << ": " << it.message << "\n";
-      const size_t n = full ? it.records.size() : std::min(it.records.size(), kItemRecords);
-      for (size_t i = 0; i < n; ++i) md << "  - record " << code(it.records[i]) << "\n";
-      if (n < it.records.size())
-        md << "  - ... and " << it.records.size() - n
-           << " more records (report.json counts them)\n";
-    }
-    if (!row.evidence.empty()) {
-      md << "- Evidence:";
-      for (size_t i = 0; i < row.evidence.size() && i < kFullDetailItems; ++i)
-        md << " " << code(row.evidence[i]);
-      if (row.evidence.size() > kFullDetailItems)
-        md << " ... and " << row.evidence.size() - kFullDetailItems
-           << " more records (report.json lists those of the non-PASS items)";
-      md << "\n";
-    }
+    md_finding(md, row);
   }
   if (!r.warnings.empty()) {
     md << "\n## Warnings\n\n";
     for (const auto& w : r.warnings) md << "- " << w << "\n";
   }
-  md << "\n" << render_fleet_markdown(fleet);
-  md << "\n" << render_uniformity_markdown(check_uniformity(run.run.env));
-  if (auto links = render_link_matrices_markdown(run.records.records); !links.empty())
-    md << "\n" << links;
+  md << "\n" << render_fleet_markdown(r.fleet);
+  md << "\n" << render_uniformity_markdown(r.uniformity);
+  if (auto links = render_link_matrices_markdown(r.links); !links.empty()) md << "\n" << links;
   md << "\n## Environment\n\n";
   if (run.run.env.empty()) md << "No env record in run.json.\n\n";
   for (const auto& e : run.run.env) env_summary(md, e);
-  md << "## Records\n\n";
-  if (run.records.records.empty()) {
-    md << "No records.\n";
-  } else {
-    // A 1,000-node full run has 700,000 records: past kMaxRecordRows the table would be
-    // hundreds of MB that nobody reads; records.jsonl holds them all.
-    constexpr size_t kMaxRecordRows = 10000;
-    const auto& recs = run.records.records;
-    if (recs.size() > kMaxRecordRows)
-      md << "The first " << kMaxRecordRows << " of " << recs.size()
-         << " records; all of them are in records.jsonl.\n\n";
-    md << "| benchmark | params | item | status | metrics / message |\n|---|---|---|---|---|\n";
-    for (size_t i = 0; i < recs.size() && i < kMaxRecordRows; ++i) {
-      const auto& rec = recs[i];
-      md << "| " << cell(rec.benchmark) << " | " << cell(rec.params.dump()) << " | "
-         << cell(scope_item(rec.scope)) << " | " << rec.status << " | "
-         << cell(rec.status == "ok" ? metrics_text(rec) : rec.message) << " |\n";
-    }
-  }
+  md_records(md, run);
   return md.str();
 }
+
+namespace {
+
+/// One rows[] entry of report.json. docs/report.md "Scale": a row of up to kFullDetailItems
+/// items lists each one; a larger one (8,000 GPUs) lists its non-PASS items and its worst item,
+/// and counts the PASS ones.
+json row_json(const RowResult& row) {
+  const bool full = row.items.size() <= kFullDetailItems;
+  json items = json::array();
+  std::map<Outcome, int> item_counts;
+  for (Outcome o : kOutcomeOrder) item_counts[o] = 0;
+  std::vector<std::string> evidence;
+  for (const auto& it : row.items) {
+    ++item_counts[it.outcome];
+    if (!full && it.outcome == kPass && it.item != row.worst_item) continue;
+    json item = {{"item", it.item},
+                 {"outcome", to_string(it.outcome)},
+                 {"value", it.value},
+                 {"records", it.records},
+                 {"message", it.message}};
+    if (!full && it.records.size() > kItemRecords) {
+      item["records"] =
+          std::vector<std::string>(it.records.begin(), it.records.begin() + kItemRecords);
+      item["records_count"] = it.records.size();
+    }
+    items.push_back(std::move(item));
+    if (!full && evidence.size() < kFullDetailItems)
+      evidence.insert(evidence.end(), it.records.begin(),
+                      it.records.begin() + std::min(it.records.size(), kItemRecords));
+  }
+  if (!full && evidence.size() > kFullDetailItems) evidence.resize(kFullDetailItems);
+  return {{"id", row.req.id},
+          {"title", row.req.title},
+          {"source", row.req.source},
+          {"severity", row.req.severity},
+          {"scope", row.req.scope},
+          {"aggregate", row.req.aggregate},
+          {"outcome", to_string(row.outcome)},
+          {"value", row.value},
+          {"unit", row.req.unit},
+          {"op", row.req.op},
+          {"threshold", row.req.value},
+          {"worst_item", row.worst_item},
+          {"message", row.message},
+          {"evidence", full ? json(row.evidence) : json(evidence)},
+          {"evidence_count", row.evidence.size()},
+          {"items", items},
+          {"items_count", row.items.size()},
+          {"items_listed", full ? "all" : "non-PASS and worst"},
+          {"item_counts", outcome_counts_json(item_counts)}};
+}
+
+}  // namespace
 
 json render_json(const Report& r) {
   json j;
@@ -254,56 +319,13 @@ json render_json(const Report& r) {
   j["abort_reason"] = r.abort_reason;
   j["hosts"] = r.hosts;
   json rows = json::array();
-  for (const auto& row : r.rows) {
-    // docs/report.md "Scale": a row of up to kFullDetailItems items lists each one; a larger one
-    // (8,000 GPUs) lists its non-PASS items and its worst item, and counts the PASS ones.
-    const bool full = row.items.size() <= kFullDetailItems;
-    json items = json::array();
-    json item_counts = json::object();
-    for (const auto& o : outcome_order()) item_counts[o] = 0;
-    std::vector<std::string> evidence;
-    for (const auto& it : row.items) {
-      item_counts[it.outcome] = item_counts[it.outcome].get<int>() + 1;
-      if (!full && it.outcome == kPass && it.item != row.worst_item) continue;
-      json item = {{"item", it.item},
-                   {"outcome", it.outcome},
-                   {"value", it.value},
-                   {"records", it.records},
-                   {"message", it.message}};
-      if (!full && it.records.size() > kItemRecords) {
-        item["records"] =
-            std::vector<std::string>(it.records.begin(), it.records.begin() + kItemRecords);
-        item["records_count"] = it.records.size();
-      }
-      items.push_back(std::move(item));
-      if (!full && evidence.size() < kFullDetailItems)
-        evidence.insert(evidence.end(), it.records.begin(),
-                        it.records.begin() + std::min(it.records.size(), kItemRecords));
-    }
-    if (!full && evidence.size() > kFullDetailItems) evidence.resize(kFullDetailItems);
-    rows.push_back({{"id", row.req.id},
-                    {"title", row.req.title},
-                    {"source", row.req.source},
-                    {"severity", row.req.severity},
-                    {"scope", row.req.scope},
-                    {"aggregate", row.req.aggregate},
-                    {"outcome", row.outcome},
-                    {"value", row.value},
-                    {"unit", row.req.unit},
-                    {"op", row.req.op},
-                    {"threshold", row.req.value},
-                    {"worst_item", row.worst_item},
-                    {"message", row.message},
-                    {"evidence", full ? json(row.evidence) : json(evidence)},
-                    {"evidence_count", row.evidence.size()},
-                    {"items", items},
-                    {"items_count", row.items.size()},
-                    {"items_listed", full ? "all" : "non-PASS and worst"},
-                    {"item_counts", item_counts}});
-  }
+  for (const auto& row : r.rows) rows.push_back(row_json(row));
   j["rows"] = rows;
-  j["counts"] = r.counts;
+  j["counts"] = outcome_counts_json(r.counts);
   j["warnings"] = r.warnings;
+  j["fleet"] = fleet_json(r.fleet);
+  j["clusterbench_version"] = r.run->run.version;
+  j["uniformity"] = uniformity_json(r.uniformity);
   return j;
 }
 
@@ -333,12 +355,13 @@ std::string render_junit(const Report& r) {
     std::string msg = xml_escape(row.message);
     std::string detail;
     for (const auto& it : row.items)
-      if (it.outcome != kPass) detail += it.outcome + ": " + it.message + "\n";
+      if (it.outcome != kPass) detail += to_string(it.outcome) + ": " + it.message + "\n";
     if (row.outcome == kFail)
       x << "      <failure message=\"" << msg << "\" type=\"FAIL\">" << xml_escape(detail)
         << "</failure>\n";
     else if (row.outcome == kWaived || row.outcome == kMissing)
-      x << "      <skipped message=\"" << xml_escape(row.outcome + ": " + row.message) << "\"/>\n";
+      x << "      <skipped message=\"" << xml_escape(to_string(row.outcome) + ": " + row.message)
+        << "\"/>\n";
     else if (row.outcome == kWarn)
       x << "      <system-out>WARN: " << msg << "\n" << xml_escape(detail) << "</system-out>\n";
     x << "    </testcase>\n";
@@ -363,7 +386,7 @@ std::string render_console(const Report& r) {
   out << pad("ROW", w_id) << "  " << pad("OUTCOME", 7) << "  " << pad("VALUE", w_val) << "  "
       << pad("REQUIREMENT", w_req) << "  WORST ITEM\n";
   for (const auto& row : r.rows)
-    out << pad(row.req.id, w_id) << "  " << pad(row.outcome, 7) << "  "
+    out << pad(row.req.id, w_id) << "  " << pad(to_string(row.outcome), 7) << "  "
         << pad(format_value(row.value, row.req.unit), w_val) << "  "
         << pad(format_requirement(row.req), w_req) << "  " << row.worst_item << "\n";
   for (const auto& w : r.warnings) out << "warning: " << w << "\n";
@@ -373,12 +396,12 @@ std::string render_console(const Report& r) {
   return out.str();
 }
 
-std::string render_console_details(const Report& r, const RunDir& run) {
+std::string render_console_details(const Report& r) {
   std::ostringstream out;
   out << "spec: " << r.spec_name << " (" << r.spec_path << "), sha256 "
       << (r.spec_sha256.empty() ? "unknown" : r.spec_sha256) << "; run by clusterbench "
-      << or_unknown(run.run.version) << "\n";
-  out << render_uniformity_console(check_uniformity(run.run.env));
+      << or_unknown(r.run->run.version) << "\n";
+  out << render_uniformity_console(r.uniformity);
   return out.str();
 }
 
@@ -412,25 +435,19 @@ void check_output_file(const std::string& path, const std::string& option,
   ::unlink(probe.c_str());
 }
 
-FleetView write_reports(const Report& r, const RunDir& run, const std::string& dir) {
+void write_reports(const Report& r, const std::string& dir) {
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec) throw std::runtime_error(dir + ": cannot create directory (" + ec.message() + ")");
   // The charts (gnuplot is an external process per chart) are drawn while the rest is written.
   auto charts =
-      std::async(std::launch::async, [&] { return render_charts_html(r, run, find_gnuplot()); });
-  FleetView fleet = fleet_view(run, r);
-  write_file_atomic(dir + "/report.md", render_markdown(r, run, fleet));
-  json j = render_json(r);
-  j["fleet"] = fleet_json(fleet);
-  j["clusterbench_version"] = run.run.version;
-  j["uniformity"] = uniformity_json(check_uniformity(run.run.env));
-  write_file_atomic(dir + "/report.json", j.dump(2) + "\n");
+      std::async(std::launch::async, [&] { return render_charts_html(r, find_gnuplot()); });
+  write_file_atomic(dir + "/report.md", render_markdown(r));
+  write_file_atomic(dir + "/report.json", render_json(r).dump(2) + "\n");
   write_file_atomic(dir + "/junit.xml", render_junit(r));
-  write_file_atomic(dir + "/failing-hosts.txt", render_failing_hosts(fleet));
+  write_file_atomic(dir + "/failing-hosts.txt", render_failing_hosts(r.fleet));
   const std::string charts_html = charts.get();
-  write_file_atomic(dir + "/report.html", render_html(r, run, fleet, find_gnuplot(), &charts_html));
-  return fleet;
+  write_file_atomic(dir + "/report.html", render_html(r, find_gnuplot(), &charts_html));
 }
 
 }  // namespace clusterbench::report

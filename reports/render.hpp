@@ -1,12 +1,12 @@
 // Renderers of a Report: Markdown, JSON (clusterbench.report/1), JUnit XML and the console
-// summary. They read the Report and the run directory only (STYLE.md: reporters read results).
+// summary. They read the Report alone (STYLE.md: reporters read results; the verdict is made
+// once, by make_report).
 #pragma once
 
 #include <cstddef>
 #include <string>
 
-#include "reports/evaluate.hpp"
-#include "reports/fleet.hpp"
+#include "reports/report.hpp"
 
 namespace clusterbench::report {
 
@@ -22,18 +22,17 @@ inline constexpr size_t kItemRecords = 10;
 
 /// report.md: title, verdict line (with what the exit code means), run id, spec name + path +
 /// sha256, the row table (| row | title | outcome | value | requirement | worst item | source |),
-/// a section per non-PASS row with its evidence, warnings, an environment summary per host, and
-/// a summary of every record (benchmark, params, item, status, metrics).
-std::string render_markdown(const Report& report, const RunDir& run);
-
-/// The same, with the fleet view already computed (write_reports computes it once for all files).
-std::string render_markdown(const Report& report, const RunDir& run, const FleetView& fleet);
+/// a section per non-PASS row with its evidence, warnings, the fleet, uniformity and link
+/// sections, an environment summary per host, and a summary of every record (benchmark, params,
+/// item, status, metrics).
+std::string render_markdown(const Report& report);
 
 /// report.json, schema clusterbench.report/1: run_id, spec {name, path, sha256}, verdict,
 /// exit_code, aborted, abort_reason, hosts, rows[] {id, title, source, severity, outcome, value,
 /// unit, aggregate, op, threshold, worst_item, message, evidence, evidence_count, items[],
 /// items_count, items_listed ("all" | "non-PASS and worst"), item_counts {outcome: n}}, counts,
-/// warnings. Items beyond kFullDetailItems are counted, not listed, when they PASS.
+/// warnings, fleet (fleet_json), clusterbench_version, uniformity (uniformity_json). Items
+/// beyond kFullDetailItems are counted, not listed, when they PASS.
 json render_json(const Report& report);
 
 /// junit.xml: one testsuite "clusterbench.<spec name>", one testcase per row (classname = spec
@@ -46,13 +45,12 @@ std::string render_console(const Report& report);
 
 /// Console lines after the summary: the spec's name, path and sha256 and the clusterbench version
 /// that ran, then the fleet uniformity (render_uniformity_console()).
-std::string render_console_details(const Report& report, const RunDir& run);
+std::string render_console_details(const Report& report);
 
-/// Writes report.md, report.json (with "fleet", "clusterbench_version" and "uniformity"),
-/// junit.xml, failing-hosts.txt and report.html (charts when gnuplot is on PATH) into `dir`
-/// (created if absent), each atomically. Returns the fleet view it computed once for all of them
-/// (for --prometheus). Throws std::runtime_error naming the path on a write error.
-FleetView write_reports(const Report& report, const RunDir& run, const std::string& dir);
+/// Writes report.md, report.json, junit.xml, failing-hosts.txt and report.html (charts when
+/// gnuplot is on PATH) into `dir` (created if absent), each atomically. Throws
+/// std::runtime_error naming the path on a write error.
+void write_reports(const Report& report, const std::string& dir);
 
 /// Checks, before any work starts, that `path` can be written as a regular file: its parent
 /// directory exists and a file can be created there (a probe `path + ".tmp." + pid`, created and

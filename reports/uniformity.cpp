@@ -47,134 +47,160 @@ std::string gpu_mode(const EnvRecord& e, const std::string GpuInfo::*field,
   return out.empty() ? good : good + " except " + out;
 }
 
+using FieldValue = std::function<std::string(const EnvRecord&)>;
+
 struct FieldDef {
   const char* name;
   const char* group;
   const char* expected;
-  std::function<std::string(const EnvRecord&)> value;
+  FieldValue value;
 };
 
-const std::vector<FieldDef>& field_defs() {
-  static const std::vector<FieldDef> defs = {
-      {"versions.driver", "versions", "",
-       [](const EnvRecord& e) { return known(e.versions.driver); }},
-      {"versions.cuda_driver", "versions", "",
-       [](const EnvRecord& e) { return known(e.versions.cuda_driver); }},
-      {"versions.cuda_runtime", "versions", "",
-       [](const EnvRecord& e) { return known(e.versions.cuda_runtime); }},
-      {"versions.cublas", "versions", "",
-       [](const EnvRecord& e) { return known(e.versions.cublas); }},
-      {"versions.nccl", "versions", "", [](const EnvRecord& e) { return known(e.versions.nccl); }},
-      {"versions.mpi", "versions", "", [](const EnvRecord& e) { return known(e.versions.mpi); }},
-      {"versions.kernel", "versions", "",
-       [](const EnvRecord& e) { return known(e.versions.kernel); }},
-      {"versions.clusterbench", "versions", "",
-       [](const EnvRecord& e) { return known(e.versions.clusterbench); }},
-      {"platform.model", "firmware", "",
-       [](const EnvRecord& e) {
-         std::string m = e.dmi.sys_vendor + " " + e.dmi.product_name;
-         return m == " " ? std::string(kUnknown) : m;
-       }},
-      {"firmware.bios", "firmware", "",
-       [](const EnvRecord& e) {
-         if (e.dmi.bios_version.empty()) return std::string(kUnknown);
-         return e.dmi.bios_version + (e.dmi.bios_date.empty() ? "" : " (" + e.dmi.bios_date + ")");
-       }},
-      {"firmware.gpu_vbios", "firmware", "",
-       [](const EnvRecord& e) {
-         std::vector<std::string> v;
-         for (const auto& g : e.gpus) v.push_back(g.vbios);
-         return distinct(v, e.gpus.empty() ? "no GPUs" : kUnknown);
-       }},
-      {"firmware.gpu_board_part_number", "firmware", "",
-       [](const EnvRecord& e) {
-         std::vector<std::string> v;
-         for (const auto& g : e.gpus) v.push_back(g.board_part_number);
-         return distinct(v, e.gpus.empty() ? "no GPUs" : kUnknown);
-       }},
-      {"firmware.nic", "firmware", "",
-       [](const EnvRecord& e) {
-         std::vector<std::string> v;
-         for (const auto& n : e.nics) v.push_back(n.firmware);
-         return distinct(v, e.nics.empty() ? "no NICs" : kUnknown);
-       }},
-      {"firmware.nvme", "firmware", "",
-       [](const EnvRecord& e) {
-         std::vector<std::string> v;
-         bool any = false;
-         for (const auto& b : e.block_devices) {
-           if (!b.nvme) continue;
-           any = true;
-           v.push_back(b.model + " " + known(b.firmware));
-         }
-         return distinct(v, any ? kUnknown : "no NVMe");
-       }},
-      {"tuning.governor", "tuning", "",
-       [](const EnvRecord& e) { return known(e.tuning.governor); }},
-      {"tuning.nr_hugepages", "tuning", "",
-       [](const EnvRecord& e) { return known(e.tuning.nr_hugepages); }},
-      {"tuning.thp", "tuning", "", [](const EnvRecord& e) { return known(e.tuning.thp); }},
-      {"tuning.net_core_rmem_max", "tuning", "",
-       [](const EnvRecord& e) { return known(e.tuning.net_core_rmem_max); }},
-      {"tuning.net_core_wmem_max", "tuning", "",
-       [](const EnvRecord& e) { return known(e.tuning.net_core_wmem_max); }},
-      {"tuning.tcp_rmem", "tuning", "",
-       [](const EnvRecord& e) { return known(e.tuning.tcp_rmem); }},
-      {"tuning.tcp_wmem", "tuning", "",
-       [](const EnvRecord& e) { return known(e.tuning.tcp_wmem); }},
-      {"affinity.gpus", "affinity", "",
-       [](const EnvRecord& e) {
-         std::vector<std::string> v;
-         for (const auto& g : e.gpus) v.push_back(known(g.name));
-         std::string out = std::to_string(e.gpus.size()) + " GPU(s)";
-         return e.gpus.empty() ? out : out + ": " + distinct(v, kUnknown);
-       }},
-      {"affinity.gpu_numa", "affinity", "",
-       [](const EnvRecord& e) {
-         // NUMA node of each GPU in index order: "0 0 0 0 1 1 1 1".
-         std::string out;
-         for (const auto& g : e.gpus)
-           out += (out.empty() ? "" : " ") + (g.numa_node < 0 ? "?" : std::to_string(g.numa_node));
-         return out.empty() ? "no GPUs" : out;
-       }},
-      {"affinity.nic_numa", "affinity", "",
-       [](const EnvRecord& e) {
-         // IB/RoCE ports (the GPU fabric) and their NUMA node: "mlx5_0/1:0 mlx5_1/1:1".
-         std::string out;
-         for (const auto& n : e.nics) {
-           if (n.kind != "ib_port") continue;
-           out += (out.empty() ? "" : " ") + n.name + ":" +
-                  (n.numa_node < 0 ? "?" : std::to_string(n.numa_node));
-         }
-         return out.empty() ? "no IB/RoCE ports" : out;
-       }},
-      {"gpudirect.iommu_cmdline", "gpudirect", "",
-       [](const EnvRecord& e) {
-         return e.gpudirect.iommu_cmdline.empty() ? "none" : e.gpudirect.iommu_cmdline;
-       }},
-      {"gpudirect.iommu", "gpudirect", "",
-       [](const EnvRecord& e) {
-         int g = e.gpudirect.iommu_groups;
-         return std::string(g < 0 ? kUnknown : g == 0 ? "no IOMMU groups" : "IOMMU groups present");
-       }},
-      {"gpudirect.acs", "gpudirect", "",
-       [](const EnvRecord& e) {
-         const auto& d = e.gpudirect;
-         if (d.acs_bridges_checked == 0) return std::string(kUnknown);
-         if (d.acs_redirect.empty()) return std::string("no P2P redirect");
-         std::string out = "P2P redirect on";
-         for (const auto& b : d.acs_redirect) out += " " + b;
-         return out;
-       }},
-      {"gpudirect.peermem", "gpudirect", "",
-       [](const EnvRecord& e) {
-         return e.gpudirect.peermem.empty() ? std::string("not loaded") : e.gpudirect.peermem;
-       }},
-      {"gpu.persistence_mode", "gpu", "enabled",
-       [](const EnvRecord& e) { return gpu_mode(e, &GpuInfo::persistence_mode, "enabled"); }},
-      {"gpu.mig_mode", "gpu", "disabled",
-       [](const EnvRecord& e) { return gpu_mode(e, &GpuInfo::mig_mode, "disabled"); }},
+FieldDef version(const char* name, std::string Versions::*field) {
+  return {name, "versions", "", [field](const EnvRecord& e) { return known(e.versions.*field); }};
+}
+
+template <class T>
+FieldDef tuning(const char* name, T Tuning::*field) {
+  return {name, "tuning", "", [field](const EnvRecord& e) { return known(e.tuning.*field); }};
+}
+
+/// The distinct values of a per-GPU field; `none` on a node without GPUs.
+FieldValue per_gpu(std::string GpuInfo::*field) {
+  return [field](const EnvRecord& e) {
+    std::vector<std::string> v;
+    for (const auto& g : e.gpus) v.push_back(g.*field);
+    return distinct(v, e.gpus.empty() ? "no GPUs" : kUnknown);
   };
+}
+
+std::vector<FieldDef> version_fields() {
+  return {version("versions.driver", &Versions::driver),
+          version("versions.cuda_driver", &Versions::cuda_driver),
+          version("versions.cuda_runtime", &Versions::cuda_runtime),
+          version("versions.cublas", &Versions::cublas),
+          version("versions.nccl", &Versions::nccl),
+          version("versions.mpi", &Versions::mpi),
+          version("versions.kernel", &Versions::kernel),
+          version("versions.clusterbench", &Versions::clusterbench)};
+}
+
+std::string platform_model(const EnvRecord& e) {
+  std::string m = e.dmi.sys_vendor + " " + e.dmi.product_name;
+  return m == " " ? std::string(kUnknown) : m;
+}
+
+std::string bios(const EnvRecord& e) {
+  if (e.dmi.bios_version.empty()) return kUnknown;
+  return e.dmi.bios_version + (e.dmi.bios_date.empty() ? "" : " (" + e.dmi.bios_date + ")");
+}
+
+std::string nic_firmware(const EnvRecord& e) {
+  std::vector<std::string> v;
+  for (const auto& n : e.nics) v.push_back(n.firmware);
+  return distinct(v, e.nics.empty() ? "no NICs" : kUnknown);
+}
+
+std::string nvme_firmware(const EnvRecord& e) {
+  std::vector<std::string> v;
+  bool any = false;
+  for (const auto& b : e.block_devices) {
+    if (!b.nvme) continue;
+    any = true;
+    v.push_back(b.model + " " + known(b.firmware));
+  }
+  return distinct(v, any ? kUnknown : "no NVMe");
+}
+
+std::vector<FieldDef> firmware_fields() {
+  return {{"platform.model", "firmware", "", platform_model},
+          {"firmware.bios", "firmware", "", bios},
+          {"firmware.gpu_vbios", "firmware", "", per_gpu(&GpuInfo::vbios)},
+          {"firmware.gpu_board_part_number", "firmware", "", per_gpu(&GpuInfo::board_part_number)},
+          {"firmware.nic", "firmware", "", nic_firmware},
+          {"firmware.nvme", "firmware", "", nvme_firmware}};
+}
+
+std::vector<FieldDef> tuning_fields() {
+  return {tuning("tuning.governor", &Tuning::governor),
+          tuning("tuning.nr_hugepages", &Tuning::nr_hugepages),
+          tuning("tuning.thp", &Tuning::thp),
+          tuning("tuning.net_core_rmem_max", &Tuning::net_core_rmem_max),
+          tuning("tuning.net_core_wmem_max", &Tuning::net_core_wmem_max),
+          tuning("tuning.tcp_rmem", &Tuning::tcp_rmem),
+          tuning("tuning.tcp_wmem", &Tuning::tcp_wmem)};
+}
+
+std::string gpu_models(const EnvRecord& e) {
+  std::vector<std::string> v;
+  for (const auto& g : e.gpus) v.push_back(known(g.name));
+  std::string out = std::to_string(e.gpus.size()) + " GPU(s)";
+  return e.gpus.empty() ? out : out + ": " + distinct(v, kUnknown);
+}
+
+/// NUMA node of each GPU in index order: "0 0 0 0 1 1 1 1".
+std::string gpu_numa(const EnvRecord& e) {
+  std::string out;
+  for (const auto& g : e.gpus)
+    out += (out.empty() ? "" : " ") + (g.numa_node < 0 ? "?" : std::to_string(g.numa_node));
+  return out.empty() ? "no GPUs" : out;
+}
+
+/// IB/RoCE ports (the GPU fabric) and their NUMA node: "mlx5_0/1:0 mlx5_1/1:1".
+std::string nic_numa(const EnvRecord& e) {
+  std::string out;
+  for (const auto& n : e.nics) {
+    if (n.kind != "ib_port") continue;
+    out += (out.empty() ? "" : " ") + n.name + ":" +
+           (n.numa_node < 0 ? "?" : std::to_string(n.numa_node));
+  }
+  return out.empty() ? "no IB/RoCE ports" : out;
+}
+
+std::string iommu_cmdline(const EnvRecord& e) {
+  return e.gpudirect.iommu_cmdline.empty() ? "none" : e.gpudirect.iommu_cmdline;
+}
+
+std::string iommu(const EnvRecord& e) {
+  int g = e.gpudirect.iommu_groups;
+  return g < 0 ? kUnknown : g == 0 ? "no IOMMU groups" : "IOMMU groups present";
+}
+
+std::string acs(const EnvRecord& e) {
+  const auto& d = e.gpudirect;
+  if (d.acs_bridges_checked == 0) return kUnknown;
+  if (d.acs_redirect.empty()) return "no P2P redirect";
+  std::string out = "P2P redirect on";
+  for (const auto& b : d.acs_redirect) out += " " + b;
+  return out;
+}
+
+std::string peermem(const EnvRecord& e) {
+  return e.gpudirect.peermem.empty() ? std::string("not loaded") : e.gpudirect.peermem;
+}
+
+std::vector<FieldDef> placement_fields() {
+  return {{"affinity.gpus", "affinity", "", gpu_models},
+          {"affinity.gpu_numa", "affinity", "", gpu_numa},
+          {"affinity.nic_numa", "affinity", "", nic_numa},
+          {"gpudirect.iommu_cmdline", "gpudirect", "", iommu_cmdline},
+          {"gpudirect.iommu", "gpudirect", "", iommu},
+          {"gpudirect.acs", "gpudirect", "", acs},
+          {"gpudirect.peermem", "gpudirect", "", peermem},
+          {"gpu.persistence_mode", "gpu", "enabled",
+           [](const EnvRecord& e) { return gpu_mode(e, &GpuInfo::persistence_mode, "enabled"); }},
+          {"gpu.mig_mode", "gpu", "disabled",
+           [](const EnvRecord& e) { return gpu_mode(e, &GpuInfo::mig_mode, "disabled"); }}};
+}
+
+/// Every field, in report order: a table of data, one entry per field.
+const std::vector<FieldDef>& field_defs() {
+  static const std::vector<FieldDef> defs = [] {
+    std::vector<FieldDef> all;
+    for (auto part : {version_fields(), firmware_fields(), tuning_fields(), placement_fields()})
+      all.insert(all.end(), part.begin(), part.end());
+    return all;
+  }();
   return defs;
 }
 

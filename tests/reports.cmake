@@ -17,3 +17,6 @@ cb_integration_test(reports_slurm LOCKS mpirun TIMEOUT 180)
 # The renovation's guard (issue 17): report.json of every fixture run equals its golden file
 # (tests/fixtures/golden, written before the renovation). < 20 s.
 cb_integration_test(report_golden TIMEOUT 60)
+# No benchmark id in reports/*.cpp (issue 17): what the reports know about a benchmark is in the
+# spec tables' families. < 5 s.
+cb_integration_test(reports_no_benchmark_ids TIMEOUT 60)

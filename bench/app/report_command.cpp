@@ -3,53 +3,56 @@
 
 #include <filesystem>
 #include <iostream>
-#include <optional>
+#include <memory>
 
 #include "app/command.hpp"
 #include "records/spec.hpp"
-#include "reports/evaluate.hpp"
 #include "reports/html.hpp"
 #include "reports/prometheus.hpp"
 #include "reports/render.hpp"
+#include "reports/report.hpp"
 #include "reports/select.hpp"
 
 namespace clusterbench {
 
+namespace {
+
+/// The console summary after a report: the verdict, the details and where report.md is.
+void print_report(const report::Report& rep, const std::string& dir, bool written) {
+  // The records' warnings are among rep.warnings: render_console prints them once.
+  std::cout << report::render_console(rep) << report::render_console_details(rep)
+            << (written ? "report: " + dir + "/report.md\n"
+                        : "report: not written (see the warning above)\n")
+            << std::flush;
+}
+
+}  // namespace
+
 int report_command(const std::string& dir, const std::string& spec_path, bool quiet,
                    const std::string& prometheus, bool* written) {
-  // The run and its report are never freed: the process ends right after, and freeing the
-  // million objects of a 1,000-node run took 0.7 s of `report` (docs/report.md "Scale").
-  RunDir& rd = *new RunDir(read_run_dir(dir));
+  auto run = std::make_shared<const RunDir>(read_run_dir(dir));
   if (!prometheus.empty()) report::check_output_file(prometheus, "--prometheus", dir);
-  std::string path = spec_path.empty() ? rd.run.spec.path : spec_path;
+  std::string path = spec_path.empty() ? run->run.spec.path : spec_path;
   if (path.empty()) throw InputError(dir + "/run.json: names no spec table; pass --spec FILE");
-  Spec spec = load_spec(path);
-  report::Report& rep = *new report::Report(report::evaluate(rd, spec));
+  // The report (and the run it shares) is never freed: the process ends right after, and freeing
+  // the million objects of a 1,000-node run took 0.7 s of `report` (docs/report.md "Scale").
+  const report::Report& rep = *new report::Report(report::make_report(run, load_spec(path)));
   // A run directory that cannot be written (read-only evidence copy): the verdict still stands.
   std::string unwritten;
-  std::optional<report::FleetView> fleet;
   try {
-    fleet = report::write_reports(rep, rd, dir);
+    report::write_reports(rep, dir);
   } catch (const InputError&) {
     throw;
   } catch (const std::runtime_error& e) {
     unwritten = e.what();
-    fleet = report::fleet_view(rd, rep);
   }
   if (written) *written = unwritten.empty();
-  if (!prometheus.empty())
-    report::write_prometheus(prometheus, report::render_prometheus(rep, rd, *fleet));
+  if (!prometheus.empty()) report::write_prometheus(prometheus, report::render_prometheus(rep));
   if (!unwritten.empty())
     std::cerr << "clusterbench: warning: report files not written in " << dir << " (" << unwritten
               << "); the verdict below is printed only\n";
-  if (!quiet) {
-    // The records' warnings are among rep.warnings: render_console prints them once.
-    std::cout << report::render_console(rep) << report::render_console_details(rep, rd)
-              << (unwritten.empty() ? "report: " + dir + "/report.md\n"
-                                    : "report: not written (see the warning above)\n")
-              << std::flush;
-  }
-  return report::exit_code(rep);
+  if (!quiet) print_report(rep, dir, unwritten.empty());
+  return rep.exit_code;
 }
 
 RunHooks report_hooks() {

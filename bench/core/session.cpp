@@ -533,8 +533,7 @@ int RunSession::State::make_report() {
         run.exit_code.reset();
       sink->write_run(run);
     }
-    code = hooks.report(sink->dir(), opt.prometheus_path);
-    if (stopped_at_limit && code == 0) code = 4;
+    code = hooks.report(sink->dir(), opt.prometheus_path);  // the verdict, made once
   } catch (const InputError& e) {
     std::cerr << "clusterbench: " << e.what() << std::endl;
     code = 2;

@@ -260,11 +260,20 @@ void to_json(json& j, const SpecChoice& v) {
 void from_json(const json& j, SpecChoice& v) {
   CB_FROM(path), CB_FROM(sha256), CB_FROM(name), CB_FROM(selected_by);
 }
+void to_json(json& j, const NotRunCase& v) { CB_TO(benchmark), CB_TO(params); }
+void from_json(const json& j, NotRunCase& v) { CB_FROM(benchmark), CB_FROM(params); }
+void to_json(json& j, const TimeLimitStop& v) {
+  CB_TO(seconds), CB_TO(stopped_after_s), CB_TO(not_run);
+}
+void from_json(const json& j, TimeLimitStop& v) {
+  CB_FROM(seconds), CB_FROM(stopped_after_s), CB_FROM(not_run);
+}
 void to_json(json& j, const RunRecord& v) {
   CB_TO(schema), CB_TO(run_id), CB_TO(argv), CB_TO(version), CB_TO(suite), CB_TO(only), CB_TO(set),
       CB_TO(spec), CB_TO(world_size), CB_TO(hosts), CB_TO(started_at), CB_TO(finished_at),
       CB_TO(aborted), CB_TO(abort_reason), CB_TO(plan), CB_TO(env);
   j["exit_code"] = v.exit_code ? json(*v.exit_code) : json(nullptr);
+  if (v.time_limit) j["time_limit"] = *v.time_limit;
 }
 void from_json(const json& j, RunRecord& v) {
   v.schema = require_field<std::string>(j, "schema", "run.json");
@@ -275,6 +284,8 @@ void from_json(const json& j, RunRecord& v) {
       CB_FROM(world_size), CB_FROM(hosts), CB_FROM(started_at), CB_FROM(finished_at),
       CB_FROM(aborted), CB_FROM(abort_reason), CB_FROM(plan), CB_FROM(env);
   if (j.contains("exit_code") && !j.at("exit_code").is_null()) v.exit_code = j.at("exit_code");
+  if (j.contains("time_limit") && !j.at("time_limit").is_null())
+    v.time_limit = require_field<TimeLimitStop>(j, "time_limit", "run.json");
 }
 
 #undef CB_TO

@@ -18,7 +18,9 @@ using json = nlohmann::json;
 inline constexpr const char* kRunSchema = "clusterbench.run/1";
 inline constexpr const char* kEnvSchema = "clusterbench.env/1";
 inline constexpr const char* kResultSchema = "clusterbench.result/1";
-inline constexpr const char* kSpecSchema = "clusterbench.spec/1";
+/// Spec tables: /2 adds `families` (docs/records.md "Spec table"); /1 tables still load.
+inline constexpr const char* kSpecSchema = "clusterbench.spec/2";
+inline constexpr const char* kSpecSchemaV1 = "clusterbench.spec/1";
 inline constexpr const char* kReportSchema = "clusterbench.report/1";
 inline constexpr const char* kCompareSchema = "clusterbench.compare/1";
 
@@ -230,6 +232,19 @@ struct SpecChoice {
   std::string selected_by;  ///< "--spec" or "auto: <reason>"
 };
 
+/// A planned case that `--time-limit` left unstarted.
+struct NotRunCase {
+  std::string benchmark;
+  json params = json::object();
+};
+
+/// run.json "time_limit": present when `--time-limit` stopped the run before its plan's end.
+struct TimeLimitStop {
+  double seconds = 0;          ///< the limit
+  double stopped_after_s = 0;  ///< when the run stopped, seconds after it started
+  std::vector<NotRunCase> not_run;
+};
+
 struct RunRecord {
   std::string schema = kRunSchema;
   std::string run_id;
@@ -247,6 +262,8 @@ struct RunRecord {
   std::string abort_reason;
   std::vector<PlannedCase> plan;
   std::vector<EnvRecord> env;
+  /// Written by the runner (Sink::set_run_field) when `--time-limit` stopped the run.
+  std::optional<TimeLimitStop> time_limit;
 };
 
 // JSON conversion (nlohmann ADL hooks).
@@ -288,6 +305,10 @@ void to_json(json& j, const PlannedCase& v);
 void from_json(const json& j, PlannedCase& v);
 void to_json(json& j, const SpecChoice& v);
 void from_json(const json& j, SpecChoice& v);
+void to_json(json& j, const NotRunCase& v);
+void from_json(const json& j, NotRunCase& v);
+void to_json(json& j, const TimeLimitStop& v);
+void from_json(const json& j, TimeLimitStop& v);
 void to_json(json& j, const RunRecord& v);
 void from_json(const json& j, RunRecord& v);
 

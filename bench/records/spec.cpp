@@ -3,6 +3,7 @@
 
 #include <fnmatch.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <map>
 #include <regex>
@@ -124,40 +125,30 @@ void check_where(const std::string& env, const json& where, const std::string& r
   }
 }
 
-Requirement parse_row(const json& r, const std::string& where) {
-  Requirement q;
-  q.id = require_field<std::string>(r, "id", where);
-  std::string row = where + ": requirement '" + q.id + "'";
-  q.title = require_field<std::string>(r, "title", row);
-  q.source = require_field<std::string>(r, "source", row);
-  if (q.source.empty())
-    throw InputError(row + ": field 'source' is empty; name the threshold's source");
-  q.severity = require_field<std::string>(r, "severity", row);
-  if (!kSeverities.count(q.severity))
-    throw InputError(row + ": field 'severity' is '" + q.severity + "', expected fail or warn");
+/// select: a health metric, an env pointer (with `where`), or benchmark + params + metric.
+Select parse_select(const json& r, const std::string& row) {
   json sel = require_field<json>(r, "select", row);
   if (!sel.is_object()) throw InputError(row + ": field 'select' must be an object");
+  Select out;
   if (sel.contains("health")) {
-    q.select.health = require_field<std::string>(sel, "health", row + " select");
-    if (q.select.health.empty()) throw InputError(row + ": field 'select.health' is empty");
+    out.health = require_field<std::string>(sel, "health", row + " select");
+    if (out.health.empty()) throw InputError(row + ": field 'select.health' is empty");
   } else if (sel.contains("env")) {
-    q.select.env = require_field<std::string>(sel, "env", row + " select");
-    if (sel.contains("where")) q.select.where = sel.at("where");
-    check_where(q.select.env, q.select.where, row);
+    out.env = require_field<std::string>(sel, "env", row + " select");
+    if (sel.contains("where")) out.where = sel.at("where");
+    check_where(out.env, out.where, row);
   } else {
-    q.select.benchmark = require_field<std::string>(sel, "benchmark", row + " select");
-    q.select.metric = require_field<std::string>(sel, "metric", row + " select");
-    if (sel.contains("params")) q.select.params = sel.at("params");
-    if (!q.select.params.is_object())
+    out.benchmark = require_field<std::string>(sel, "benchmark", row + " select");
+    out.metric = require_field<std::string>(sel, "metric", row + " select");
+    if (sel.contains("params")) out.params = sel.at("params");
+    if (!out.params.is_object())
       throw InputError(row + ": field 'select.params' must be an object");
   }
-  q.scope = require_field<std::string>(r, "scope", row);
-  if (!kScopes.count(q.scope))
-    throw InputError(row + ": field 'scope' is '" + q.scope +
-                     "', expected gpu, node, link or cluster");
-  q.aggregate = require_field<std::string>(r, "aggregate", row);
-  if (!kAggregates.count(q.aggregate))
-    throw InputError(row + ": field 'aggregate' is '" + q.aggregate + "'");
+  return out;
+}
+
+/// op and value: a known op with a value it can compare.
+void parse_comparison(const json& r, const std::string& row, Requirement& q) {
   q.op = require_field<std::string>(r, "op", row);
   if (!kOps.count(q.op)) throw InputError(row + ": field 'op' is '" + q.op + "'");
   if (!r.contains("value")) throw InputError(row + ": missing field 'value'");
@@ -169,9 +160,11 @@ Requirement parse_row(const json& r, const std::string& where) {
   if (q.op == "matches") check_regex(q.value.get<std::string>(), row + ": field 'value'");
   if ((q.op == ">=" || q.op == "<=") && !q.value.is_number())
     throw InputError(row + ": field 'value' must be a number for op '" + q.op + "'");
-  q.unit = require_field<std::string>(r, "unit", row);
-  if (!is_known_unit(q.unit))
-    throw InputError(row + ": field 'unit' '" + q.unit + "' is not a known unit");
+}
+
+/// The row's unit against what it selects: an env field's own unit, count for health counters
+/// and for aggregate count.
+void check_unit(const Requirement& q, const std::string& row) {
   if (!q.select.env.empty()) {
     std::string field_unit;
     try {
@@ -198,45 +191,165 @@ Requirement parse_row(const json& r, const std::string& where) {
   } else if (q.aggregate == "count" && q.unit != "count") {
     throw InputError(row + ": field 'unit' must be 'count' with aggregate 'count'");
   }
+}
+
+Requirement parse_row(const json& r, const std::string& where) {
+  Requirement q;
+  q.id = require_field<std::string>(r, "id", where);
+  std::string row = where + ": requirement '" + q.id + "'";
+  q.title = require_field<std::string>(r, "title", row);
+  q.source = require_field<std::string>(r, "source", row);
+  if (q.source.empty())
+    throw InputError(row + ": field 'source' is empty; name the threshold's source");
+  q.severity = require_field<std::string>(r, "severity", row);
+  if (!kSeverities.count(q.severity))
+    throw InputError(row + ": field 'severity' is '" + q.severity + "', expected fail or warn");
+  q.select = parse_select(r, row);
+  q.scope = require_field<std::string>(r, "scope", row);
+  if (!kScopes.count(q.scope))
+    throw InputError(row + ": field 'scope' is '" + q.scope +
+                     "', expected gpu, node, link or cluster");
+  q.aggregate = require_field<std::string>(r, "aggregate", row);
+  if (!kAggregates.count(q.aggregate))
+    throw InputError(row + ": field 'aggregate' is '" + q.aggregate + "'");
+  parse_comparison(r, row, q);
+  q.unit = require_field<std::string>(r, "unit", row);
+  if (!is_known_unit(q.unit))
+    throw InputError(row + ": field 'unit' '" + q.unit + "' is not a known unit");
+  check_unit(q, row);
   return q;
 }
 
-Spec load_one(const std::string& path, std::set<std::string>& seen) {
-  // Canonical names, so that "a/../b.json" and "b.json" are seen as one file in a cycle.
-  std::error_code ec;
-  std::string canonical = std::filesystem::weakly_canonical(path, ec).string();
-  if (ec) canonical = path;
-  if (!seen.insert(canonical).second) throw InputError(path + ": 'extends' forms a cycle");
-  json j = read_json_file(path);
-  if (!j.is_object()) throw InputError(path + ": a spec table must be a JSON object");
-  std::string schema = require_field<std::string>(j, "schema", path);
+/// Throws InputError naming `where` when `j` has a key outside `known` (a typo would otherwise
+/// be silently ignored).
+void check_keys(const json& j, const std::set<std::string>& known, const std::string& where) {
+  for (const auto& [key, value] : j.items())
+    if (!known.count(key)) throw InputError(where + ": unknown field '" + key + "'");
+}
+
+std::string optional_string(const json& j, const char* key, const std::string& where) {
+  return j.contains(key) ? require_field<std::string>(j, key, where) : std::string();
+}
+
+PrometheusGauge parse_gauge(const json& g, const std::string& where) {
+  if (!g.is_object()) throw InputError(where + " must be an object");
+  check_keys(g, {"metric", "name", "help", "unit", "scale"}, where);
+  PrometheusGauge out;
+  out.metric = require_field<std::string>(g, "metric", where);
+  out.name = require_field<std::string>(g, "name", where);
+  static const std::regex kName("[a-zA-Z_:][a-zA-Z0-9_:]*");
+  if (!std::regex_match(out.name, kName))
+    throw InputError(where + ": field 'name' '" + out.name + "' is not a Prometheus metric name");
+  out.help = require_field<std::string>(g, "help", where);
+  out.unit = require_field<std::string>(g, "unit", where);
+  if (!is_known_unit(out.unit))
+    throw InputError(where + ": field 'unit' '" + out.unit + "' is not a known unit");
+  if (g.contains("scale")) out.scale = require_field<double>(g, "scale", where);
+  return out;
+}
+
+FamilyChart parse_chart(const json& c, const std::string& where) {
+  if (!c.is_object()) throw InputError(where + " must be an object");
+  check_keys(c,
+             {"x", "logx", "metric", "unit", "series", "max_series", "title", "xlabel", "ylabel"},
+             where);
+  FamilyChart out;
+  out.x = require_field<std::string>(c, "x", where);
+  if (c.contains("logx")) out.logx = require_field<bool>(c, "logx", where);
+  out.metric = optional_string(c, "metric", where);
+  out.unit = optional_string(c, "unit", where);
+  if (!out.unit.empty() && !is_known_unit(out.unit))
+    throw InputError(where + ": field 'unit' '" + out.unit + "' is not a known unit");
+  if (c.contains("series")) out.series = require_field<std::string>(c, "series", where);
+  if (out.series != "benchmark" && out.series != "item")
+    throw InputError(where + ": field 'series' is '" + out.series +
+                     "', expected benchmark or item");
+  if (c.contains("max_series")) out.max_series = require_field<int>(c, "max_series", where);
+  if (out.max_series < 0) throw InputError(where + ": field 'max_series' is negative");
+  out.title = require_field<std::string>(c, "title", where);
+  out.xlabel = optional_string(c, "xlabel", where);
+  out.ylabel = optional_string(c, "ylabel", where);
+  if (out.xlabel.empty()) out.xlabel = out.x;
+  return out;
+}
+
+SpecFamily parse_family(const json& f, const std::string& where) {
+  if (!f.is_object()) throw InputError(where + " must be an object");
+  SpecFamily out;
+  out.benchmark = require_field<std::string>(f, "benchmark", where);
+  if (out.benchmark.empty()) throw InputError(where + ": field 'benchmark' is empty");
+  const std::string at = where + " ('" + out.benchmark + "')";
+  check_keys(f, {"benchmark", "outlier_tolerance", "prometheus", "chart", "series"}, at);
+  if (f.contains("outlier_tolerance")) {
+    double t = require_field<double>(f, "outlier_tolerance", at);
+    if (!(t >= 0)) throw InputError(at + ": field 'outlier_tolerance' must be >= 0");
+    out.outlier_tolerance = t;
+  }
+  if (f.contains("prometheus")) {
+    const json& gauges = f.at("prometheus");
+    if (!gauges.is_array()) throw InputError(at + ": field 'prometheus' must be an array");
+    out.prometheus.emplace();
+    for (size_t i = 0; i < gauges.size(); ++i)
+      out.prometheus->push_back(
+          parse_gauge(gauges[i], at + ": prometheus[" + std::to_string(i) + "]"));
+  }
+  if (f.contains("chart")) out.chart = parse_chart(f.at("chart"), at + ": chart");
+  out.series = optional_string(f, "series", at);
+  if (!out.series.empty() && out.series != "soak")
+    throw InputError(at + ": field 'series' is '" + out.series + "', expected soak");
+  return out;
+}
+
+/// `families` of a clusterbench.spec/2 file merged into `spec`: a glob already there is
+/// replaced in place, a new one appended.
+void merge_families(const json& j, const std::string& schema, const std::string& path, Spec& spec) {
+  if (!j.contains("families")) return;
   if (schema != kSpecSchema)
-    throw InputError(path + ": field 'schema' is '" + schema + "', expected " + kSpecSchema);
-  Spec spec;
-  if (j.contains("extends")) {
-    std::string parent = require_field<std::string>(j, "extends", path);
-    spec = load_one(parent.starts_with("/") ? parent : dir_of(path) + "/" + parent, seen);
+    throw InputError(path + ": field 'families' needs schema " + kSpecSchema + ", not " + schema);
+  const json& fams = j.at("families");
+  if (!fams.is_array()) throw InputError(path + ": field 'families' must be an array");
+  std::set<std::string> here;
+  for (size_t i = 0; i < fams.size(); ++i) {
+    SpecFamily f = parse_family(fams[i], path + ": families[" + std::to_string(i) + "]");
+    if (!here.insert(f.benchmark).second)
+      throw InputError(path + ": families[" + std::to_string(i) + "]: benchmark '" + f.benchmark +
+                       "' appears twice in this table");
+    auto same = std::find_if(spec.families.begin(), spec.families.end(),
+                             [&](const SpecFamily& x) { return x.benchmark == f.benchmark; });
+    if (same != spec.families.end())
+      *same = std::move(f);
+    else
+      spec.families.push_back(std::move(f));
   }
-  spec.path = path;
-  spec.extends_chain.push_back(path);
-  spec.name = require_field<std::string>(j, "name", path);
-  if (j.contains("title")) spec.title = require_field<std::string>(j, "title", path);
-  if (j.contains("match")) {
-    const json& m = j.at("match");
-    if (!m.is_object()) throw InputError(path + ": field 'match' must be an object");
-    spec.has_match = true;
-    spec.match = SpecMatch{};
-    if (m.contains("no_gpu")) spec.match.no_gpu = require_field<bool>(m, "no_gpu", path + " match");
-    if (m.contains("gpu_name")) {
-      spec.match.gpu_name = require_field<std::string>(m, "gpu_name", path + " match");
-      check_regex(spec.match.gpu_name, path + ": field 'match.gpu_name'");
-    }
-    if (m.contains("pci_device_ids"))
-      spec.match.pci_device_ids =
-          require_field<std::vector<std::string>>(m, "pci_device_ids", path + " match");
-    if (m.contains("gpu_count"))
-      spec.match.gpu_count = require_field<int>(m, "gpu_count", path + " match");
+}
+
+void parse_match(const json& j, const std::string& path, Spec& spec) {
+  if (!j.contains("match")) return;
+  const json& m = j.at("match");
+  if (!m.is_object()) throw InputError(path + ": field 'match' must be an object");
+  spec.has_match = true;
+  spec.match = SpecMatch{};
+  if (m.contains("no_gpu")) spec.match.no_gpu = require_field<bool>(m, "no_gpu", path + " match");
+  if (m.contains("gpu_name")) {
+    spec.match.gpu_name = require_field<std::string>(m, "gpu_name", path + " match");
+    check_regex(spec.match.gpu_name, path + ": field 'match.gpu_name'");
   }
+  if (m.contains("pci_device_ids"))
+    spec.match.pci_device_ids =
+        require_field<std::vector<std::string>>(m, "pci_device_ids", path + " match");
+  if (m.contains("gpu_count"))
+    spec.match.gpu_count = require_field<int>(m, "gpu_count", path + " match");
+}
+
+/// Drops the inherited row `id`; throws InputError (`what`) when no parent row has it.
+void remove_row(Spec& spec, const std::string& id, const std::string& what) {
+  auto before = spec.requirements.size();
+  std::erase_if(spec.requirements, [&](const Requirement& r) { return r.id == id; });
+  if (spec.requirements.size() == before) throw InputError(what);
+}
+
+/// `requirements` and `remove` of one file merged into `spec`: rows override by id.
+void merge_rows(const json& j, const std::string& path, Spec& spec) {
   json rows = require_field<json>(j, "requirements", path);
   if (!rows.is_array()) throw InputError(path + ": field 'requirements' must be an array");
   std::set<std::string> ids_here;
@@ -246,11 +359,8 @@ Spec load_one(const std::string& path, std::set<std::string>& seen) {
     if (rows[i].is_object() && rows[i].contains("remove")) {
       std::string id = require_field<std::string>(rows[i], "id", where);
       if (require_field<bool>(rows[i], "remove", where + ": requirement '" + id + "'")) {
-        auto before = spec.requirements.size();
-        std::erase_if(spec.requirements, [&](const Requirement& r) { return r.id == id; });
-        if (spec.requirements.size() == before)
-          throw InputError(where + ": requirement '" + id +
-                           "' has 'remove' but no parent row has it");
+        remove_row(spec, id,
+                   where + ": requirement '" + id + "' has 'remove' but no parent row has it");
         continue;
       }
     }
@@ -263,14 +373,36 @@ Spec load_one(const std::string& path, std::set<std::string>& seen) {
     if (!replaced) spec.requirements.push_back(q);
   }
   // `remove`: ids inherited from the parent that this table drops.
-  if (j.contains("remove")) {
-    for (const auto& id : require_field<std::vector<std::string>>(j, "remove", path)) {
-      auto before = spec.requirements.size();
-      std::erase_if(spec.requirements, [&](const Requirement& r) { return r.id == id; });
-      if (spec.requirements.size() == before)
-        throw InputError(path + ": field 'remove' names '" + id + "', which no parent row has");
-    }
+  if (j.contains("remove"))
+    for (const auto& id : require_field<std::vector<std::string>>(j, "remove", path))
+      remove_row(spec, id, path + ": field 'remove' names '" + id + "', which no parent row has");
+}
+
+Spec load_one(const std::string& path, std::set<std::string>& seen) {
+  // Canonical names, so that "a/../b.json" and "b.json" are seen as one file in a cycle.
+  std::error_code ec;
+  std::string canonical = std::filesystem::weakly_canonical(path, ec).string();
+  if (ec) canonical = path;
+  if (!seen.insert(canonical).second) throw InputError(path + ": 'extends' forms a cycle");
+  json j = read_json_file(path);
+  if (!j.is_object()) throw InputError(path + ": a spec table must be a JSON object");
+  std::string schema = require_field<std::string>(j, "schema", path);
+  if (schema != kSpecSchema && schema != kSpecSchemaV1)
+    throw InputError(path + ": field 'schema' is '" + schema + "', expected " + kSpecSchema +
+                     " (or " + kSpecSchemaV1 + ")");
+  Spec spec;
+  if (j.contains("extends")) {
+    std::string parent = require_field<std::string>(j, "extends", path);
+    spec = load_one(parent.starts_with("/") ? parent : dir_of(path) + "/" + parent, seen);
   }
+  spec.schema = schema;
+  spec.path = path;
+  spec.extends_chain.push_back(path);
+  spec.name = require_field<std::string>(j, "name", path);
+  if (j.contains("title")) spec.title = require_field<std::string>(j, "title", path);
+  parse_match(j, path, spec);
+  merge_rows(j, path, spec);
+  merge_families(j, schema, path, spec);
   return spec;
 }
 

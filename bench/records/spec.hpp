@@ -1,6 +1,8 @@
-// Spec tables (reports/specs/*.json, schema clusterbench.spec/1): types, loading, validation.
+// Spec tables (reports/specs/*.json, schema clusterbench.spec/2; /1 still loads): types, loading,
+// validation.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -11,10 +13,10 @@ namespace clusterbench {
 /// What a requirement looks at: an env field by JSON pointer with `*` (`env`), or result records
 /// by benchmark + a subset of params + metric name.
 struct Select {
-  std::string env;                    ///< e.g. "/gpus/*/pcie/width_current"; empty for records
-  std::string benchmark;              ///< e.g. "compute.memory_bandwidth"
-  json params = json::object();       ///< subset that a record's params must contain
-  std::string metric;                 ///< metric name within the record
+  std::string env;               ///< e.g. "/gpus/*/pcie/width_current"; empty for records
+  std::string benchmark;         ///< e.g. "compute.memory_bandwidth"
+  json params = json::object();  ///< subset that a record's params must contain
+  std::string metric;            ///< metric name within the record
   /// A health counter delta between a node's start and end snapshots (docs/health.md), e.g.
   /// "gpu.ecc_uncorrected", "ib.symbol_error"; its names are reports/health.hpp's
   /// health_metrics(). Empty for env and record rows.
@@ -41,25 +43,65 @@ struct Requirement {
 
 /// Auto-selection: which nodes a table is for.
 struct SpecMatch {
-  bool no_gpu = false;                     ///< the table for nodes with no NVIDIA GPU
-  std::string gpu_name;                    ///< ECMAScript regex on the NVML name
-  std::vector<std::string> pci_device_ids; ///< for GPUs seen on the PCI bus only
-  int gpu_count = -1;                      ///< -1: any
+  bool no_gpu = false;                      ///< the table for nodes with no NVIDIA GPU
+  std::string gpu_name;                     ///< ECMAScript regex on the NVML name
+  std::vector<std::string> pci_device_ids;  ///< for GPUs seen on the PCI bus only
+  int gpu_count = -1;                       ///< -1: any
+};
+
+/// One Prometheus gauge fed by a family's records (docs/report.md "Prometheus").
+struct PrometheusGauge {
+  std::string metric;  ///< the record metric that feeds it ("tflops")
+  std::string name;    ///< the gauge ("clusterbench_gemm_tflops"), [a-zA-Z_:][a-zA-Z0-9_:]*
+  std::string help;
+  std::string unit;  ///< the metric's unit; a record metric in another unit is left out
+  double scale = 1;  ///< sample = metric value x scale (GB/s -> bytes per second: 1e9)
+};
+
+/// A line chart of a family's records against a numeric param (docs/report.md "Charts"): one
+/// chart for every record of the family with that param, instead of a bar chart per metric.
+struct FamilyChart {
+  std::string x;       ///< the param on the x axis ("bytes")
+  bool logx = false;   ///< log2 x axis (message sizes)
+  std::string metric;  ///< the metric drawn; "" = every metric in `unit`
+  std::string unit;    ///< only metrics in this unit; "" = any
+  /// One line per "benchmark" (the id after its area, plus the other params) or per "item"
+  /// (the GPU, node or link, plus the other params).
+  std::string series = "benchmark";
+  int max_series = 0;  ///< at most this many lines (the first ones seen); 0 = no limit
+  std::string title, xlabel, ylabel;
+};
+
+/// What the reports know about the benchmarks whose id matches `benchmark`
+/// (clusterbench.spec/2 "families"). Where several families match an id, each field comes from
+/// the last matching family that sets it (reports/families.hpp).
+struct SpecFamily {
+  std::string benchmark;                    ///< glob on benchmark ids ("collectives.*")
+  std::optional<double> outlier_tolerance;  ///< fraction below/above the fleet median
+  std::optional<std::vector<PrometheusGauge>> prometheus;  ///< headline gauges
+  std::optional<FamilyChart> chart;
+  /// "soak": ok records carry extra.series, intervals of a sustained load (docs/burnin.md),
+  /// which reports/burnin.hpp turns into metrics and charts over time. "" = none.
+  std::string series;
 };
 
 struct Spec {
-  std::string schema = kSpecSchema;
+  std::string schema = kSpecSchema;  ///< the file's own schema (/1 or /2)
   std::string name, title, path;
   std::vector<std::string> extends_chain;  ///< files merged in, base first
   SpecMatch match;
   bool has_match = false;
   std::vector<Requirement> requirements;
+  /// Families, parents' first; a child's family with the same `benchmark` glob replaces the
+  /// parent's in place. A clusterbench.spec/1 file declares none (it may inherit some).
+  std::vector<SpecFamily> families;
 };
 
 /// Loads a spec file, resolving `extends` (relative to the file's directory; rows are inherited
-/// and overridden by id). Validates every row: known severity/scope/aggregate/op, a known unit,
-/// env units matching env_field_unit(). Throws InputError naming the file and the row id + field,
-/// or the line/column of a JSON syntax error.
+/// and overridden by id, families by glob). Validates every row: known severity/scope/aggregate/
+/// op, a known unit, env units matching env_field_unit(); and every family: known fields only,
+/// a tolerance >= 0, gauge names valid in Prometheus, known units. Throws InputError naming the
+/// file and the row id or family + field, or the line/column of a JSON syntax error.
 Spec load_spec(const std::string& path);
 
 /// The unit of an env field addressed by a pointer with `*` ("/cpu/physical_cores" -> "count").

@@ -1,11 +1,11 @@
 // Burn-in verdict logic on hand-made series (reports/burnin.hpp) and its spec rows
-// (reports/specs/burnin-*.json) through reports/evaluate.
+// (reports/specs/burnin-*.json) through make_report.
 #include <gtest/gtest.h>
 
 #include "compute/burnin_soak.hpp"
-#include "reports/burnin.hpp"
-#include "reports/evaluate.hpp"
 #include "records/spec.hpp"
+#include "reports/burnin.hpp"
+#include "reports/report.hpp"
 
 namespace clusterbench::report {
 namespace {
@@ -102,7 +102,7 @@ ResultRecord rank_record(int rank, const json& series, double verification_error
                          const std::string& kind = "rank") {
   ResultRecord r;
   r.run_id = "run";
-  r.benchmark = kBurninBenchmark;
+  r.benchmark = "burnin.soak";
   r.params = {{"backend", kind == "rank" ? "openblas" : "cublaslt"}};
   r.scope.kind = kind;
   r.scope.host = "node01";
@@ -112,6 +112,12 @@ ResultRecord rank_record(int rank, const json& series, double verification_error
   r.metrics = {{"verification_errors", verification_errors, "count", false}};
   r.extra["series"] = series;
   return r;
+}
+
+/// The soak family of reports/specs/burnin-cpu.json (burnin-gpu.json inherits it).
+const std::vector<SpecFamily>& soak_families() {
+  static const Spec spec = load_spec(std::string(CB_SOURCE_DIR) + "/reports/specs/burnin-cpu.json");
+  return spec.families;
 }
 
 const RowResult& row(const Report& rep, const std::string& id) {
@@ -127,7 +133,7 @@ TEST(BurninVerdicts, SlowRankFailsOnItsDropAndOnlyIt) {
   run.records.records = {rank_record(0, series_of({10, 10.1, 9.9, 10, 10.2, 10}), 0),
                          rank_record(1, series_of({10, 10, 10, 8, 8, 8}), 0)};
   Spec spec = load_spec(std::string(CB_SOURCE_DIR) + "/reports/specs/burnin-cpu.json");
-  Report rep = evaluate(run, spec);
+  Report rep = make_report(run, spec);
   const RowResult& drop = row(rep, "burnin.rate_drop");
   EXPECT_EQ(drop.outcome, kFail);
   EXPECT_EQ(drop.worst_item, "node01/rank1");
@@ -150,14 +156,14 @@ TEST(BurninVerdicts, FewerThanSixIntervalsAreNotJudgedOnTheirRate) {
                          rank_record(1, series_of({10, 10, 10, 5, 5}), 0)};
   run.records.records[1].extra["stopped_early"] = "stopped by SIGINT during interval 5 of 6";
   RunDir storage;
-  const RunDir& derived = with_burnin_metrics(run, storage);
+  const RunDir& derived = with_burnin_metrics(run, analyze_soaks(run, soak_families()), storage);
   EXPECT_EQ(derived.records.records[0].extra["not_judged"],
             "rate_drop and rate_dip not judged: 1 interval(s) measured, 6 needed");
   EXPECT_EQ(derived.records.records[1].message,
             "rate_drop and rate_dip not judged: 5 interval(s) measured, 6 needed (stopped by "
             "SIGINT during interval 5 of 6)");
   Spec spec = load_spec(std::string(CB_SOURCE_DIR) + "/reports/specs/burnin-cpu.json");
-  Report rep = evaluate(run, spec);
+  Report rep = make_report(run, spec);
   const RowResult& drop = row(rep, "burnin.rate_drop");
   EXPECT_EQ(drop.outcome, kMissing);
   for (const auto& it : drop.items) EXPECT_NE(it.outcome, kPass) << it.item;
@@ -172,7 +178,7 @@ TEST(BurninVerdicts, WrongResultFailsThatRank) {
   json steady = series_of({5, 5, 5, 5, 5, 5});
   run.records.records = {rank_record(0, steady, 0), rank_record(1, steady, 2)};
   Spec spec = load_spec(std::string(CB_SOURCE_DIR) + "/reports/specs/burnin-cpu.json");
-  Report rep = evaluate(run, spec);
+  Report rep = make_report(run, spec);
   const RowResult& v = row(rep, "burnin.verification");
   EXPECT_EQ(v.outcome, kFail);
   EXPECT_EQ(v.worst_item, "node01/rank1");
@@ -190,9 +196,9 @@ TEST(BurninVerdicts, HealthySoakPassesAndGpuTableJudgesThrottling) {
   run.records.records[0].metrics.push_back({"temperature_max", 70, "C", false});
   run.records.records[1].metrics.push_back({"temperature_max", 88, "C", false});
   Spec cpu = load_spec(std::string(CB_SOURCE_DIR) + "/reports/specs/burnin-cpu.json");
-  EXPECT_EQ(exit_code(evaluate(run, cpu)), 0);
+  EXPECT_EQ(exit_code(make_report(run, cpu)), 0);
   Spec gpu = load_spec(std::string(CB_SOURCE_DIR) + "/reports/specs/burnin-gpu.json");
-  Report rep = evaluate(run, gpu);
+  Report rep = make_report(run, gpu);
   const RowResult& th = row(rep, "burnin.thermal_slowdown");
   EXPECT_EQ(th.outcome, kFail);
   EXPECT_EQ(th.worst_item, "node01/gpu1");
@@ -207,7 +213,7 @@ TEST(BurninCharts, RateAndTemperatureOverTime) {
       rank_record(0, series_of({1, 2, 3, 4, 5, 6}), 0),
       rank_record(1, series_of({1, 1, 1, 1, 1, 1}, {0, 0, 0, 0, 0, 0}, {60, 61, 62, 63, 64, 65}), 0,
                   "gpu")};
-  auto charts = burnin_charts(run);
+  auto charts = burnin_charts(run, analyze_soaks(run, soak_families()));
   ASSERT_EQ(charts.size(), 2u);
   EXPECT_EQ(charts[0].kind, "lines");
   ASSERT_EQ(charts[0].series.size(), 2u);
@@ -219,6 +225,35 @@ TEST(BurninCharts, RateAndTemperatureOverTime) {
   std::string script = gnuplot_script(charts[0]);
   EXPECT_NE(script.find("node01/rank0"), std::string::npos);
   EXPECT_NE(script.find("with linespoints"), std::string::npos);
+}
+
+// Soak records are found through the spec's family ("series": "soak"), whatever their id: a
+// table without the family judges no rate, one that names another id judges that one.
+TEST(BurninVerdicts, SoakRecordsAreFoundThroughTheSpecFamily) {
+  RunDir run;
+  run.run.run_id = "run";
+  run.records.records = {rank_record(0, series_of({10, 10, 10, 8, 8, 8}), 0)};
+  EXPECT_EQ(analyze_soaks(run, soak_families()).size(), 1u);
+  EXPECT_TRUE(analyze_soaks(run, {}).empty());
+  RunDir storage;
+  EXPECT_EQ(&with_burnin_metrics(run, analyze_soaks(run, {}), storage), &run);
+  run.records.records[0].benchmark = "site.soak";
+  SpecFamily site;
+  site.benchmark = "site.*";
+  site.series = "soak";
+  auto soaks = analyze_soaks(run, {site});
+  ASSERT_EQ(soaks.size(), 1u);
+  EXPECT_EQ(soaks[0].item, "node01/rank0");
+  EXPECT_DOUBLE_EQ(soaks[0].analysis.drop_pct, 20);
+  const RunDir& derived = with_burnin_metrics(run, soaks, storage);
+  ASSERT_EQ(derived.records.records[0].metrics.size(), 3u);
+  EXPECT_EQ(derived.records.records[0].metrics[1].name, "rate_drop");
+  // make_report keeps the analyses; the run it shows has no derived metrics.
+  Report rep =
+      make_report(run, load_spec(std::string(CB_SOURCE_DIR) + "/reports/specs/burnin-cpu.json"));
+  EXPECT_TRUE(rep.soaks.empty());  // burnin-cpu.json's family is burnin.soak, not site.soak
+  EXPECT_EQ(row(rep, "burnin.rate_drop").outcome, kMissing);
+  EXPECT_EQ(rep.run->records.records[0].metrics.size(), 1u);
 }
 
 }  // namespace

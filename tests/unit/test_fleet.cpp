@@ -1,8 +1,9 @@
 // Fleet view on tests/fixtures/results/fleet-4x8: 4 nodes x 8 H100, three slow GPUs.
 #include <gtest/gtest.h>
 
-#include "reports/fleet.hpp"
 #include "records/spec.hpp"
+#include "reports/families.hpp"
+#include "reports/report.hpp"
 
 using namespace clusterbench;
 using namespace clusterbench::report;
@@ -12,7 +13,7 @@ namespace {
 struct Fixture {
   RunDir run = read_run_dir(std::string(CB_FIXTURES) + "/results/fleet-4x8");
   Report report =
-      evaluate(run, load_spec(std::string(CB_FIXTURES) + "/results/fleet-4x8/spec.json"));
+      make_report(run, load_spec(std::string(CB_FIXTURES) + "/results/fleet-4x8/spec.json"));
 };
 
 const Fixture& fx() {
@@ -34,7 +35,7 @@ ResultRecord node_rec(const std::string& host, double v, const std::string& kind
 }  // namespace
 
 TEST(Fleet, ExactlyTheThreeSlowGpus) {
-  FleetView fv = fleet_view(fx().run, fx().report);
+  const FleetView& fv = fx().report.fleet;
   ASSERT_EQ(fv.outliers.size(), 3u) << render_fleet_markdown(fv);
   // GEMM bf16, fleet of 32 GPUs with median 710 TFLOP/s, tolerance 5% (below 674.5).
   // Sorted worst first: node02 gpu3 600 (-15.49%), node04 gpu7 620, node03 gpu0 640.
@@ -60,7 +61,7 @@ TEST(Fleet, ExactlyTheThreeSlowGpus) {
 }
 
 TEST(Fleet, NodeRows) {
-  FleetView fv = fleet_view(fx().run, fx().report);
+  const FleetView& fv = fx().report.fleet;
   ASSERT_EQ(fv.nodes.size(), 4u);
   const FleetNode& n1 = fv.nodes[0];
   EXPECT_EQ(n1.host, "node01");
@@ -93,7 +94,8 @@ TEST(Fleet, NodeRows) {
 
 TEST(Fleet, ToleranceOverrideAndMinimumFleet) {
   // At 20% no GEMM GPU is an outlier (the slowest is 15.5% below the median).
-  FleetView fv = fleet_view(fx().run, fx().report, {parse_tolerance("compute.gemm=20%")});
+  FleetView fv = fleet_view(fx().run, fx().report.rows, fx().report.hosts,
+                            fx().report.spec->families, {parse_tolerance("compute.gemm=20%")});
   EXPECT_TRUE(fv.outliers.empty());
   EXPECT_TRUE(fv.failing_hosts.empty());
   // Two items are no fleet: nothing is named.
@@ -138,12 +140,44 @@ TEST(Fleet, FailedRecordAndSpecFailMarkAHost) {
       r.metrics.clear();
       r.message = "fio exited 1";
     }
-  Report rep = evaluate(run, load_spec(std::string(CB_FIXTURES) + "/results/fleet-4x8/spec.json"));
-  FleetView fv = fleet_view(run, rep);
+  Report rep =
+      make_report(run, load_spec(std::string(CB_FIXTURES) + "/results/fleet-4x8/spec.json"));
+  const FleetView& fv = rep.fleet;
   EXPECT_EQ(fv.failing_hosts, (std::vector<std::string>{"node01", "node02", "node03", "node04"}));
   EXPECT_EQ(fv.nodes[0].records_failed, 1);
   EXPECT_EQ(fv.nodes[0].items.at(kFail), 1);  // io.seq_read on node01
   ASSERT_EQ(fv.nodes[0].reasons.size(), 2u);
   EXPECT_EQ(fv.nodes[0].reasons[0], "spec FAIL: io.seq_read");
   EXPECT_EQ(fv.nodes[0].reasons[1], "failed records: io.fio");
+}
+
+// The tolerance comes from the spec's families (the fixture's spec: compute.gemm at 5%); without
+// one, the generic 10%: 600 and 620 are below 710 x 0.9 = 639, 640 is not.
+TEST(Fleet, ToleranceFromTheSpecFamily) {
+  const auto& recs = fx().run.records.records;
+  auto gemm = [](const std::vector<Outlier>& out) {
+    std::vector<double> v;
+    for (const auto& o : out)
+      if (o.benchmark == "compute.gemm") v.push_back(o.tolerance);
+    return v;
+  };
+  EXPECT_EQ(gemm(find_outliers(recs, fx().run.run.env, fx().report.spec->families)),
+            (std::vector<double>{0.05, 0.05, 0.05}));
+  EXPECT_EQ(gemm(find_outliers(recs, fx().run.run.env)), (std::vector<double>{0.10, 0.10}));
+}
+
+// Each field comes from the last family whose glob matches and that sets it.
+TEST(Fleet, FamiliesResolveByTheLastMatchingGlob) {
+  SpecFamily area, gemm;
+  area.benchmark = "compute.*";
+  area.outlier_tolerance = 0.2;
+  gemm.benchmark = "compute.gemm";
+  gemm.outlier_tolerance = 0.05;
+  gemm.series = "soak";
+  EXPECT_EQ(resolve_family({area, gemm}, "compute.gemm").outlier_tolerance, 0.05);
+  EXPECT_EQ(resolve_family({gemm, area}, "compute.gemm").outlier_tolerance, 0.2);
+  EXPECT_EQ(resolve_family({area, gemm}, "compute.stream").outlier_tolerance, 0.2);
+  EXPECT_TRUE(resolve_family({area, gemm}, "compute.gemm").soak);
+  EXPECT_FALSE(resolve_family({area, gemm}, "io.fio").outlier_tolerance);
+  EXPECT_FALSE(resolve_family({area, gemm}, "io.fio").prometheus);
 }

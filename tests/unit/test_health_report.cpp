@@ -5,9 +5,9 @@
 #include <fstream>
 #include <string>
 
-#include "reports/evaluate.hpp"
-#include "reports/health.hpp"
 #include "records/spec.hpp"
+#include "reports/health.hpp"
+#include "reports/report.hpp"
 
 namespace clusterbench::report {
 namespace {
@@ -67,13 +67,17 @@ TEST(HealthDeltas, IbSymbolErrorsRiseAndTheRowWarnsNamingThePort) {
   EXPECT_EQ(only(all, "ib.symbol_error", "node01/nic[mlx5_1/1]").value, 11);
 
   Spec spec = load_spec(std::string(CB_SOURCE_DIR) + "/reports/specs/base.json");
-  Report r = evaluate(run_of(start, end), spec);
+  Report r = make_report(run_of(start, end), spec);
   const RowResult& sym = row(r, "health.ib_symbol_error");
   EXPECT_EQ(sym.outcome, kWarn);  // 11 > 10; mlx5_0/1 at exactly 10 passes
   EXPECT_EQ(sym.worst_item, "node01/nic[mlx5_1/1]");
   EXPECT_EQ(sym.message,
             "11 on node01/nic[mlx5_1/1] (<= 10): symbol_error 0 -> 11; 2 items: 1 WARN, 1 PASS");
   EXPECT_EQ(row(r, "health.ib_link_downed").outcome, kPass);
+  // The deltas are computed once per node and kept in the report.
+  ASSERT_EQ(r.health.size(), 1u);
+  EXPECT_EQ(r.health[0].host, "node01");
+  EXPECT_EQ(r.health[0].values.size(), all.size());
 }
 
 TEST(HealthDeltas, LinkDownedFailsAndAResetCounterCountsFromZero) {
@@ -83,8 +87,8 @@ TEST(HealthDeltas, LinkDownedFailsAndAResetCounterCountsFromZero) {
   EXPECT_EQ(only(all, "ib.symbol_error", "node01/nic[mlx5_0/1]").value, 3);
   EXPECT_EQ(only(all, "ib.symbol_error", "node01/nic[mlx5_0/1]").detail,
             "symbol_error 40 -> 3 (reset)");
-  Report r = evaluate(run_of(start, end),
-                      load_spec(std::string(CB_SOURCE_DIR) + "/reports/specs/base.json"));
+  Report r = make_report(run_of(start, end),
+                         load_spec(std::string(CB_SOURCE_DIR) + "/reports/specs/base.json"));
   EXPECT_EQ(row(r, "health.ib_link_downed").outcome, kFail);
   EXPECT_EQ(row(r, "health.ib_link_downed").worst_item, "node01/nic[mlx5_0/1]");
   EXPECT_EQ(r.exit_code, 1);
@@ -101,8 +105,8 @@ TEST(HealthDeltas, NodeWithoutPortsOrAerIsWaivedWithTheReason) {
             "no GPU or NIC on this node reports AER counters");
   EXPECT_EQ(only(all, "gpu.ecc_uncorrected", "cpu01").detail, "no GPU in the snapshots");
   // Judged: WAIVED with the reason, never a PASS for hardware that is not there.
-  Report r = evaluate(run_of(snapshot(json::array()), snapshot(json::array())),
-                      load_spec(std::string(CB_SOURCE_DIR) + "/reports/specs/base.json"));
+  Report r = make_report(run_of(snapshot(json::array()), snapshot(json::array())),
+                         load_spec(std::string(CB_SOURCE_DIR) + "/reports/specs/base.json"));
   EXPECT_EQ(row(r, "health.ib_port_rcv_errors").outcome, kWaived);
   EXPECT_NE(row(r, "health.ib_port_rcv_errors").message.find("no InfiniBand port on this node"),
             std::string::npos)
@@ -118,8 +122,8 @@ TEST(HealthDeltas, UnreadableCounterIsUnknownNotZero) {
   const HealthValue& v = only(all, "ib.link_downed", "node01/nic[mlx5_0/1]");
   EXPECT_TRUE(v.value.is_null());
   EXPECT_EQ(v.detail, "link_downed absent at end");
-  Report r = evaluate(run_of(start, end),
-                      load_spec(std::string(CB_SOURCE_DIR) + "/reports/specs/base.json"));
+  Report r = make_report(run_of(start, end),
+                         load_spec(std::string(CB_SOURCE_DIR) + "/reports/specs/base.json"));
   EXPECT_EQ(row(r, "health.ib_link_downed").outcome, kMissing);
   EXPECT_EQ(row(r, "health.ib_link_downed").message,
             "node01/nic[mlx5_0/1]: link_downed absent at end");
@@ -227,7 +231,7 @@ TEST(HealthRowsSpec, UnitMustBeCountAndMetricKnown) {
   }
   Spec spec = load_spec(write("bad-metric.json", "ib.symbol_errors", "count"));
   try {
-    evaluate(run_of(snapshot(json::array()), snapshot(json::array())), spec);
+    make_report(run_of(snapshot(json::array()), snapshot(json::array())), spec);
     FAIL() << "no InputError";
   } catch (const InputError& e) {
     EXPECT_NE(std::string(e.what()).find("spec row 'health.x': field 'select.health': unknown "

@@ -4,9 +4,9 @@
 
 #include <filesystem>
 
+#include "records/spec.hpp"
 #include "reports/charts.hpp"
 #include "reports/html.hpp"
-#include "records/spec.hpp"
 
 using namespace clusterbench;
 using namespace clusterbench::report;
@@ -16,7 +16,7 @@ namespace {
 struct Fixture {
   RunDir run = read_run_dir(std::string(CB_FIXTURES) + "/results/fleet-4x8");
   Report report =
-      evaluate(run, load_spec(std::string(CB_FIXTURES) + "/results/fleet-4x8/spec.json"));
+      make_report(run, load_spec(std::string(CB_FIXTURES) + "/results/fleet-4x8/spec.json"));
 };
 
 const Fixture& fx() {
@@ -33,7 +33,7 @@ size_t count(const std::string& s, const std::string& what) {
 }  // namespace
 
 TEST(Charts, WhatTheFleetFixtureAllows) {
-  auto charts = build_charts(fx().run, fx().report);
+  auto charts = build_charts(fx().report);
   ASSERT_EQ(charts.size(), 9u);
   const Chart& bus = charts[0];
   EXPECT_EQ(bus.kind, "lines");
@@ -67,7 +67,7 @@ TEST(Charts, WhatTheFleetFixtureAllows) {
 }
 
 TEST(Charts, GnuplotScript) {
-  auto charts = build_charts(fx().run, fx().report);
+  auto charts = build_charts(fx().report);
   std::string g = gnuplot_script(charts[3], "/tmp/x.svg");
   EXPECT_NE(g.find("set terminal svg"), std::string::npos);
   EXPECT_NE(g.find("set output '/tmp/x.svg'"), std::string::npos);
@@ -107,8 +107,7 @@ TEST(Charts, TextFromRecordsIsNeverACommand) {
 }
 
 TEST(Html, SelfContainedWithoutGnuplot) {
-  FleetView fv = fleet_view(fx().run, fx().report);
-  std::string h = render_html(fx().report, fx().run, fv, "");
+  std::string h = render_html(fx().report, "");
   EXPECT_EQ(h.rfind("<!DOCTYPE html>", 0), 0u);
   EXPECT_EQ(h.find("<script"), std::string::npos);
   EXPECT_EQ(h.find("src="), std::string::npos);
@@ -129,8 +128,7 @@ TEST(Html, SelfContainedWithoutGnuplot) {
 TEST(Html, ChartsWhenGnuplotIsInstalled) {
   std::string gp = find_gnuplot();
   if (gp.empty()) GTEST_SKIP() << "gnuplot not installed";
-  FleetView fv = fleet_view(fx().run, fx().report);
-  std::string h = render_html(fx().report, fx().run, fv, gp);
+  std::string h = render_html(fx().report, gp);
   EXPECT_EQ(count(h, "<figure class=\"chart\""), 9u);
   EXPECT_EQ(count(h, "<svg"), 9u);
   EXPECT_EQ(count(h, "<?xml"), 0u);

@@ -40,8 +40,16 @@ RunDir run_of(std::vector<ResultRecord> recs) {
   return run;
 }
 
-std::string render(const RunDir& run) {
+/// The seed families (reports/specs/base.json): the headline table of the shipped specs.
+const Spec& base_spec() {
+  static const Spec spec = load_spec(std::string(CB_SOURCE_DIR) + "/reports/specs/base.json");
+  return spec;
+}
+
+std::string render(const RunDir& run, const Spec& spec = base_spec()) {
   Report rep;
+  rep.run = std::make_shared<const RunDir>(run);
+  rep.spec = std::make_shared<const Spec>(spec);
   rep.run_id = run.run.run_id;
   rep.spec_name = "cpu \"node\"";
   rep.exit_code = 4;
@@ -53,7 +61,8 @@ std::string render(const RunDir& run) {
   n.outliers = 2;
   n.reasons = {"outlier"};
   fleet.nodes.push_back(n);
-  return render_prometheus(rep, run, fleet);
+  rep.fleet = fleet;
+  return render_prometheus(rep);
 }
 
 }  // namespace
@@ -157,4 +166,28 @@ TEST(Prometheus, NodeAndRunSeries) {
       << t;
   // No headline family without samples.
   EXPECT_EQ(t.find("clusterbench_gemm_tflops"), std::string::npos) << t;
+}
+
+// Headlines are the spec's: a table without families has none, and a family's own gauge (a glob,
+// a scale) is used as written.
+TEST(Prometheus, HeadlinesComeFromTheSpecFamilies) {
+  RunDir run = run_of({gpu_rec("n1", 0, {{"tflops", 700.5, "TFLOP/s", true}})});
+  Spec none;
+  std::string t = render(run, none);
+  EXPECT_EQ(t.find("clusterbench_gemm_tflops"), std::string::npos) << t;
+  EXPECT_NE(t.find("clusterbench_node_failing{host=\"n1\"} 1\n"), std::string::npos) << t;
+  Spec own;
+  SpecFamily f;
+  f.benchmark = "compute.*";
+  f.prometheus = {{"tflops", "site_flops", "FLOP/s of the site's own dashboard", "TFLOP/s", 1e12}};
+  own.families.push_back(f);
+  t = render(run, own);
+  EXPECT_NE(t.find("# HELP site_flops FLOP/s of the site's own dashboard (clusterbench "
+                   "compute.gemm metric tflops)\n"),
+            std::string::npos)
+      << t;
+  EXPECT_NE(t.find("site_flops{host=\"n1\",gpu=\"0\",uuid=\"GPU-0000\",pci_bus_id=\"00000000:1B:"
+                   "00.0\",dtype=\"bf16\"} 7.005e+14\n"),
+            std::string::npos)
+      << t;
 }

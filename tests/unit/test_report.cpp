@@ -1,12 +1,13 @@
-// Spec evaluation and renderers over hand-written run directories (tests/fixtures/results).
+// make_report and the renderers over hand-written run directories (tests/fixtures/results).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 
-#include "reports/evaluate.hpp"
 #include "reports/render.hpp"
+#include "reports/report.hpp"
 
 namespace clusterbench::report {
 namespace {
@@ -86,12 +87,11 @@ int count_of(const std::string& text, const std::string& needle) {
 TEST(Evaluate, CpuNodeSpecPassesEveryRowOnHealthyCpuNodes) {
   RunDir run = fixture_run("cpu-pass");
   Spec spec = load_spec(kSpecs + "cpu-node.json");
-  Report r = evaluate(run, spec);
+  Report r = make_report(run, spec);
   ASSERT_EQ(r.rows.size(), 7u);
-  for (const auto& row : r.rows)
-    EXPECT_EQ(row.outcome, "PASS") << row.req.id << ": " << row.message;
-  EXPECT_EQ(r.counts.at("PASS"), 7);
-  EXPECT_EQ(r.counts.at("FAIL"), 0);
+  for (const auto& row : r.rows) EXPECT_EQ(row.outcome, kPass) << row.req.id << ": " << row.message;
+  EXPECT_EQ(r.counts.at(kPass), 7);
+  EXPECT_EQ(r.counts.at(kFail), 0);
   EXPECT_EQ(r.exit_code, 0);
   EXPECT_EQ(exit_code(r), 0);
   EXPECT_EQ(r.run_id, "20261130T084500Z-node01");
@@ -121,37 +121,37 @@ TEST(Evaluate, CpuNodeSpecPassesEveryRowOnHealthyCpuNodes) {
 }
 
 TEST(Evaluate, StrictSpecFailsTheSlowNodeWithExit1) {
-  Report r = evaluate(fixture_run("cpu-pass"), load_spec(kSpecs + "cpu-strict.json"));
+  Report r = make_report(fixture_run("cpu-pass"), load_spec(kSpecs + "cpu-strict.json"));
   ASSERT_EQ(r.rows.size(), 5u);  // 7 inherited, host.ib.rate and host.tuning.hugepages removed
   const RowResult& triad = find_row(r, "compute.membw.triad");
-  EXPECT_EQ(triad.outcome, "FAIL");
+  EXPECT_EQ(triad.outcome, kFail);
   EXPECT_DOUBLE_EQ(triad.value.get<double>(), 298.7);
   EXPECT_EQ(triad.worst_item, "node02");
   EXPECT_EQ(triad.message, "298.7 GB/s on node02 (>= 300 GB/s); 2 items: 1 FAIL, 1 PASS");
-  EXPECT_EQ(find_item(triad, "node01").outcome, "PASS");
-  EXPECT_EQ(find_item(triad, "node02").outcome, "FAIL");
+  EXPECT_EQ(find_item(triad, "node01").outcome, kPass);
+  EXPECT_EQ(find_item(triad, "node02").outcome, kFail);
   EXPECT_EQ(find_item(triad, "node02").records, (std::vector<std::string>{kTriadNode02}));
-  EXPECT_EQ(r.counts.at("FAIL"), 1);
-  EXPECT_EQ(r.counts.at("PASS"), 4);
+  EXPECT_EQ(r.counts.at(kFail), 1);
+  EXPECT_EQ(r.counts.at(kPass), 4);
   EXPECT_EQ(r.exit_code, 1);
 }
 
 TEST(Evaluate, KilledGpuRunIsIncompleteWithMissingGpuAndPlannedCase) {
   RunDir run = fixture_run("gpu-killed");
-  Report r = evaluate(run, load_spec(kSpecs + "h100-sxm-80g-8x.json"));
+  Report r = make_report(run, load_spec(kSpecs + "h100-sxm-80g-8x.json"));
   ASSERT_EQ(r.rows.size(), 13u);
-  EXPECT_EQ(r.counts.at("PASS"), 10);
-  EXPECT_EQ(r.counts.at("WARN"), 1);
-  EXPECT_EQ(r.counts.at("MISSING"), 2);
-  EXPECT_EQ(r.counts.at("FAIL"), 0);
+  EXPECT_EQ(r.counts.at(kPass), 10);
+  EXPECT_EQ(r.counts.at(kWarn), 1);
+  EXPECT_EQ(r.counts.at(kMissing), 2);
+  EXPECT_EQ(r.counts.at(kFail), 0);
   EXPECT_EQ(r.exit_code, 4);
 
   // 7 of 8 GPUs have a GEMM record: the 8th is MISSING, never PASS.
   const RowResult& gemm = find_row(r, "gpu.gemm.bf16");
-  EXPECT_EQ(gemm.outcome, "MISSING");
+  EXPECT_EQ(gemm.outcome, kMissing);
   EXPECT_EQ(gemm.worst_item, kGpu7);
   ASSERT_EQ(gemm.items.size(), 8u);
-  EXPECT_EQ(find_item(gemm, kGpu7).outcome, "MISSING");
+  EXPECT_EQ(find_item(gemm, kGpu7).outcome, kMissing);
   EXPECT_NE(find_item(gemm, kGpu7).message.find(R"(compute.gemm|{"dtype":"bf16","k":8192,)"),
             std::string::npos);
   EXPECT_NE(gemm.message.find("8 items: 1 MISSING, 7 PASS"), std::string::npos) << gemm.message;
@@ -160,7 +160,7 @@ TEST(Evaluate, KilledGpuRunIsIncompleteWithMissingGpuAndPlannedCase) {
 
   // The all_reduce case was planned; the kill came first. Only the plan knows it.
   const RowResult& ar = find_row(r, "nccl.all_reduce.busbw");
-  EXPECT_EQ(ar.outcome, "MISSING");
+  EXPECT_EQ(ar.outcome, kMissing);
   EXPECT_EQ(ar.worst_item, "cluster");
   EXPECT_NE(
       ar.message.find(
@@ -170,12 +170,12 @@ TEST(Evaluate, KilledGpuRunIsIncompleteWithMissingGpuAndPlannedCase) {
 
   // gpu3 trained at Gen4: a warn row gives WARN, naming that GPU.
   const RowResult& gen = find_row(r, "gpu.pcie.gen");
-  EXPECT_EQ(gen.outcome, "WARN");
+  EXPECT_EQ(gen.outcome, kWarn);
   EXPECT_EQ(gen.worst_item, kGpu3);
   EXPECT_EQ(gen.value, 4);
 
   EXPECT_EQ(find_row(r, "gpu.count").value, 8);
-  EXPECT_EQ(find_row(r, "gpu.count").outcome, "PASS");
+  EXPECT_EQ(find_row(r, "gpu.count").outcome, kPass);
   EXPECT_EQ(find_row(r, "gpu.memory").items.size(), 8u);
 
   ASSERT_FALSE(r.warnings.empty());
@@ -191,13 +191,13 @@ TEST(Evaluate, AbortedRunExits3EvenWithAFailedRow) {
             {"params", {{"op", "sum"}}},
             {"metric", "busbw"}},
            {{"scope", "cluster"}, {"value", 10}, {"unit", "GB/s"}})});
-  Report r = evaluate(run, spec_of("aborted", rows));
+  Report r = make_report(run, spec_of("aborted", rows));
   EXPECT_TRUE(r.aborted);
   EXPECT_NE(r.abort_reason.find("no progress for 120 s"), std::string::npos);
-  EXPECT_EQ(find_row(r, "compute.membw.triad").outcome, "PASS");
+  EXPECT_EQ(find_row(r, "compute.membw.triad").outcome, kPass);
   EXPECT_DOUBLE_EQ(find_row(r, "compute.membw.triad").value.get<double>(), 301.2);
   const RowResult& ar = find_row(r, "nccl.all_reduce.busbw");
-  EXPECT_EQ(ar.outcome, "FAIL");
+  EXPECT_EQ(ar.outcome, kFail);
   EXPECT_EQ(ar.worst_item, "cluster");
   EXPECT_NE(ar.message.find("watchdog: no progress for 120 s in MPI_Allreduce"), std::string::npos);
   EXPECT_EQ(r.exit_code, 3);
@@ -209,11 +209,11 @@ TEST(Evaluate, WarnSeverityTurnsAFailingComparisonIntoWarn) {
   Spec spec =
       spec_of("warn", json::array({row("triad.warn", kTriad,
                                        {{"severity", "warn"}, {"value", 300}, {"unit", "GB/s"}})}));
-  Report r = evaluate(fixture_run("cpu-pass"), spec);
-  EXPECT_EQ(r.rows[0].outcome, "WARN");
+  Report r = make_report(fixture_run("cpu-pass"), spec);
+  EXPECT_EQ(r.rows[0].outcome, kWarn);
   EXPECT_EQ(r.rows[0].worst_item, "node02");
   EXPECT_DOUBLE_EQ(r.rows[0].value.get<double>(), 298.7);
-  EXPECT_EQ(r.counts.at("WARN"), 1);
+  EXPECT_EQ(r.counts.at(kWarn), 1);
   EXPECT_EQ(r.exit_code, 0);
 }
 
@@ -221,12 +221,12 @@ TEST(Evaluate, WaivedRecordsMakeAFailRowWaivedAndTheRunIncomplete) {
   Spec spec = spec_of(
       "waived",
       json::array({row("gemm", kGemm, {{"scope", "gpu"}, {"value", 600}, {"unit", "TFLOP/s"}})}));
-  Report r = evaluate(fixture_run("cpu-pass"), spec);
+  Report r = make_report(fixture_run("cpu-pass"), spec);
   const RowResult& g = r.rows[0];
-  EXPECT_EQ(g.outcome, "WAIVED");
+  EXPECT_EQ(g.outcome, kWaived);
   ASSERT_EQ(g.items.size(), 2u);  // no GPU in the env: the node-level waivers are the items
   EXPECT_EQ(g.items[0].item, "node01");
-  EXPECT_EQ(g.items[0].outcome, "WAIVED");
+  EXPECT_EQ(g.items[0].outcome, kWaived);
   EXPECT_EQ(g.items[0].message, "node01: waived: no NVIDIA GPU on the PCI bus");
   EXPECT_EQ(g.evidence.size(), 2u);
   EXPECT_EQ(r.exit_code, 4);
@@ -237,8 +237,8 @@ TEST(Evaluate, WaivedRecordsMakeAFailRowWaivedAndTheRunIncomplete) {
       json::array(
           {row("gemm", kGemm,
                {{"scope", "gpu"}, {"severity", "warn"}, {"value", 600}, {"unit", "TFLOP/s"}})}));
-  Report w = evaluate(fixture_run("cpu-pass"), warn);
-  EXPECT_EQ(w.rows[0].outcome, "WAIVED");
+  Report w = make_report(fixture_run("cpu-pass"), warn);
+  EXPECT_EQ(w.rows[0].outcome, kWaived);
   EXPECT_EQ(w.exit_code, 0);
 }
 
@@ -251,8 +251,8 @@ TEST(Evaluate, FailedRecordInAWarnRowIsWarn) {
                {{"scope", "cluster"}, {"severity", "warn"}, {"value", 10}, {"unit", "GB/s"}})}));
   RunDir run = fixture_run("aborted");
   run.run.aborted = false;  // judge the row alone
-  Report r = evaluate(run, spec);
-  EXPECT_EQ(r.rows[0].outcome, "WARN");
+  Report r = make_report(run, spec);
+  EXPECT_EQ(r.rows[0].outcome, kWarn);
   EXPECT_EQ(r.exit_code, 0);
 }
 
@@ -262,8 +262,8 @@ TEST(Evaluate, ExpectedGpuWithoutRecordIsMissingEvenWithoutAPlan) {
   Spec spec = spec_of(
       "gpus",
       json::array({row("gemm", kGemm, {{"scope", "gpu"}, {"value", 600}, {"unit", "TFLOP/s"}})}));
-  Report r = evaluate(run, spec);
-  EXPECT_EQ(r.rows[0].outcome, "MISSING");
+  Report r = make_report(run, spec);
+  EXPECT_EQ(r.rows[0].outcome, kMissing);
   EXPECT_EQ(r.rows[0].worst_item, kGpu7);
   EXPECT_EQ(find_item(r.rows[0], kGpu7).message,
             kGpu7 + R"(: no record of compute.gemm {"dtype":"bf16"})");
@@ -271,8 +271,8 @@ TEST(Evaluate, ExpectedGpuWithoutRecordIsMissingEvenWithoutAPlan) {
 
   // With only 7 GPUs in the env every item passes; the worst is the slowest GPU.
   run.run.env[0].gpus.resize(7);
-  Report p = evaluate(run, spec);
-  EXPECT_EQ(p.rows[0].outcome, "PASS");
+  Report p = make_report(run, spec);
+  EXPECT_EQ(p.rows[0].outcome, kPass);
   EXPECT_EQ(p.rows[0].worst_item, kGpu5);
   EXPECT_DOUBLE_EQ(p.rows[0].value.get<double>(), 689.9);
   EXPECT_EQ(p.rows[0].message, "689.9 TFLOP/s on " + kGpu5 + " (>= 600 TFLOP/s); 7 items: 7 PASS");
@@ -285,8 +285,8 @@ TEST(Evaluate, RowWithNoRecordsAndNoPlanIsMissing) {
   Spec spec = spec_of(
       "notrun",
       json::array({row("fio", sel, {{"scope", "cluster"}, {"value", 5}, {"unit", "GB/s"}})}));
-  Report r = evaluate(fixture_run("cpu-pass"), spec);
-  EXPECT_EQ(r.rows[0].outcome, "MISSING");
+  Report r = make_report(fixture_run("cpu-pass"), spec);
+  EXPECT_EQ(r.rows[0].outcome, kMissing);
   EXPECT_TRUE(r.rows[0].items.empty());
   EXPECT_EQ(r.rows[0].message,
             R"(no record of io.fio {"profile":"seqread"} and no planned case: not run)");
@@ -302,18 +302,18 @@ TEST(Evaluate, AggregatesWithinANode) {
        row("count", kGemm, {{"aggregate", "count"}, {"op", "=="}, {"value", 8}, {"unit", "count"}}),
        row("cluster.min", kGemm,
            {{"scope", "cluster"}, {"aggregate", "min"}, {"value", 600}, {"unit", "TFLOP/s"}})});
-  Report r = evaluate(run, spec_of("aggregates", rows));
+  Report r = make_report(run, spec_of("aggregates", rows));
   // Sorted: 689.9 698.7 701.3 705.1 707.6 710.0 712.4.
   EXPECT_DOUBLE_EQ(r.rows[0].value.get<double>(), 705.1);
-  EXPECT_EQ(r.rows[0].outcome, "PASS");
+  EXPECT_EQ(r.rows[0].outcome, kPass);
   EXPECT_EQ(r.rows[0].message, "median 705.1 TFLOP/s on gpu01 (>= 700 TFLOP/s)");
   EXPECT_NEAR(r.rows[1].value.get<double>(), 4925.0, 1e-9);
-  EXPECT_EQ(r.rows[1].outcome, "FAIL");
+  EXPECT_EQ(r.rows[1].outcome, kFail);
   EXPECT_EQ(r.rows[2].value, 7);
-  EXPECT_EQ(r.rows[2].outcome, "FAIL");
+  EXPECT_EQ(r.rows[2].outcome, kFail);
   EXPECT_DOUBLE_EQ(r.rows[3].value.get<double>(), 689.9);
   EXPECT_EQ(r.rows[3].worst_item, "cluster");
-  EXPECT_EQ(r.rows[3].outcome, "PASS");
+  EXPECT_EQ(r.rows[3].outcome, kPass);
   EXPECT_EQ(r.rows[3].evidence.size(), 7u);
   EXPECT_EQ(r.exit_code, 1);
 }
@@ -335,45 +335,45 @@ TEST(Evaluate, EnvRows) {
        row("thp", {{"env", "/tuning/thp"}}, {{"op", "in"}, {"value", {"madvise", "never"}}}),
        row("nic.state", {{"env", "/nics/*/state"}}, {{"op", "in"}, {"value", {"ACTIVE", "up"}}}),
        row("governor", {{"env", "/tuning/governor"}}, {{"op", "!="}, {"value", "powersave"}})});
-  Report r = evaluate(run, spec_of("env", rows));
+  Report r = make_report(run, spec_of("env", rows));
 
-  EXPECT_EQ(r.rows[0].outcome, "FAIL");  // no GPU counted as 0, not as unknown
+  EXPECT_EQ(r.rows[0].outcome, kFail);  // no GPU counted as 0, not as unknown
   EXPECT_EQ(r.rows[0].value, 0);
   EXPECT_EQ(r.rows[0].message, "count 0 on node01 (== 8); 2 items: 2 FAIL");
 
-  EXPECT_EQ(r.rows[1].outcome, "MISSING");
+  EXPECT_EQ(r.rows[1].outcome, kMissing);
   EXPECT_EQ(r.rows[1].items.size(), 2u);
   EXPECT_EQ(r.rows[1].items[0].message,
             "node01: /gpus/*/memory_gib matches nothing in the env record");
 
-  EXPECT_EQ(r.rows[2].outcome, "PASS");
+  EXPECT_EQ(r.rows[2].outcome, kPass);
   EXPECT_EQ(r.rows[2].value, 128);
   EXPECT_EQ(r.rows[2].worst_item, "cluster");
 
-  EXPECT_EQ(r.rows[3].outcome, "PASS");
+  EXPECT_EQ(r.rows[3].outcome, kPass);
 
-  EXPECT_EQ(r.rows[4].outcome, "FAIL");  // node02 runs THP "always"
+  EXPECT_EQ(r.rows[4].outcome, kFail);  // node02 runs THP "always"
   EXPECT_EQ(r.rows[4].worst_item, "node02");
   EXPECT_EQ(r.rows[4].value, "always");
 
-  EXPECT_EQ(r.rows[5].outcome, "PASS");
+  EXPECT_EQ(r.rows[5].outcome, kPass);
   ASSERT_EQ(r.rows[5].items.size(), 4u);
   EXPECT_EQ(r.rows[5].items[0].item, "node01/nic[mlx5_0/1]");
   EXPECT_EQ(r.rows[5].items[1].item, "node01/nic[eno1]");
 
-  EXPECT_EQ(r.rows[6].outcome, "PASS");
+  EXPECT_EQ(r.rows[6].outcome, kPass);
   EXPECT_EQ(r.exit_code, 1);
 }
 
 TEST(Evaluate, EmptyEnvStringIsUnknownAndMissing) {
   RunDir run = fixture_run("gpu-killed");
   run.run.env[0].gpus[2].ecc_mode = "";
-  Report r = evaluate(run, load_spec(kSpecs + "h100-sxm-80g-8x.json"));
+  Report r = make_report(run, load_spec(kSpecs + "h100-sxm-80g-8x.json"));
   const RowResult& ecc = find_row(r, "gpu.ecc");
-  EXPECT_EQ(ecc.outcome, "MISSING");
+  EXPECT_EQ(ecc.outcome, kMissing);
   EXPECT_EQ(ecc.worst_item, kGpu2);
   EXPECT_EQ(find_item(ecc, kGpu2).message, kGpu2 + ": unknown (empty) value at /gpus/2/ecc_mode");
-  EXPECT_EQ(find_item(ecc, "gpu01/gpu1[GPU-5d2f8a3c-71e4-4b09-8c6a-0e9b1f2a3c41]").outcome, "PASS");
+  EXPECT_EQ(find_item(ecc, "gpu01/gpu1[GPU-5d2f8a3c-71e4-4b09-8c6a-0e9b1f2a3c41]").outcome, kPass);
 }
 
 TEST(Evaluate, WorstPassingItemIsTheOneClosestToFailing) {
@@ -381,8 +381,8 @@ TEST(Evaluate, WorstPassingItemIsTheOneClosestToFailing) {
   Spec spec = spec_of(
       "le",
       json::array({row("triad.le", kTriad, {{"op", "<="}, {"value", 400}, {"unit", "GB/s"}})}));
-  Report r = evaluate(fixture_run("cpu-pass"), spec);
-  EXPECT_EQ(r.rows[0].outcome, "PASS");
+  Report r = make_report(fixture_run("cpu-pass"), spec);
+  EXPECT_EQ(r.rows[0].outcome, kPass);
   EXPECT_EQ(r.rows[0].worst_item, "node01");
   EXPECT_DOUBLE_EQ(r.rows[0].value.get<double>(), 312.4);
 }
@@ -394,7 +394,7 @@ TEST(Evaluate, UnitMismatchIsAnInputErrorNamingSpecRowAndField) {
       "units",
       json::array({row("compute.membw.triad", kTriad, {{"value", 245}, {"unit", "Gb/s"}})}));
   try {
-    evaluate(fixture_run("cpu-pass"), spec);
+    make_report(fixture_run("cpu-pass"), spec);
     FAIL() << "expected InputError";
   } catch (const InputError& e) {
     std::string m = e.what();
@@ -418,7 +418,7 @@ TEST(Evaluate, UnknownEnvPointerIsAnInputError) {
   q.unit = "MHz";
   spec.requirements.push_back(q);
   try {
-    evaluate(fixture_run("gpu-killed"), spec);
+    make_report(fixture_run("gpu-killed"), spec);
     FAIL() << "expected InputError";
   } catch (const InputError& e) {
     std::string m = e.what();
@@ -429,7 +429,7 @@ TEST(Evaluate, UnknownEnvPointerIsAnInputError) {
 
 // --- exit codes ---------------------------------------------------------------------------------
 
-Report report_with(std::vector<std::pair<std::string, std::string>> rows /* outcome, severity */,
+Report report_with(std::vector<std::pair<Outcome, std::string>> rows /* outcome, severity */,
                    bool aborted) {
   Report r;
   r.aborted = aborted;
@@ -443,13 +443,13 @@ Report report_with(std::vector<std::pair<std::string, std::string>> rows /* outc
 }
 
 TEST(ExitCode, PrecedenceIsAbortedThenFailThenIncompleteThenPass) {
-  EXPECT_EQ(exit_code(report_with({{"PASS", "fail"}, {"WARN", "warn"}}, false)), 0);
-  EXPECT_EQ(exit_code(report_with({{"WARN", "fail"}}, false)), 0);
-  EXPECT_EQ(exit_code(report_with({{"MISSING", "warn"}, {"WAIVED", "warn"}}, false)), 0);
-  EXPECT_EQ(exit_code(report_with({{"MISSING", "fail"}, {"PASS", "fail"}}, false)), 4);
-  EXPECT_EQ(exit_code(report_with({{"WAIVED", "fail"}}, false)), 4);
-  EXPECT_EQ(exit_code(report_with({{"MISSING", "fail"}, {"FAIL", "fail"}}, false)), 1);
-  EXPECT_EQ(exit_code(report_with({{"FAIL", "fail"}, {"MISSING", "fail"}}, true)), 3);
+  EXPECT_EQ(exit_code(report_with({{kPass, "fail"}, {kWarn, "warn"}}, false)), 0);
+  EXPECT_EQ(exit_code(report_with({{kWarn, "fail"}}, false)), 0);
+  EXPECT_EQ(exit_code(report_with({{kMissing, "warn"}, {kWaived, "warn"}}, false)), 0);
+  EXPECT_EQ(exit_code(report_with({{kMissing, "fail"}, {kPass, "fail"}}, false)), 4);
+  EXPECT_EQ(exit_code(report_with({{kWaived, "fail"}}, false)), 4);
+  EXPECT_EQ(exit_code(report_with({{kMissing, "fail"}, {kFail, "fail"}}, false)), 1);
+  EXPECT_EQ(exit_code(report_with({{kFail, "fail"}, {kMissing, "fail"}}, true)), 3);
   EXPECT_EQ(exit_code(report_with({}, true)), 3);
   EXPECT_EQ(exit_code(report_with({}, false)), 0);
   EXPECT_EQ(verdict(0), "PASS");
@@ -458,12 +458,68 @@ TEST(ExitCode, PrecedenceIsAbortedThenFailThenIncompleteThenPass) {
   EXPECT_EQ(verdict(4), "INCOMPLETE");
 }
 
+// The codes the runner used to set after the report (refused 2, aborted 3, --time-limit 4) are
+// the report's own: make_report decides every one of them.
+TEST(ExitCode, RefusedAndTimeLimitAreDecidedByTheReport) {
+  Report refused = report_with({{kFail, "fail"}}, true);
+  refused.refused = {"compute.gemm|{}|n1: refused: busy GPU"};
+  EXPECT_EQ(exit_code(refused), 2);  // outranks the abort and the FAIL
+  Report limited = report_with({{kPass, "fail"}}, false);
+  limited.time_limit = TimeLimitStop{10, 9.5, {{"compute.gemm", json::object()}}};
+  EXPECT_EQ(exit_code(limited), 4);
+  limited.rows[0].outcome = kFail;
+  EXPECT_EQ(exit_code(limited), 1);  // a FAIL outranks the incomplete run
+  Report fitted = report_with({{kPass, "fail"}}, false);
+  fitted.time_limit = TimeLimitStop{10, 9.5, {}};
+  EXPECT_EQ(exit_code(fitted), 0);  // stopped with nothing left out: complete
+}
+
+TEST(MakeReport, TimeLimitFromRunJsonMakesTheRunIncomplete) {
+  RunDir run = fixture_run("cpu-pass");
+  Report complete = make_report(run, load_spec(kSpecs + "cpu-node.json"));
+  ASSERT_EQ(complete.exit_code, 0);
+  json j = run.run;
+  j["time_limit"] = {
+      {"seconds", 60},
+      {"stopped_after_s", 58.5},
+      {"not_run", {{{"benchmark", "compute.gemm"}, {"params", {{"dtype", "bf16"}}}}}}};
+  run.run = j.get<RunRecord>();
+  ASSERT_TRUE(run.run.time_limit);
+  EXPECT_EQ(run.run.time_limit->not_run.at(0).benchmark, "compute.gemm");
+  Report r = make_report(run, load_spec(kSpecs + "cpu-node.json"));
+  EXPECT_EQ(r.exit_code, 4);
+  EXPECT_EQ(r.counts.at(kPass), 7);
+  EXPECT_NE(std::find(r.warnings.begin(), r.warnings.end(),
+                      "--time-limit 60 s stopped the run after 58.5 s: 1 planned case(s) not run "
+                      "(MISSING)"),
+            r.warnings.end());
+  EXPECT_EQ(render_json(r)["verdict"], "INCOMPLETE");
+}
+
+// Everything the renderers show is in the Report: computed once, by make_report.
+TEST(MakeReport, HoldsFleetUniformityLinksAndTheRun) {
+  RunDir run = fixture_run("cpu-pass");
+  Report r = make_report(run, load_spec(kSpecs + "cpu-node.json"));
+  ASSERT_TRUE(r.run);
+  EXPECT_EQ(r.run->records.records.size(), run.records.records.size());
+  ASSERT_TRUE(r.spec);
+  EXPECT_EQ(r.spec->name, "cpu-node");
+  EXPECT_EQ(r.fleet.nodes.size(), r.hosts.size());
+  EXPECT_FALSE(r.uniformity.fields.empty());
+  EXPECT_TRUE(r.links.empty());   // no link records
+  EXPECT_TRUE(r.soaks.empty());   // no soak family in the table
+  EXPECT_TRUE(r.health.empty());  // no health row
+  json j = render_json(r);
+  EXPECT_EQ(j["fleet"]["nodes"].size(), r.fleet.nodes.size());
+  EXPECT_EQ(j["uniformity"]["fields"].size(), r.uniformity.fields.size());
+}
+
 // --- renderers ----------------------------------------------------------------------------------
 
 TEST(Render, MarkdownHasVerdictTableFindingsAndEnvironment) {
   RunDir run = fixture_run("cpu-pass");
-  Report r = evaluate(run, load_spec(kSpecs + "cpu-strict.json"));
-  std::string md = render_markdown(r, run);
+  Report r = make_report(run, load_spec(kSpecs + "cpu-strict.json"));
+  std::string md = render_markdown(r);
   EXPECT_NE(md.find("**Verdict: FAIL** (exit 1: a requirement failed)"), std::string::npos) << md;
   EXPECT_NE(md.find("`20261130T084500Z-node01`"), std::string::npos);
   EXPECT_NE(md.find(r.spec_sha256), std::string::npos);
@@ -494,8 +550,8 @@ TEST(Render, MarkdownHasVerdictTableFindingsAndEnvironment) {
 
 TEST(Render, MarkdownOfAnIncompleteRun) {
   RunDir run = fixture_run("gpu-killed");
-  Report r = evaluate(run, load_spec(kSpecs + "h100-sxm-80g-8x.json"));
-  std::string md = render_markdown(r, run);
+  Report r = make_report(run, load_spec(kSpecs + "h100-sxm-80g-8x.json"));
+  std::string md = render_markdown(r);
   EXPECT_NE(md.find("**Verdict: INCOMPLETE** (exit 4"), std::string::npos);
   EXPECT_NE(md.find("| gpu.gemm.bf16 | BF16 GEMM throughput per GPU | **MISSING** | - |"),
             std::string::npos)
@@ -506,8 +562,8 @@ TEST(Render, MarkdownOfAnIncompleteRun) {
 
 TEST(Render, JunitHasOneTestcasePerRowAndEscapes) {
   RunDir run = fixture_run("gpu-killed");
-  Report r = evaluate(run, load_spec(kSpecs + "h100-sxm-80g-8x.json"));
-  r.rows[0].outcome = "FAIL";
+  Report r = make_report(run, load_spec(kSpecs + "h100-sxm-80g-8x.json"));
+  r.rows[0].outcome = kFail;
   r.rows[0].message = "a <b> & \"c\" 'd'\x01";
   std::string x = render_junit(r);
   EXPECT_EQ(x.rfind("<?xml version=\"1.0\" encoding=\"UTF-8\"?>", 0), 0u);
@@ -532,7 +588,7 @@ TEST(Render, JunitHasOneTestcasePerRowAndEscapes) {
 
 TEST(Render, JsonCarriesVerdictRowsAndCounts) {
   RunDir run = fixture_run("cpu-pass");
-  Report r = evaluate(run, load_spec(kSpecs + "cpu-strict.json"));
+  Report r = make_report(run, load_spec(kSpecs + "cpu-strict.json"));
   json j = render_json(r);
   EXPECT_EQ(j["schema"], "clusterbench.report/1");
   EXPECT_EQ(j["run_id"], "20261130T084500Z-node01");
@@ -561,21 +617,21 @@ TEST(Render, JsonCarriesVerdictRowsAndCounts) {
 
 TEST(Render, ConsoleEndsWithTheVerdictLine) {
   RunDir run = fixture_run("cpu-pass");
-  Report r = evaluate(run, load_spec(kSpecs + "cpu-strict.json"));
+  Report r = make_report(run, load_spec(kSpecs + "cpu-strict.json"));
   std::string c = render_console(r);
   EXPECT_NE(c.find("\nVERDICT: FAIL (exit 1): 1 FAIL, 4 PASS\n"), std::string::npos) << c;
   EXPECT_NE(c.find("compute.membw.triad    FAIL     298.7 GB/s"), std::string::npos) << c;
 
-  Report k = evaluate(fixture_run("gpu-killed"), load_spec(kSpecs + "h100-sxm-80g-8x.json"));
+  Report k = make_report(fixture_run("gpu-killed"), load_spec(kSpecs + "h100-sxm-80g-8x.json"));
   EXPECT_NE(render_console(k).find("VERDICT: INCOMPLETE (exit 4): 2 MISSING, 1 WARN, 10 PASS"),
             std::string::npos);
 }
 
 TEST(Render, WriteReportsWritesTheThreeFiles) {
   RunDir run = fixture_run("aborted");
-  Report r = evaluate(run, load_spec(kSpecs + "cpu-node.json"));
+  Report r = make_report(run, load_spec(kSpecs + "cpu-node.json"));
   std::string dir = temp_dir("write") + "/out";
-  write_reports(r, run, dir);
+  write_reports(r, dir);
   std::ifstream js(dir + "/report.json");
   json j = json::parse(js);
   EXPECT_EQ(j["verdict"], "ABORTED");

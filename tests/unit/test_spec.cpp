@@ -150,9 +150,125 @@ TEST(LoadSpec, MissingFileAndMissingParent) {
 
 TEST(LoadSpec, WrongSchemaIsAnError) {
   std::string path = temp_dir("schema") + "/s.json";
-  std::ofstream(path) << R"({"schema": "clusterbench.spec/2", "name": "s", "requirements": []})";
-  EXPECT_NE(input_error([&] { load_spec(path); }).find("field 'schema' is 'clusterbench.spec/2'"),
+  std::ofstream(path) << R"({"schema": "clusterbench.spec/3", "name": "s", "requirements": []})";
+  EXPECT_NE(input_error([&] { load_spec(path); })
+                .find("field 'schema' is 'clusterbench.spec/3', expected clusterbench.spec/2 (or "
+                      "clusterbench.spec/1)"),
             std::string::npos);
+}
+
+// --- families (clusterbench.spec/2) ------------------------------------------------------------
+
+/// A spec/2 table with `families`, extending `parent` when given.
+std::string write_families(const std::string& name, const json& families,
+                           const std::string& parent = "",
+                           const std::string& schema = "clusterbench.spec/2") {
+  std::string path = temp_dir(name) + "/" + name + ".json";
+  json doc = {{"schema", schema}, {"name", name}, {"requirements", json::array()}};
+  if (!families.is_null()) doc["families"] = families;
+  if (!parent.empty()) doc["extends"] = parent;
+  std::ofstream(path) << doc.dump(2);
+  return path;
+}
+
+TEST(Families, ParsedWithDefaults) {
+  json fams = json::parse(R"([
+    {"benchmark": "compute.gemm", "outlier_tolerance": 0.05,
+     "prometheus": [{"metric": "tflops", "name": "g_tflops", "unit": "TFLOP/s", "help": "h"},
+                    {"metric": "bw", "name": "g_bytes", "unit": "GB/s", "scale": 1e9, "help": "b"}]},
+    {"benchmark": "collectives.*",
+     "chart": {"x": "bytes", "logx": true, "metric": "busbw", "title": "t"}},
+    {"benchmark": "burnin.soak", "series": "soak"}])");
+  Spec s = load_spec(write_families("fams", fams));
+  EXPECT_EQ(s.schema, "clusterbench.spec/2");
+  ASSERT_EQ(s.families.size(), 3u);
+  EXPECT_EQ(s.families[0].benchmark, "compute.gemm");
+  EXPECT_EQ(s.families[0].outlier_tolerance, 0.05);
+  ASSERT_TRUE(s.families[0].prometheus);
+  ASSERT_EQ(s.families[0].prometheus->size(), 2u);
+  EXPECT_EQ((*s.families[0].prometheus)[0].scale, 1);
+  EXPECT_EQ((*s.families[0].prometheus)[1].scale, 1e9);
+  EXPECT_FALSE(s.families[0].chart);
+  ASSERT_TRUE(s.families[1].chart);
+  EXPECT_EQ(s.families[1].chart->x, "bytes");
+  EXPECT_TRUE(s.families[1].chart->logx);
+  EXPECT_EQ(s.families[1].chart->series, "benchmark");
+  EXPECT_EQ(s.families[1].chart->xlabel, "bytes");  // defaults to the param
+  EXPECT_FALSE(s.families[1].outlier_tolerance);
+  EXPECT_EQ(s.families[2].series, "soak");
+}
+
+// A child's family with the same glob replaces the parent's in place; new ones are appended.
+TEST(Families, InheritedThroughExtendsAndReplacedByGlob) {
+  std::string parent =
+      write_families("fam_parent", json::parse(R"([{"benchmark": "a.*", "outlier_tolerance": 0.1},
+                                    {"benchmark": "b.x", "outlier_tolerance": 0.2}])"));
+  Spec s = load_spec(write_families("fam_child",
+                                    json::parse(R"([{"benchmark": "c.y", "outlier_tolerance": 0.3},
+                                   {"benchmark": "a.*", "outlier_tolerance": 0.05}])"),
+                                    parent));
+  ASSERT_EQ(s.families.size(), 3u);
+  EXPECT_EQ(s.families[0].benchmark, "a.*");
+  EXPECT_EQ(s.families[0].outlier_tolerance, 0.05);
+  EXPECT_EQ(s.families[1].benchmark, "b.x");
+  EXPECT_EQ(s.families[2].benchmark, "c.y");
+  // A spec/1 child declares none but inherits its parent's.
+  Spec v1 = load_spec(write_families("fam_v1", nullptr, parent, "clusterbench.spec/1"));
+  EXPECT_EQ(v1.schema, "clusterbench.spec/1");
+  EXPECT_EQ(v1.families.size(), 2u);
+}
+
+TEST(Families, EachBadFieldIsNamed) {
+  auto error = [](const std::string& name, const std::string& fams,
+                  const std::string& schema = "clusterbench.spec/2") {
+    std::string path = write_families(name, json::parse(fams), "", schema);
+    return input_error([&] { load_spec(path); });
+  };
+  EXPECT_NE(error("f1", R"([{"benchmark": "a"}])", "clusterbench.spec/1")
+                .find("field 'families' needs schema clusterbench.spec/2"),
+            std::string::npos);
+  EXPECT_NE(error("f2", R"([{"benchmark": "a", "tolerance": 1}])")
+                .find("families[0] ('a'): unknown field 'tolerance'"),
+            std::string::npos);
+  EXPECT_NE(error("f3", R"([{"benchmark": "a", "outlier_tolerance": -1}])")
+                .find("field 'outlier_tolerance' must be >= 0"),
+            std::string::npos);
+  EXPECT_NE(error("f4", R"([{"benchmark": "a", "prometheus": [{"metric": "m", "name": "9x",
+                                "unit": "W", "help": "h"}]}])")
+                .find("prometheus[0]: field 'name' '9x' is not a Prometheus metric name"),
+            std::string::npos);
+  EXPECT_NE(error("f5", R"([{"benchmark": "a", "prometheus": [{"metric": "m", "name": "x",
+                                "unit": "watts", "help": "h"}]}])")
+                .find("field 'unit' 'watts' is not a known unit"),
+            std::string::npos);
+  EXPECT_NE(error("f6", R"([{"benchmark": "a", "chart": {"x": "bytes", "title": "t",
+                                "series": "host"}}])")
+                .find("chart: field 'series' is 'host', expected benchmark or item"),
+            std::string::npos);
+  EXPECT_NE(error("f7", R"([{"benchmark": "a", "series": "time"}])")
+                .find("field 'series' is 'time', expected soak"),
+            std::string::npos);
+  EXPECT_NE(error("f8", R"([{"benchmark": "a"}, {"benchmark": "a"}])")
+                .find("families[1]: benchmark 'a' appears twice in this table"),
+            std::string::npos);
+  EXPECT_NE(
+      error("f9", R"([{"outlier_tolerance": 0.1}])").find("families[0]: missing field 'benchmark'"),
+      std::string::npos);
+}
+
+// The shipped tables: the seed families live in base.json (every GPU and CPU table inherits
+// them), the soak family in burnin-cpu.json (burnin-gpu.json inherits it).
+TEST(Families, ShippedTables) {
+  const std::string dir = std::string(CB_SOURCE_DIR) + "/reports/specs/";
+  for (const char* table :
+       {"cpu-node.json", "h100-sxm-80g-8x.json", "a100-sxm-80g-8x.json", "h200-sxm-141g-8x.json"}) {
+    Spec s = load_spec(dir + table);
+    EXPECT_GE(s.families.size(), 8u) << table;
+    EXPECT_EQ(s.families.front().benchmark, "compute.gemm") << table;
+  }
+  Spec gpu = load_spec(dir + "burnin-gpu.json");
+  ASSERT_EQ(gpu.families.size(), 1u);
+  EXPECT_EQ(gpu.families[0].series, "soak");
 }
 
 TEST(ValidateRow, GoodRowLoads) {

@@ -1,7 +1,8 @@
-// Spec evaluation (DESIGN.md "Spec tables", "Exit codes"): rows -> items -> outcomes.
-#include "reports/evaluate.hpp"
+// Spec rows (DESIGN.md "Spec tables"): rows -> items -> outcomes.
+#include "reports/rows.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdio>
 #include <deque>
@@ -12,21 +13,19 @@
 #include <unordered_map>
 #include <unordered_set>
 
-#include "reports/burnin.hpp"
-#include "reports/health.hpp"
 #include "reports/ifname.hpp"
 
 namespace clusterbench::report {
 
-const std::vector<std::string>& outcome_order() {
-  static const std::vector<std::string> kOrder = {kFail, kMissing, kWaived, kWarn, kPass};
-  return kOrder;
+const std::string& to_string(Outcome outcome) {
+  static const std::array<std::string, 5> kWords = {"FAIL", "MISSING", "WAIVED", "WARN", "PASS"};
+  return kWords[static_cast<size_t>(outcome_rank(outcome))];
 }
 
-int outcome_rank(const std::string& outcome) {
-  const auto& order = outcome_order();
-  auto it = std::find(order.begin(), order.end(), outcome);
-  return it == order.end() ? 0 : static_cast<int>(it - order.begin());
+json outcome_counts_json(const std::map<Outcome, int>& counts) {
+  json j = json::object();
+  for (const auto& [o, n] : counts) j[to_string(o)] = n;
+  return j;
 }
 
 std::string format_number(double v) {
@@ -51,52 +50,6 @@ std::string format_value(const json& v, const std::string& unit) {
 
 std::string format_requirement(const Requirement& req) {
   return req.aggregate + " " + req.op + " " + format_value(req.value, req.unit);
-}
-
-std::string verdict(int code) {
-  switch (code) {
-    case 0:
-      return "PASS";
-    case 1:
-      return "FAIL";
-    case 2:
-      return "REFUSED";
-    case 3:
-      return "ABORTED";
-    case 4:
-      return "INCOMPLETE";
-    default:
-      return "ERROR";
-  }
-}
-
-std::string exit_code_meaning(int code) {
-  switch (code) {
-    case 0:
-      return "every row PASS or WARN";
-    case 1:
-      return "a requirement failed";
-    case 2:
-      return "bad input, or a case was refused as unsafe (see its record)";
-    case 3:
-      return "the run was aborted";
-    case 4:
-      return "no failure, but a fail-severity row is MISSING or WAIVED: acceptance incomplete";
-    default:
-      return "unknown exit code";
-  }
-}
-
-int exit_code(const Report& r) {
-  if (!r.refused.empty()) return 2;
-  if (r.aborted) return 3;
-  bool incomplete = false;
-  for (const auto& row : r.rows) {
-    if (row.outcome == kFail) return 1;
-    if (row.req.severity == "fail" && (row.outcome == kMissing || row.outcome == kWaived))
-      incomplete = true;
-  }
-  return incomplete ? 4 : 0;
 }
 
 namespace {
@@ -153,10 +106,7 @@ class Judge {
     return false;
   }
 
-  const std::string& fail_outcome() const {
-    static const std::string kF = kFail, kW = kWarn;
-    return req_.severity == "warn" ? kW : kF;
-  }
+  Outcome fail_outcome() const { return req_.severity == "warn" ? kWarn : kFail; }
 
  private:
   const Requirement& req_;
@@ -353,11 +303,12 @@ std::string failure_text(const ResultRecord& r) {
 class RowEvaluator {
  public:
   RowEvaluator(const RunDir& run, const RunIndex& index, const Spec& spec, const Requirement& req,
-               const std::vector<std::string>& hosts)
+               const std::vector<std::string>& hosts, const std::vector<NodeHealth>& health)
       : run_(run),
         index_(index),
         req_(req),
         hosts_(hosts),
+        health_(health),
         where_((spec.path.empty() ? spec.name : spec.path) + ": spec row '" + req.id + "'"),
         judge_(req, where_) {}
 
@@ -560,7 +511,7 @@ class RowEvaluator {
         worst = v, worst_fails = fails;
     }
     r.value = worst ? *worst : json(nullptr);
-    r.outcome = worst_fails ? judge_.fail_outcome() : std::string(kPass);
+    r.outcome = worst_fails ? judge_.fail_outcome() : kPass;
     std::string what = prefix;
     if (prefix.empty() && values.size() > 1)
       what = "worst of " + std::to_string(values.size()) + " ";
@@ -644,80 +595,94 @@ class RowEvaluator {
     }
   }
 
-  ItemResult judge_record_item(const Item& item) {
-    ItemResult r;
-    r.item = item.name;
+  /// An item's records sorted by what they say.
+  struct Sorted {
     std::vector<const ResultRecord*> failed, waived, lacking;
     std::vector<json> values;
-    // The case keys go into the chosen candidate only (copying them into each was per record).
-    std::vector<std::string> keys;
-    keys.reserve(item.records.size());
-    auto with_keys = [&keys](ItemResult x) {
-      x.records = std::move(keys);
-      return x;
-    };
+    std::vector<std::string> keys;  ///< case keys, into the chosen candidate only
+  };
+
+  Sorted sort_records(const Item& item) const {
+    Sorted s;
+    s.keys.reserve(item.records.size());
     for (const ResultRecord* rec : item.records) {
-      keys.push_back(case_key_of(*rec));
-      if (rec->status == "failed") {
-        failed.push_back(rec);
-      } else if (rec->status == "waived") {
-        waived.push_back(rec);
-      } else if (const Metric* m = find_metric(*rec, req_.select.metric)) {
-        values.push_back(m->value);
-      } else {
-        lacking.push_back(rec);
-      }
+      s.keys.push_back(case_key_of(*rec));
+      if (rec->status == "failed")
+        s.failed.push_back(rec);
+      else if (rec->status == "waived")
+        s.waived.push_back(rec);
+      else if (const Metric* m = find_metric(*rec, req_.select.metric))
+        s.values.push_back(m->value);
+      else
+        s.lacking.push_back(rec);
     }
-    // Candidates: failed records, missing planned cases, the comparison (or the waivers when
-    // nothing ran); the worst one is the item's outcome, the first on a tie.
+    return s;
+  }
+
+  /// A candidate outcome with its message, " (and N more ...)" when `n` > 1.
+  static ItemResult candidate(const ItemResult& base, Outcome o, std::string message, size_t n,
+                              const std::string& more) {
+    ItemResult c = base;
+    c.outcome = o;
+    c.message = std::move(message);
+    if (n > 1) c.message += " (and " + std::to_string(n - 1) + more + ")";
+    return c;
+  }
+
+  /// Candidates: failed records, missing planned cases, the comparison (or the waivers when
+  /// nothing ran).
+  std::vector<ItemResult> candidates(const Item& item, const ItemResult& r, const Sorted& s) {
     std::vector<ItemResult> cands;
-    if (!failed.empty()) {
-      ItemResult c = r;
-      c.outcome = judge_.fail_outcome();
-      c.message = item.name + ": failed: " + failure_text(*failed.front());
-      if (failed.size() > 1)
-        c.message += " (and " + std::to_string(failed.size() - 1) + " more failed records)";
-      cands.push_back(std::move(c));
-    }
+    if (!s.failed.empty())
+      cands.push_back(candidate(r, judge_.fail_outcome(),
+                                item.name + ": failed: " + failure_text(*s.failed.front()),
+                                s.failed.size(), " more failed records"));
     if (!item.missing_keys.empty()) {
-      ItemResult c = r;
-      c.outcome = kMissing;
-      c.message = item.name + ": no record for planned case " + item.missing_keys.front();
-      if (item.missing_keys.size() > 1)
-        c.message += " (and " + std::to_string(item.missing_keys.size() - 1) + " more)";
-      c.message += "; the run ended before it finished";
-      cands.push_back(std::move(c));
+      cands.push_back(candidate(
+          r, kMissing, item.name + ": no record for planned case " + item.missing_keys.front(),
+          item.missing_keys.size(), " more"));
+      cands.back().message += "; the run ended before it finished";
     }
-    if (!values.empty()) {
+    if (!s.values.empty()) {
       if (req_.aggregate == "each") {
-        cands.push_back(judged(r, values, ""));
+        cands.push_back(judged(r, s.values, ""));
       } else {
         std::vector<double> xs;
-        for (const auto& v : values) xs.push_back(v.get<double>());
+        for (const auto& v : s.values) xs.push_back(v.get<double>());
         json agg = aggregate_numbers(xs, req_.aggregate);
         if (req_.aggregate == "count") agg = xs.size();
         cands.push_back(judged(r, {agg}, req_.aggregate + " "));
       }
-    } else if (!waived.empty() && failed.empty()) {
-      ItemResult c = r;
-      c.outcome = kWaived;
+    } else if (!s.waived.empty() && s.failed.empty()) {
       std::vector<std::string> reasons;
-      for (const auto* w : waived)
+      for (const auto* w : s.waived)
         add_unique(reasons, w->message.empty() ? "no reason" : w->message);
-      c.message = item.name + ": waived: " + join(reasons, "; ");
-      cands.push_back(std::move(c));
+      cands.push_back(candidate(r, kWaived, item.name + ": waived: " + join(reasons, "; "), 1, ""));
     }
+    return cands;
+  }
+
+  ItemResult judge_record_item(const Item& item) {
+    ItemResult r;
+    r.item = item.name;
+    Sorted s = sort_records(item);
+    auto with_keys = [&s](ItemResult x) {
+      x.records = std::move(s.keys);
+      return x;
+    };
+    std::vector<ItemResult> cands = candidates(item, r, s);
     if (cands.empty()) {
       if (req_.aggregate == "count") return with_keys(judged(r, {json(0)}, "count "));
       r.outcome = kMissing;
-      if (!lacking.empty())
-        r.message = item.name + ": record " + case_key_of(*lacking.front()) + " has no metric '" +
+      if (!s.lacking.empty())
+        r.message = item.name + ": record " + case_key_of(*s.lacking.front()) + " has no metric '" +
                     req_.select.metric + "'";
       else
         r.message =
             item.name + ": no record of " + req_.select.benchmark + " " + req_.select.params.dump();
       return with_keys(std::move(r));
     }
+    // The worst candidate is the item's outcome, the first on a tie.
     size_t best = 0;
     for (size_t i = 1; i < cands.size(); ++i)
       if (outcome_rank(cands[i].outcome) < outcome_rank(cands[best].outcome)) best = i;
@@ -729,24 +694,18 @@ class RowEvaluator {
   /// Every node's deltas of the row's metric; `each` makes every value an item (a GPU, an NVLink,
   /// a port, a PCIe device), other aggregates reduce them per node (or over the cluster).
   void collect_health(RowResult& row) {
-    for (const auto& env : run_.run.env) {
-      const json& h = env.health;
-      const json start = h.is_object() ? h.value("start", json()) : json();
-      const json end = h.is_object() ? h.value("end", json()) : json();
+    for (const NodeHealth& node : health_) {
       std::vector<HealthValue> values;
       try {
-        values = health_values(health_deltas(start, end, env.host), req_.select.health);
+        values = health_values(node.values, req_.select.health);
       } catch (const InputError& e) {
         throw InputError(where_ + ": field 'select.health': " + e.what());
       }
-      if (start.is_object() && end.is_object())
-        add_unique(row.evidence, "run.json env[" + env.host + "].health: start " +
-                                     start.value("collected_at", "?") + ", end " +
-                                     end.value("collected_at", "?"));
+      if (!node.evidence.empty()) add_unique(row.evidence, node.evidence);
       for (const auto& v : values) {
         const std::string key = req_.aggregate == "each"  ? v.item
                                 : req_.scope == "cluster" ? "cluster"
-                                                          : env.host;
+                                                          : node.host;
         Item& item = items_.get(key, key);
         if (v.absent)
           item.absent.push_back(v.item + ": " + v.detail);
@@ -821,11 +780,11 @@ class RowEvaluator {
     row.worst_item = worst->item;
     row.message = worst->message;
     if (row.items.size() > 1) {
-      std::map<std::string, int> n;
+      std::map<Outcome, int> n;
       for (const auto& it : row.items) ++n[it.outcome];
       std::vector<std::string> parts;
-      for (const auto& o : outcome_order())
-        if (n[o]) parts.push_back(std::to_string(n[o]) + " " + o);
+      for (Outcome o : kOutcomeOrder)
+        if (n[o]) parts.push_back(std::to_string(n[o]) + " " + to_string(o));
       row.message += "; " + std::to_string(row.items.size()) + " items: " + join(parts, ", ");
     }
   }
@@ -834,79 +793,23 @@ class RowEvaluator {
   const RunIndex& index_;
   const Requirement& req_;
   const std::vector<std::string>& hosts_;
+  const std::vector<NodeHealth>& health_;
   std::string where_;
   Judge judge_;
   Items items_;
 };
 
-std::vector<std::string> collect_hosts(const RunDir& run) {
-  // First-seen order; the set keeps it linear (1,000 hosts x 700,000 records, docs/report.md).
-  std::vector<std::string> hosts;
-  std::unordered_set<std::string> seen;
-  auto add = [&](const std::string& h) {
-    if (!h.empty() && seen.insert(h).second) hosts.push_back(h);
-  };
-  for (const auto& env : run.run.env) add(env.host);
-  for (const auto& h : run.run.hosts) add(h);
-  for (const auto& r : run.records.records) {
-    add(r.scope.host);
-    for (const auto& h : r.scope.hosts) add(h);
-  }
-  return hosts;
-}
-
-void collect_warnings(const RunDir& run, const Spec& spec, Report& rep) {
-  for (const auto& w : run.records.warnings) rep.warnings.push_back(w);
-  if (!run.run.aborted && run.run.finished_at.empty())
-    rep.warnings.push_back(
-        "run.json has no finished_at: the run did not finish (killed?); cases it had not "
-        "reached are MISSING");
-  std::set<std::string> foreign;
-  for (const auto& r : run.records.records)
-    if (!r.run_id.empty() && r.run_id != run.run.run_id) foreign.insert(r.run_id);
-  for (const auto& id : foreign)
-    rep.warnings.push_back("records.jsonl holds records of another run id '" + id + "'");
-  for (const auto& r : run.records.records)
-    if (auto it = r.extra.find("refused"); it != r.extra.end() && *it == true) {
-      rep.refused.push_back(r.case_key + ": " + r.message);
-      rep.warnings.push_back(rep.refused.back());  // the message says "refused: ..."
-    }
-  if (!spec.path.empty()) {
-    try {
-      rep.spec_sha256 = sha256_file(spec.path);
-    } catch (const InputError& e) {
-      rep.warnings.push_back(std::string("spec sha256: ") + e.what());
-    }
-  }
-  if (rep.spec_sha256.empty() && run.run.spec.path == spec.path)
-    rep.spec_sha256 = run.run.spec.sha256;
-  if (!rep.spec_sha256.empty() && run.run.spec.path == spec.path && !run.run.spec.sha256.empty() &&
-      run.run.spec.sha256 != rep.spec_sha256)
-    rep.warnings.push_back("spec " + spec.path + " changed since the run (run.json sha256 " +
-                           run.run.spec.sha256 + ", now " + rep.spec_sha256 + ")");
-}
-
 }  // namespace
 
-Report evaluate(const RunDir& run_in, const Spec& spec) {
-  RunDir derived;  // burn-in records with the metrics of their series (reports/burnin.hpp)
-  const RunDir& run = with_burnin_metrics(run_in, derived);
-  Report rep;
-  rep.run_id = run.run.run_id;
-  rep.spec_name = spec.name;
-  rep.spec_path = spec.path;
-  rep.aborted = run.run.aborted;
-  rep.abort_reason = run.run.abort_reason;
-  rep.hosts = collect_hosts(run);
-  collect_warnings(run, spec, rep);
-  for (const auto& o : outcome_order()) rep.counts[o] = 0;
+std::vector<RowResult> evaluate_rows(const RunDir& run, const Spec& spec,
+                                     const std::vector<std::string>& hosts,
+                                     const std::vector<NodeHealth>& health) {
   const RunIndex index(run);
-  for (const auto& req : spec.requirements) {
-    rep.rows.push_back(RowEvaluator(run, index, spec, req, rep.hosts).run());
-    ++rep.counts[rep.rows.back().outcome];
-  }
-  rep.exit_code = exit_code(rep);
-  return rep;
+  std::vector<RowResult> rows;
+  rows.reserve(spec.requirements.size());
+  for (const auto& req : spec.requirements)
+    rows.push_back(RowEvaluator(run, index, spec, req, hosts, health).run());
+  return rows;
 }
 
 }  // namespace clusterbench::report

@@ -1,0 +1,158 @@
+// make_report: every verdict of a run and its exit code, made once (report.hpp).
+#include "reports/report.hpp"
+
+#include <set>
+#include <unordered_set>
+
+#include "reports/evaluate.hpp"
+
+namespace clusterbench::report {
+
+namespace {
+
+std::vector<std::string> collect_hosts(const RunDir& run) {
+  // First-seen order; the set keeps it linear (1,000 hosts x 700,000 records, docs/report.md).
+  std::vector<std::string> hosts;
+  std::unordered_set<std::string> seen;
+  auto add = [&](const std::string& h) {
+    if (!h.empty() && seen.insert(h).second) hosts.push_back(h);
+  };
+  for (const auto& env : run.run.env) add(env.host);
+  for (const auto& h : run.run.hosts) add(h);
+  for (const auto& r : run.records.records) {
+    add(r.scope.host);
+    for (const auto& h : r.scope.hosts) add(h);
+  }
+  return hosts;
+}
+
+/// The spec's sha256 now, and a warning when it differs from the one run.json recorded.
+void check_spec_sha(const RunDir& run, const Spec& spec, Report& rep) {
+  if (!spec.path.empty()) {
+    try {
+      rep.spec_sha256 = sha256_file(spec.path);
+    } catch (const InputError& e) {
+      rep.warnings.push_back(std::string("spec sha256: ") + e.what());
+    }
+  }
+  if (rep.spec_sha256.empty() && run.run.spec.path == spec.path)
+    rep.spec_sha256 = run.run.spec.sha256;
+  if (!rep.spec_sha256.empty() && run.run.spec.path == spec.path && !run.run.spec.sha256.empty() &&
+      run.run.spec.sha256 != rep.spec_sha256)
+    rep.warnings.push_back("spec " + spec.path + " changed since the run (run.json sha256 " +
+                           run.run.spec.sha256 + ", now " + rep.spec_sha256 + ")");
+}
+
+void collect_warnings(const RunDir& run, const Spec& spec, Report& rep) {
+  for (const auto& w : run.records.warnings) rep.warnings.push_back(w);
+  if (!run.run.aborted && run.run.finished_at.empty())
+    rep.warnings.push_back(
+        "run.json has no finished_at: the run did not finish (killed?); cases it had not "
+        "reached are MISSING");
+  std::set<std::string> foreign;
+  for (const auto& r : run.records.records)
+    if (!r.run_id.empty() && r.run_id != run.run.run_id) foreign.insert(r.run_id);
+  for (const auto& id : foreign)
+    rep.warnings.push_back("records.jsonl holds records of another run id '" + id + "'");
+  for (const auto& r : run.records.records)
+    if (auto it = r.extra.find("refused"); it != r.extra.end() && *it == true) {
+      rep.refused.push_back(r.case_key + ": " + r.message);
+      rep.warnings.push_back(rep.refused.back());  // the message says "refused: ..."
+    }
+  if (const auto& tl = run.run.time_limit)
+    rep.warnings.push_back("--time-limit " + format_number(tl->seconds) +
+                           " s stopped the run after " + format_number(tl->stopped_after_s) +
+                           " s: " + std::to_string(tl->not_run.size()) +
+                           " planned case(s) not run (MISSING)");
+  check_spec_sha(run, spec, rep);
+}
+
+bool selects_health(const Spec& spec) {
+  for (const auto& req : spec.requirements)
+    if (!req.select.health.empty()) return true;
+  return false;
+}
+
+}  // namespace
+
+Report make_report(std::shared_ptr<const RunDir> run_ptr, const Spec& spec) {
+  const RunDir& run = *run_ptr;
+  Report rep;
+  rep.run = run_ptr;
+  rep.spec = std::make_shared<const Spec>(spec);
+  rep.run_id = run.run.run_id;
+  rep.spec_name = spec.name;
+  rep.spec_path = spec.path;
+  rep.aborted = run.run.aborted;
+  rep.abort_reason = run.run.abort_reason;
+  rep.time_limit = run.run.time_limit;
+  rep.hosts = collect_hosts(run);
+  collect_warnings(run, spec, rep);
+  rep.soaks = analyze_soaks(run, spec.families);
+  // Only the rows see the soaks' derived metrics (the fleet, charts and tables show the run).
+  RunDir derived;
+  const RunDir& judged = with_burnin_metrics(run, rep.soaks, derived);
+  if (selects_health(spec)) rep.health = node_health(judged.run.env);
+  rep.rows = evaluate_rows(judged, spec, rep.hosts, rep.health);
+  for (Outcome o : kOutcomeOrder) rep.counts[o] = 0;
+  for (const auto& row : rep.rows) ++rep.counts[row.outcome];
+  rep.fleet = fleet_view(run, rep.rows, rep.hosts, spec.families);
+  rep.uniformity = check_uniformity(run.run.env);
+  rep.links = link_matrices(run.records.records);
+  rep.exit_code = exit_code(rep);
+  return rep;
+}
+
+Report make_report(const RunDir& run, const Spec& spec) {
+  return make_report(std::make_shared<const RunDir>(run), spec);
+}
+
+Report evaluate(const RunDir& run, const Spec& spec) { return make_report(run, spec); }
+
+int exit_code(const Report& r) {
+  if (!r.refused.empty()) return 2;
+  if (r.aborted) return 3;
+  bool incomplete = r.time_limit && !r.time_limit->not_run.empty();
+  for (const auto& row : r.rows) {
+    if (row.outcome == kFail) return 1;
+    if (row.req.severity == "fail" && (row.outcome == kMissing || row.outcome == kWaived))
+      incomplete = true;
+  }
+  return incomplete ? 4 : 0;
+}
+
+std::string verdict(int code) {
+  switch (code) {
+    case 0:
+      return "PASS";
+    case 1:
+      return "FAIL";
+    case 2:
+      return "REFUSED";
+    case 3:
+      return "ABORTED";
+    case 4:
+      return "INCOMPLETE";
+    default:
+      return "ERROR";
+  }
+}
+
+std::string exit_code_meaning(int code) {
+  switch (code) {
+    case 0:
+      return "every row PASS or WARN";
+    case 1:
+      return "a requirement failed";
+    case 2:
+      return "bad input, or a case was refused as unsafe (see its record)";
+    case 3:
+      return "the run was aborted";
+    case 4:
+      return "no failure, but a fail-severity row is MISSING or WAIVED: acceptance incomplete";
+    default:
+      return "unknown exit code";
+  }
+}
+
+}  // namespace clusterbench::report

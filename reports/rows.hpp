@@ -1,0 +1,78 @@
+// Spec rows judged over a run directory (DESIGN.md "Spec tables"): the first step of
+// make_report (reports/report.hpp). Reads records only.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "records/records.hpp"
+#include "records/spec.hpp"
+#include "reports/health.hpp"
+#include "reports/outcome.hpp"
+
+namespace clusterbench::report {
+
+/// One judged item of a row: a node ("node01"), a GPU ("node01/gpu3[GPU-uuid]"), a link
+/// ("node01<->node02"), "cluster", or one matched env value ("node01/nic[mlx5_0/1]").
+struct ItemResult {
+  std::string item;
+  Outcome outcome = kMissing;
+  json value;  ///< the item's value (aggregated within the item); null if none
+  std::vector<std::string> records;  ///< case keys of the records used (empty for env rows)
+  std::string message;
+};
+
+/// One judged requirement.
+struct RowResult {
+  Requirement req;
+  Outcome outcome = kMissing;
+  json value;  ///< the worst item's value (the aggregate where the row has one item)
+  std::string worst_item;
+  std::string message;                ///< e.g. "min 12.3 GB/s on node01 (>= 10 GB/s)"
+  std::vector<std::string> evidence;  ///< case keys of every record used by the row
+  std::vector<ItemResult> items;
+};
+
+/// Judges every row of `spec` over `run` (run.json env + plan, records.jsonl), in table order.
+/// `hosts`: the run's hosts (make_report's Report::hosts); `health`: one NodeHealth per
+/// run.run.env entry, in its order (node_health()).
+///
+/// Items by scope: node -> one per host of run.env (plus hosts seen in records); gpu -> one per
+/// GPU of the env plus each (host, gpu_index) seen in records; cluster -> "cluster"; link -> the
+/// host pair of each record. Env rows expand select.env per node; record rows take records with
+/// the benchmark, a params superset of select.params, and the metric (failed/waived records are
+/// taken without metrics). A planned case key without a record makes its item MISSING.
+/// Item outcome: failed record -> FAIL; planned/expected but no record -> MISSING; only waived
+/// records -> WAIVED; else the comparison. A failing judgement in a warn-severity row is WARN.
+/// The row takes its worst item: FAIL > MISSING > WAIVED > WARN > PASS; among equal outcomes of
+/// `>=`/`<=` rows, the value closest to failing (lowest for >=, highest for <=).
+/// Ops: >= <= on numbers; == != on numbers or strings; `in` (the value array holds the item
+/// value); `matches`: ECMAScript regex with std::regex_search semantics on the string form (the
+/// pattern may match anywhere: anchor it with ^...$ for a full match).
+/// Env rows: `each` over a pointer with `*` makes every match an item (a GPU, "host/nic[name]",
+/// "host/disk[name]"); other aggregates reduce the matches per node, or over all nodes at
+/// cluster scope. `count` counts known matches (no match is 0); a node where the pointer matches
+/// nothing is MISSING for the other aggregates. Empty strings and nulls in env fields are
+/// unknown: such an item is MISSING. Health rows judge `health`'s values of select.health.
+///
+/// Throws InputError (exit 2) when a record metric's unit differs from a row's unit, naming the
+/// spec file, row id and field, or when a row's env pointer or health metric names no known
+/// field.
+std::vector<RowResult> evaluate_rows(const RunDir& run, const Spec& spec,
+                                     const std::vector<std::string>& hosts,
+                                     const std::vector<NodeHealth>& health);
+
+/// {"FAIL": n, "MISSING": n, ...}: outcome counts as report.json writes them.
+json outcome_counts_json(const std::map<Outcome, int>& counts);
+
+/// Formats a number for reports: integers exactly, others with 6 significant digits.
+std::string format_number(double v);
+
+/// Formats a judged value with its unit: "12.3 GB/s", "\"performance\"", "-" for null.
+std::string format_value(const json& v, const std::string& unit);
+
+/// The requirement as text: "min >= 10 GB/s", "each in [\"a\",\"b\"]".
+std::string format_requirement(const Requirement& req);
+
+}  // namespace clusterbench::report
