@@ -24,7 +24,7 @@
 
 #include "collectives/collective.hpp"
 #include "compute/burnin.hpp"
-#include "compute/gpu_telemetry.hpp"
+#include "core/telemetry.hpp"
 #include "core/context.hpp"
 #include "core/error.hpp"
 #include "gpu/loader.hpp"
@@ -542,7 +542,7 @@ int burnin_command(const BurninOptions& opt) {
   } else if (!gemm) {
     telemetry_status = "not sampled: this GPU's soak did not start";
   } else {
-    nvml_index = compute::nvml_index_for_bus_id(*my_env, gemm->pci_bus_id());
+    nvml_index = nvml_index_for_bus_id(*my_env, gemm->pci_bus_id());
     if (nvml_index < 0)
       telemetry_status = Nvml::get().ok()
                              ? "no NVML GPU has the CUDA device's bus id " + gemm->pci_bus_id()
@@ -663,7 +663,7 @@ int burnin_command(const BurninOptions& opt) {
                              std::chrono::duration<double>(interval_s * (i + 1)));
     bool slowed = slow && i >= n_intervals / 2;
     allreduce.start();
-    std::optional<compute::TelemetrySampler> sampler;
+    std::optional<TelemetrySampler> sampler;
     if (gemm && me.gpu) sampler.emplace(nvml_index, 0.1, telemetry_status);
     json iv = {{"index", i}, {"t_start_s", std::chrono::duration<double>(begin - t0).count()}};
     if (gemm) {
