@@ -44,9 +44,11 @@ const char* cb_gpu_last_error(void);
 
 /* --- Operations ------------------------------------------------------------------------------
  * An operation is the unit of GPU work one benchmark case times, of a kind the plugin registers
- * by name ("gemm", "device_copy", "host_copy", "pinned_h2d", "device"; docs/architecture.md
- * lists their params and info). It owns its device memory, its CUDA stream and two CUDA events,
- * on the device that was current on the creating thread. */
+ * by name; each kind's source file states its params and info: "gemm" (compute/gemm_gpu.cpp),
+ * "device_copy" (compute/gpu_memory_bandwidth_gpu.cpp), "host_copy"
+ * (compute/host_device_copy_gpu.cpp), "pinned_h2d" (io/dataloader_gpu.cpp), "device" (the
+ * current device's facts, bench/gpu/plugin/op.cpp). It owns its device memory, its CUDA stream
+ * and two CUDA events, on the device that was current on the creating thread. */
 typedef struct cb_gpu_op cb_gpu_op;
 
 /* Creates an operation of `kind` from `params_json` (a JSON object): allocates, fills, decides
