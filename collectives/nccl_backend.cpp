@@ -2,22 +2,28 @@
 // "Collectives over NCCL"). One communicator per rank, one GPU each; every wait polls against a
 // deadline (nccl-tests' -T): the stream's stop event and ncclCommGetAsyncError. On timeout or an
 // asynchronous error the communicator is aborted and the caller told, so the run can end (exit 3).
+// Errors and timing are the plugin's own (bench/gpu/plugin/plugin.hpp): Fail, plugin_call (the
+// last error) and EventTimer, with a polling wait instead of cudaEventSynchronize.
 #include <cuda_runtime.h>
 #include <dlfcn.h>
 #include <nccl.h>
 
 #include <chrono>
-#include <cstdio>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <thread>
 
+#include "gpu/plugin/plugin.hpp"
 #include "gpu/plugin_abi.h"
+
+using clusterbench::gpu::Fail;
+using clusterbench::gpu::plugin_call;
 
 struct cb_nccl_comm {
   ncclComm_t comm = nullptr;
-  cudaStream_t stream = nullptr;
-  cudaEvent_t start = nullptr, stop = nullptr;
+  clusterbench::gpu::Stream stream;
+  clusterbench::gpu::EventTimer timer;
   int rank = 0, nranks = 1;
   double timeout_s = 0;
   bool aborted = false;
@@ -26,15 +32,6 @@ struct cb_nccl_comm {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-int fail(char* err, size_t len, const std::string& what, int code = CB_GPU_ERROR) {
-  std::snprintf(err, len, "%s", what.c_str());
-  return code;
-}
-
-std::string cuda_text(const char* call, cudaError_t e) {
-  return std::string(call) + ": " + cudaGetErrorString(e) + " (" + cudaGetErrorName(e) + ")";
-}
 
 std::string nccl_text(const char* call, ncclResult_t r, ncclComm_t comm) {
   std::string s = std::string(call) + ": " + ncclGetErrorString(r);
@@ -45,141 +42,166 @@ std::string nccl_text(const char* call, ncclResult_t r, ncclComm_t comm) {
   return s;
 }
 
-#define CB_CUDA(call)                                                            \
-  do {                                                                           \
-    cudaError_t cb_e_ = (call);                                                  \
-    if (cb_e_ != cudaSuccess) return fail(err, errlen, cuda_text(#call, cb_e_)); \
-  } while (0)
+Clock::time_point deadline_of(const cb_nccl_comm* c) {
+  return Clock::now() +
+         std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(c->timeout_s));
+}
 
 ncclDataType_t nccl_type(int dtype) {
   return dtype == CB_DTYPE_HALF ? ncclHalf : dtype == CB_DTYPE_BFLOAT16 ? ncclBfloat16 : ncclFloat;
 }
 size_t type_size(int dtype) { return dtype == CB_DTYPE_FLOAT ? 4 : 2; }
 
-/// Aborts the communicator and reports why (CB_GPU_ABORTED).
-int abort_comm(cb_nccl_comm* c, const std::string& why, char* err, size_t errlen) {
+/// Aborts the communicator and throws why (CB_GPU_ABORTED).
+[[noreturn]] void abort_comm(cb_nccl_comm* c, const std::string& why) {
   if (!c->aborted && c->comm) ncclCommAbort(c->comm);
   c->aborted = true;
   c->comm = nullptr;
-  return fail(err, errlen,
-              why + " on rank " + std::to_string(c->rank) + " of " + std::to_string(c->nranks) +
-                  "; communicator aborted",
-              CB_GPU_ABORTED);
+  throw Fail{CB_GPU_ABORTED, why + " on rank " + std::to_string(c->rank) + " of " +
+                                 std::to_string(c->nranks) + "; communicator aborted"};
+}
+
+/// Aborts on an asynchronous NCCL error; returns the communicator's state (ncclInProgress or
+/// ncclSuccess).
+ncclResult_t async_state(cb_nccl_comm* c, const char* what) {
+  ncclResult_t st = ncclInProgress;
+  ncclResult_t r = ncclCommGetAsyncError(c->comm, &st);
+  if (r != ncclSuccess) abort_comm(c, nccl_text("ncclCommGetAsyncError", r, c->comm));
+  if (st != ncclSuccess && st != ncclInProgress) abort_comm(c, nccl_text(what, st, c->comm));
+  return st;
 }
 
 /// Waits until a non-blocking NCCL call has finished (ncclInProgress -> ncclSuccess).
-int wait_ready(cb_nccl_comm* c, Clock::time_point deadline, const char* what, char* err,
-               size_t errlen) {
-  for (;;) {
-    ncclResult_t st = ncclInProgress;
-    ncclResult_t r = ncclCommGetAsyncError(c->comm, &st);
-    if (r != ncclSuccess)
-      return abort_comm(c, nccl_text("ncclCommGetAsyncError", r, c->comm), err, errlen);
-    if (st == ncclSuccess) return CB_GPU_OK;
-    if (st != ncclInProgress) return abort_comm(c, nccl_text(what, st, c->comm), err, errlen);
+void wait_ready(cb_nccl_comm* c, Clock::time_point deadline, const char* what) {
+  while (async_state(c, what) != ncclSuccess) {
     if (Clock::now() > deadline)
-      return abort_comm(
-          c, std::string(what) + ": not ready after " + std::to_string(c->timeout_s) + " s", err,
-          errlen);
+      abort_comm(c, std::string(what) + ": not ready after " + std::to_string(c->timeout_s) + " s");
     std::this_thread::yield();
   }
 }
 
 /// One NCCL call of a non-blocking communicator: an error aborts; ncclInProgress is waited for.
-int issue(cb_nccl_comm* c, ncclResult_t r, Clock::time_point deadline, const char* what, char* err,
-          size_t errlen) {
-  if (r == ncclSuccess) return CB_GPU_OK;
-  if (r == ncclInProgress) return wait_ready(c, deadline, what, err, errlen);
-  return abort_comm(c, nccl_text(what, r, c->comm), err, errlen);
+void issue(cb_nccl_comm* c, ncclResult_t r, Clock::time_point deadline, const char* what) {
+  if (r == ncclSuccess) return;
+  if (r == ncclInProgress) return wait_ready(c, deadline, what);
+  abort_comm(c, nccl_text(what, r, c->comm));
 }
 
-int enqueue(cb_nccl_comm* c, int coll, ncclDataType_t ty, size_t ts, const void* send, void* recv,
-            size_t count, size_t block, int root, Clock::time_point deadline, char* err,
-            size_t errlen) {
+/// Arguments of one cb_nccl_run.
+struct Call {
+  int coll, dtype;
+  const void* send;
+  void* recv;
+  size_t count, block;
+  int root;
+  Clock::time_point deadline;
+};
+
+/// alltoall and sendrecv: grouped ncclSend/ncclRecv, as nccl-tests.
+void enqueue_p2p(cb_nccl_comm* c, const Call& a) {
+  const ncclDataType_t ty = nccl_type(a.dtype);
+  const size_t ts = type_size(a.dtype);
   ncclComm_t m = c->comm;
-  cudaStream_t s = c->stream;
-  switch (coll) {
-    case CB_COLL_ALL_REDUCE:
-      return issue(c, ncclAllReduce(send, recv, count, ty, ncclSum, m, s), deadline,
-                   "ncclAllReduce", err, errlen);
-    case CB_COLL_ALL_GATHER:
-      return issue(c, ncclAllGather(send, recv, block, ty, m, s), deadline, "ncclAllGather", err,
-                   errlen);
-    case CB_COLL_REDUCE_SCATTER:
-      return issue(c, ncclReduceScatter(send, recv, block, ty, ncclSum, m, s), deadline,
-                   "ncclReduceScatter", err, errlen);
-    case CB_COLL_BROADCAST:
-      return issue(c, ncclBroadcast(send, recv, count, ty, root, m, s), deadline, "ncclBroadcast",
-                   err, errlen);
-    case CB_COLL_REDUCE:
-      return issue(c, ncclReduce(send, recv, count, ty, ncclSum, root, m, s), deadline,
-                   "ncclReduce", err, errlen);
-    case CB_COLL_ALLTOALL:
-    case CB_COLL_SENDRECV: {
-      int rc = issue(c, ncclGroupStart(), deadline, "ncclGroupStart", err, errlen);
-      if (rc != CB_GPU_OK) return rc;
-      if (coll == CB_COLL_ALLTOALL) {
-        for (int p = 0; p < c->nranks && rc == CB_GPU_OK; ++p) {
-          const char* sp = static_cast<const char*>(send) + static_cast<size_t>(p) * block * ts;
-          char* rp = static_cast<char*>(recv) + static_cast<size_t>(p) * block * ts;
-          rc = issue(c, ncclSend(sp, block, ty, p, m, s), deadline, "ncclSend", err, errlen);
-          if (rc == CB_GPU_OK)
-            rc = issue(c, ncclRecv(rp, block, ty, p, m, s), deadline, "ncclRecv", err, errlen);
-        }
-      } else {
-        int next = (c->rank + 1) % c->nranks, prev = (c->rank - 1 + c->nranks) % c->nranks;
-        rc = issue(c, ncclSend(send, count, ty, next, m, s), deadline, "ncclSend", err, errlen);
-        if (rc == CB_GPU_OK)
-          rc = issue(c, ncclRecv(recv, count, ty, prev, m, s), deadline, "ncclRecv", err, errlen);
-      }
-      if (rc != CB_GPU_OK) return rc;
-      return issue(c, ncclGroupEnd(), deadline, "ncclGroupEnd", err, errlen);
+  cudaStream_t s = c->stream.get();
+  issue(c, ncclGroupStart(), a.deadline, "ncclGroupStart");
+  if (a.coll == CB_COLL_ALLTOALL) {
+    for (int p = 0; p < c->nranks; ++p) {
+      const char* sp = static_cast<const char*>(a.send) + static_cast<size_t>(p) * a.block * ts;
+      char* rp = static_cast<char*>(a.recv) + static_cast<size_t>(p) * a.block * ts;
+      issue(c, ncclSend(sp, a.block, ty, p, m, s), a.deadline, "ncclSend");
+      issue(c, ncclRecv(rp, a.block, ty, p, m, s), a.deadline, "ncclRecv");
     }
+  } else {
+    int next = (c->rank + 1) % c->nranks, prev = (c->rank - 1 + c->nranks) % c->nranks;
+    issue(c, ncclSend(a.send, a.count, ty, next, m, s), a.deadline, "ncclSend");
+    issue(c, ncclRecv(a.recv, a.count, ty, prev, m, s), a.deadline, "ncclRecv");
+  }
+  issue(c, ncclGroupEnd(), a.deadline, "ncclGroupEnd");
+}
+
+void enqueue(cb_nccl_comm* c, const Call& a) {
+  const ncclDataType_t ty = nccl_type(a.dtype);
+  ncclComm_t m = c->comm;
+  cudaStream_t s = c->stream.get();
+  switch (a.coll) {
+    case CB_COLL_ALL_REDUCE:
+      return issue(c, ncclAllReduce(a.send, a.recv, a.count, ty, ncclSum, m, s), a.deadline,
+                   "ncclAllReduce");
+    case CB_COLL_ALL_GATHER:
+      return issue(c, ncclAllGather(a.send, a.recv, a.block, ty, m, s), a.deadline,
+                   "ncclAllGather");
+    case CB_COLL_REDUCE_SCATTER:
+      return issue(c, ncclReduceScatter(a.send, a.recv, a.block, ty, ncclSum, m, s), a.deadline,
+                   "ncclReduceScatter");
+    case CB_COLL_BROADCAST:
+      return issue(c, ncclBroadcast(a.send, a.recv, a.count, ty, a.root, m, s), a.deadline,
+                   "ncclBroadcast");
+    case CB_COLL_REDUCE:
+      return issue(c, ncclReduce(a.send, a.recv, a.count, ty, ncclSum, a.root, m, s), a.deadline,
+                   "ncclReduce");
+    case CB_COLL_ALLTOALL:
+    case CB_COLL_SENDRECV:
+      return enqueue_p2p(c, a);
     default:
-      return fail(err, errlen, "unknown collective " + std::to_string(coll));
+      throw Fail{CB_GPU_ERROR, "unknown collective " + std::to_string(a.coll)};
   }
 }
 
-}  // namespace
-
-extern "C" int cb_nccl_unique_id(unsigned char id[CB_NCCL_ID_BYTES], char* err, size_t errlen) {
-  static_assert(sizeof(ncclUniqueId) == CB_NCCL_ID_BYTES, "ncclUniqueId size");
-  ncclUniqueId uid;
-  ncclResult_t r = ncclGetUniqueId(&uid);
-  if (r != ncclSuccess) return fail(err, errlen, nccl_text("ncclGetUniqueId", r, nullptr));
-  std::memcpy(id, &uid, sizeof uid);
-  return CB_GPU_OK;
+/// Waits for the stop event, never blocking inside CUDA: a hung peer must not hang us.
+void poll_until_done(cb_nccl_comm* c, cudaEvent_t stop, long long ops, Clock::time_point deadline) {
+  for (;;) {
+    cudaError_t q = cudaEventQuery(stop);
+    if (q == cudaSuccess) return;
+    if (q != cudaErrorNotReady)
+      abort_comm(c, clusterbench::gpu::cuda_error_text("cudaEventQuery", q));
+    async_state(c, "NCCL asynchronous error");
+    if (Clock::now() > deadline)
+      abort_comm(c, std::to_string(ops) + " operation(s) not finished after " +
+                        std::to_string(c->timeout_s) + " s");
+    std::this_thread::yield();
+  }
 }
 
-extern "C" int cb_nccl_comm_init(const unsigned char id[CB_NCCL_ID_BYTES], int nranks, int rank,
-                                 double timeout_s, cb_nccl_comm** out, char* err, size_t errlen) {
-  *out = nullptr;
-  auto* c = new cb_nccl_comm;
-  c->rank = rank;
-  c->nranks = nranks;
-  c->timeout_s = timeout_s;
-  auto cleanup = [&](int rc) {
-    if (rc != CB_GPU_OK) cb_nccl_comm_destroy(c);
-    return rc;
-  };
-  cudaError_t e = cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking);
-  if (e == cudaSuccess) e = cudaEventCreate(&c->start);
-  if (e == cudaSuccess) e = cudaEventCreate(&c->stop);
-  if (e != cudaSuccess)
-    return cleanup(fail(err, errlen, cuda_text("cudaStreamCreate/cudaEventCreate", e)));
+void comm_init(const unsigned char id[CB_NCCL_ID_BYTES], cb_nccl_comm* c) {
   ncclUniqueId uid;
   std::memcpy(&uid, id, sizeof uid);
   ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
   config.blocking = 0;  // so that init, too, waits against the deadline
-  ncclResult_t r = ncclCommInitRankConfig(&c->comm, nranks, uid, rank, &config);
-  auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                                     std::chrono::duration<double>(timeout_s));
+  ncclResult_t r = ncclCommInitRankConfig(&c->comm, c->nranks, uid, c->rank, &config);
+  auto deadline = deadline_of(c);
   if (r != ncclSuccess && r != ncclInProgress)
-    return cleanup(fail(err, errlen, nccl_text("ncclCommInitRankConfig", r, c->comm)));
-  int rc = wait_ready(c, deadline, "ncclCommInitRankConfig", err, errlen);
-  if (rc != CB_GPU_OK) return cleanup(rc);
-  *out = c;
-  return CB_GPU_OK;
+    throw Fail{CB_GPU_ERROR, nccl_text("ncclCommInitRankConfig", r, c->comm)};
+  wait_ready(c, deadline, "ncclCommInitRankConfig");
+}
+
+}  // namespace
+
+extern "C" int cb_nccl_unique_id(unsigned char id[CB_NCCL_ID_BYTES]) {
+  static_assert(sizeof(ncclUniqueId) == CB_NCCL_ID_BYTES, "ncclUniqueId size");
+  return plugin_call([&] {
+    ncclUniqueId uid;
+    ncclResult_t r = ncclGetUniqueId(&uid);
+    if (r != ncclSuccess) throw Fail{CB_GPU_ERROR, nccl_text("ncclGetUniqueId", r, nullptr)};
+    std::memcpy(id, &uid, sizeof uid);
+  });
+}
+
+extern "C" int cb_nccl_comm_init(const unsigned char id[CB_NCCL_ID_BYTES], int nranks, int rank,
+                                 double timeout_s, cb_nccl_comm** out) {
+  *out = nullptr;
+  cb_nccl_comm* c = nullptr;
+  int rc = plugin_call([&] {
+    c = new cb_nccl_comm;
+    c->rank = rank;
+    c->nranks = nranks;
+    c->timeout_s = timeout_s;
+    comm_init(id, c);
+  });
+  if (rc == CB_GPU_OK)
+    *out = c;
+  else
+    cb_nccl_comm_destroy(c);
+  return rc;
 }
 
 extern "C" void cb_nccl_comm_destroy(cb_nccl_comm* c) {
@@ -187,73 +209,42 @@ extern "C" void cb_nccl_comm_destroy(cb_nccl_comm* c) {
   if (c->comm && !c->aborted) {
     // Non-blocking: finalize may answer ncclInProgress. Wait against the deadline; a communicator
     // that does not finalize (a peer gone) is aborted by issue() instead of destroyed.
-    char err[512] = {0};
-    size_t errlen = sizeof err;
-    auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                                       std::chrono::duration<double>(c->timeout_s));
-    if (issue(c, ncclCommFinalize(c->comm), deadline, "ncclCommFinalize", err, errlen) == CB_GPU_OK)
-      ncclCommDestroy(c->comm);
+    int rc = plugin_call(
+        [&] { issue(c, ncclCommFinalize(c->comm), deadline_of(c), "ncclCommFinalize"); });
+    if (rc == CB_GPU_OK) ncclCommDestroy(c->comm);
   }
-  if (c->start) cudaEventDestroy(c->start);
-  if (c->stop) cudaEventDestroy(c->stop);
-  if (c->stream) cudaStreamDestroy(c->stream);
   delete c;
 }
 
-extern "C" int cb_nccl_alloc(size_t bytes, void** dev, char* err, size_t errlen) {
+extern "C" int cb_nccl_alloc(size_t bytes, void** dev) {
   *dev = nullptr;
-  CB_CUDA(cudaMalloc(dev, bytes > 0 ? bytes : 1));
-  return CB_GPU_OK;
+  return plugin_call([&] { CUDA_TRY(cudaMalloc(dev, bytes > 0 ? bytes : 1)); });
 }
 
 extern "C" void cb_nccl_free(void* dev) {
   if (dev) cudaFree(dev);
 }
 
-extern "C" int cb_nccl_copy(void* dst, const void* src, size_t bytes, int to_device, char* err,
-                            size_t errlen) {
-  CB_CUDA(cudaMemcpy(dst, src, bytes, to_device ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToHost));
-  return CB_GPU_OK;
+extern "C" int cb_nccl_copy(void* dst, const void* src, size_t bytes, int to_device) {
+  return plugin_call([&] {
+    CUDA_TRY(
+        cudaMemcpy(dst, src, bytes, to_device ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToHost));
+  });
 }
 
 extern "C" int cb_nccl_run(cb_nccl_comm* c, int coll, int dtype, const void* send, void* recv,
-                           size_t count, size_t block, int root, long long ops, double* seconds,
-                           char* err, size_t errlen) {
+                           size_t count, size_t block, int root, long long ops, double* seconds) {
   *seconds = -1;
-  if (!c || c->aborted || !c->comm)
-    return fail(err, errlen, "NCCL communicator was aborted", CB_GPU_ABORTED);
-  auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                                     std::chrono::duration<double>(c->timeout_s));
-  ncclDataType_t ty = nccl_type(dtype);
-  size_t ts = type_size(dtype);
-  CB_CUDA(cudaEventRecord(c->start, c->stream));
-  for (long long k = 0; k < ops; ++k) {
-    int rc = enqueue(c, coll, ty, ts, send, recv, count, block, root, deadline, err, errlen);
-    if (rc != CB_GPU_OK) return rc;
-  }
-  CB_CUDA(cudaEventRecord(c->stop, c->stream));
-  // Wait for the stop event, never blocking inside CUDA: a hung peer must not hang us.
-  for (;;) {
-    cudaError_t q = cudaEventQuery(c->stop);
-    if (q == cudaSuccess) break;
-    if (q != cudaErrorNotReady) return abort_comm(c, cuda_text("cudaEventQuery", q), err, errlen);
-    ncclResult_t st = ncclSuccess;
-    ncclResult_t r = ncclCommGetAsyncError(c->comm, &st);
-    if (r != ncclSuccess)
-      return abort_comm(c, nccl_text("ncclCommGetAsyncError", r, c->comm), err, errlen);
-    if (st != ncclSuccess && st != ncclInProgress)
-      return abort_comm(c, nccl_text("NCCL asynchronous error", st, c->comm), err, errlen);
-    if (Clock::now() > deadline)
-      return abort_comm(c,
-                        std::to_string(ops) + " operation(s) not finished after " +
-                            std::to_string(c->timeout_s) + " s",
-                        err, errlen);
-    std::this_thread::yield();
-  }
-  float ms = 0;
-  CB_CUDA(cudaEventElapsedTime(&ms, c->start, c->stop));
-  *seconds = ms / 1e3;
-  return CB_GPU_OK;
+  return plugin_call([&] {
+    if (!c || c->aborted || !c->comm) throw Fail{CB_GPU_ABORTED, "NCCL communicator was aborted"};
+    const Call call{coll, dtype, send, recv, count, block, root, deadline_of(c)};
+    *seconds = c->timer.time(
+        c->stream.get(),
+        [&] {
+          for (long long k = 0; k < ops; ++k) enqueue(c, call);
+        },
+        [&](cudaEvent_t stop) { poll_until_done(c, stop, ops, call.deadline); });
+  });
 }
 
 extern "C" int cb_nccl_reset_debug(void) {

@@ -11,8 +11,9 @@
 #include "collectives/collective.hpp"
 #include "collectives/nccl_log.hpp"
 #include "core/error.hpp"
-#include "gpu/plugin_abi.h"
 #include "gpu/loader.hpp"
+#include "gpu/operation.hpp"
+#include "gpu/plugin_abi.h"
 
 namespace clusterbench::collectives {
 
@@ -43,15 +44,17 @@ F lookup(const char* name) {
   return f;
 }
 
-/// A plugin result: CB_GPU_ABORTED ends the run; any other failure fails the case.
-void check(int rc, const char* call, const char* err, const char* file, int line) {
+/// A plugin result: CB_GPU_ABORTED ends the run; any other failure fails the case. The text is
+/// the plugin's last error on this thread.
+void check(int rc, const char* call, const char* file, int line) {
   if (rc == CB_GPU_OK) return;
+  const std::string err = gpu::last_error();
   if (rc == CB_GPU_ABORTED)
     throw AbortRun(std::string(call) + ": " + err + " (" + origin_host() + " rank " +
                    std::to_string(origin_rank()) + ")");
   throw_call_error("NCCL", std::to_string(rc), err, call, file, line);
 }
-#define CB_PLUGIN(call) check((call), #call, err, __FILE__, __LINE__)
+#define CB_PLUGIN(call) check((call), #call, __FILE__, __LINE__)
 
 int coll_code(const Collective& c) {
   const char* names[] = {"all_reduce", "all_gather", "reduce_scatter", "broadcast",
@@ -128,18 +131,17 @@ class NcclBackend : public Backend {
     for (const auto& [k, v] : env_.items()) setenv(k.c_str(), v.get<std::string>().c_str(), 1);
     // The init is the first probe: version, transports, network, NVLS, as NCCL logs them.
     bool logging = log_.begin(log_.can_reset() ? "INIT,NET,GRAPH,ENV" : "INIT,NET,ENV", false);
-    char err[1024] = {0};
     unsigned char id[CB_NCCL_ID_BYTES] = {0};
     std::string id_bytes;
     if (ctx.is_root()) {
-      CB_PLUGIN(lookup<decltype(&cb_nccl_unique_id)>("cb_nccl_unique_id")(id, err, sizeof err));
+      CB_PLUGIN(lookup<decltype(&cb_nccl_unique_id)>("cb_nccl_unique_id")(id));
       id_bytes.assign(reinterpret_cast<const char*>(id), sizeof id);
     }
     id_bytes = ctx.bcast(id_bytes);
     CHECK_MSG(id_bytes.size() == CB_NCCL_ID_BYTES, "clusterbench", "ncclUniqueId not received");
     std::memcpy(id, id_bytes.data(), sizeof id);
     auto init = lookup<decltype(&cb_nccl_comm_init)>("cb_nccl_comm_init");
-    CB_PLUGIN(init(id, size_, rank_, timeout_s, &comm_, err, sizeof err));
+    CB_PLUGIN(init(id, size_, rank_, timeout_s, &comm_));
     run_ = lookup<decltype(&cb_nccl_run)>("cb_nccl_run");
     alloc_ = lookup<decltype(&cb_nccl_alloc)>("cb_nccl_alloc");
     free_ = lookup<decltype(&cb_nccl_free)>("cb_nccl_free");
@@ -155,27 +157,23 @@ class NcclBackend : public Backend {
   int rank() const override { return rank_; }
   int size() const override { return size_; }
   void* alloc(std::size_t bytes) override {
-    char err[1024] = {0};
     void* p = nullptr;
-    CB_PLUGIN(alloc_(bytes, &p, err, sizeof err));
+    CB_PLUGIN(alloc_(bytes, &p));
     return p;
   }
   void release(void* p) override { free_(p); }
   void upload(void* dst, const void* host, std::size_t bytes) override {
-    char err[1024] = {0};
-    CB_PLUGIN(copy_(dst, host, bytes, 1, err, sizeof err));
+    CB_PLUGIN(copy_(dst, host, bytes, 1));
   }
   void download(void* host, const void* src, std::size_t bytes) override {
-    char err[1024] = {0};
-    CB_PLUGIN(copy_(host, src, bytes, 0, err, sizeof err));
+    CB_PLUGIN(copy_(host, src, bytes, 0));
   }
   double run(const Collective& c, Dtype t, const void* send, void* recv, const Layout& l, int root,
              bool, long long ops) override {
-    char err[1024] = {0};
     double seconds = -1;
     size_t count = static_cast<size_t>(l.send_count);
     CB_PLUGIN(run_(comm_, coll_code(c), dtype_code(t), send, recv, count,
-                   static_cast<size_t>(l.block), root, ops, &seconds, err, sizeof err));
+                   static_cast<size_t>(l.block), root, ops, &seconds));
     return seconds;
   }
   bool supports_inplace(const Collective&) const override { return true; }

@@ -11,8 +11,8 @@
 #include <type_traits>
 #include <vector>
 
-#include "compute/gemm_plugin.hpp"
 #include "core/error.hpp"
+#include "core/gpu_case.hpp"
 
 namespace clusterbench::compute {
 
@@ -97,22 +97,20 @@ class OpenblasSoak : public SoakGemm {
   std::vector<T> a_, b_, c_;
 };
 
+/// The plugin's "gemm" operation (compute/gemm_gpu.cpp), run back to back by the soak.
 class CublasltSoak : public SoakGemm {
  public:
-  CublasltSoak(const PluginGemmFns& fn, std::string dtype, const GemmShape& s, std::uint64_t seed,
-               int samples)
-      : fn_(fn), dtype_(std::move(dtype)), s_(s), samples_(samples) {
-    g_ = create_plugin_gemm(fn_, dtype_, s_, seed, samples_, 8, &info_);
-    GemmVerification v = plugin_gemm_verification(info_, dtype_);
+  CublasltSoak(std::string dtype, const GemmShape& s, std::uint64_t seed, int samples)
+      : dtype_(std::move(dtype)), s_(s), samples_(samples), op_(create(seed, 8)) {
+    GemmVerification v = gemm_verification_of(op_.info().at("verification"), dtype_);
     CHECK_MSG(v.samples > 0 && v.passed(), "cuBLASLt", v.failure_message(dtype_, s_));
   }
-  ~CublasltSoak() override { fn_.destroy(g_); }
 
   SoakWork run_until(Clock::time_point deadline, double extra_fraction) override {
     SoakWork w;
     auto wall0 = Clock::now();
     do {
-      double sec = run_plugin_gemm(fn_, g_, batch_);
+      double sec = gpu_call(kLibrary, [&] { return op_.run(batch_); });
       if (extra_fraction > 0) {
         std::this_thread::sleep_for(std::chrono::duration<double>(extra_fraction * sec));
         sec *= 1 + extra_fraction;
@@ -127,36 +125,39 @@ class CublasltSoak : public SoakGemm {
   }
 
   GemmVerification verify(std::uint64_t seed, bool corrupt) override {
-    cb_gemm_info info{};
-    cb_gemm* g = create_plugin_gemm(fn_, dtype_, s_, seed, samples_, 1, &info);
-    fn_.destroy(g);
-    GemmVerification v = plugin_gemm_verification(info, dtype_);
+    GemmVerification v = gemm_verification_of(create(seed, 1).info().at("verification"), dtype_);
     if (corrupt) v.max_rel_error = 1.0;  // test fault injection (docs/burnin.md)
     return v;
   }
 
   json facts() const override {
-    return {{"library", "cuBLASLt"},
-            {"device", info_.device_name},
-            {"pci_bus_id", info_.pci_bus_id},
-            {"compute_capability",
-             std::to_string(info_.sm_major) + "." + std::to_string(info_.sm_minor)},
-            {"algorithm_id", info_.algo_id},
-            {"input_type", info_.input_type},
-            {"output_type", info_.output_type},
-            {"compute_type", info_.compute_type},
+    const json& info = op_.info();
+    return {{"library", kLibrary},
+            {"device", info.at("device")},
+            {"pci_bus_id", info.at("pci_bus_id")},
+            {"compute_capability", info.at("compute_capability")},
+            {"algorithm_id", info.at("algorithm").at("id")},
+            {"input_type", info.at("input_type")},
+            {"output_type", info.at("output_type")},
+            {"compute_type", info.at("compute_type")},
             {"layout", "column-major, D = A^T B (TN), beta = 0"}};
   }
   std::string time_basis() const override { return "cuda_events"; }
-  std::string pci_bus_id() const override { return info_.pci_bus_id; }
+  std::string pci_bus_id() const override { return op_.info().at("pci_bus_id"); }
 
  private:
-  PluginGemmFns fn_;
+  static constexpr const char* kLibrary = "cuBLASLt";
+  /// A product of the soak's shape from `seed`, the best of `algos` algorithms, verified.
+  gpu::Operation create(std::uint64_t seed, int algos) const {
+    return gpu_call(kLibrary, [&] {
+      return gpu::Operation("gemm", gemm_op_params(dtype_, s_, seed, samples_, algos));
+    });
+  }
+
   std::string dtype_;
   GemmShape s_;
   int samples_;
-  cb_gemm* g_ = nullptr;
-  cb_gemm_info info_{};
+  gpu::Operation op_;
   long long batch_ = 1;
 };
 
@@ -187,8 +188,7 @@ double estimate_openblas_product_seconds(const std::string& dtype, const GemmSha
 
 std::unique_ptr<SoakGemm> make_cublaslt_soak(const std::string& dtype, const GemmShape& shape,
                                              std::uint64_t seed, int samples) {
-  const PluginGemmFns fn = PluginGemmFns::load();
-  return std::make_unique<CublasltSoak>(fn, dtype, shape, seed, samples);
+  return std::make_unique<CublasltSoak>(dtype, shape, seed, samples);
 }
 
 }  // namespace clusterbench::compute

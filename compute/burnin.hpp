@@ -1,7 +1,7 @@
 // The GEMM side of `clusterbench burnin` (bench/burnin.cpp, docs/burnin.md): one matrix product
-// kept busy back to back for a whole interval, on the GPU through the plugin's compute.gemm entry
-// points (cuBLASLt) or on the CPU through OpenBLAS, and checked after every interval the way
-// compute.gemm checks (sampled elements against a long-double reference, compute/gemm.hpp).
+// kept busy back to back for a whole interval, on the GPU through the plugin's "gemm" operation
+// (cuBLASLt, compute/gemm_gpu.cpp) or on the CPU through OpenBLAS, and checked after every interval
+// the way compute.gemm checks (sampled elements against a long-double reference, compute/gemm.hpp).
 // Measures only: the verdicts are made in reports/burnin.hpp.
 #pragma once
 
@@ -60,9 +60,9 @@ std::unique_ptr<SoakGemm> make_openblas_soak(const std::string& dtype, const Gem
 /// rate, so the estimate errs on the long side. Throws std::invalid_argument as make_openblas_soak.
 double estimate_openblas_product_seconds(const std::string& dtype, const GemmShape& shape);
 
-/// cuBLASLt through the GPU plugin (cb_gpu_gemm_create/run/destroy) on the current device.
+/// cuBLASLt through the GPU plugin's "gemm" operation (gpu::Operation) on the current device.
 /// Throws Waived (CB_GPU_UNSUPPORTED: the GPU lacks the dtype or memory) or CallError (the
-/// plugin's error text; a plugin without the GEMM entry points).
+/// plugin's error text; a plugin that is not loaded).
 std::unique_ptr<SoakGemm> make_cublaslt_soak(const std::string& dtype, const GemmShape& shape,
                                              std::uint64_t seed, int samples);
 

@@ -13,7 +13,7 @@
 
 #include "collectives/collective.hpp"
 #include "compute/burnin.hpp"
-#include "compute/gpu_telemetry.hpp"
+#include "core/telemetry.hpp"
 #include "core/benchmark.hpp"
 #include "core/error.hpp"
 #include "core/progress.hpp"

@@ -1,6 +1,7 @@
 // compute.gemm: C = A B rate in TFLOP/s (docs/metrics.md "GEMM", docs/gemm.md).
-//  backend=cublaslt: per GPU (Level::gpu), through the GPU plugin (compute/gemm_gpu.cpp), with
-//    NVML telemetry sampled while the timed region runs.
+//  backend=cublaslt: per GPU (Level::gpu), the plugin's "gemm" operation (compute/gemm_gpu.cpp)
+//    run as a GPU case (core/gpu_case.hpp), with NVML telemetry sampled while the timed region
+//    runs.
 //  backend=openblas: once per node on every core (Level::node): the host's rate, and the path CI
 //    runs for real on GPU-less machines.
 // Inputs are random and never zero; the product is checked on sampled elements against a
@@ -15,10 +16,8 @@
 #include <stdexcept>
 
 #include "core/benchmark.hpp"
-#include "compute/gemm_plugin.hpp"
-#include "compute/gpu_telemetry.hpp"
 #include "core/error.hpp"
-#include "gpu/loader.hpp"
+#include "core/gpu_case.hpp"
 
 namespace clusterbench::compute {
 
@@ -148,6 +147,23 @@ GemmVerification verify_gemm(const GemmShape& s, const GemmElement& a, const Gem
   return v;
 }
 
+nlohmann::json gemm_op_params(const std::string& dtype, const GemmShape& s, std::uint64_t seed,
+                              int samples, int algos) {
+  return {{"dtype", dtype}, {"m", s.m},       {"n", s.n},          {"k", s.k},
+          {"seed", seed},   {"algos", algos}, {"samples", samples}};
+}
+
+GemmVerification gemm_verification_of(const nlohmann::json& v, const std::string& dtype) {
+  GemmVerification out;
+  out.samples = v.value("samples", 0);
+  auto e = v.find("max_rel_error");
+  out.max_rel_error = e != v.end() && e->is_number() ? e->get<double>() : INFINITY;
+  out.worst_i = v.value("worst_i", 0LL);
+  out.worst_j = v.value("worst_j", 0LL);
+  out.bound = gemm_error_bound(dtype);
+  return out;
+}
+
 std::uint16_t float_to_bf16(float f) {
   std::uint32_t u;
   std::memcpy(&u, &f, 4);
@@ -191,13 +207,6 @@ double as_double(T v) {
   else
     return static_cast<double>(v);
 }
-
-struct PluginGemmDeleter {
-  void (*destroy)(cb_gemm*) = nullptr;
-  void operator()(cb_gemm* g) const {
-    if (g && destroy) destroy(g);
-  }
-};
 
 class Gemm : public Benchmark {
  public:
@@ -381,52 +390,23 @@ class Gemm : public Benchmark {
   }
 
   void run_cublaslt(CaseRun& run, const std::string& dtype, const GemmShape& s) const {
-    const PluginGemmFns fns = PluginGemmFns::load();
-    cb_gemm_info info{};
-    std::unique_ptr<cb_gemm, PluginGemmDeleter> g(
-        create_plugin_gemm(fns, dtype, s, seed(run), samples(run),
-                           static_cast<int>(run.settings().get_double(id(), "algos", 8)), &info),
-        PluginGemmDeleter{fns.destroy});
-    GemmVerification ver = plugin_gemm_verification(info, dtype);
+    const int algos = static_cast<int>(run.settings().get_double(id(), "algos", 8));
+    GpuCase gpu(run, "gemm", gemm_op_params(dtype, s, seed(run), samples(run), algos),
+                {.library = "cuBLASLt"});
+    const json& info = gpu.info();
+    GemmVerification ver = gemm_verification_of(info.at("verification"), dtype);
     CHECK_MSG(ver.samples > 0 && ver.passed(), "cuBLASLt", ver.failure_message(dtype, s));
-
-    int nvml_index = nvml_index_for_bus_id(run.env(), info.pci_bus_id);
-    std::string why_not =
-        nvml_index >= 0 ? ""
-        : Nvml::get().ok()
-            ? std::string("no NVML GPU has the CUDA device's bus id ") + info.pci_bus_id
-            : "running without telemetry: NVML " + Nvml::get().status();
-    // The product's own device memory (A, B, D and the workspace), left out of the memory-used
-    // judgement: input bytes per element by dtype, output fp32 for tf32/fp32 and 16-bit else.
-    double in_b = dtype == "fp8_e4m3" ? 1 : (dtype == "tf32" || dtype == "fp32") ? 4 : 2;
-    double out_b = (dtype == "tf32" || dtype == "fp32") ? 4 : 2;
-    double own = in_b * (static_cast<double>(s.k) * s.m + static_cast<double>(s.k) * s.n) +
-                 out_b * static_cast<double>(s.m) * s.n + static_cast<double>(info.workspace_bytes);
-    TelemetrySampler sampler(nvml_index, 0.05, why_not, own);
-    run.exec([&](long long ops) { return run_plugin_gemm(fns, g.get(), ops); });
-    json tel = sampler.stop();
+    gpu.exec();
     record_rate(run, s, dtype, ver);
-    run.set_extra("telemetry", tel);
-    for (const Metric& m : telemetry_metrics(tel))
-      run.add_metric(m.name, m.value, m.unit, m.higher_is_better);
+    gpu.record_telemetry();
     run.set_extra("backend", {{"library", "cuBLASLt"},
-                              {"device", info.device_name},
-                              {"pci_bus_id", info.pci_bus_id},
-                              {"compute_capability",
-                               std::to_string(info.sm_major) + "." + std::to_string(info.sm_minor)},
-                              {"workspace_bytes", info.workspace_bytes}});
-    run.set_extra("algorithm", {{"id", info.algo_id},
-                                {"tile", info.algo_tile},
-                                {"stages", info.algo_stages},
-                                {"splitk", info.algo_splitk},
-                                {"swizzle", info.algo_swizzle},
-                                {"reduction_scheme", info.algo_reduction},
-                                {"heuristic_returned", info.algos_returned},
-                                {"tried", info.algos_tried},
-                                {"selection_seconds_per_op", info.algo_best_seconds}});
-    run.set_extra("input_type", info.input_type);
-    run.set_extra("output_type", info.output_type);
-    run.set_extra("compute_type", info.compute_type);
+                              {"device", info.at("device")},
+                              {"pci_bus_id", info.at("pci_bus_id")},
+                              {"compute_capability", info.at("compute_capability")},
+                              {"workspace_bytes", info.at("workspace_bytes")}});
+    run.set_extra("algorithm", info.at("algorithm"));
+    for (const char* key : {"input_type", "output_type", "compute_type"})
+      run.set_extra(key, info.at(key));
     run.set_extra("layout", "column-major, D = A^T B (TN), beta = 0");
   }
 };

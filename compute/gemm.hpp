@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdint>
 #include <functional>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <utility>
 #include <vector>
@@ -131,6 +132,17 @@ using GemmElement = std::function<double(long long, long long)>;
 /// gemm_sample_error over row i of A and column j of B. `bound` is gemm_error_bound(dtype).
 GemmVerification verify_gemm(const GemmShape& s, const GemmElement& a, const GemmElement& b,
                              const GemmElement& c, int samples, std::uint64_t seed, double bound);
+
+/// The params of the GPU plugin's "gemm" operation (compute/gemm_gpu.cpp): an m x n x k product
+/// of `dtype`, inputs drawn from `seed`, the best of the top `algos` heuristic algorithms,
+/// `samples` output elements verified.
+nlohmann::json gemm_op_params(const std::string& dtype, const GemmShape& s, std::uint64_t seed,
+                              int samples, int algos);
+
+/// The plugin's sampled verification (the "gemm" operation's info()["verification"]: samples,
+/// max_rel_error, worst_i, worst_j) against gemm_error_bound(dtype). A max_rel_error that is not
+/// a number (JSON has no inf: the plugin writes a non-finite error as null) is +inf.
+GemmVerification gemm_verification_of(const nlohmann::json& v, const std::string& dtype);
 
 /// BF16 bits of a float, rounded to nearest even (finite inputs), and back.
 std::uint16_t float_to_bf16(float f);

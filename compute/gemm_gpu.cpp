@@ -1,6 +1,17 @@
-// compute.gemm in the GPU plugin: cuBLASLt matmul with FP32 accumulation (bench/gpu/plugin_abi.h
-// cb_gpu_gemm_*). The core-side benchmark (compute/gemm.cpp) times cb_gpu_gemm_run through the
-// framework and judges the verification this file measures.
+// compute.gemm in the GPU plugin: the "gemm" operation (bench/gpu/plugin/op.hpp), a cuBLASLt
+// matmul with FP32 accumulation. D (M x N, column-major) = op(A) B with A stored K x M (op =
+// transpose, the "TN" layout FP8 requires) and B K x N; beta = 0. Inputs are random, magnitude in
+// [0.25, 1) with a random sign (compute/gemm.hpp gemm_input_value), drawn on the GPU.
+//   params: {"dtype": "fp16" | "bf16" | "tf32" | "fp32" | "fp8_e4m3", "m", "n", "k",
+//            "algos": top-N heuristic algorithms timed (the fastest is kept),
+//            "samples": output elements verified against a long-double reference, "seed"}
+//   info:   the device's facts, "input_type", "output_type", "compute_type", "workspace_bytes",
+//           "device_bytes" (A, B, D and the workspace), "algorithm": {"id", "tile", "stages",
+//           "splitk", "swizzle", "reduction_scheme", "heuristic_returned", "tried",
+//           "selection_seconds_per_op"}, "verification": {"samples", "max_rel_error" (null when
+//           not finite), "worst_i", "worst_j"}
+// CB_GPU_UNSUPPORTED: the GPU lacks the dtype or the memory, or cuBLASLt has no algorithm.
+// The core-side benchmark (compute/gemm.cpp) times it and judges the verification.
 #include "compute/gemm_gpu.hpp"
 
 #include <cublasLt.h>
@@ -10,74 +21,56 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
-#include <cstdio>
 #include <cstring>
 #include <string>
 #include <vector>
 
 #include "compute/gemm.hpp"
-#include "gpu/plugin_abi.h"
-#include "gpu/plugin_error.hpp"
+#include "gpu/plugin/op.hpp"
+
+namespace clusterbench::compute::gpu {
 
 namespace {
 
-using clusterbench::compute::gpu::FillType;
-
+using clusterbench::gpu::DeviceBuffer;
 using clusterbench::gpu::Fail;
+using clusterbench::gpu::json;
 
-#define LT_TRY(call)                                                                            \
-  do {                                                                                          \
-    cublasStatus_t s_ = (call);                                                                 \
-    if (s_ != CUBLAS_STATUS_SUCCESS)                                                            \
-      throw Fail{CB_GPU_ERROR, std::string(#call) + ": " + cublasLtGetStatusString(s_) + " (" + \
-                                   cublasLtGetStatusName(s_) + ")"};                            \
+#define LT_TRY(call)                                                                             \
+  do {                                                                                           \
+    cublasStatus_t lt_status_ = (call);                                                          \
+    if (lt_status_ != CUBLAS_STATUS_SUCCESS)                                                     \
+      throw Fail{CB_GPU_ERROR, std::string(#call) + ": " + cublasLtGetStatusString(lt_status_) + \
+                                   " (" + cublasLtGetStatusName(lt_status_) + ")"};              \
   } while (0)
 
 /// What one dtype name means to cuBLASLt.
 struct DtypeSpec {
   cudaDataType_t ab, d;
   cublasComputeType_t compute;
-  FillType fill;
+  FillType fill, out_fill;
   size_t ab_bytes, d_bytes;
   const char *in_name, *out_name, *compute_name;
   int min_sm;  // major*10 + minor
 };
 
 DtypeSpec dtype_spec(const std::string& dtype) {
+  using F = FillType;
   if (dtype == "fp16")
-    return {
-        CUDA_R_16F,           CUDA_R_16F, CUBLAS_COMPUTE_32F, FillType::f16, 2, 2, "fp16", "fp16",
-        "CUBLAS_COMPUTE_32F", 0};
+    return {CUDA_R_16F, CUDA_R_16F, CUBLAS_COMPUTE_32F,   F::f16, F::f16, 2, 2,
+            "fp16",     "fp16",     "CUBLAS_COMPUTE_32F", 0};
   if (dtype == "bf16")
-    return {
-        CUDA_R_16BF,          CUDA_R_16BF, CUBLAS_COMPUTE_32F, FillType::bf16, 2, 2, "bf16", "bf16",
-        "CUBLAS_COMPUTE_32F", 80};
+    return {CUDA_R_16BF, CUDA_R_16BF, CUBLAS_COMPUTE_32F,   F::bf16, F::bf16, 2, 2,
+            "bf16",      "bf16",      "CUBLAS_COMPUTE_32F", 80};
   if (dtype == "tf32")
-    return {CUDA_R_32F,
-            CUDA_R_32F,
-            CUBLAS_COMPUTE_32F_FAST_TF32,
-            FillType::f32,
-            4,
-            4,
-            "fp32",
-            "fp32",
-            "CUBLAS_COMPUTE_32F_FAST_TF32",
-            80};
+    return {CUDA_R_32F, CUDA_R_32F, CUBLAS_COMPUTE_32F_FAST_TF32,   F::f32, F::f32, 4, 4,
+            "fp32",     "fp32",     "CUBLAS_COMPUTE_32F_FAST_TF32", 80};
   if (dtype == "fp32")
-    return {
-        CUDA_R_32F,           CUDA_R_32F, CUBLAS_COMPUTE_32F, FillType::f32, 4, 4, "fp32", "fp32",
-        "CUBLAS_COMPUTE_32F", 0};
+    return {CUDA_R_32F, CUDA_R_32F, CUBLAS_COMPUTE_32F,   F::f32, F::f32, 4, 4,
+            "fp32",     "fp32",     "CUBLAS_COMPUTE_32F", 0};
   if (dtype == "fp8_e4m3")
-    return {CUDA_R_8F_E4M3,
-            CUDA_R_16BF,
-            CUBLAS_COMPUTE_32F,
-            FillType::fp8_e4m3,
-            1,
-            2,
-            "fp8_e4m3",
-            "bf16",
-            "CUBLAS_COMPUTE_32F",
-            89};
+    return {CUDA_R_8F_E4M3, CUDA_R_16BF, CUBLAS_COMPUTE_32F,   F::fp8_e4m3, F::bf16, 1, 2,
+            "fp8_e4m3",     "bf16",      "CUBLAS_COMPUTE_32F", 89};
   throw Fail{CB_GPU_ERROR, "unknown GEMM dtype '" + dtype + "'"};
 }
 
@@ -122,221 +115,200 @@ long long algo_attr(const cublasLtMatmulAlgo_t& algo, cublasLtMatmulAlgoConfigAt
 
 constexpr size_t kWorkspaceBytes = 32u << 20;  // NVIDIA's recommendation for Hopper
 
-}  // namespace
-
-struct cb_gemm {
-  DtypeSpec spec{};
-  long long m = 0, n = 0, k = 0;
+/// The cuBLASLt objects of one product, destroyed with it.
+struct LtObjects {
   cublasLtHandle_t lt = nullptr;
-  cudaStream_t stream = nullptr;
-  cudaEvent_t start = nullptr, stop = nullptr;
-  void *a = nullptr, *b = nullptr, *d = nullptr, *ws = nullptr;
   cublasLtMatmulDesc_t op = nullptr;
   cublasLtMatrixLayout_t la = nullptr, lb = nullptr, ld = nullptr;
-  cublasLtMatmulAlgo_t algo{};
-  float alpha = 1.0f, beta = 0.0f;
-
-  ~cb_gemm() {
-    if (la) cublasLtMatrixLayoutDestroy(la);
-    if (lb) cublasLtMatrixLayoutDestroy(lb);
-    if (ld) cublasLtMatrixLayoutDestroy(ld);
+  ~LtObjects() {
+    for (cublasLtMatrixLayout_t l : {la, lb, ld})
+      if (l) cublasLtMatrixLayoutDestroy(l);
     if (op) cublasLtMatmulDescDestroy(op);
-    for (void* p : {a, b, d, ws})
-      if (p) cudaFree(p);
-    if (start) cudaEventDestroy(start);
-    if (stop) cudaEventDestroy(stop);
-    if (stream) cudaStreamDestroy(stream);
     if (lt) cublasLtDestroy(lt);
-  }
-
-  void matmul(const cublasLtMatmulAlgo_t& with) {
-    LT_TRY(cublasLtMatmul(lt, op, &alpha, a, la, b, lb, &beta, d, ld, d, ld, &with, ws,
-                          kWorkspaceBytes, stream));
-  }
-
-  /// Seconds per product of `reps` products with `with`, by CUDA events.
-  double time(const cublasLtMatmulAlgo_t& with, int reps) {
-    CUDA_TRY(cudaEventRecord(start, stream));
-    for (int i = 0; i < reps; ++i) matmul(with);
-    CUDA_TRY(cudaEventRecord(stop, stream));
-    CUDA_TRY(cudaEventSynchronize(stop));
-    float ms = 0;
-    CUDA_TRY(cudaEventElapsedTime(&ms, start, stop));
-    return ms / 1e3 / reps;
   }
 };
 
-namespace {
+using Heuristics = std::vector<cublasLtMatmulHeuristicResult_t>;
 
-void create(const cb_gemm_params* p, cb_gemm* g, cb_gemm_info* info) {
-  std::string dtype = p->dtype ? p->dtype : "";
-  g->spec = dtype_spec(dtype);
-  g->m = p->m;
-  g->n = p->n;
-  g->k = p->k;
-  const std::string shape =
-      dtype + " " + std::to_string(p->m) + "x" + std::to_string(p->n) + "x" + std::to_string(p->k);
-
-  int dev = 0;
-  CUDA_TRY(cudaGetDevice(&dev));
-  cudaDeviceProp prop{};
-  CUDA_TRY(cudaGetDeviceProperties(&prop, dev));
-  std::snprintf(info->device_name, sizeof info->device_name, "%s", prop.name);
-  CUDA_TRY(cudaDeviceGetPCIBusId(info->pci_bus_id, sizeof info->pci_bus_id, dev));
-  info->sm_major = prop.major;
-  info->sm_minor = prop.minor;
-  std::snprintf(info->input_type, sizeof info->input_type, "%s", g->spec.in_name);
-  std::snprintf(info->output_type, sizeof info->output_type, "%s", g->spec.out_name);
-  std::snprintf(info->compute_type, sizeof info->compute_type, "%s", g->spec.compute_name);
-  int sm = prop.major * 10 + prop.minor;
-  if (sm < g->spec.min_sm)
-    throw Fail{CB_GPU_UNSUPPORTED,
-               shape + ": needs compute capability " + std::to_string(g->spec.min_sm / 10) + "." +
-                   std::to_string(g->spec.min_sm % 10) + " or newer; " + prop.name + " is " +
-                   std::to_string(prop.major) + "." + std::to_string(prop.minor)};
-
-  size_t a_bytes = static_cast<size_t>(p->m * p->k) * g->spec.ab_bytes;
-  size_t b_bytes = static_cast<size_t>(p->k * p->n) * g->spec.ab_bytes;
-  size_t d_bytes = static_cast<size_t>(p->m * p->n) * g->spec.d_bytes;
-  size_t free_b = 0, total_b = 0;
-  CUDA_TRY(cudaMemGetInfo(&free_b, &total_b));
-  size_t need = a_bytes + b_bytes + d_bytes + kWorkspaceBytes;
-  if (need > free_b / 10 * 9)
-    throw Fail{CB_GPU_UNSUPPORTED, shape + ": needs " + std::to_string(need >> 20) + " MiB, " +
-                                       std::to_string(free_b >> 20) + " MiB of GPU memory free"};
-
-  LT_TRY(cublasLtCreate(&g->lt));
-  CUDA_TRY(cudaStreamCreateWithFlags(&g->stream, cudaStreamNonBlocking));
-  CUDA_TRY(cudaEventCreate(&g->start));
-  CUDA_TRY(cudaEventCreate(&g->stop));
-  CUDA_TRY(cudaMalloc(&g->a, a_bytes));
-  CUDA_TRY(cudaMalloc(&g->b, b_bytes));
-  CUDA_TRY(cudaMalloc(&g->d, d_bytes));
-  CUDA_TRY(cudaMalloc(&g->ws, kWorkspaceBytes));
-  info->workspace_bytes = static_cast<long long>(kWorkspaceBytes);
-  CUDA_TRY(clusterbench::compute::gpu::fill_gemm_input(g->a, g->spec.fill, p->m * p->k, p->seed, 0,
-                                                       g->stream));
-  CUDA_TRY(clusterbench::compute::gpu::fill_gemm_input(g->b, g->spec.fill, p->k * p->n, p->seed, 1,
-                                                       g->stream));
-
-  // D (M x N) = A^T B with A stored K x M and B K x N, column-major: the TN layout FP8 requires.
-  LT_TRY(cublasLtMatmulDescCreate(&g->op, g->spec.compute, CUDA_R_32F));
-  cublasOperation_t ta = CUBLAS_OP_T, tb = CUBLAS_OP_N;
-  LT_TRY(cublasLtMatmulDescSetAttribute(g->op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta));
-  LT_TRY(cublasLtMatmulDescSetAttribute(g->op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb));
-  LT_TRY(cublasLtMatrixLayoutCreate(&g->la, g->spec.ab, p->k, p->m, p->k));
-  LT_TRY(cublasLtMatrixLayoutCreate(&g->lb, g->spec.ab, p->k, p->n, p->k));
-  LT_TRY(cublasLtMatrixLayoutCreate(&g->ld, g->spec.d, p->m, p->n, p->m));
-
-  cublasLtMatmulPreference_t pref = nullptr;
-  LT_TRY(cublasLtMatmulPreferenceCreate(&pref));
-  size_t ws = kWorkspaceBytes;
-  cublasStatus_t st = cublasLtMatmulPreferenceSetAttribute(
-      pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws);
-  int want = std::max(1, std::min(p->max_algos, 64));
-  std::vector<cublasLtMatmulHeuristicResult_t> results(static_cast<size_t>(want));
-  int returned = 0;
-  if (st == CUBLAS_STATUS_SUCCESS)
-    st = cublasLtMatmulAlgoGetHeuristic(g->lt, g->op, g->la, g->lb, g->ld, g->ld, pref, want,
-                                        results.data(), &returned);
-  cublasLtMatmulPreferenceDestroy(pref);
-  if (st == CUBLAS_STATUS_NOT_SUPPORTED || (st == CUBLAS_STATUS_SUCCESS && returned == 0))
-    throw Fail{CB_GPU_UNSUPPORTED,
-               shape + ": cuBLASLt has no algorithm for this shape and type on " + prop.name};
-  LT_TRY(st);
-  info->algos_returned = returned;
-
-  // Time each returned algorithm (about 20 ms each after a warm-up product); keep the fastest.
-  double best = 0;
-  int best_index = -1;
-  std::string last_error;
-  for (int i = 0; i < returned; ++i) {
-    if (results[static_cast<size_t>(i)].state != CUBLAS_STATUS_SUCCESS) continue;
-    const cublasLtMatmulAlgo_t& algo = results[static_cast<size_t>(i)].algo;
-    try {
-      double t1 = g->time(algo, 1);
-      int reps = static_cast<int>(std::clamp(0.02 / std::max(t1, 1e-7), 1.0, 50.0));
-      double t = g->time(algo, reps);
-      ++info->algos_tried;
-      if (best_index < 0 || t < best) best = t, best_index = i;
-    } catch (const Fail& f) {
-      last_error = f.text;  // an algorithm the heuristic offered but cannot run: try the next
-      CUDA_TRY(cudaStreamSynchronize(g->stream));
-    }
+class GemmOp : public clusterbench::gpu::Op {
+ public:
+  explicit GemmOp(const json& p)
+      : spec_(dtype_spec(p.at("dtype").get<std::string>())),
+        s_{p.at("m").get<long long>(), p.at("n").get<long long>(), p.at("k").get<long long>()},
+        shape_(p.at("dtype").get<std::string>() + " " + std::to_string(s_.m) + "x" +
+               std::to_string(s_.n) + "x" + std::to_string(s_.k)) {
+    const auto seed = p.at("seed").get<std::uint64_t>();
+    check_device();
+    allocate(seed);
+    describe_product();
+    select_algorithm(heuristics(p.at("algos").get<int>()));
+    verify(p.at("samples").get<int>(), seed);
   }
-  if (best_index < 0)
-    throw Fail{CB_GPU_ERROR, shape + ": none of the " + std::to_string(returned) +
-                                 " heuristic algorithms ran: " + last_error};
-  g->algo = results[static_cast<size_t>(best_index)].algo;
-  info->algo_best_seconds = best;
-  info->algo_id = algo_attr(g->algo, CUBLASLT_ALGO_CONFIG_ID);
-  info->algo_tile = algo_attr(g->algo, CUBLASLT_ALGO_CONFIG_TILE_ID);
-  info->algo_stages = algo_attr(g->algo, CUBLASLT_ALGO_CONFIG_STAGES_ID);
-  info->algo_splitk = algo_attr(g->algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM);
-  info->algo_swizzle = algo_attr(g->algo, CUBLASLT_ALGO_CONFIG_CTA_SWIZZLING);
-  info->algo_reduction = algo_attr(g->algo, CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME);
 
-  // Verification of the kept algorithm's product on sampled elements (compute/gemm.hpp).
-  CUDA_TRY(cudaMemsetAsync(g->d, 0, d_bytes, g->stream));
-  g->matmul(g->algo);
-  CUDA_TRY(cudaStreamSynchronize(g->stream));
-  clusterbench::compute::GemmShape s{p->m, p->n, p->k};
-  std::vector<unsigned char> row(static_cast<size_t>(p->k) * g->spec.ab_bytes), col(row.size()),
-      out(g->spec.d_bytes);
-  FillType out_type = g->spec.d == CUDA_R_16F    ? FillType::f16
-                      : g->spec.d == CUDA_R_16BF ? FillType::bf16
-                                                 : FillType::f32;
-  for (const auto& [i, j] :
-       clusterbench::compute::gemm_sample_points(s, p->verify_samples, p->seed)) {
-    const auto* pa =
-        static_cast<const unsigned char*>(g->a) + static_cast<size_t>(i * p->k) * g->spec.ab_bytes;
-    const auto* pb =
-        static_cast<const unsigned char*>(g->b) + static_cast<size_t>(j * p->k) * g->spec.ab_bytes;
-    const auto* pd = static_cast<const unsigned char*>(g->d) +
-                     static_cast<size_t>(i + j * p->m) * g->spec.d_bytes;
-    CUDA_TRY(cudaMemcpy(row.data(), pa, row.size(), cudaMemcpyDeviceToHost));
-    CUDA_TRY(cudaMemcpy(col.data(), pb, col.size(), cudaMemcpyDeviceToHost));
-    CUDA_TRY(cudaMemcpy(out.data(), pd, out.size(), cudaMemcpyDeviceToHost));
-    size_t eb = g->spec.ab_bytes;
-    double e = clusterbench::compute::gemm_sample_error(
-        p->k, [&](long long q) { return decode(g->spec.fill, row.data() + q * eb); },
-        [&](long long q) { return decode(g->spec.fill, col.data() + q * eb); },
-        decode(out_type, out.data()));
-    if (info->samples_checked == 0 || !(e <= info->max_rel_error)) {
-      info->max_rel_error = e;
-      info->worst_i = i;
-      info->worst_j = j;
-    }
-    ++info->samples_checked;
+ private:
+  void enqueue(long long count) override {
+    for (long long i = 0; i < count; ++i) matmul(algo_);
   }
-}
+
+  void matmul(const cublasLtMatmulAlgo_t& with) {
+    LT_TRY(cublasLtMatmul(lt_.lt, lt_.op, &alpha_, a_.get(), lt_.la, b_.get(), lt_.lb, &beta_,
+                          d_.get(), lt_.ld, d_.get(), lt_.ld, &with, ws_.get(), kWorkspaceBytes,
+                          stream()));
+  }
+
+  size_t a_bytes() const { return static_cast<size_t>(s_.m * s_.k) * spec_.ab_bytes; }
+  size_t b_bytes() const { return static_cast<size_t>(s_.k * s_.n) * spec_.ab_bytes; }
+  size_t d_bytes() const { return static_cast<size_t>(s_.m * s_.n) * spec_.d_bytes; }
+
+  /// The dtype on this GPU's compute capability, and room for the product: else UNSUPPORTED.
+  void check_device() {
+    info()["input_type"] = spec_.in_name;
+    info()["output_type"] = spec_.out_name;
+    info()["compute_type"] = spec_.compute_name;
+    if (sm() < spec_.min_sm)
+      throw Fail{CB_GPU_UNSUPPORTED,
+                 shape_ + ": needs compute capability " + std::to_string(spec_.min_sm / 10) + "." +
+                     std::to_string(spec_.min_sm % 10) + " or newer; " + prop().name + " is " +
+                     std::to_string(prop().major) + "." + std::to_string(prop().minor)};
+    size_t free_b = clusterbench::gpu::free_device_bytes();
+    size_t need = a_bytes() + b_bytes() + d_bytes() + kWorkspaceBytes;
+    if (need > free_b / 10 * 9)
+      throw Fail{CB_GPU_UNSUPPORTED, shape_ + ": needs " + std::to_string(need >> 20) + " MiB, " +
+                                         std::to_string(free_b >> 20) + " MiB of GPU memory free"};
+    info()["workspace_bytes"] = static_cast<long long>(kWorkspaceBytes);
+    info()["device_bytes"] = static_cast<long long>(need);
+  }
+
+  void allocate(std::uint64_t seed) {
+    LT_TRY(cublasLtCreate(&lt_.lt));
+    a_ = DeviceBuffer(a_bytes());
+    b_ = DeviceBuffer(b_bytes());
+    d_ = DeviceBuffer(d_bytes());
+    ws_ = DeviceBuffer(kWorkspaceBytes);
+    CUDA_TRY(fill_gemm_input(a_.get(), spec_.fill, s_.m * s_.k, seed, 0, stream()));
+    CUDA_TRY(fill_gemm_input(b_.get(), spec_.fill, s_.k * s_.n, seed, 1, stream()));
+  }
+
+  /// D (M x N) = A^T B with A stored K x M and B K x N, column-major: the TN layout FP8 requires.
+  void describe_product() {
+    LT_TRY(cublasLtMatmulDescCreate(&lt_.op, spec_.compute, CUDA_R_32F));
+    cublasOperation_t ta = CUBLAS_OP_T, tb = CUBLAS_OP_N;
+    LT_TRY(cublasLtMatmulDescSetAttribute(lt_.op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta));
+    LT_TRY(cublasLtMatmulDescSetAttribute(lt_.op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb));
+    LT_TRY(cublasLtMatrixLayoutCreate(&lt_.la, spec_.ab, s_.k, s_.m, s_.k));
+    LT_TRY(cublasLtMatrixLayoutCreate(&lt_.lb, spec_.ab, s_.k, s_.n, s_.k));
+    LT_TRY(cublasLtMatrixLayoutCreate(&lt_.ld, spec_.d, s_.m, s_.n, s_.m));
+  }
+
+  /// The top `max_algos` (1..64) algorithms of cuBLASLt's heuristic for the workspace.
+  Heuristics heuristics(int max_algos) {
+    cublasLtMatmulPreference_t pref = nullptr;
+    LT_TRY(cublasLtMatmulPreferenceCreate(&pref));
+    size_t ws = kWorkspaceBytes;
+    cublasStatus_t st = cublasLtMatmulPreferenceSetAttribute(
+        pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws);
+    int want = std::max(1, std::min(max_algos, 64));
+    Heuristics results(static_cast<size_t>(want));
+    int returned = 0;
+    if (st == CUBLAS_STATUS_SUCCESS)
+      st = cublasLtMatmulAlgoGetHeuristic(lt_.lt, lt_.op, lt_.la, lt_.lb, lt_.ld, lt_.ld, pref,
+                                          want, results.data(), &returned);
+    cublasLtMatmulPreferenceDestroy(pref);
+    if (st == CUBLAS_STATUS_NOT_SUPPORTED || (st == CUBLAS_STATUS_SUCCESS && returned == 0))
+      throw Fail{CB_GPU_UNSUPPORTED,
+                 shape_ + ": cuBLASLt has no algorithm for this shape and type on " + prop().name};
+    LT_TRY(st);
+    results.resize(static_cast<size_t>(returned));
+    return results;
+  }
+
+  /// Seconds per product of `reps` products with `with`, by CUDA events.
+  double seconds_per_product(const cublasLtMatmulAlgo_t& with, int reps) {
+    return timer().time(stream(), [&] {
+      for (int i = 0; i < reps; ++i) matmul(with);
+    }) / reps;
+  }
+
+  /// Times each returned algorithm (about 20 ms each after a warm-up product); keeps the fastest.
+  void select_algorithm(const Heuristics& results) {
+    double best = 0;
+    int best_index = -1, tried = 0;
+    std::string last_error;
+    for (int i = 0; i < static_cast<int>(results.size()); ++i) {
+      if (results[static_cast<size_t>(i)].state != CUBLAS_STATUS_SUCCESS) continue;
+      const cublasLtMatmulAlgo_t& algo = results[static_cast<size_t>(i)].algo;
+      try {
+        double t1 = seconds_per_product(algo, 1);
+        int reps = static_cast<int>(std::clamp(0.02 / std::max(t1, 1e-7), 1.0, 50.0));
+        double t = seconds_per_product(algo, reps);
+        ++tried;
+        if (best_index < 0 || t < best) best = t, best_index = i;
+      } catch (const Fail& f) {
+        last_error = f.text;  // an algorithm the heuristic offered but cannot run: try the next
+        CUDA_TRY(cudaStreamSynchronize(stream()));
+      }
+    }
+    if (best_index < 0)
+      throw Fail{CB_GPU_ERROR, shape_ + ": none of the " + std::to_string(results.size()) +
+                                   " heuristic algorithms ran: " + last_error};
+    algo_ = results[static_cast<size_t>(best_index)].algo;
+    info()["algorithm"] = {
+        {"id", algo_attr(algo_, CUBLASLT_ALGO_CONFIG_ID)},
+        {"tile", algo_attr(algo_, CUBLASLT_ALGO_CONFIG_TILE_ID)},
+        {"stages", algo_attr(algo_, CUBLASLT_ALGO_CONFIG_STAGES_ID)},
+        {"splitk", algo_attr(algo_, CUBLASLT_ALGO_CONFIG_SPLITK_NUM)},
+        {"swizzle", algo_attr(algo_, CUBLASLT_ALGO_CONFIG_CTA_SWIZZLING)},
+        {"reduction_scheme", algo_attr(algo_, CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME)},
+        {"heuristic_returned", static_cast<int>(results.size())},
+        {"tried", tried},
+        {"selection_seconds_per_op", best}};
+  }
+
+  /// Copies `bytes` at byte offset `offset` of `buffer` to the host.
+  static void fetch(std::vector<unsigned char>& out, const DeviceBuffer& buffer, size_t offset) {
+    CUDA_TRY(cudaMemcpy(out.data(), static_cast<const unsigned char*>(buffer.get()) + offset,
+                        out.size(), cudaMemcpyDeviceToHost));
+  }
+
+  /// The kept algorithm's product checked on `samples` sampled elements (compute/gemm.hpp).
+  void verify(int samples, std::uint64_t seed) {
+    CUDA_TRY(cudaMemsetAsync(d_.get(), 0, d_bytes(), stream()));
+    matmul(algo_);
+    CUDA_TRY(cudaStreamSynchronize(stream()));
+    const size_t eb = spec_.ab_bytes;
+    std::vector<unsigned char> row(static_cast<size_t>(s_.k) * eb), col(row.size()),
+        out(spec_.d_bytes);
+    json v = {{"samples", 0}, {"max_rel_error", 0.0}, {"worst_i", 0}, {"worst_j", 0}};
+    double worst = 0;
+    for (const auto& [i, j] : gemm_sample_points(s_, samples, seed)) {
+      fetch(row, a_, static_cast<size_t>(i * s_.k) * eb);
+      fetch(col, b_, static_cast<size_t>(j * s_.k) * eb);
+      fetch(out, d_, static_cast<size_t>(i + j * s_.m) * spec_.d_bytes);
+      double e = gemm_sample_error(
+          s_.k, [&](long long q) { return decode(spec_.fill, row.data() + q * eb); },
+          [&](long long q) { return decode(spec_.fill, col.data() + q * eb); },
+          decode(spec_.out_fill, out.data()));
+      if (v["samples"] == 0 || !(e <= worst)) {
+        worst = e;
+        v["worst_i"] = i;
+        v["worst_j"] = j;
+      }
+      v["samples"] = v["samples"].get<int>() + 1;
+    }
+    v["max_rel_error"] = worst;  // JSON has no inf: a non-finite error is written as null
+    info()["verification"] = v;
+  }
+
+  DtypeSpec spec_;
+  GemmShape s_;
+  std::string shape_;
+  LtObjects lt_;
+  DeviceBuffer a_, b_, d_, ws_;
+  cublasLtMatmulAlgo_t algo_{};
+  float alpha_ = 1.0f, beta_ = 0.0f;
+};
+
+CB_GPU_OP(GemmOp, "gemm");
 
 }  // namespace
-
-extern "C" int cb_gpu_gemm_create(const cb_gemm_params* p, cb_gemm** out, cb_gemm_info* info,
-                                  char* err, size_t errlen) {
-  *out = nullptr;
-  *info = cb_gemm_info{};
-  auto* g = new cb_gemm();
-  int rc = clusterbench::gpu::plugin_call(err, errlen, [&] { create(p, g, info); });
-  if (rc == CB_GPU_OK)
-    *out = g;
-  else
-    delete g;
-  return rc;
-}
-
-extern "C" int cb_gpu_gemm_run(cb_gemm* g, long long count, double* seconds, char* err,
-                               size_t errlen) {
-  return clusterbench::gpu::plugin_call(err, errlen, [&] {
-    CUDA_TRY(cudaEventRecord(g->start, g->stream));
-    for (long long i = 0; i < count; ++i) g->matmul(g->algo);
-    CUDA_TRY(cudaEventRecord(g->stop, g->stream));
-    CUDA_TRY(cudaEventSynchronize(g->stop));
-    float ms = 0;
-    CUDA_TRY(cudaEventElapsedTime(&ms, g->start, g->stop));
-    *seconds = ms / 1e3;
-  });
-}
-
-extern "C" void cb_gpu_gemm_destroy(cb_gemm* g) { delete g; }
+}  // namespace clusterbench::compute::gpu

@@ -2,14 +2,17 @@
 // pinned (cudaHostRegister) and pageable host memory placed with hwloc on the GPU's NUMA node and
 // on the farthest one, with all GPUs of a node copying at once or one at a time (a node-wide
 // lock). GB/s = bytes moved over the link / median seconds / 1e9 (docs/metrics.md
-// "Host-device copy"). NVML reads the PCIe generation and width while the copies run: an idle
-// link downclocks, so only readings under load show a link trained below its max.
+// "Host-device copy"). The copies are the plugin's "host_copy" operation
+// (compute/host_device_copy_gpu.cpp) run as a GPU case. NVML reads the PCIe generation and width
+// while the copies run: an idle link downclocks, so only readings under load show a link trained
+// below its max.
 #include "compute/host_device_copy.hpp"
 
 #include <fcntl.h>
 #include <sys/file.h>
 #include <unistd.h>
 
+#include <cstdint>
 #include <cstring>
 #include <memory>
 #include <mutex>
@@ -17,9 +20,9 @@
 #include <stdexcept>
 
 #include "core/benchmark.hpp"
-#include "compute/gpu_telemetry.hpp"
 #include "core/error.hpp"
-#include "gpu/loader.hpp"
+#include "core/gpu_case.hpp"
+#include "env/nvml.hpp"
 
 namespace clusterbench::compute {
 
@@ -217,12 +220,31 @@ class NodeLock {
   std::string path_;
 };
 
-struct HcopyDeleter {
-  void (*destroy)(cb_hcopy*) = nullptr;
-  void operator()(cb_hcopy* c) const {
-    if (c && destroy) destroy(c);
-  }
+/// Where a case's host memory goes (the chosen NUMA node, near or far) and where its copying
+/// thread goes (the GPU's own node, in both placements: only the memory moves).
+struct Placement {
+  NumaTopology numa;
+  int gpu_node = -1, memory_node = -1;
+  hwloc_obj_t near_obj = nullptr, memory_obj = nullptr;
 };
+
+/// The placement for a GPU on NUMA node `gpu_node` (-1: unknown); throws Waived when there is
+/// none (choose_host_numa's reason).
+Placement place(hwloc_topology_t topo, int gpu_node, const std::string& placement) {
+  Placement p;
+  p.numa = numa_topology(topo);
+  p.gpu_node = gpu_node;
+  NumaChoice near = choose_host_numa(p.numa, gpu_node, "near");
+  NumaChoice mem = choose_host_numa(p.numa, gpu_node, placement);
+  if (!mem.why_not.empty()) throw Waived(mem.why_not);
+  p.memory_node = mem.node;
+  p.near_obj = hwloc_get_numanode_obj_by_os_index(topo, static_cast<unsigned>(near.node));
+  p.memory_obj = hwloc_get_numanode_obj_by_os_index(topo, static_cast<unsigned>(mem.node));
+  CHECK_MSG(p.near_obj && p.memory_obj, "hwloc", "NUMA node object not found");
+  return p;
+}
+
+std::uintptr_t address(const void* p) { return reinterpret_cast<std::uintptr_t>(p); }
 
 const GpuInfo* env_gpu_by_bus_id(const EnvRecord& env, const std::string& bus_id) {
   std::string want = normalize_nvml_bus_id(bus_id);
@@ -275,120 +297,90 @@ class HostDeviceCopy : public Benchmark {
   }
 
   void run(CaseRun& run) const override {
-    const GpuPlugin& plugin = load_gpu_plugin();
-    using DeviceFn = int (*)(cb_gpu_device_info*, char*, size_t);
-    using CreateFn = int (*)(const cb_hcopy_params*, cb_hcopy**, cb_hcopy_info*, char*, size_t);
-    using RunFn = int (*)(cb_hcopy*, long long, double*, char*, size_t);
-    using DestroyFn = void (*)(cb_hcopy*);
-    auto device = reinterpret_cast<DeviceFn>(plugin.symbol("cb_gpu_current_device"));
-    auto create = reinterpret_cast<CreateFn>(plugin.symbol("cb_gpu_hcopy_create"));
-    auto run_fn = reinterpret_cast<RunFn>(plugin.symbol("cb_gpu_hcopy_run"));
-    auto destroy = reinterpret_cast<DestroyFn>(plugin.symbol("cb_gpu_hcopy_destroy"));
-    CHECK_MSG(device && create && run_fn && destroy, "GPU plugin",
-              plugin.path + " lacks cb_gpu_current_device/cb_gpu_hcopy_* (an older plugin)");
     const json& p = run.params();
-    const std::string direction = p.at("direction"), memory = p.at("memory");
-    const std::string placement = p.at("numa"), gpus = p.at("gpus");
-
-    char err[1024] = {0};
-    cb_gpu_device_info dev{};
-    if (int rc = device(&dev, err, sizeof err); rc != CB_GPU_OK)
-      throw_call_error("CUDA", std::to_string(rc), err, "cb_gpu_current_device", __FILE__,
-                       __LINE__);
-    const GpuInfo* g = env_gpu_by_bus_id(run.env(), dev.pci_bus_id);
-    int gpu_node = g ? g->numa_node : -1;
-
+    const std::string direction = p.at("direction"), gpus = p.at("gpus");
+    const json dev = gpu_call("CUDA", [] { return gpu::current_device(); });
+    const GpuInfo* g = env_gpu_by_bus_id(run.env(), dev.at("pci_bus_id"));
     hwloc_topology_t topo = live_topology();
-    NumaTopology numa = numa_topology(topo);
-    NumaChoice near = choose_host_numa(numa, gpu_node, "near");
-    NumaChoice mem = choose_host_numa(numa, gpu_node, placement);
-    if (!mem.why_not.empty()) throw Waived(mem.why_not);
-    // The copying thread sits on the GPU's own node in both placements; only the memory moves.
-    hwloc_obj_t near_obj =
-        hwloc_get_numanode_obj_by_os_index(topo, static_cast<unsigned>(near.node));
-    hwloc_obj_t mem_obj = hwloc_get_numanode_obj_by_os_index(topo, static_cast<unsigned>(mem.node));
-    CHECK_MSG(near_obj && mem_obj, "hwloc", "NUMA node object not found");
-    ThreadBinding binding(topo, near_obj);
+    const Placement where = place(topo, g ? g->numa_node : -1, p.at("numa"));
+    ThreadBinding binding(topo, where.near_obj);
 
     long long bytes = case_bytes(run.settings());
     CHECK_MSG(bytes > 0, "settings", "compute.host_device_copy.bytes must be at least 16");
-    HostBuffer src(topo, mem_obj, static_cast<size_t>(bytes));
+    HostBuffer src(topo, where.memory_obj, static_cast<size_t>(bytes));
     std::optional<HostBuffer> dst;
-    if (direction != "h2d") dst.emplace(topo, mem_obj, static_cast<size_t>(bytes));
-
-    cb_hcopy_params prm{};
-    prm.bytes = bytes;
-    prm.direction = direction == "h2d"   ? CB_HCOPY_H2D
-                    : direction == "d2h" ? CB_HCOPY_D2H
-                                         : CB_HCOPY_BIDIR;
-    prm.pinned = memory == "pinned" ? 1 : 0;
-    prm.host_src = src.get();
-    prm.host_dst = dst ? dst->get() : nullptr;
-    cb_hcopy_info info{};
-    cb_hcopy* raw = nullptr;
-    int rc = create(&prm, &raw, &info, err, sizeof err);
-    std::unique_ptr<cb_hcopy, HcopyDeleter> c(raw, HcopyDeleter{destroy});
-    if (rc == CB_GPU_UNSUPPORTED) throw Waived(err);
-    if (rc != CB_GPU_OK)
-      throw_call_error("CUDA", std::to_string(rc), err, "cb_gpu_hcopy_create", __FILE__, __LINE__);
-    CHECK_MSG(info.checked > 0 && info.mismatches == 0, "CUDA",
-              direction + " " + memory + " copy of " + std::to_string(bytes) + " bytes: " +
-                  std::to_string(info.mismatches) + " of " + std::to_string(info.checked) +
-                  " checked 16-byte words are wrong; no rate is reported");
-
-    int nvml_index = nvml_index_for_bus_id(run.env(), info.pci_bus_id);
-    std::string why_not =
-        nvml_index >= 0 ? ""
-        : Nvml::get().ok()
-            ? std::string("no NVML GPU has the CUDA device's bus id ") + info.pci_bus_id
-            : "running without telemetry: NVML " + Nvml::get().status();
+    if (direction != "h2d") dst.emplace(topo, where.memory_obj, static_cast<size_t>(bytes));
     std::optional<NodeLock> lock;
     if (gpus == "one") lock.emplace();
-    // Sampling starts after the first batch, so that every PCIe reading is taken under load.
-    std::optional<TelemetrySampler> sampler;
-    run.exec([&](long long ops) {
-      double seconds = -1;
-      char e[1024] = {0};
-      if (lock) lock->lock();
-      int r = run_fn(c.get(), ops, &seconds, e, sizeof e);
-      if (lock) lock->unlock();
-      if (r != CB_GPU_OK)
-        throw_call_error("CUDA", std::to_string(r), e, "cb_gpu_hcopy_run", __FILE__, __LINE__);
-      if (!sampler) sampler.emplace(nvml_index, 0.05, why_not, 2.0 * static_cast<double>(bytes));
-      return seconds;
-    });
-    json tel = sampler ? sampler->stop() : json{{"samples", 0}, {"status", "not started"}};
-
-    double moved = host_copy_bytes_moved(direction, bytes);
-    const TimeStats& t = run.stats();
-    run.add_metric("bandwidth", moved / t.median / 1e9, "GB/s");
-    run.add_metric("bandwidth_best", moved / t.min / 1e9, "GB/s");
-    for (const Metric& m : telemetry_metrics(tel))
-      run.add_metric(m.name, m.value, m.unit, m.higher_is_better);
-    run.set_extra("buffer_bytes", bytes);
-    run.set_extra("bytes_per_op", moved);
-    run.set_extra("device", info.device_name);
-    run.set_extra("pci_bus_id", info.pci_bus_id);
-    if (g) run.set_extra("uuid", g->uuid);
-    run.set_extra("numa", {{"gpu_node", gpu_node},
-                           {"memory_node", mem.node},
+    GpuCase gpu(run, "host_copy",
+                {{"bytes", bytes},
+                 {"direction", direction},
+                 {"pinned", p.at("memory") == "pinned"},
+                 {"host_src", address(src.get())},
+                 {"host_dst", address(dst ? dst->get() : nullptr)}},
+                copy_options(lock));
+    check_copy(gpu.info(), direction + " " + p.at("memory").get<std::string>() + " copy of " +
+                               std::to_string(bytes) + " bytes");
+    gpu.exec();
+    record(run, gpu, bytes, g);
+    run.set_extra("numa", {{"gpu_node", where.gpu_node},
+                           {"memory_node", where.memory_node},
                            {"memory_policy", "hwloc_alloc_membind BIND|STRICT"},
                            {"memory_location", src.location()},
                            {"thread", binding.status()},
-                           {"nodes", numa.nodes}});
-    run.set_extra("concurrency", gpus == "all" ? json{{"mode", "all GPUs of the node at once"},
-                                                      {"local_ranks", run.ctx().local_size()}}
-                                               : json{{"mode", "one GPU of the node at a time"},
-                                                      {"local_ranks", run.ctx().local_size()},
-                                                      {"lock", lock->path()}});
-    if (g)
-      run.set_extra("pcie_idle", {{"gen_current", g->pcie.gen_current},
-                                  {"gen_max", g->pcie.gen_max},
-                                  {"width_current", g->pcie.width_current},
-                                  {"width_max", g->pcie.width_max}});
-    run.set_extra("verification",
-                  {{"checked_words", info.checked}, {"mismatches", info.mismatches}});
-    run.set_extra("telemetry", tel);
+                           {"nodes", where.numa.nodes}});
+    run.set_extra("concurrency", concurrency(run, lock));
+  }
+
+ private:
+  /// Telemetry from the second batch on (PCIe read under load); with the node-wide lock held
+  /// around each batch for gpus=one.
+  static GpuCaseOptions copy_options(std::optional<NodeLock>& lock) {
+    GpuCaseOptions o;
+    o.telemetry_after_first_batch = true;
+    if (lock) {
+      o.before_batch = [&lock] { lock->lock(); };
+      o.after_batch = [&lock] { lock->unlock(); };
+    }
+    return o;
+  }
+
+  /// The plugin's check of one copy each way (its info's "verification"): every word right.
+  static void check_copy(const json& info, const std::string& what) {
+    const long long checked = info.at("verification").at("checked_words"),
+                    mismatches = info.at("verification").at("mismatches");
+    CHECK_MSG(checked > 0 && mismatches == 0, "CUDA",
+              what + ": " + std::to_string(mismatches) + " of " + std::to_string(checked) +
+                  " checked 16-byte words are wrong; no rate is reported");
+  }
+
+  static json concurrency(const CaseRun& run, const std::optional<NodeLock>& lock) {
+    if (!lock)
+      return {{"mode", "all GPUs of the node at once"}, {"local_ranks", run.ctx().local_size()}};
+    return {{"mode", "one GPU of the node at a time"},
+            {"local_ranks", run.ctx().local_size()},
+            {"lock", lock->path()}};
+  }
+
+  /// The rate, the telemetry and what the copy was, into the record.
+  static void record(CaseRun& run, GpuCase& gpu, long long bytes, const GpuInfo* g) {
+    const json& info = gpu.info();
+    double moved = host_copy_bytes_moved(run.params().at("direction"), bytes);
+    const TimeStats& t = run.stats();
+    run.add_metric("bandwidth", moved / t.median / 1e9, "GB/s");
+    run.add_metric("bandwidth_best", moved / t.min / 1e9, "GB/s");
+    gpu.record_telemetry();
+    run.set_extra("buffer_bytes", bytes);
+    run.set_extra("bytes_per_op", moved);
+    run.set_extra("device", info.at("device"));
+    run.set_extra("pci_bus_id", info.at("pci_bus_id"));
+    run.set_extra("verification", info.at("verification"));
+    if (!g) return;
+    run.set_extra("uuid", g->uuid);
+    run.set_extra("pcie_idle", {{"gen_current", g->pcie.gen_current},
+                                {"gen_max", g->pcie.gen_max},
+                                {"width_current", g->pcie.width_current},
+                                {"width_max", g->pcie.width_max}});
   }
 };
 

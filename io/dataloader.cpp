@@ -1,16 +1,22 @@
 // io.dataloader: the training input pipeline as PyTorch's DataLoader runs it (loader.cpp) over a
 // directory of sample files, swept over the worker count. Formulas: docs/metrics.md
-// "dataloader"; design and knobs: docs/dataloader.md.
+// "dataloader"; design and knobs: docs/dataloader.md. Where a GPU runs, the staging slots are the
+// GPU plugin's "pinned_h2d" operations (io/dataloader_gpu.cpp), one per slot, and each batch is
+// copied to the device.
 #include "io/dataloader.hpp"
 
 #include <algorithm>
 #include <chrono>
+#include <map>
 #include <memory>
 #include <numeric>
+#include <optional>
 #include <thread>
+#include <utility>
 
 #include "core/benchmark.hpp"
 #include "core/error.hpp"
+#include "core/gpu_case.hpp"
 #include "gpu/loader.hpp"
 #include "io/dataset.hpp"
 #include "io/scratch.hpp"
@@ -33,10 +39,48 @@ GeneratedDataset& generated() {
   return g;
 }
 
-using HostAllocFn = int (*)(size_t, void**, char*, size_t);
-using HostFreeFn = void (*)(void*);
-using H2dFn = int (*)(const void*, size_t, double*, char*, size_t);
-using SetDeviceFn = int (*)(int, char*, size_t);
+/// The library pinned staging's failures name (the records of earlier versions say "cuda").
+constexpr const char* kStagingLibrary = "cuda";
+
+/// Pinned staging: one "pinned_h2d" operation of the GPU plugin per slot (its pinned buffer is
+/// the slot), on GPU 0. Lives longer than the Loader that allocates from it.
+class PinnedStaging {
+ public:
+  PinnedStaging() {
+    const GpuPlugin& plugin = load_gpu_plugin();
+    CHECK_MSG(plugin.initialised, "gpu plugin",
+              "GPUs are on the PCI bus but pinned staging is unavailable: " + plugin.error);
+    gpu_call(kStagingLibrary, [] { gpu::set_device(0); });
+  }
+  /// The loader's allocator over this staging.
+  StagingMemory memory() {
+    return {[this](size_t n) { return alloc(n); }, [this](void* p) { slots_.erase(p); }};
+  }
+  /// Copies the slot at `data` to the device; returns the seconds (CUDA events).
+  double h2d(const void* data) {
+    gpu::Operation& op = slots_.at(data);
+    return gpu_call(kStagingLibrary, [&] { return op.run(1); });
+  }
+
+ private:
+  void* alloc(size_t bytes) {
+    gpu::Operation op = gpu_call(kStagingLibrary, [&] {
+      return gpu::Operation("pinned_h2d", {{"bytes", static_cast<long long>(bytes)}});
+    });
+    auto* p = reinterpret_cast<void*>(op.info().at("host_address").get<std::uintptr_t>());
+    slots_.emplace(p, std::move(op));
+    return p;
+  }
+  std::map<const void*, gpu::Operation> slots_;
+};
+
+/// What the consumer saw over the whole case.
+struct Consumption {
+  std::vector<double> waits, h2d_s;
+  long long consumed = 0, samples = 0, bytes = 0;
+  double compute_total = 0;
+  Clock::time_point after_first{};
+};
 
 class Dataloader : public Benchmark {
  public:
@@ -79,167 +123,155 @@ class Dataloader : public Benchmark {
 
   void run(CaseRun& run) const override {
     const Settings& s = run.settings();
-    LoaderOptions opt;
-    opt.workers = run.params().at("workers").get<int>();
-    opt.batch = static_cast<int>(s.get_double(id(), "batch", 32));
-    opt.prefetch = static_cast<int>(s.get_double(id(), "prefetch", 2));
-    opt.direct = s.get(id(), "direct", "false") == "true";
-    std::string cache = s.get(id(), "cache", "warm");  // values checked by cases()
-    opt.cold = cache == "cold";
-    opt.in_order = s.get(id(), "in_order", "true") == "true";
-    double compute_s = s.get_double(id(), "compute_ms", 0) / 1e3;
-    bool full_verify =
+    const LoaderOptions opt = options(run);
+    const bool full_verify =
         s.get(id(), "verify", s.by_suite<std::string>("full", "header", "header")) == "full";
-
-    // The dataset: an existing directory (only read), or one generated in the scratch directory.
-    std::string dataset_dir;
-    bool generated_here = false;
-    if (s.has(id(), "dataset")) {
-      dataset_dir = s.get(id(), "dataset", "");
-    } else {
-      DatasetSpec spec;
-      spec.count = s.get_size(id(), "count", s.by_suite(512LL, 4000LL, 100000LL));
-      spec.size = s.get_size(id(), "size", s.by_suite(16LL << 10, 128LL << 10, 128LL << 10));
-      spec.size_max = s.get_size(id(), "size_max", 0);
-      std::string parent =
-          s.has(id(), "scratch")
-              ? s.get(id(), "scratch", "")
-              : default_scratch(run.env().block_devices, read_mountinfo(), system_tmpdir(),
-                                [](const std::string& d) { return free_bytes(d); })
-                    .dir;
-      long long need = spec.count * std::max(spec.size, spec.size_max);
-      long long avail = free_bytes(parent);
-      if (avail >= 0 && avail < need + (64LL << 20))
-        throw Waived("refused: the dataset needs " + std::to_string(need) + " B in " + parent +
-                     ", which has " + std::to_string(avail) + " B free");
-      std::string key = parent + "|" + std::to_string(spec.count) + "|" +
-                        std::to_string(spec.size) + "|" + std::to_string(spec.size_max);
-      GeneratedDataset& g = generated();
-      if (g.key != key) {
-        g.dir.reset();
-        g.dir = std::make_unique<ScratchDir>(parent, "dataset");
-        spec.dir = g.dir->path();
-        g.bytes = make_dataset(spec);
-        g.key = key;
-      }
-      dataset_dir = g.dir->path();
-      generated_here = true;
-    }
+    const auto [dataset_dir, generated_here] = dataset(run);
     auto files = list_dataset(dataset_dir);
 
     // Staging memory: pinned through the GPU plugin where a GPU runs, plain otherwise.
-    StagingMemory mem = plain_memory();
-    bool want_pinned = s.get(id(), "pinned", "true") == "true";
-    bool pinned = false;
-    std::string pinned_note;
-    H2dFn h2d = nullptr;
-    if (want_pinned && run.env().gpu_status.on_pci > 0) {
-      const GpuPlugin& plugin = load_gpu_plugin();
-      auto halloc = reinterpret_cast<HostAllocFn>(plugin.symbol("cb_gpu_dl_host_alloc"));
-      auto hfree = reinterpret_cast<HostFreeFn>(plugin.symbol("cb_gpu_dl_host_free"));
-      h2d = reinterpret_cast<H2dFn>(plugin.symbol("cb_gpu_dl_h2d"));
-      auto setdev = reinterpret_cast<SetDeviceFn>(plugin.symbol("cb_gpu_set_device"));
-      CHECK_MSG(
-          plugin.initialised && halloc && hfree && h2d, "gpu plugin",
-          "GPUs are on the PCI bus but pinned staging is unavailable: " +
-              (plugin.error.empty() ? std::string("plugin lacks cb_gpu_dl_*") : plugin.error));
-      char err[512] = "";
-      if (setdev && setdev(0, err, sizeof err) != 0) CHECK_MSG(false, "cuda", err);
-      mem = {[halloc](size_t n) -> void* {
-               void* p = nullptr;
-               char e[256];
-               return halloc(n, &p, e, sizeof e) == 0 ? p : nullptr;
-             },
-             [hfree](void* p) { hfree(p); }};
-      pinned = true;
-      pinned_note = "cudaHostAlloc through the GPU plugin; batches copied to GPU 0";
-    } else {
-      pinned_note = !want_pinned ? "--set io.dataloader.pinned=false: plain memory"
-                                 : "no NVIDIA GPU on this node: plain host memory, no H2D copy";
-    }
+    const bool want_pinned = s.get(id(), "pinned", "true") == "true";
+    std::optional<PinnedStaging> pinned;
+    if (want_pinned && run.env().gpu_status.on_pci > 0) pinned.emplace();
 
     // Cold cache: nothing of the dataset in the page cache before the loader starts (untimed,
     // like fio's invalidate=1); a dataset generated just now would otherwise be read from it,
     // and with O_DIRECT each first read would pay for dropping the file's cached pages.
     if (opt.cold) drop_page_cache(files);
-    Loader loader(files, opt, mem);
-    std::vector<double> waits, h2d_s;
-    long long consumed = 0, samples = 0, bytes = 0;
-    double compute_total = 0;
-    Clock::time_point after_first{};
-    std::string bad;
+    Loader loader(files, opt, pinned ? pinned->memory() : plain_memory());
     // One timed operation is `steps` batches, more than the loader can hold prefetched, so a
     // time per operation is a steady-state rate, not a drain of the prefetch queue.
-    long long steps =
+    const long long steps =
         static_cast<long long>(s.get_double(id(), "steps_per_op", std::max(8, 4 * loader.slots())));
+    const double compute_s = s.get_double(id(), "compute_ms", 0) / 1e3;
+    Consumption c;
     run.exec([&](long long n) {
-      for (long long i = 0; i < n * steps; ++i) {
-        LoadedBatch b = loader.next();
-        std::string why = loader.verify(b, full_verify);
-        CHECK_MSG(why.empty(), "dataloader", "wrong batch: " + why);
-        if (h2d) {
-          double t = 0;
-          char err[512] = "";
-          if (h2d(b.data, loader.slot_bytes(), &t, err, sizeof err) != 0)
-            CHECK_MSG(false, "cuda", err);
-          h2d_s.push_back(t);
-        }
-        loader.release(b);
-        if (compute_s > 0) {  // the emulated training step on this batch
-          auto c0 = Clock::now();
-          std::this_thread::sleep_for(std::chrono::duration<double>(compute_s));
-          if (consumed > 0)
-            compute_total += std::chrono::duration<double>(Clock::now() - c0).count();
-        }
-        if (consumed > 0) waits.push_back(b.wait_s);
-        samples += static_cast<long long>(b.indices.size());
-        bytes += b.total_bytes;
-        if (++consumed == 1) after_first = Clock::now();
-      }
+      for (long long i = 0; i < n * steps; ++i)
+        consume(loader, pinned ? &*pinned : nullptr, full_verify, compute_s, c);
       return -1.0;
     });
-    double wall_after_first = std::chrono::duration<double>(Clock::now() - after_first).count();
-
-    const TimeStats& t = run.stats();
-    double bytes_per_sample =
-        samples > 0 ? static_cast<double>(bytes) / static_cast<double>(samples) : 0;
-    double sps = static_cast<double>(steps * opt.batch) / t.median;
-    run.add_metric("samples_per_s", sps, "samples/s");
-    run.add_metric("bandwidth", sps * bytes_per_sample / 1e9, "GB/s");
-    std::sort(waits.begin(), waits.end());
-    if (!waits.empty()) {
-      run.add_metric("batch_wait_p50", nearest_rank(waits, 0.50) * 1e6, "us", false);
-      run.add_metric("batch_wait_p99", nearest_rank(waits, 0.99) * 1e6, "us", false);
-    }
-    if (compute_s > 0 && wall_after_first > 0)
-      run.add_metric("accelerator_utilisation", 100.0 * compute_total / wall_after_first, "%");
-    run.set_extra("workers", opt.workers);
-    run.set_extra("batch_size", opt.batch);
+    double wall_after_first = std::chrono::duration<double>(Clock::now() - c.after_first).count();
+    record_rates(run, c, steps * opt.batch, compute_s, wall_after_first);
+    run.set_extra("pinned", pinned.has_value());
+    run.set_extra("pinned_note",
+                  pinned         ? "cudaHostAlloc through the GPU plugin; batches copied to GPU 0"
+                  : !want_pinned ? "--set io.dataloader.pinned=false: plain memory"
+                                 : "no NVIDIA GPU on this node: plain host memory, no H2D copy");
+    record_facts(run, opt, c, loader);
     run.set_extra("steps_per_op", steps);
-    run.set_extra("prefetch", opt.prefetch);
-    run.set_extra("in_order", opt.in_order);
-    run.set_extra("pinned", pinned);
-    run.set_extra("pinned_note", pinned_note);
-    run.set_extra("direct", opt.direct);
-    run.set_extra("cache", cache);
-    run.set_extra("compute_ms", compute_s * 1e3);
     run.set_extra("verify", full_verify ? "full" : "header");
     run.set_extra("dataset", dataset_dir);
     run.set_extra("dataset_generated", generated_here);
     run.set_extra("dataset_files", static_cast<long long>(files.size()));
-    run.set_extra("batches_consumed", consumed);
-    run.set_extra("batches_verified", consumed);
-    run.set_extra("samples_consumed", samples);
-    run.set_extra("bytes_consumed", bytes);
-    run.set_extra("bytes_per_sample_mean", bytes_per_sample);
-    run.set_extra("epochs",
-                  static_cast<double>(consumed) / static_cast<double>(loader.batches_per_epoch()));
-    if (!h2d_s.empty())
-      run.set_extra("h2d_seconds_total", std::accumulate(h2d_s.begin(), h2d_s.end(), 0.0));
     if (compute_s > 0) {
-      run.set_extra("compute_seconds_after_first", compute_total);
+      run.set_extra("compute_seconds_after_first", c.compute_total);
       run.set_extra("wall_seconds_after_first", wall_after_first);
     }
+  }
+
+ private:
+  LoaderOptions options(const CaseRun& run) const {
+    const Settings& s = run.settings();
+    LoaderOptions opt;
+    opt.workers = run.params().at("workers").get<int>();
+    opt.batch = static_cast<int>(s.get_double(id(), "batch", 32));
+    opt.prefetch = static_cast<int>(s.get_double(id(), "prefetch", 2));
+    opt.direct = s.get(id(), "direct", "false") == "true";
+    opt.cold = s.get(id(), "cache", "warm") == "cold";  // values checked by cases()
+    opt.in_order = s.get(id(), "in_order", "true") == "true";
+    return opt;
+  }
+
+  /// The dataset: an existing directory (only read), or one generated in the scratch directory
+  /// (once per process). Returns the directory and whether it was generated.
+  std::pair<std::string, bool> dataset(const CaseRun& run) const {
+    const Settings& s = run.settings();
+    if (s.has(id(), "dataset")) return {s.get(id(), "dataset", ""), false};
+    DatasetSpec spec;
+    spec.count = s.get_size(id(), "count", s.by_suite(512LL, 4000LL, 100000LL));
+    spec.size = s.get_size(id(), "size", s.by_suite(16LL << 10, 128LL << 10, 128LL << 10));
+    spec.size_max = s.get_size(id(), "size_max", 0);
+    std::string parent =
+        s.has(id(), "scratch")
+            ? s.get(id(), "scratch", "")
+            : default_scratch(run.env().block_devices, read_mountinfo(), system_tmpdir(),
+                              [](const std::string& d) { return free_bytes(d); })
+                  .dir;
+    long long need = spec.count * std::max(spec.size, spec.size_max);
+    long long avail = free_bytes(parent);
+    if (avail >= 0 && avail < need + (64LL << 20))
+      throw Waived("refused: the dataset needs " + std::to_string(need) + " B in " + parent +
+                   ", which has " + std::to_string(avail) + " B free");
+    std::string key = parent + "|" + std::to_string(spec.count) + "|" + std::to_string(spec.size) +
+                      "|" + std::to_string(spec.size_max);
+    GeneratedDataset& g = generated();
+    if (g.key != key) {
+      g.dir.reset();
+      g.dir = std::make_unique<ScratchDir>(parent, "dataset");
+      spec.dir = g.dir->path();
+      g.bytes = make_dataset(spec);
+      g.key = key;
+    }
+    return {g.dir->path(), true};
+  }
+
+  /// Takes the next batch, checks it, copies it to the GPU (pinned staging), gives its slot back
+  /// and runs the emulated training step on it.
+  static void consume(Loader& loader, PinnedStaging* pinned, bool full_verify, double compute_s,
+                      Consumption& c) {
+    LoadedBatch b = loader.next();
+    std::string why = loader.verify(b, full_verify);
+    CHECK_MSG(why.empty(), "dataloader", "wrong batch: " + why);
+    if (pinned) c.h2d_s.push_back(pinned->h2d(b.data));
+    loader.release(b);
+    if (compute_s > 0) {
+      auto c0 = Clock::now();
+      std::this_thread::sleep_for(std::chrono::duration<double>(compute_s));
+      if (c.consumed > 0)
+        c.compute_total += std::chrono::duration<double>(Clock::now() - c0).count();
+    }
+    if (c.consumed > 0) c.waits.push_back(b.wait_s);
+    c.samples += static_cast<long long>(b.indices.size());
+    c.bytes += b.total_bytes;
+    if (++c.consumed == 1) c.after_first = Clock::now();
+  }
+
+  /// samples/s, GB/s, batch waits and accelerator utilisation (docs/metrics.md "dataloader").
+  static void record_rates(CaseRun& run, Consumption& c, long long samples_per_op, double compute_s,
+                           double wall_after_first) {
+    const TimeStats& t = run.stats();
+    double bytes_per_sample =
+        c.samples > 0 ? static_cast<double>(c.bytes) / static_cast<double>(c.samples) : 0;
+    double sps = static_cast<double>(samples_per_op) / t.median;
+    run.add_metric("samples_per_s", sps, "samples/s");
+    run.add_metric("bandwidth", sps * bytes_per_sample / 1e9, "GB/s");
+    std::sort(c.waits.begin(), c.waits.end());
+    if (!c.waits.empty()) {
+      run.add_metric("batch_wait_p50", nearest_rank(c.waits, 0.50) * 1e6, "us", false);
+      run.add_metric("batch_wait_p99", nearest_rank(c.waits, 0.99) * 1e6, "us", false);
+    }
+    if (compute_s > 0 && wall_after_first > 0)
+      run.add_metric("accelerator_utilisation", 100.0 * c.compute_total / wall_after_first, "%");
+    run.set_extra("bytes_per_sample_mean", bytes_per_sample);
+    run.set_extra("compute_ms", compute_s * 1e3);
+  }
+
+  static void record_facts(CaseRun& run, const LoaderOptions& opt, const Consumption& c,
+                           const Loader& loader) {
+    run.set_extra("workers", opt.workers);
+    run.set_extra("batch_size", opt.batch);
+    run.set_extra("prefetch", opt.prefetch);
+    run.set_extra("in_order", opt.in_order);
+    run.set_extra("direct", opt.direct);
+    run.set_extra("cache", opt.cold ? "cold" : "warm");
+    run.set_extra("batches_consumed", c.consumed);
+    run.set_extra("batches_verified", c.consumed);
+    run.set_extra("samples_consumed", c.samples);
+    run.set_extra("bytes_consumed", c.bytes);
+    run.set_extra("epochs", static_cast<double>(c.consumed) /
+                                static_cast<double>(loader.batches_per_epoch()));
+    if (!c.h2d_s.empty())
+      run.set_extra("h2d_seconds_total", std::accumulate(c.h2d_s.begin(), c.h2d_s.end(), 0.0));
   }
 };
 

@@ -1,63 +1,69 @@
-// io.dataloader's GPU side, compiled into libclusterbench_gpu.so (the only place that links
-// CUDA): pinned staging buffers (cudaHostAlloc) and the host-to-device copy of each batch.
-// Looked up by the core with dlsym (additive to plugin ABI version 1), as compute.gemm's are.
+// io.dataloader in the GPU plugin: the "pinned_h2d" operation (bench/gpu/plugin/op.hpp), one
+// pinned staging slot of the loader and its host-to-device copy. The loader creates one per slot.
+//   params: {"bytes": the slot's size}
+//   info:   the device's facts, "host_address" (the pinned buffer, cudaHostAllocPortable, as an
+//           integer; valid while the operation lives), "bytes", "device_bytes" (the device
+//           buffer the batch is copied into)
+//   run(n): n copies of the whole buffer to the device.
 #include <cuda_runtime.h>
 
-#include <cstdio>
-#include <vector>
+#include <cstdint>
+#include <string>
+
+#include "gpu/plugin/op.hpp"
+
+namespace clusterbench::io::gpu {
 
 namespace {
-int fail(cudaError_t e, const char* call, char* err, size_t errlen) {
-  std::snprintf(err, errlen, "%s: %s (%s)", call, cudaGetErrorString(e), cudaGetErrorName(e));
-  return 1;
+
+using clusterbench::gpu::DeviceBuffer;
+using clusterbench::gpu::Fail;
+using clusterbench::gpu::json;
+
+/// Pinned host memory, freed with the object.
+class PinnedBuffer {
+ public:
+  explicit PinnedBuffer(size_t bytes) {
+    CUDA_TRY(cudaHostAlloc(&p_, bytes, cudaHostAllocPortable));
+  }
+  ~PinnedBuffer() {
+    if (p_) cudaFreeHost(p_);
+  }
+  PinnedBuffer(const PinnedBuffer&) = delete;
+  PinnedBuffer& operator=(const PinnedBuffer&) = delete;
+  void* get() const { return p_; }
+
+ private:
+  void* p_ = nullptr;
+};
+
+size_t positive_bytes(const json& p) {
+  long long b = p.at("bytes").get<long long>();
+  if (b <= 0) throw Fail{CB_GPU_ERROR, "pinned_h2d: bytes must be > 0, not " + std::to_string(b)};
+  return static_cast<size_t>(b);
 }
+
+class PinnedH2d : public clusterbench::gpu::Op {
+ public:
+  explicit PinnedH2d(const json& p) : bytes_(positive_bytes(p)), host_(bytes_), dev_(bytes_) {
+    info()["host_address"] = reinterpret_cast<std::uintptr_t>(host_.get());
+    info()["bytes"] = static_cast<long long>(bytes_);
+    info()["device_bytes"] = static_cast<long long>(bytes_);
+  }
+  ~PinnedH2d() override { cudaStreamSynchronize(stream()); }
+
+ private:
+  void enqueue(long long count) override {
+    for (long long i = 0; i < count; ++i)
+      CUDA_TRY(cudaMemcpyAsync(dev_.get(), host_.get(), bytes_, cudaMemcpyHostToDevice, stream()));
+  }
+
+  size_t bytes_;
+  PinnedBuffer host_;
+  DeviceBuffer dev_;
+};
+
+CB_GPU_OP(PinnedH2d, "pinned_h2d");
+
 }  // namespace
-
-extern "C" {
-
-/// Pinned host memory of `bytes` (cudaHostAllocPortable); *out = nullptr on error.
-int cb_gpu_dl_host_alloc(size_t bytes, void** out, char* err, size_t errlen) {
-  *out = nullptr;
-  cudaError_t e = cudaHostAlloc(out, bytes, cudaHostAllocPortable);
-  return e == cudaSuccess ? 0 : fail(e, "cudaHostAlloc", err, errlen);
-}
-
-void cb_gpu_dl_host_free(void* p) {
-  if (p) cudaFreeHost(p);
-}
-
-/// Copies `bytes` from pinned `src` to a device buffer of this process's device (grown as
-/// needed, kept between calls), waits for it, and returns the seconds it took (CUDA events).
-int cb_gpu_dl_h2d(const void* src, size_t bytes, double* seconds, char* err, size_t errlen) {
-  static void* dev = nullptr;
-  static size_t dev_bytes = 0;
-  static cudaStream_t stream = nullptr;
-  static cudaEvent_t start = nullptr, stop = nullptr;
-  cudaError_t e;
-  if (!stream) {
-    if ((e = cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking)) != cudaSuccess)
-      return fail(e, "cudaStreamCreate", err, errlen);
-    if ((e = cudaEventCreate(&start)) != cudaSuccess || (e = cudaEventCreate(&stop)) != cudaSuccess)
-      return fail(e, "cudaEventCreate", err, errlen);
-  }
-  if (bytes > dev_bytes) {
-    if (dev) cudaFree(dev);
-    dev = nullptr;
-    if ((e = cudaMalloc(&dev, bytes)) != cudaSuccess) return fail(e, "cudaMalloc", err, errlen);
-    dev_bytes = bytes;
-  }
-  if ((e = cudaEventRecord(start, stream)) != cudaSuccess)
-    return fail(e, "cudaEventRecord", err, errlen);
-  if ((e = cudaMemcpyAsync(dev, src, bytes, cudaMemcpyHostToDevice, stream)) != cudaSuccess)
-    return fail(e, "cudaMemcpyAsync", err, errlen);
-  if ((e = cudaEventRecord(stop, stream)) != cudaSuccess)
-    return fail(e, "cudaEventRecord", err, errlen);
-  if ((e = cudaEventSynchronize(stop)) != cudaSuccess)
-    return fail(e, "cudaEventSynchronize", err, errlen);
-  float ms = 0;
-  cudaEventElapsedTime(&ms, start, stop);
-  *seconds = ms / 1e3;
-  return 0;
-}
-
-}  // extern "C"
+}  // namespace clusterbench::io::gpu

@@ -21,6 +21,7 @@ if(TARGET fake_gpu_plugin)
   foreach(_v 13000 12020)
     add_library(fake_gpu_plugin_${_v} SHARED fake_plugin/fake_plugin.cpp)
     target_include_directories(fake_gpu_plugin_${_v} PRIVATE ${CMAKE_SOURCE_DIR}/bench)
+    target_link_libraries(fake_gpu_plugin_${_v} PRIVATE nlohmann_json::nlohmann_json)
     target_compile_definitions(fake_gpu_plugin_${_v} PRIVATE FAKE_BUILT_CUDA=${_v})
     set_target_properties(fake_gpu_plugin_${_v} PROPERTIES
       OUTPUT_NAME $<IF:$<EQUAL:${_v},13000>,clusterbench_gpu,clusterbench_gpu_cuda12>

@@ -3,6 +3,7 @@
 
 #include "core/context.hpp"
 #include "gpu/loader.hpp"
+#include "gpu/operation.hpp"
 
 namespace clusterbench {
 
@@ -50,11 +51,11 @@ GpuDisposition gpu_disposition(const EnvRecord& env, bool load_plugin) {
 }
 
 std::string select_gpu(int device) {
-  const GpuPlugin& p = load_gpu_plugin();
-  auto set_device = reinterpret_cast<int (*)(int, char*, size_t)>(p.symbol("cb_gpu_set_device"));
-  char err[512] = {0};
-  if (!set_device) return p.path + " lacks cb_gpu_set_device";
-  if (set_device(device, err, sizeof err) != CB_GPU_OK) return err;
+  try {
+    gpu::set_device(device);
+  } catch (const gpu::OpError& e) {
+    return e.text;
+  }
   return "";
 }
 

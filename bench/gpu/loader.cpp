@@ -157,6 +157,35 @@ std::vector<std::string> find_gpu_plugins(const std::string& dir) {
 
 void* GpuPlugin::symbol(const char* name) const { return handle ? dlsym(handle, name) : nullptr; }
 
+namespace {
+
+/// dlopens `file` and checks that it is a plugin of this binary's ABI version. Returns the
+/// candidate (its error says why it cannot be used) and its handle (nullptr when it cannot).
+std::pair<GpuPluginCandidate, void*> probe_plugin(const std::string& file) {
+  GpuPluginCandidate c;
+  c.path = file;
+  void* h = dlopen(file.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!h) {
+    const char* e = dlerror();
+    c.error = e ? e : ("cannot load " + file);
+    return {c, nullptr};
+  }
+  auto abi = reinterpret_cast<int (*)()>(dlsym(h, "cb_gpu_abi_version"));
+  const int version = abi ? abi() : 0;
+  if (version != CB_GPU_ABI_VERSION || !dlsym(h, "cb_gpu_init")) {
+    c.error = file + ": not a clusterbench GPU plugin of ABI version " +
+              std::to_string(CB_GPU_ABI_VERSION) +
+              (version > 0 ? " (it has version " + std::to_string(version) + ")" : "");
+    dlclose(h);
+    return {c, nullptr};
+  }
+  if (auto v = reinterpret_cast<int (*)()>(dlsym(h, "cb_gpu_built_cuda_version")))
+    c.built_cuda = v();
+  return {c, h};
+}
+
+}  // namespace
+
 GpuPlugin open_gpu_plugin(const std::vector<std::string>& files, int driver_cuda,
                           const std::string& driver_version) {
   GpuPlugin plugin;
@@ -166,23 +195,7 @@ GpuPlugin open_gpu_plugin(const std::vector<std::string>& files, int driver_cuda
   std::vector<GpuPluginCandidate> candidates;
   std::vector<void*> handles;
   for (const auto& f : files) {
-    GpuPluginCandidate c;
-    c.path = f;
-    void* h = dlopen(f.c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (!h) {
-      const char* e = dlerror();
-      c.error = e ? e : ("cannot load " + f);
-    } else {
-      auto abi = reinterpret_cast<int (*)()>(dlsym(h, "cb_gpu_abi_version"));
-      if (!abi || !dlsym(h, "cb_gpu_init") || abi() != CB_GPU_ABI_VERSION) {
-        c.error = f + ": not a clusterbench GPU plugin of ABI version " +
-                  std::to_string(CB_GPU_ABI_VERSION);
-        dlclose(h);
-        h = nullptr;
-      } else if (auto v = reinterpret_cast<int (*)()>(dlsym(h, "cb_gpu_built_cuda_version"))) {
-        c.built_cuda = v();
-      }
-    }
+    auto [c, h] = probe_plugin(f);
     plugin.present.push_back(describe(c));
     candidates.push_back(c);
     handles.push_back(h);

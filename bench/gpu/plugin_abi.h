@@ -1,6 +1,8 @@
-/* The C interface of libclusterbench_gpu.so, the GPU plugin the core dlopens (DESIGN.md).
- * Every function returns 0 on success, CB_GPU_ERROR with a message in `err`, or
- * CB_GPU_DRIVER_INSUFFICIENT when the driver is older than the CUDA the plugin was built for. */
+/* The C interface of libclusterbench_gpu.so, the GPU plugin the core dlopens (DESIGN.md "GPU
+ * plugin", docs/architecture.md). Version 2: one generic operation interface.
+ *
+ * Return codes: CB_GPU_OK (0), or one of the codes below; after a failed call,
+ * cb_gpu_last_error() holds the text on the calling thread. No exception crosses this ABI. */
 #ifndef CLUSTERBENCH_GPU_PLUGIN_ABI_H
 #define CLUSTERBENCH_GPU_PLUGIN_ABI_H
 #include <stddef.h>
@@ -8,11 +10,14 @@
 extern "C" {
 #endif
 
-#define CB_GPU_ABI_VERSION 1
+#define CB_GPU_ABI_VERSION 2
 #define CB_GPU_OK 0
-#define CB_GPU_ERROR 1
-#define CB_GPU_DRIVER_INSUFFICIENT 2
-#define CB_GPU_UNSUPPORTED 3 /* the case cannot run on this GPU (reason in `err`): waived */
+#define CB_GPU_ERROR 1               /* the call failed: the case fails */
+#define CB_GPU_DRIVER_INSUFFICIENT 2 /* the driver is older than the plugin's CUDA: exit 2 */
+#define CB_GPU_UNSUPPORTED 3         /* the case cannot run on this GPU (dtype, memory): waived */
+#define CB_GPU_ABORTED 4 /* deadline passed or NCCL async error: the communicator was aborted */
+
+/* --- Start-up ------------------------------------------------------------------------------ */
 
 typedef struct {
   int device_count;    /* cudaGetDeviceCount */
@@ -20,109 +25,53 @@ typedef struct {
   int driver_version;  /* cudaDriverGetVersion (highest CUDA the driver supports) */
   int built_cuda;      /* CUDART_VERSION the plugin was built with */
   int cublaslt_version;
-  int nccl_version;    /* 0 when built without NCCL */
+  int nccl_version; /* 0 when built without NCCL */
 } cb_gpu_info;
 
-/* ABI version of the plugin; the loader refuses a mismatch. */
+/* ABI version of the plugin (CB_GPU_ABI_VERSION); the loader refuses any other. */
 int cb_gpu_abi_version(void);
 /* CUDART_VERSION the plugin was built with (e.g. 12020); touches no CUDA. The loader picks among
- * several plugins by it (bench/gpu_plugin.hpp); additive to ABI version 1. */
+ * several plugins by it (bench/gpu/loader.hpp). */
 int cb_gpu_built_cuda_version(void);
-/* Starts CUDA and fills `info`. */
+/* Starts CUDA and fills `info`. The text of a failure goes to `err` (and the last error). */
 int cb_gpu_init(cb_gpu_info* info, char* err, size_t errlen);
-/* Selects the device for this process (cudaSetDevice). */
+/* Selects the device of the calling thread (cudaSetDevice); a failure's text goes to `err` (and
+ * the last error). */
 int cb_gpu_set_device(int device, char* err, size_t errlen);
+/* The text of the calling thread's last failed call ("" when none failed). Valid until the
+ * thread's next failing call. */
+const char* cb_gpu_last_error(void);
 
-/* compute.gemm through cuBLASLt (compute/gemm_gpu.cpp; additive to ABI version 1: the core looks
- * these up with dlsym and fails the case when a plugin lacks them). D (M x N, column-major) =
- * op(A) B with A stored K x M (op = transpose, the "TN" layout FP8 requires), B K x N; FP32
- * accumulation; beta = 0. Inputs are random, magnitude in [0.25, 1) with a random sign. */
-typedef struct cb_gemm cb_gemm;
-typedef struct {
-  const char* dtype;  /* "fp16", "bf16", "tf32", "fp32", "fp8_e4m3" */
-  long long m, n, k;
-  int max_algos;        /* top-N heuristic algorithms timed; the fastest is kept */
-  int verify_samples;   /* sampled output elements checked against a double reference */
-  unsigned long long seed;
-} cb_gemm_params;
-typedef struct {
-  char input_type[16], output_type[16], compute_type[32];
-  char device_name[256], pci_bus_id[32];
-  int sm_major, sm_minor;
-  int algos_returned, algos_tried;
-  long long algo_id, algo_tile, algo_stages, algo_splitk, algo_swizzle, algo_reduction;
-  double algo_best_seconds;  /* best algorithm's seconds per product during the selection */
-  long long workspace_bytes;
-  int samples_checked;
-  double max_rel_error;      /* max |d - ref| / sum_p |a_ip b_pj| over the samples */
-  long long worst_i, worst_j;
-} cb_gemm_info;
-/* Allocates, fills, selects the algorithm, runs the kept one once and verifies the samples.
- * CB_GPU_UNSUPPORTED: no algorithm for this shape/dtype, or the GPU lacks the dtype. */
-int cb_gpu_gemm_create(const cb_gemm_params* p, cb_gemm** out, cb_gemm_info* info, char* err,
-                       size_t errlen);
-/* Runs `count` products back to back; `seconds` = CUDA-event time of the whole batch. */
-int cb_gpu_gemm_run(cb_gemm* g, long long count, double* seconds, char* err, size_t errlen);
-void cb_gpu_gemm_destroy(cb_gemm* g);
+/* --- Operations ------------------------------------------------------------------------------
+ * An operation is the unit of GPU work one benchmark case times, of a kind the plugin registers
+ * by name; each kind's source file states its params and info: "gemm" (compute/gemm_gpu.cpp),
+ * "device_copy" (compute/gpu_memory_bandwidth_gpu.cpp), "host_copy"
+ * (compute/host_device_copy_gpu.cpp), "pinned_h2d" (io/dataloader_gpu.cpp), "device" (the
+ * current device's facts, bench/gpu/plugin/op.cpp). It owns its device memory, its CUDA stream
+ * and two CUDA events, on the device that was current on the creating thread. */
+typedef struct cb_gpu_op cb_gpu_op;
 
-/* compute.gpu_memory_bandwidth (compute/gpu_memory_bandwidth_gpu.cpp; additive like the GEMM
- * entry points): copies `bytes` from one device buffer to another on the current device, by the
- * plugin's own kernel (method 0: 16-byte loads and stores, grid-stride) or by cudaMemcpyAsync
- * device-to-device (method 1). */
-typedef struct cb_dcopy cb_dcopy;
-typedef struct {
-  long long bytes; /* 0: max(16 x L2, 1 GiB), capped at a quarter of the free memory */
-  int method;      /* 0 kernel, 1 cudaMemcpyAsync */
-} cb_dcopy_params;
-typedef struct {
-  char device_name[256], pci_bus_id[32];
-  long long l2_bytes, bytes;
-  int blocks, threads; /* kernel launch (method 0) */
-  long long mismatches; /* 16-byte words wrong among those checked after one copy */
-  long long checked;
-} cb_dcopy_info;
-int cb_gpu_dcopy_create(const cb_dcopy_params* p, cb_dcopy** out, cb_dcopy_info* info, char* err,
-                        size_t errlen);
-/* Runs `count` copies back to back; `seconds` = CUDA-event time of the whole batch. */
-int cb_gpu_dcopy_run(cb_dcopy* c, long long count, double* seconds, char* err, size_t errlen);
-void cb_gpu_dcopy_destroy(cb_dcopy* c);
+/* Creates an operation of `kind` from `params_json` (a JSON object): allocates, fills, decides
+ * (e.g. the GEMM's algorithm), runs it once and verifies the result. *out = NULL on failure.
+ * CB_GPU_UNSUPPORTED: this GPU cannot run it (dtype, memory); CB_GPU_ERROR: an unknown kind, bad
+ * params or a CUDA/library error. */
+int cb_gpu_op_create(const char* kind, const char* params_json, cb_gpu_op** out);
+/* What create measured and decided, as a JSON object: at least "device" (name), "pci_bus_id",
+ * "compute_capability" and "device_bytes" (the operation's own device memory, B), plus the kind's
+ * own facts (verification, algorithm, ...). Owned by the operation. */
+const char* cb_gpu_op_info(const cb_gpu_op* op);
+/* Runs `count` operations back to back on the operation's stream, between two CUDA events, and
+ * waits for them; `seconds` = the events' elapsed time of the whole batch. */
+int cb_gpu_op_run(cb_gpu_op* op, long long count, double* seconds);
+void cb_gpu_op_destroy(cb_gpu_op* op);
 
-/* compute.host_device_copy (compute/host_device_copy_gpu.cpp; additive like the GEMM entry
- * points). The caller owns the host buffers (allocated and NUMA-bound by the core with hwloc);
- * the plugin pins them with cudaHostRegister when `pinned` (unregistered at destroy) and copies
- * between them and its own device buffers on the current device. */
-typedef struct {
-  char device_name[256], pci_bus_id[32]; /* of the current device (cudaGetDevice) */
-} cb_gpu_device_info;
-int cb_gpu_current_device(cb_gpu_device_info* info, char* err, size_t errlen);
-
-enum { CB_HCOPY_H2D = 0, CB_HCOPY_D2H = 1, CB_HCOPY_BIDIR = 2 };
-typedef struct cb_hcopy cb_hcopy;
-typedef struct {
-  long long bytes; /* per direction, a multiple of 16 */
-  int direction;   /* CB_HCOPY_*: bidir = an H2D and a D2H of `bytes` each, on two streams */
-  int pinned;      /* 1: cudaHostRegister the host buffers; 0: pageable */
-  void* host_src;  /* `bytes`: the source of H2D (and the reference of every check) */
-  void* host_dst;  /* `bytes`: the destination of D2H (unused by h2d) */
-} cb_hcopy_params;
-typedef struct {
-  char device_name[256], pci_bus_id[32];
-  long long mismatches; /* 16-byte words wrong among those checked after one copy each way */
-  long long checked;
-} cb_hcopy_info;
-int cb_gpu_hcopy_create(const cb_hcopy_params* p, cb_hcopy** out, cb_hcopy_info* info, char* err,
-                        size_t errlen);
-/* Runs `count` copies (bidir: `count` of each direction) back to back; `seconds` = CUDA-event
- * time of the whole batch. */
-int cb_gpu_hcopy_run(cb_hcopy* c, long long count, double* seconds, char* err, size_t errlen);
-void cb_gpu_hcopy_destroy(cb_hcopy* c);
-
-/* Collectives over NCCL (collectives/nccl_backend.cpp; additive to ABI version 1: the core looks
- * these up with dlsym; a plugin built without NCCL lacks them). Buffers are device memory from
- * cb_nccl_alloc. Counts are elements: all_reduce, broadcast, reduce, sendrecv move `count`;
- * all_gather sends `block` per rank, reduce_scatter keeps `block` per rank, alltoall sends `block`
- * to each rank (grouped ncclSend/ncclRecv, as nccl-tests). Reduction op: sum. */
-#define CB_GPU_ABORTED 4 /* deadline passed or NCCL async error: the communicator was aborted */
+/* --- Collectives over NCCL --------------------------------------------------------------------
+ * collectives/nccl_backend.cpp; a plugin built without NCCL lacks these. A communicator is not an
+ * operation (every rank must call together, it outlives cases), so it keeps its own entry points;
+ * they return the codes above and leave their text in cb_gpu_last_error(). Buffers are device
+ * memory from cb_nccl_alloc. Counts are elements: all_reduce, broadcast, reduce, sendrecv move
+ * `count`; all_gather sends `block` per rank, reduce_scatter keeps `block` per rank, alltoall sends
+ * `block` to each rank (grouped ncclSend/ncclRecv, as nccl-tests). Reduction op: sum. */
 #define CB_NCCL_ID_BYTES 128
 enum {
   CB_COLL_ALL_REDUCE = 0,
@@ -136,24 +85,22 @@ enum {
 enum { CB_DTYPE_FLOAT = 0, CB_DTYPE_HALF = 1, CB_DTYPE_BFLOAT16 = 2 };
 typedef struct cb_nccl_comm cb_nccl_comm;
 /* Rank 0 creates the ncclUniqueId; the caller broadcasts its bytes (MPI) to every rank. */
-int cb_nccl_unique_id(unsigned char id[CB_NCCL_ID_BYTES], char* err, size_t errlen);
+int cb_nccl_unique_id(unsigned char id[CB_NCCL_ID_BYTES]);
 /* ncclCommInitRankConfig, non-blocking, polled until ready or `timeout_s` (then aborted:
  * CB_GPU_ABORTED). Every later operation waits against the same `timeout_s`. */
 int cb_nccl_comm_init(const unsigned char id[CB_NCCL_ID_BYTES], int nranks, int rank,
-                      double timeout_s, cb_nccl_comm** out, char* err, size_t errlen);
+                      double timeout_s, cb_nccl_comm** out);
 void cb_nccl_comm_destroy(cb_nccl_comm* c);
-int cb_nccl_alloc(size_t bytes, void** dev, char* err, size_t errlen);
+int cb_nccl_alloc(size_t bytes, void** dev);
 void cb_nccl_free(void* dev);
 /* cudaMemcpy; `to_device` 1: host -> device, 0: device -> host. */
-int cb_nccl_copy(void* dst, const void* src, size_t bytes, int to_device, char* err,
-                 size_t errlen);
+int cb_nccl_copy(void* dst, const void* src, size_t bytes, int to_device);
 /* Enqueues `ops` operations between two CUDA events on the communicator's stream and waits,
  * polling the stop event and ncclCommGetAsyncError, until done or `timeout_s` has passed.
  * `seconds` = the events' elapsed time. On timeout or an async error the communicator is aborted
  * (ncclCommAbort) and CB_GPU_ABORTED returned with the reason; the communicator is unusable. */
-int cb_nccl_run(cb_nccl_comm* c, int coll, int dtype, const void* send, void* recv,
-                size_t count, size_t block, int root, long long ops, double* seconds, char* err,
-                size_t errlen);
+int cb_nccl_run(cb_nccl_comm* c, int coll, int dtype, const void* send, void* recv, size_t count,
+                size_t block, int root, long long ops, double* seconds);
 /* Makes NCCL re-read NCCL_DEBUG, NCCL_DEBUG_SUBSYS and NCCL_DEBUG_FILE from the environment
  * (ncclResetDebugInit, looked up at run time: older NCCL lacks it). The probe of
  * collectives/nccl_host.cpp turns NCCL's logging on around one untimed call and off again.

@@ -1,4 +1,4 @@
-// A fake GPU plugin for the tests (bench/gpu/plugin_abi.h).
+// A fake GPU plugin for the tests (bench/gpu/plugin_abi.h, ABI version 2).
 //
 // By default its CUDA start fails as a broken node's does: the error text is $FAKE_GPU_ERROR
 // (default CUDA's "no CUDA-capable device is detected"); with $FAKE_GPU_DRIVER_INSUFFICIENT set it
@@ -6,17 +6,25 @@
 //
 // With $FAKE_GPU_DEVICES=N it starts: N devices whose PCI bus ids are those of
 // tests/fixtures/nvml/h100x8.json in order (or $FAKE_GPU_BUS_IDS, comma-separated), so the core's
-// NVML telemetry (the fake libnvidia-ml.so) samples the matching GPU. Its operations report
-// simulated times, and sleep for them (at most 20 ms a call) so that the telemetry sampler runs:
-//   compute.gemm:               2MNK / ($FAKE_GPU_TFLOPS, default 800) per product; verified;
-//   compute.host_device_copy:   bytes moved / ($FAKE_GPU_COPY_GBPS, default 55) per copy; the
-//                               host buffers really are copied once through a host "device"
-//                               buffer and checked, as the real plugin does.
+// NVML telemetry (the fake libnvidia-ml.so) samples the matching GPU. Its operations (the kinds of
+// the real plugin) report simulated times, and sleep for them (at most 20 ms a call) so that the
+// telemetry sampler runs:
+//   "gemm":        2MNK / ($FAKE_GPU_TFLOPS, default 800) per product; verified;
+//   "host_copy":   bytes moved / ($FAKE_GPU_COPY_GBPS, default 55) per copy; the host buffers
+//                  really are copied once through a host "device" buffer and checked, as the real
+//                  plugin does;
+//   "device_copy": 2 x bytes / ($FAKE_GPU_HBM_GBPS, default 3000) per copy;
+//   "pinned_h2d":  a host buffer of `bytes` (its address in the info); bytes / $FAKE_GPU_COPY_GBPS
+//                  per copy;
+//   "device":      the device's facts.
 #include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
 #include <vector>
@@ -54,9 +62,21 @@ std::string bus_id(int device) {
   return device >= 0 && device < static_cast<int>(ids.size()) ? ids[device] : "";
 }
 
-void names(char* name, size_t name_len, char* bus, size_t bus_len) {
-  std::snprintf(name, name_len, "NVIDIA H100 80GB HBM3 (fake plugin)");
-  std::snprintf(bus, bus_len, "%s", bus_id(g_device).c_str());
+thread_local std::string t_last_error;
+
+int fail(int code, const std::string& text) {
+  t_last_error = text;
+  return code;
+}
+
+using json = nlohmann::json;
+
+/// The facts every operation's info starts with, as the real plugin's Op base gives them.
+json device_facts() {
+  return {{"device", "NVIDIA H100 80GB HBM3 (fake plugin)"},
+          {"pci_bus_id", bus_id(g_device)},
+          {"compute_capability", "9.0"},
+          {"device_bytes", 0}};
 }
 
 // Sleeps for a simulated duration, at most 20 ms, and returns it.
@@ -76,6 +96,8 @@ extern "C" int cb_gpu_abi_version(void) { return CB_GPU_ABI_VERSION; }
 
 extern "C" int cb_gpu_built_cuda_version(void) { return FAKE_BUILT_CUDA; }
 
+extern "C" const char* cb_gpu_last_error(void) { return t_last_error.c_str(); }
+
 extern "C" int cb_gpu_init(cb_gpu_info* info, char* err, size_t errlen) {
   *info = cb_gpu_info{};
   info->built_cuda = FAKE_BUILT_CUDA;
@@ -84,7 +106,7 @@ extern "C" int cb_gpu_init(cb_gpu_info* info, char* err, size_t errlen) {
     std::snprintf(err, errlen,
                   "CUDA driver version is insufficient: the driver supports CUDA 12.2, this plugin "
                   "was built with CUDA 13.0; install a driver for CUDA 13.0 or newer");
-    return CB_GPU_DRIVER_INSUFFICIENT;
+    return fail(CB_GPU_DRIVER_INSUFFICIENT, err);
   }
   if (fake_devices() > 0) {
     info->device_count = fake_devices();
@@ -95,7 +117,7 @@ extern "C" int cb_gpu_init(cb_gpu_info* info, char* err, size_t errlen) {
   const char* text = std::getenv("FAKE_GPU_ERROR");
   std::snprintf(err, errlen, "cudaGetDeviceCount: %s",
                 text ? text : "no CUDA-capable device is detected (cudaErrorNoDevice)");
-  return CB_GPU_ERROR;
+  return fail(CB_GPU_ERROR, err);
 }
 
 extern "C" int cb_gpu_set_device(int device, char* err, size_t errlen) {
@@ -104,92 +126,143 @@ extern "C" int cb_gpu_set_device(int device, char* err, size_t errlen) {
     return CB_GPU_OK;
   }
   std::snprintf(err, errlen, "cudaSetDevice: no CUDA-capable device is detected");
-  return CB_GPU_ERROR;
+  return fail(CB_GPU_ERROR, err);
 }
 
-extern "C" int cb_gpu_current_device(cb_gpu_device_info* info, char*, size_t) {
-  *info = cb_gpu_device_info{};
-  names(info->device_name, sizeof info->device_name, info->pci_bus_id, sizeof info->pci_bus_id);
-  return CB_GPU_OK;
-}
+// --- operations ----------------------------------------------------------------------------------
 
-// --- compute.gemm --------------------------------------------------------------------------------
+namespace {
 
-struct cb_gemm {
-  double flop = 0;
+/// A fake operation: its info, and the simulated seconds of one operation.
+struct FakeOp {
+  json info = device_facts();
+  double seconds_per_op = 0;
+  std::vector<unsigned char> host;  // pinned_h2d's buffer
+  std::string info_text;
 };
 
-extern "C" int cb_gpu_gemm_create(const cb_gemm_params* p, cb_gemm** out, cb_gemm_info* info, char*,
-                                  size_t) {
-  *info = cb_gemm_info{};
-  const std::string d = p->dtype;
+void make_gemm(const json& p, FakeOp& op) {
+  const std::string d = p.at("dtype");
   const bool wide = d == "tf32" || d == "fp32";
-  std::snprintf(info->input_type, sizeof info->input_type, "%s", wide ? "fp32" : d.c_str());
-  std::snprintf(info->output_type, sizeof info->output_type, "%s",
-                wide              ? "fp32"
-                : d == "fp8_e4m3" ? "bf16"
-                                  : d.c_str());
-  std::snprintf(info->compute_type, sizeof info->compute_type, "%s",
-                d == "tf32" ? "CUBLAS_COMPUTE_32F_FAST_TF32" : "CUBLAS_COMPUTE_32F");
-  names(info->device_name, sizeof info->device_name, info->pci_bus_id, sizeof info->pci_bus_id);
-  info->sm_major = 9;
-  info->algos_returned = info->algos_tried = 1;
-  info->samples_checked = p->verify_samples;
-  info->max_rel_error = 1e-7;
-  *out = new cb_gemm{2.0 * static_cast<double>(p->m) * static_cast<double>(p->n) *
-                     static_cast<double>(p->k)};
+  const double m = p.at("m"), n = p.at("n"), k = p.at("k");
+  // The device memory the real plugin reports: A and B of the input type, D of the output
+  // type (the fake has no workspace).
+  const double in_b = d == "fp8_e4m3" ? 1 : wide ? 4 : 2, out_b = wide ? 4 : 2;
+  op.info["input_type"] = wide ? "fp32" : d;
+  op.info["output_type"] = wide ? "fp32" : d == "fp8_e4m3" ? "bf16" : d;
+  op.info["compute_type"] = d == "tf32" ? "CUBLAS_COMPUTE_32F_FAST_TF32" : "CUBLAS_COMPUTE_32F";
+  op.info["workspace_bytes"] = 0;
+  op.info["device_bytes"] = in_b * (k * m + k * n) + out_b * m * n;
+  op.info["algorithm"] = {{"id", 0},
+                          {"tile", 0},
+                          {"stages", 0},
+                          {"splitk", 0},
+                          {"swizzle", 0},
+                          {"reduction_scheme", 0},
+                          {"heuristic_returned", 1},
+                          {"tried", 1},
+                          {"selection_seconds_per_op", 0.0}};
+  op.info["verification"] = {
+      {"samples", p.at("samples")}, {"max_rel_error", 1e-7}, {"worst_i", 0}, {"worst_j", 0}};
+  op.seconds_per_op = 2.0 * m * n * k / (env_double("FAKE_GPU_TFLOPS", 800) * 1e12);
+}
+
+void* address(const json& p, const char* key) {
+  return reinterpret_cast<void*>(p.value(key, std::uintptr_t{0}));
+}
+
+int make_host_copy(const json& p, FakeOp& op) {
+  const long long bytes = p.at("bytes");
+  const std::string dir = p.at("direction");
+  auto* src = static_cast<const unsigned char*>(address(p, "host_src"));
+  auto* dst = static_cast<unsigned char*>(address(p, "host_dst"));
+  if (bytes <= 0 || bytes % 16 || !src || (dir != "h2d" && !dst))
+    return fail(CB_GPU_ERROR, "host_copy: bad parameters");
+  std::vector<unsigned char> device(src, src + bytes);  // one H2D
+  const unsigned char* got = device.data();
+  if (dir != "h2d") {  // one D2H into the caller's destination
+    std::memcpy(dst, device.data(), static_cast<size_t>(bytes));
+    got = dst;
+  }
+  long long checked = 0, mismatches = 0;
+  const long long words = bytes / 16;
+  for (long long i = 0; i < words; i += std::max<long long>(1, words / 4096), ++checked)
+    mismatches += std::memcmp(got + i * 16, src + i * 16, 16) ? 1 : 0;
+  op.info["device_bytes"] = 2 * bytes;
+  op.info["verification"] = {{"checked_words", checked}, {"mismatches", mismatches}};
+  op.seconds_per_op = static_cast<double>(bytes) * (dir == "bidir" ? 2 : 1) /
+                      (env_double("FAKE_GPU_COPY_GBPS", 55) * 1e9);
   return CB_GPU_OK;
 }
 
-extern "C" int cb_gpu_gemm_run(cb_gemm* g, long long count, double* seconds, char*, size_t) {
-  *seconds =
-      simulate(static_cast<double>(count) * g->flop / (env_double("FAKE_GPU_TFLOPS", 800) * 1e12));
+void make_device_copy(const json& p, FakeOp& op) {
+  long long bytes = p.value("bytes", 0LL);
+  if (bytes <= 0) bytes = 1LL << 30;
+  bytes = bytes / 16 * 16;
+  const bool kernel = p.value("method", "kernel") == "kernel";
+  op.info["l2_bytes"] = 50 << 20;
+  op.info["bytes"] = bytes;
+  op.info["device_bytes"] = 2 * bytes;
+  op.info["blocks"] = kernel ? 132 * 8 : 0;
+  op.info["threads"] = kernel ? 256 : 0;
+  op.info["verification"] = {{"checked_words", 64 * 256}, {"mismatches", 0}};
+  op.seconds_per_op =
+      2.0 * static_cast<double>(bytes) / (env_double("FAKE_GPU_HBM_GBPS", 3000) * 1e9);
+}
+
+void make_pinned_h2d(const json& p, FakeOp& op) {
+  const long long bytes = p.at("bytes");
+  op.host.assign(static_cast<size_t>(bytes), 0);
+  op.info["host_address"] = reinterpret_cast<std::uintptr_t>(op.host.data());
+  op.info["bytes"] = bytes;
+  op.info["device_bytes"] = bytes;
+  op.seconds_per_op = static_cast<double>(bytes) / (env_double("FAKE_GPU_COPY_GBPS", 55) * 1e9);
+}
+
+int make(const std::string& kind, const json& p, FakeOp& op) {
+  if (fake_devices() <= 0)
+    return fail(CB_GPU_ERROR, "cudaGetDevice: no CUDA-capable device is detected");
+  if (kind == "host_copy") return make_host_copy(p, op);
+  if (kind == "gemm") {
+    make_gemm(p, op);
+  } else if (kind == "device_copy") {
+    make_device_copy(p, op);
+  } else if (kind == "pinned_h2d") {
+    make_pinned_h2d(p, op);
+  } else if (kind == "device") {
+    op.info["memory_bytes"] = 85520809984LL;
+    op.info["index"] = g_device;
+  } else {
+    return fail(CB_GPU_ERROR, "this GPU plugin has no operation '" + kind + "'");
+  }
   return CB_GPU_OK;
 }
 
-extern "C" void cb_gpu_gemm_destroy(cb_gemm* g) { delete g; }
+}  // namespace
 
-// --- compute.host_device_copy
-// ---------------------------------------------------------------------
-
-struct cb_hcopy {
-  double moved = 0;
+struct cb_gpu_op {
+  FakeOp op;
 };
 
-extern "C" int cb_gpu_hcopy_create(const cb_hcopy_params* p, cb_hcopy** out, cb_hcopy_info* info,
-                                   char* err, size_t errlen) {
+extern "C" int cb_gpu_op_create(const char* kind, const char* params_json, cb_gpu_op** out) {
   *out = nullptr;
-  *info = cb_hcopy_info{};
-  names(info->device_name, sizeof info->device_name, info->pci_bus_id, sizeof info->pci_bus_id);
-  if (p->bytes <= 0 || p->bytes % 16 || !p->host_src ||
-      (p->direction != CB_HCOPY_H2D && !p->host_dst)) {
-    std::snprintf(err, errlen, "cb_gpu_hcopy_create: bad parameters");
-    return CB_GPU_ERROR;
+  auto handle = std::make_unique<cb_gpu_op>();
+  try {
+    int rc = make(kind, json::parse(params_json), handle->op);
+    if (rc != CB_GPU_OK) return rc;
+  } catch (const std::exception& e) {
+    return fail(CB_GPU_ERROR, std::string(kind) + ": " + e.what());
   }
-  const size_t bytes = static_cast<size_t>(p->bytes);
-  std::vector<unsigned char> device(bytes);
-  std::memcpy(device.data(), p->host_src, bytes);  // one H2D
-  const void* got = device.data();
-  if (p->direction != CB_HCOPY_H2D) {  // one D2H into the caller's destination
-    std::memcpy(p->host_dst, device.data(), bytes);
-    got = p->host_dst;
-  }
-  const long long words = p->bytes / 16;
-  for (long long i = 0; i < words; i += std::max<long long>(1, words / 4096)) {
-    info->mismatches += std::memcmp(static_cast<const unsigned char*>(got) + i * 16,
-                                    static_cast<const unsigned char*>(p->host_src) + i * 16, 16)
-                            ? 1
-                            : 0;
-    ++info->checked;
-  }
-  *out = new cb_hcopy{static_cast<double>(p->bytes) * (p->direction == CB_HCOPY_BIDIR ? 2 : 1)};
+  handle->op.info_text = handle->op.info.dump();
+  *out = handle.release();
   return CB_GPU_OK;
 }
 
-extern "C" int cb_gpu_hcopy_run(cb_hcopy* c, long long count, double* seconds, char*, size_t) {
-  *seconds = simulate(static_cast<double>(count) * c->moved /
-                      (env_double("FAKE_GPU_COPY_GBPS", 55) * 1e9));
+extern "C" const char* cb_gpu_op_info(const cb_gpu_op* op) { return op->op.info_text.c_str(); }
+
+extern "C" int cb_gpu_op_run(cb_gpu_op* op, long long count, double* seconds) {
+  *seconds = simulate(static_cast<double>(count) * op->op.seconds_per_op);
   return CB_GPU_OK;
 }
 
-extern "C" void cb_gpu_hcopy_destroy(cb_hcopy* c) { delete c; }
+extern "C" void cb_gpu_op_destroy(cb_gpu_op* op) { delete op; }

@@ -7,10 +7,10 @@
 #include <cmath>
 #include <vector>
 
-#include "core/benchmark.hpp"
 #include "compute/gemm.hpp"
-#include "compute/gpu_telemetry.hpp"
+#include "core/benchmark.hpp"
 #include "core/error.hpp"
+#include "core/telemetry.hpp"
 
 using namespace clusterbench;
 using namespace clusterbench::compute;

@@ -1,16 +1,24 @@
 // The GPU plugin loader's choice among plugins built for different CUDA versions
-// (bench/gpu_plugin.cpp): the pure choice function, then the loader on the fake plugins that say
-// they were built with CUDA 13.0 and 12.2 (tests/compute.cmake builds them).
+// (bench/gpu/loader.cpp): the pure choice function, then the loader on the fake plugins that say
+// they were built with CUDA 13.0 and 12.2 (tests/compute.cmake builds them). Then the generic
+// operation ABI's host side (bench/gpu/operation.hpp) on the fake plugin, and the GPU case's
+// error mapping (bench/core/gpu_case.hpp). Each test runs in a process of its own
+// (gtest_discover_tests), so each may load its own plugin once.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <string>
 #include <vector>
 
+#include "compute/gemm.hpp"
+#include "core/error.hpp"
+#include "core/gpu_case.hpp"
 #include "gpu/loader.hpp"
+#include "gpu/operation.hpp"
 
 namespace clusterbench {
 namespace {
@@ -206,6 +214,103 @@ TEST_F(OpenGpuPlugin, MissingFilesGiveDlopensText) {
   GpuPlugin q = open_gpu_plugin({"/nonexistent/libclusterbench_gpu.so", kFake12}, 12020, "");
   EXPECT_EQ(q.path, kFake12);
   EXPECT_EQ(q.present[0], "libclusterbench_gpu.so (cannot load)");
+}
+
+// --- the generic operation ABI on the fake plugin ------------------------------------------------
+
+class GpuOperation : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    setenv("CLUSTERBENCH_GPU_PLUGIN", kFake13.c_str(), 1);
+    setenv("FAKE_GPU_DEVICES", "1", 1);
+    unsetenv("FAKE_GPU_TFLOPS");
+  }
+};
+
+TEST_F(GpuOperation, CreateDescribesRunTimes) {
+  gpu::Operation op("gemm", compute::gemm_op_params("bf16", {1024, 2048, 512}, 7, 16, 4));
+  EXPECT_EQ(op.kind(), "gemm");
+  const json& info = op.info();
+  EXPECT_EQ(info.at("pci_bus_id"), "00000000:18:00.0");
+  EXPECT_EQ(info.at("compute_capability"), "9.0");
+  EXPECT_EQ(info.at("verification").at("samples"), 16);
+  // A (K x M) and B (K x N) in bf16, D (M x N) in bf16: the product's own device memory.
+  EXPECT_EQ(info.at("device_bytes").get<double>(),
+            2.0 * (512 * 1024 + 512 * 2048) + 2.0 * 1024 * 2048);
+  compute::GemmVerification v = compute::gemm_verification_of(info.at("verification"), "bf16");
+  EXPECT_TRUE(v.passed());
+  // The fake's 800 TFLOP/s: 10 products of 2 M N K FLOP.
+  EXPECT_NEAR(op.run(10), 10 * 2.0 * 1024 * 2048 * 512 / 800e12, 1e-15);
+  gpu::Operation moved = std::move(op);
+  EXPECT_EQ(moved.info().at("device"), "NVIDIA H100 80GB HBM3 (fake plugin)");
+}
+
+TEST_F(GpuOperation, ErrorsCarryCodeKindCallAndThePluginsText) {
+  try {
+    gpu::Operation op("no_such_kind", json::object());
+    FAIL() << "created an unknown kind";
+  } catch (const gpu::OpError& e) {
+    EXPECT_EQ(e.code, CB_GPU_ERROR);
+    EXPECT_EQ(e.kind, "no_such_kind");
+    EXPECT_EQ(e.call, "cb_gpu_op_create");
+    EXPECT_EQ(e.text, "this GPU plugin has no operation 'no_such_kind'");
+    EXPECT_EQ(std::string(e.what()),
+              "cb_gpu_op_create(no_such_kind): this GPU plugin has no operation 'no_such_kind'");
+  }
+  EXPECT_THROW(gpu::Operation("host_copy", {{"bytes", 15}, {"direction", "h2d"}}), gpu::OpError);
+  EXPECT_EQ(gpu::last_error(), "host_copy: bad parameters");
+}
+
+TEST_F(GpuOperation, PinnedStagingBufferAndDeviceFacts) {
+  gpu::Operation slot("pinned_h2d", {{"bytes", 4096}});
+  auto* p = reinterpret_cast<unsigned char*>(slot.info().at("host_address").get<std::uintptr_t>());
+  ASSERT_NE(p, nullptr);
+  p[4095] = 1;  // the caller writes its batch there
+  EXPECT_GT(slot.run(1), 0);
+  json dev = gpu::current_device();
+  EXPECT_EQ(dev.at("pci_bus_id"), "00000000:18:00.0");
+  EXPECT_EQ(dev.at("index"), 0);
+}
+
+TEST(GpuOperationUnloaded, APluginThatCannotLoadIsAnErrorNamingIt) {
+  setenv("CLUSTERBENCH_GPU_PLUGIN", "/nonexistent/libclusterbench_gpu.so", 1);
+  try {
+    gpu::Operation op("gemm", json::object());
+    FAIL() << "created an operation without a plugin";
+  } catch (const gpu::OpError& e) {
+    EXPECT_EQ(e.code, CB_GPU_ERROR);
+    EXPECT_EQ(e.call, "dlsym");
+    EXPECT_EQ(e.text.rfind("GPU plugin /nonexistent/libclusterbench_gpu.so is not loaded: ", 0), 0u)
+        << e.text;
+  }
+}
+
+TEST(GpuCaseErrors, UnsupportedWaivesAbortedAbortsOthersFailNamingTheLibrary) {
+  EXPECT_THROW(throw_gpu_case_error(gpu::OpError(CB_GPU_UNSUPPORTED, "gemm", "cb_gpu_op_create",
+                                                 "fp8_e4m3 needs compute capability 8.9"),
+                                    "cuBLASLt"),
+               Waived);
+  EXPECT_THROW(
+      throw_gpu_case_error(gpu::OpError(CB_GPU_ABORTED, "x", "cb_gpu_op_run", "gone"), "CUDA"),
+      AbortRun);
+  try {
+    throw_gpu_case_error(gpu::OpError(CB_GPU_ERROR, "gemm", "cb_gpu_op_run", "an illegal address"),
+                         "cuBLASLt");
+    FAIL();
+  } catch (const CallError& e) {
+    EXPECT_EQ(e.info().library, "cuBLASLt");
+    EXPECT_EQ(e.info().code, "1");
+    EXPECT_EQ(e.info().call, "cb_gpu_op_run(gemm)");
+    EXPECT_EQ(e.text(), "an illegal address");
+  }
+  // gpu_call maps what its body throws, and passes a result through.
+  EXPECT_THROW(gpu_call("CUDA",
+                        []() -> int {
+                          throw gpu::OpError(CB_GPU_UNSUPPORTED, "device_copy", "cb_gpu_op_create",
+                                             "full");
+                        }),
+               Waived);
+  EXPECT_EQ(gpu_call("CUDA", [] { return 3; }), 3);
 }
 
 }  // namespace

@@ -8,10 +8,10 @@
 #include <map>
 #include <string>
 
-#include "core/benchmark.hpp"
-#include "compute/gpu_telemetry.hpp"
 #include "compute/host_device_copy.hpp"
+#include "core/benchmark.hpp"
 #include "core/error.hpp"
+#include "core/telemetry.hpp"
 
 using namespace clusterbench;
 using namespace clusterbench::compute;

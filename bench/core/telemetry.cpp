@@ -1,31 +1,55 @@
-// NVML telemetry around a timed region (gpu_telemetry.hpp).
-#include "compute/gpu_telemetry.hpp"
+// NVML telemetry around a timed region (telemetry.hpp).
+#include "core/telemetry.hpp"
 
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 
-namespace clusterbench::compute {
+namespace clusterbench {
 
 namespace {
-json finite_or_null(double v) { return std::isfinite(v) ? json(v) : json(nullptr); }
-}  // namespace
 
-json summarize_telemetry(const std::vector<GpuTelemetry>& samples, int nvml_index,
-                         const std::string& status, double own_bytes) {
+json finite_or_null(double v) { return std::isfinite(v) ? json(v) : json(nullptr); }
+
+/// PCIe link readings of the valid samples that have them.
+struct PcieSummary {
+  int samples = 0, below_max = 0;
+  int gen_min = 0, gen_top = 0, width_min = 0, width_top = 0, gen_max = 0, width_max = 0;
+
+  void add(const GpuTelemetry& s) {
+    if (s.pcie_gen_current <= 0 || s.pcie_width_current <= 0) return;
+    gen_min = samples ? std::min(gen_min, s.pcie_gen_current) : s.pcie_gen_current;
+    width_min = samples ? std::min(width_min, s.pcie_width_current) : s.pcie_width_current;
+    gen_top = std::max(gen_top, s.pcie_gen_current);
+    width_top = std::max(width_top, s.pcie_width_current);
+    gen_max = std::max(gen_max, s.pcie_gen_max);
+    width_max = std::max(width_max, s.pcie_width_max);
+    if (s.pcie_gen_current < s.pcie_gen_max || s.pcie_width_current < s.pcie_width_max) ++below_max;
+    ++samples;
+  }
+  json to_json() const {
+    if (samples == 0) return nullptr;
+    return {{"gen_current_min", gen_min},
+            {"gen_current_max", gen_top},
+            {"width_current_min", width_min},
+            {"width_current_max", width_top},
+            {"gen_max", gen_max},
+            {"width_max", width_max},
+            {"below_max_samples", below_max},
+            {"samples", samples}};
+  }
+};
+
+/// Everything summarize_telemetry() reports, accumulated sample by sample.
+struct TelemetrySummary {
   std::vector<double> clocks;
   double temp_max = NAN, power_max = NAN, cap = NAN;
   double used_max = NAN, total = NAN, other_pct_max = NAN;
   unsigned long long mask = 0;
   int valid = 0, slowdown = 0, power_cap = 0;
-  int gen_min = 0, gen_top = 0, width_min = 0, width_top = 0, gen_max = 0, width_max = 0;
-  int pcie_samples = 0, below_max = 0;
-  std::string last_status = status;
-  for (const auto& s : samples) {
-    if (!s.ok) {
-      last_status = s.status;
-      continue;
-    }
+  PcieSummary pcie;
+
+  void add(const GpuTelemetry& s, double own_bytes) {
     ++valid;
     if (std::isfinite(s.sm_clock_mhz)) clocks.push_back(s.sm_clock_mhz);
     if (std::isfinite(s.temperature_c)) temp_max = std::fmax(temp_max, s.temperature_c);
@@ -36,17 +60,7 @@ json summarize_telemetry(const std::vector<GpuTelemetry>& samples, int nvml_inde
       if (s.clock_event_reasons & kSlowdownReasonMask) ++slowdown;
       if (s.clock_event_reasons & kPowerCapReason) ++power_cap;
     }
-    if (s.pcie_gen_current > 0 && s.pcie_width_current > 0) {
-      gen_min = pcie_samples ? std::min(gen_min, s.pcie_gen_current) : s.pcie_gen_current;
-      width_min = pcie_samples ? std::min(width_min, s.pcie_width_current) : s.pcie_width_current;
-      gen_top = std::max(gen_top, s.pcie_gen_current);
-      width_top = std::max(width_top, s.pcie_width_current);
-      gen_max = std::max(gen_max, s.pcie_gen_max);
-      width_max = std::max(width_max, s.pcie_width_max);
-      if (s.pcie_gen_current < s.pcie_gen_max || s.pcie_width_current < s.pcie_width_max)
-        ++below_max;
-      ++pcie_samples;
-    }
+    pcie.add(s);
     if (std::isfinite(s.memory_used_bytes) && std::isfinite(s.memory_total_bytes) &&
         s.memory_total_bytes > 0) {
       used_max = std::fmax(used_max, s.memory_used_bytes);
@@ -55,43 +69,51 @@ json summarize_telemetry(const std::vector<GpuTelemetry>& samples, int nvml_inde
       other_pct_max = std::fmax(other_pct_max, other / s.memory_total_bytes * 100.0);
     }
   }
-  json out = {{"nvml_index", nvml_index}, {"samples", valid}};
-  if (valid == 0) {
+
+  json clock_json() {
+    if (clocks.empty()) return nullptr;
+    std::sort(clocks.begin(), clocks.end());
+    return {{"min", clocks.front()},
+            {"median", clocks[(clocks.size() - 1) / 2]},
+            {"max", clocks.back()}};
+  }
+
+  /// The summary of at least one valid sample.
+  void write(json& out, double own_bytes) {
+    out["status"] = "ok";
+    out["sm_clock_mhz"] = clock_json();
+    out["temperature_c_max"] = finite_or_null(temp_max);
+    out["power_w_max"] = finite_or_null(power_max);
+    out["power_limit_w"] = finite_or_null(cap);
+    out["clock_event_reasons"] = mask;
+    out["clock_event_reason_names"] = clock_event_reason_names(mask);
+    out["slowdown_samples"] = slowdown;
+    out["power_cap_samples"] = power_cap;
+    out["pcie"] = pcie.to_json();
+    out["memory"] = {{"used_bytes_max", finite_or_null(used_max)},
+                     {"total_bytes", finite_or_null(total)},
+                     {"own_bytes", own_bytes},
+                     {"used_other_pct_max", finite_or_null(other_pct_max)}};
+  }
+};
+
+}  // namespace
+
+json summarize_telemetry(const std::vector<GpuTelemetry>& samples, int nvml_index,
+                         const std::string& status, double own_bytes) {
+  TelemetrySummary sum;
+  std::string last_status = status;
+  for (const auto& s : samples) {
+    if (s.ok)
+      sum.add(s, own_bytes);
+    else
+      last_status = s.status;
+  }
+  json out = {{"nvml_index", nvml_index}, {"samples", sum.valid}};
+  if (sum.valid == 0)
     out["status"] = last_status.empty() ? "no telemetry sample" : last_status;
-    return out;
-  }
-  out["status"] = "ok";
-  std::sort(clocks.begin(), clocks.end());
-  if (clocks.empty()) {
-    out["sm_clock_mhz"] = nullptr;
-  } else {
-    out["sm_clock_mhz"] = {{"min", clocks.front()},
-                           {"median", clocks[(clocks.size() - 1) / 2]},
-                           {"max", clocks.back()}};
-  }
-  out["temperature_c_max"] = finite_or_null(temp_max);
-  out["power_w_max"] = finite_or_null(power_max);
-  out["power_limit_w"] = finite_or_null(cap);
-  out["clock_event_reasons"] = mask;
-  out["clock_event_reason_names"] = clock_event_reason_names(mask);
-  out["slowdown_samples"] = slowdown;
-  out["power_cap_samples"] = power_cap;
-  if (pcie_samples == 0) {
-    out["pcie"] = nullptr;
-  } else {
-    out["pcie"] = {{"gen_current_min", gen_min},
-                   {"gen_current_max", gen_top},
-                   {"width_current_min", width_min},
-                   {"width_current_max", width_top},
-                   {"gen_max", gen_max},
-                   {"width_max", width_max},
-                   {"below_max_samples", below_max},
-                   {"samples", pcie_samples}};
-  }
-  out["memory"] = {{"used_bytes_max", finite_or_null(used_max)},
-                   {"total_bytes", finite_or_null(total)},
-                   {"own_bytes", own_bytes},
-                   {"used_other_pct_max", finite_or_null(other_pct_max)}};
+  else
+    sum.write(out, own_bytes);
   return out;
 }
 
@@ -127,6 +149,15 @@ int nvml_index_for_bus_id(const EnvRecord& env, const std::string& bus_id) {
   return -1;
 }
 
+TelemetryTarget telemetry_target(const EnvRecord& env, const std::string& bus_id) {
+  TelemetryTarget t;
+  t.nvml_index = nvml_index_for_bus_id(env, bus_id);
+  if (t.nvml_index < 0)
+    t.why_not = Nvml::get().ok() ? "no NVML GPU has the CUDA device's bus id " + bus_id
+                                 : "running without telemetry: NVML " + Nvml::get().status();
+  return t;
+}
+
 TelemetrySampler::TelemetrySampler(int nvml_index, double period_s, std::string why_not,
                                    double own_bytes)
     : index_(nvml_index), why_not_(std::move(why_not)), own_bytes_(own_bytes) {
@@ -156,4 +187,4 @@ json TelemetrySampler::stop() {
   return summarize_telemetry(samples_, index_, "", own_bytes_);
 }
 
-}  // namespace clusterbench::compute
+}  // namespace clusterbench

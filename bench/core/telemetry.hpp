@@ -1,5 +1,6 @@
 // NVML telemetry sampled on a background thread while a GPU benchmark's timed region runs
-// (issue #3 item 5; docs/metrics.md "GPU telemetry"). Core side: NVML is the core's dlopen.
+// (docs/metrics.md "GPU telemetry"). The GPU cases get it through core/gpu_case.hpp; the burn-in
+// samples its soak with it directly. NVML is bench/env's dlopen.
 #pragma once
 
 #include <atomic>
@@ -11,7 +12,7 @@
 #include "env/nvml.hpp"
 #include "records/records.hpp"
 
-namespace clusterbench::compute {
+namespace clusterbench {
 
 /// Clocks-event reason bits that mean the GPU slowed down for heat or a hardware signal, not for
 /// its power cap: hw_slowdown 0x8, sw_thermal_slowdown 0x20, hw_thermal_slowdown 0x40,
@@ -49,6 +50,15 @@ std::vector<Metric> telemetry_metrics(const json& tel);
 /// env's GPUs (NVML's index order); -1 when none matches or `bus_id` is empty.
 int nvml_index_for_bus_id(const EnvRecord& env, const std::string& bus_id);
 
+/// The GPU to sample for the CUDA device with PCI bus id `bus_id`: its NVML index
+/// (nvml_index_for_bus_id), or -1 and why not ("no NVML GPU has the CUDA device's bus id ...",
+/// or "running without telemetry: NVML <status>" when NVML is not working).
+struct TelemetryTarget {
+  int nvml_index = -1;
+  std::string why_not;
+};
+TelemetryTarget telemetry_target(const EnvRecord& env, const std::string& bus_id);
+
 /// Samples GPU `nvml_index` every `period_s` seconds from construction to stop(). With index -1
 /// it samples nothing and stop() says why (`why_not`). `own_bytes`: the benchmark's own device
 /// buffers, left out of the memory-used judgement (summarize_telemetry).
@@ -72,4 +82,4 @@ class TelemetrySampler {
   std::thread thread_;
 };
 
-}  // namespace clusterbench::compute
+}  // namespace clusterbench
