@@ -141,10 +141,10 @@ void world_max(std::vector<double>& v) {
                           MPI_COMM_WORLD));
 }
 
-/// Times one pair with the measurement loop: its two leaders (world ranks `lead_a` < `lead_b`'s
-/// node order) move the traffic of `mode`; every other rank waits quietly for the first leader's
-/// "batch done", then joins the lock-step reductions. Returns the first leader's one-way latency
-/// samples, seconds (latency mode; empty elsewhere).
+/// Times one pair with the measurement loop: its two leaders (world ranks `lead_a`, of the lower
+/// node, and `lead_b`) move the traffic of `mode`; every other rank waits quietly for lead_a's
+/// "batch done", then joins the lock-step reductions. Returns lead_a's one-way latency samples,
+/// seconds (latency mode; empty elsewhere).
 std::vector<double> time_pair(CaseRun& run, const std::string& mode, int lead_a, int lead_b,
                               std::vector<char>& sbuf, std::vector<char>& rbuf, long long bytes,
                               const std::string& label) {
