@@ -267,56 +267,83 @@ std::string CollectiveBenchmark::description() const {
          " (algbw, busbw), out-of-place and in-place, MPI on host buffers or NCCL on GPU buffers";
 }
 
-std::vector<json> CollectiveBenchmark::cases(const Settings& s) const {
-  long long minb = s.get_size(id(), "minbytes", s.by_suite(8LL, 8LL, 8LL));
-  long long maxb = s.get_size(id(), "maxbytes", s.by_suite(2LL << 20, 8LL << 30, 8LL << 30));
-  double step = s.get_double(id(), "stepfactor", s.by_suite(8.0, 2.0, 2.0));
-  if (s.suite() == "ci" && maxb > (64LL << 20))
+struct CollectiveBenchmark::Options {
+  long long minbytes = 0, maxbytes = 0;
+  double stepfactor = 0;
+  std::vector<std::string> dtypes, backends;
+  std::string path;
+  std::string algo;                 ///< "" where not given: chosen by path and span
+  std::string ib_gid_index, ib_tc;  ///< "" where not given: the launcher's environment
+  Fault fault;
+  bool reference = false;
+  double timeout_s = 0;
+};
+
+CollectiveBenchmark::Options CollectiveBenchmark::options(const Settings& s) const {
+  Options o;
+  o.minbytes = minbytes_(s);
+  o.maxbytes = maxbytes_(s);
+  o.stepfactor = stepfactor_(s);
+  if (s.suite() == "ci" && o.maxbytes > (64LL << 20))
     throw InputError("--set " + id() + ".maxbytes: the ci suite stays <= 64M");
-  auto types = s.get_list(
-      id(), "dtypes",
-      s.by_suite<std::vector<std::string>>({"float"}, {"float"}, {"float", "half", "bfloat16"}));
-  parse_fault(s.get(id(), "fault", ""), "--set " + id() + ".fault");
-  s.get_choice(id(), "reference", {"false", "true"});
-  auto backends =
-      s.get_list(id(), "backends",
-                 s.by_suite<std::vector<std::string>>({"mpi"}, {"mpi", "nccl"}, {"mpi", "nccl"}));
-  std::string path = s.get(id(), "path", "nvlink");
-  path_env(path);
-  // NCCL cases say where they run (span) and which algorithm they allow: wire-bandwidth cases
-  // (the network paths, and any run across nodes) force the ring (DESIGN.md "Collectives").
+  o.dtypes = dtypes_(s);
+  o.fault = parse_fault(fault_(s), "--set " + id() + ".fault");
+  o.reference = reference_(s) == "true";
+  o.backends = backends_(s);
+  o.path = path_(s);
+  path_env(o.path);
+  o.algo = algo_(s);
+  if (algo_.given(s) && o.algo != "auto" && o.algo != "ring")
+    throw InputError("--set " + id() + ".algo: '" + o.algo + "' (auto: NCCL's choice, ring)");
+  o.ib_gid_index = ib_gid_index_(s);
+  o.ib_tc = ib_tc_(s);
+  o.timeout_s = timeout_(s);
+  return o;
+}
+
+namespace {
+
+/// The params an NCCL case adds: where it runs (span) and which algorithm it allows. Wire-bandwidth
+/// cases (the network paths, and any run across nodes) force the ring (DESIGN.md "Collectives");
+/// RoCE settings not given come from the launcher's environment.
+json nccl_params(const std::string& path, const std::string& algo, const std::string& gid,
+                 const std::string& tc) {
   std::string span = "in-node";
   try {
     if (Context::get().node_count() > 1) span = "inter-node";
   } catch (const std::logic_error&) {  // `list` plans without a context: one node
   }
-  std::string algo = s.get(id(), "algo", path == "nvlink" && span == "in-node" ? "auto" : "ring");
-  if (algo != "auto" && algo != "ring")
-    throw InputError("--set " + id() + ".algo: '" + algo + "' (auto: NCCL's choice, ring)");
-  auto roce = [&](const char* knob, const char* var) {
-    std::string v = s.get(id(), knob, "");
+  json p = {{"path", path},
+            {"span", span},
+            {"algo", !algo.empty()                           ? algo
+                     : path == "nvlink" && span == "in-node" ? "auto"
+                                                             : "ring"}};
+  auto roce = [](const std::string& given, const char* var) {
+    std::string v = given;
     if (v.empty())
       if (const char* e = std::getenv(var)) v = e;
     return v;
   };
-  const std::string gid = roce("ib_gid_index", "NCCL_IB_GID_INDEX");
-  const std::string tc = roce("ib_tc", "NCCL_IB_TC");
+  if (std::string v = roce(gid, "NCCL_IB_GID_INDEX"); !v.empty()) p["nccl_ib_gid_index"] = v;
+  if (std::string v = roce(tc, "NCCL_IB_TC"); !v.empty()) p["nccl_ib_tc"] = v;
+  return p;
+}
+
+}  // namespace
+
+std::vector<json> CollectiveBenchmark::cases(const Settings& s) const {
+  const Options o = options(s);
+  const json nccl = nccl_params(o.path, o.algo, o.ib_gid_index, o.ib_tc);
   std::vector<json> out;
-  for (const auto& be : backends) {
+  for (const auto& be : o.backends) {
     if (be != "mpi" && be != "nccl")
       throw InputError("--set " + id() + ".backends: unknown backend '" + be + "' (mpi, nccl)");
-    for (const auto& t : types) {
+    for (const auto& t : o.dtypes) {
       parse_dtype(t, "--set " + id() + ".dtypes");
-      for (long long b :
-           sweep(minb, maxb, step, "--set " + id() + ".minbytes/maxbytes/stepfactor")) {
+      for (long long b : sweep(o.minbytes, o.maxbytes, o.stepfactor,
+                               "--set " + id() + ".minbytes/maxbytes/stepfactor")) {
         json p = {{"backend", be}, {"dtype", t}, {"bytes", b}};
-        if (be == "nccl") {
-          p["path"] = path;
-          p["span"] = span;
-          p["algo"] = algo;
-          if (!gid.empty()) p["nccl_ib_gid_index"] = gid;
-          if (!tc.empty()) p["nccl_ib_tc"] = tc;
-        }
+        if (be == "nccl") p.update(nccl);
         out.push_back(p);
       }
     }
@@ -343,18 +370,18 @@ double CollectiveBenchmark::estimate_s(const Settings& s, const json& params) co
   if (params.value("backend", "") == "mpi" && Context::get().world_size() < 2) return 0;
   // The in-place and out-of-place loops; the reference (float all_reduce on MPI) runs one batch
   // beside each out-of-place batch, a third loop's worth.
-  const bool reference =
-      s.get(id(), "reference", "false") == "true" && std::string(coll_.name) == "all_reduce" &&
-      params.value("backend", "") == "mpi" && params.value("dtype", "") == "float";
-  return 0.2 + (reference ? 3 : 2) * loop_estimate_s(case_min_time(s, id()), 0);
+  const bool reference = reference_(s) == "true" && std::string(coll_.name) == "all_reduce" &&
+                         params.value("backend", "") == "mpi" &&
+                         params.value("dtype", "") == "float";
+  return 0.2 + (reference ? 3 : 2) * loop_estimate_s(min_time(s), 0);
 }
 
 namespace {
 
 /// The backend of a case. NCCL cases follow the GPU disposition (DESIGN.md "GPU plugin"): waived
 /// without GPUs, failed on a broken GPU node; agreed across the ranks so that none waits for a
-/// peer that skipped.
-Backend& backend_for(const std::string& id, CaseRun& run) {
+/// peer that skipped. `timeout_s` bounds each NCCL wait.
+Backend& backend_for(CaseRun& run, double timeout_s) {
   const Context& ctx = run.ctx();
   if (run.params().at("backend") == "mpi") {
     if (!mpi_backend()) throw Waived("built without MPI (-DCLUSTERBENCH_MPI=OFF): no MPI backend");
@@ -377,9 +404,52 @@ Backend& backend_for(const std::string& id, CaseRun& run) {
   if (mine == 2) throw std::runtime_error(d.reason);
   if (worst == 1) throw Waived("not applicable on another rank (its record says why)");
   if (worst == 2) throw std::runtime_error("the GPU failed on another rank (its record says why)");
-  double timeout =
-      run.settings().get_double(id, "timeout", run.settings().by_suite(60., 300., 600.));
-  return nccl_backend(ctx, nccl_env(run.params()), timeout);
+  return nccl_backend(ctx, nccl_env(run.params()), timeout_s);
+}
+
+/// One case on this rank: its element type, its layout and the sizes of its buffers.
+struct CaseShape {
+  Dtype t = Dtype::f32;
+  int n = 0, rank = 0, root = -1;
+  long long es = 0;         ///< bytes per element
+  long long requested = 0;  ///< the case's `bytes` param
+  Layout l;
+  long long bytes = 0;          ///< S, nccl-tests' size column
+  long long inplace_count = 0;  ///< the in-place buffer: send and receive at their offsets
+  long long staging_count = 0;  ///< the host buffer that fills and reads either form
+};
+
+/// The shape of the case `params` of collective `c` on `be`. Waived when the size holds less than
+/// one element per rank.
+CaseShape case_shape(const Collective& c, const Backend& be, const json& params,
+                     const std::string& id) {
+  CaseShape s;
+  s.n = be.size(), s.rank = be.rank(), s.root = c.rooted ? 0 : -1;
+  s.t = parse_dtype(params.at("dtype"), id);
+  s.es = static_cast<long long>(dtype_size(s.t));
+  s.requested = params.at("bytes");
+  s.l = c.layout(s.requested / s.es, s.rank, s.n);
+  s.bytes = op_bytes(s.l, s.t);
+  if (s.l.block == 0)
+    throw Waived(std::to_string(s.requested) + " B holds less than one " + dtype_name(s.t) +
+                 " per rank of " + std::to_string(s.n));
+  s.inplace_count =
+      std::max(s.l.send_offset_inplace + s.l.send_count, s.l.recv_offset_inplace + s.l.recv_count);
+  s.staging_count = std::max(s.inplace_count, s.l.send_count);
+  return s;
+}
+
+/// Host memory: the staging buffer, and for MPI the out-of-place send + recv and the in-place
+/// buffer, within half of MemAvailable shared by the node's ranks; the smallest node decides
+/// (a collective over the world). Waived beyond it.
+void check_host_memory(const CaseShape& s, const Backend& be, const Context& ctx) {
+  long long need = s.staging_count * s.es;
+  if (be.name() == "mpi") need += (s.l.send_count + s.l.recv_count + s.inplace_count) * s.es;
+  double cap = ctx.allreduce_min(static_cast<double>(mem_available_bytes()) / 2 /
+                                 std::max(1, ctx.local_size()));
+  if (static_cast<double>(need) > cap)
+    throw Waived(std::to_string(need) + " B of host buffers per rank exceed the free memory " +
+                 "share of " + std::to_string(static_cast<long long>(cap)) + " B");
 }
 
 /// A buffer in the backend's memory.
@@ -393,187 +463,250 @@ struct BackendBuffer {
   BackendBuffer& operator=(const BackendBuffer&) = delete;
 };
 
-}  // namespace
+/// A library error inside an operation leaves the peers waiting in it: it ends the run (issue 4
+/// "on timeout or error, the rank aborts"), with the error's call, host and rank.
+template <class F>
+double abort_on_error(F&& f) {
+  try {
+    return f();
+  } catch (const CallError& e) {
+    throw AbortRun(e.what());
+  }
+}
 
-void CollectiveBenchmark::run(CaseRun& run) const {
-  const Context& ctx = run.ctx();
-  Backend& be = backend_for(id(), run);
-  const int n = be.size(), rank = be.rank(), root = coll_.rooted ? 0 : -1;
-  const Dtype t = parse_dtype(run.params().at("dtype"), id());
-  const long long es = static_cast<long long>(dtype_size(t));
-  const long long requested = run.params().at("bytes");
-  const Layout l = coll_.layout(requested / es, rank, n);
-  const long long bytes = op_bytes(l, t);
-  if (l.block == 0)
-    throw Waived(std::to_string(requested) + " B holds less than one " + dtype_name(t) +
-                 " per rank of " + std::to_string(n));
+/// The buffers of one case and what is done with them: fill, operate, read back and check.
+class CaseBuffers {
+ public:
+  CaseBuffers(const Collective& c, Backend& be, const CaseShape& s)
+      : c_(c),
+        be_(be),
+        s_(s),
+        send_(be, s.l.send_count, s.t),
+        recv_(be, s.l.recv_count, s.t),
+        inbuf_(be, s.inplace_count, s.t),
+        host_(s.staging_count, s.t),
+        has_inplace_(be.supports_inplace(c)),
+        result_off_(be.inplace_result_offset(c, s.l)) {}
 
-  // Host memory: the staging buffer, and for MPI the out-of-place send + recv and the in-place
-  // buffer, within half of MemAvailable shared by the node's ranks; the smallest node decides.
-  const long long inplace_count =
-      std::max(l.send_offset_inplace + l.send_count, l.recv_offset_inplace + l.recv_count);
-  const long long staging_count = std::max(inplace_count, l.send_count);
-  long long need = staging_count * es;
-  if (be.name() == "mpi") need += (l.send_count + l.recv_count + inplace_count) * es;
-  double cap = ctx.allreduce_min(static_cast<double>(mem_available_bytes()) / 2 /
-                                 std::max(1, ctx.local_size()));
-  if (static_cast<double>(need) > cap)
-    throw Waived(std::to_string(need) + " B of host buffers per rank exceed the free memory " +
-                 "share of " + std::to_string(static_cast<long long>(cap)) + " B");
+  bool has_inplace() const { return has_inplace_; }
 
-  Fault fault = parse_fault(run.settings().get(id(), "fault", ""), id() + ".fault");
-  BackendBuffer send(be, l.send_count, t), recv(be, l.recv_count, t), inbuf(be, inplace_count, t);
-  HostBuffer host(staging_count, t);
-  const bool has_inplace = be.supports_inplace(coll_);
-  const long long result_off = be.inplace_result_offset(coll_, l);
-  auto at = [&](void* base, long long elems) {
-    return static_cast<void*>(static_cast<unsigned char*>(base) + elems * es);
-  };
-  auto prepare = [&](bool inplace) {
-    fill_sentinel(t, host.data(), staging_count);
+  /// Fresh inputs for one form, its result area filled with the sentinel.
+  void prepare(bool inplace) {
+    const Layout& l = s_.l;
+    fill_sentinel(s_.t, host_.data(), s_.staging_count);
     if (inplace) {
-      fill_input(t, at(host.data(), l.send_offset_inplace), l.send_count, rank);
-      be.upload(inbuf.p, host.data(), static_cast<size_t>(inplace_count * es));
+      fill_input(s_.t, at(host_.data(), l.send_offset_inplace), l.send_count, s_.rank);
+      be_.upload(inbuf_.p, host_.data(), static_cast<size_t>(s_.inplace_count * s_.es));
     } else {
-      be.upload(recv.p, host.data(), static_cast<size_t>(l.recv_count * es));
-      fill_input(t, host.data(), l.send_count, rank);
-      be.upload(send.p, host.data(), static_cast<size_t>(l.send_count * es));
+      be_.upload(recv_.p, host_.data(), static_cast<size_t>(l.recv_count * s_.es));
+      fill_input(s_.t, host_.data(), l.send_count, s_.rank);
+      be_.upload(send_.p, host_.data(), static_cast<size_t>(l.send_count * s_.es));
     }
-  };
-  // Each batch is counted (bench/progress.hpp): at a hang, rank 0 names the ranks that never
-  // started the operation their peers wait in.
-  // A library error inside an operation leaves the peers waiting in it: it ends the run (issue 4
-  // "on timeout or error, the rank aborts"), with the error's call, host and rank.
-  auto abort_on_error = [&](auto&& f) {
-    try {
-      return f();
-    } catch (const CallError& e) {
-      throw AbortRun(e.what());
-    }
-  };
-  auto op = [&](bool inplace, long long ops) {
+  }
+
+  /// `ops` operations of one form; the backend's own seconds or -1. Each batch is counted
+  /// (core/progress.hpp): at a hang, rank 0 names the ranks that never started the operation
+  /// their peers wait in.
+  double op(bool inplace, long long ops) {
+    const Layout& l = s_.l;
     progress::started(ops);
     double s = abort_on_error([&] {
-      return inplace ? be.run(coll_, t, at(inbuf.p, l.send_offset_inplace),
-                              at(inbuf.p, l.recv_offset_inplace), l, root, true, ops)
-                     : be.run(coll_, t, send.p, recv.p, l, root, false, ops);
+      return inplace ? be_.run(c_, s_.t, at(inbuf_.p, l.send_offset_inplace),
+                               at(inbuf_.p, l.recv_offset_inplace), l, s_.root, true, ops)
+                     : be_.run(c_, s_.t, send_.p, recv_.p, l, s_.root, false, ops);
     });
     progress::finished(ops);
     return s;
-  };
-  // What the library chose for this case, from one untimed operation (NCCL's own logging).
-  prepare(false);
-  const json chose = be.probe(coll_, t, send.p, recv.p, l, root);
-  // --set collectives.all_reduce.reference=true: issue 4's check that the harness adds nothing,
-  // in the same run on the same buffers: after each timed out-of-place batch, one batch of the
-  // same count of plain MPI_Allreduce calls (A/B interleaved, so a slow spell of a shared machine
-  // falls on both); its median against ours.
-  const bool want_reference = run.settings().get(id(), "reference", "false") == "true";
-  std::string no_reference;
-  if (want_reference && (std::string(coll_.name) != "all_reduce" || t != Dtype::f32))
-    no_reference = "the plain loop is float all_reduce only";
-  else if (want_reference && !be.has_plain_allreduce())
-    no_reference = "the " + be.name() + " backend has no plain loop";
-  std::function<double(long long)> reference;
-  if (want_reference && no_reference.empty())
-    reference = [&](long long ops) {  // counted like the harness's batches, for a hang's report
-      progress::started(ops);
-      double s =
-          abort_on_error([&] { return be.plain_allreduce(send.p, recv.p, l.send_count, ops); });
-      progress::finished(ops);
-      return s;
-    };
-  TimeStats ref{};
-  auto timed = [&](bool inplace) {
-    prepare(inplace);
-    run.exec(
-        [&](long long ops) {
-          if (fault.kind == "hang" && fault.rank == rank && fault.bytes == requested)
-            for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));
-          if (fault.kind == "abort" && fault.rank == rank && fault.bytes == requested)
-            throw AbortRun("injected fault: communicator failed at " + std::to_string(requested) +
-                           " B on " + ctx.host() + " rank " + std::to_string(rank));
-          return op(inplace, ops);
-        },
-        inplace ? "in-place" : "out-of-place", inplace ? nullptr : reference);
-    if (!inplace) ref = run.paired_stats();
-    return run.stats();
-  };
-  // Correctness after the timed loop, never inside it: fresh inputs, one operation, a check.
-  auto verify = [&](bool inplace) {
+  }
+
+  /// One batch of the plain MPI_Allreduce loop on the out-of-place buffers, counted like the
+  /// harness's batches for a hang's report.
+  double plain_allreduce(long long ops) {
+    progress::started(ops);
+    double s =
+        abort_on_error([&] { return be_.plain_allreduce(send_.p, recv_.p, s_.l.send_count, ops); });
+    progress::finished(ops);
+    return s;
+  }
+
+  /// What the library chose for this case, from one untimed out-of-place operation.
+  json probe() {
+    prepare(false);
+    return be_.probe(c_, s_.t, send_.p, recv_.p, s_.l, s_.root);
+  }
+
+  /// Correctness after the timed loop, never inside it: fresh inputs, one operation, a check.
+  /// Returns the wrong elements summed over the ranks.
+  long long verify(bool inplace, const Fault& fault, const Context& ctx) {
     prepare(inplace);
     op(inplace, 1);
-    be.download(host.data(), inplace ? at(inbuf.p, result_off) : recv.p,
-                static_cast<size_t>(l.recv_count * es));
-    if (fault.kind == "wrong" && fault.rank == rank) store(t, host.data(), 0, 1e6);
+    be_.download(host_.data(), inplace ? at(inbuf_.p, result_off_) : recv_.p,
+                 static_cast<size_t>(s_.l.recv_count * s_.es));
+    if (fault.kind == "wrong" && fault.rank == s_.rank) store(s_.t, host_.data(), 0, 1e6);
     return ctx.allreduce_sum(
-        count_wrong(coll_, t, host.data(), l.recv_count, rank, n, l.block, root));
-  };
-
-  TimeStats ip{};
-  long long ip_wrong = 0;
-  if (has_inplace) {
-    ip = timed(true);
-    ip_wrong = verify(true);
+        count_wrong(c_, s_.t, host_.data(), s_.l.recv_count, s_.rank, s_.n, s_.l.block, s_.root));
   }
-  TimeStats oop = timed(false);  // last, so the record's time statistics are out-of-place
-  long long oop_wrong = verify(false);
 
-  const double b = static_cast<double>(bytes);
-  run.add_metric("busbw", busbw_gbs(coll_, b, oop.median, n), "GB/s");
-  run.add_metric("algbw", algbw_gbs(b, oop.median), "GB/s");
-  run.add_metric("time", oop.median * 1e6, "us", false);
-  run.add_metric("wrong", static_cast<double>(oop_wrong), "count", false);
+ private:
+  void* at(void* base, long long elems) const {
+    return static_cast<void*>(static_cast<unsigned char*>(base) + elems * s_.es);
+  }
+  const Collective& c_;
+  Backend& be_;
+  const CaseShape& s_;
+  BackendBuffer send_, recv_, inbuf_;
+  HostBuffer host_;
+  const bool has_inplace_;
+  const long long result_off_;
+};
+
+/// The timed-loop faults of `--set collectives.fault`: on the rank and size they name, stop as a
+/// dead peer would (until the watchdog ends the run), or throw as a failed communicator does.
+void inject_fault(const Fault& f, const CaseShape& s, const Context& ctx) {
+  if (f.rank != s.rank || f.bytes != s.requested) return;
+  if (f.kind == "hang")
+    for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));
+  if (f.kind == "abort")
+    throw AbortRun("injected fault: communicator failed at " + std::to_string(s.requested) +
+                   " B on " + ctx.host() + " rank " + std::to_string(s.rank));
+}
+
+/// Why the plain-loop reference cannot run for this case ("" when it can).
+std::string reference_refusal(const Collective& c, Dtype t, const Backend& be) {
+  if (std::string(c.name) != "all_reduce" || t != Dtype::f32)
+    return "the plain loop is float all_reduce only";
+  if (!be.has_plain_allreduce()) return "the " + be.name() + " backend has no plain loop";
+  return "";
+}
+
+/// Median times and verification of one case.
+struct Timings {
+  TimeStats oop{}, ip{}, ref{};  ///< out-of-place, in-place, the plain loop's reference
+  long long oop_wrong = 0, ip_wrong = 0;
+};
+
+/// One form timed by the measurement loop on fresh inputs; `reference`, when set, runs one
+/// batch after each timed batch (CaseRun::exec's `paired`).
+TimeStats timed(CaseRun& run, CaseBuffers& bufs, const CaseShape& s, const Fault& fault,
+                bool inplace, const std::function<double(long long)>& reference) {
+  bufs.prepare(inplace);
+  run.exec(
+      [&](long long ops) {
+        inject_fault(fault, s, run.ctx());
+        return bufs.op(inplace, ops);
+      },
+      inplace ? "in-place" : "out-of-place", reference);
+  return run.stats();
+}
+
+/// The in-place form (where the backend has one), then the out-of-place form, last so that the
+/// record's time statistics are out-of-place; each verified after its timed loop.
+/// `with_reference`: issue 4's check that the harness adds nothing, in the same run on the same
+/// buffers: after each timed out-of-place batch, one batch of the same count of plain
+/// MPI_Allreduce calls (A/B interleaved, so a slow spell of a shared machine falls on both).
+Timings measure(CaseRun& run, CaseBuffers& bufs, const CaseShape& s, const Fault& fault,
+                bool with_reference) {
+  Timings r;
+  if (bufs.has_inplace()) {
+    r.ip = timed(run, bufs, s, fault, true, nullptr);
+    r.ip_wrong = bufs.verify(true, fault, run.ctx());
+  }
+  std::function<double(long long)> reference;
+  if (with_reference) reference = [&bufs](long long ops) { return bufs.plain_allreduce(ops); };
+  r.oop = timed(run, bufs, s, fault, false, reference);
+  r.ref = run.paired_stats();
+  r.oop_wrong = bufs.verify(false, fault, run.ctx());
+  return r;
+}
+
+/// The case's metrics (busbw, algbw, time, #wrong of each form) and its extra facts.
+void record_case(CaseRun& run, const Collective& c, const Backend& be, const CaseShape& s,
+                 const Timings& r, bool has_inplace) {
+  const double b = static_cast<double>(s.bytes);
+  run.add_metric("busbw", busbw_gbs(c, b, r.oop.median, s.n), "GB/s");
+  run.add_metric("algbw", algbw_gbs(b, r.oop.median), "GB/s");
+  run.add_metric("time", r.oop.median * 1e6, "us", false);
+  run.add_metric("wrong", static_cast<double>(r.oop_wrong), "count", false);
   if (has_inplace) {
-    run.add_metric("busbw_inplace", busbw_gbs(coll_, b, ip.median, n), "GB/s");
-    run.add_metric("algbw_inplace", algbw_gbs(b, ip.median), "GB/s");
-    run.add_metric("time_inplace", ip.median * 1e6, "us", false);
-    run.add_metric("wrong_inplace", static_cast<double>(ip_wrong), "count", false);
-    run.set_extra("time_inplace", ip);
+    run.add_metric("busbw_inplace", busbw_gbs(c, b, r.ip.median, s.n), "GB/s");
+    run.add_metric("algbw_inplace", algbw_gbs(b, r.ip.median), "GB/s");
+    run.add_metric("time_inplace", r.ip.median * 1e6, "us", false);
+    run.add_metric("wrong_inplace", static_cast<double>(r.ip_wrong), "count", false);
+    run.set_extra("time_inplace", r.ip);
   } else {
     run.set_extra("inplace", "not measured: " + be.name() +
                                  " has no in-place form of this collective (overlapping buffers)");
   }
-  run.set_extra("size_bytes", bytes);
-  run.set_extra("count", bytes / es);
-  run.set_extra("ranks", n);
-  run.set_extra("nodes", ctx.node_count());
-  run.set_extra("busbw_factor", coll_.factor(n));
-  run.set_extra("redop", coll_.reduces ? "sum" : "none");
-  run.set_extra("root", root);
-  if (want_reference && !no_reference.empty()) {
-    run.set_extra("reference", "not measured: " + no_reference);
-  } else if (want_reference) {
-    run.set_extra("reference",
-                  {{"loop", "plain MPI_Allreduce, float, sum, out-of-place, MPI_COMM_WORLD"},
-                   {"pairing", "one batch of the same count after each timed out-of-place batch"},
-                   {"batches", ref.n},
-                   {"time_median", ref.median},
-                   {"busbw", busbw_gbs(coll_, b, ref.median, n)},
-                   {"ratio", ref.median / oop.median},
-                   {"ratio_definition",
-                    "busbw / reference busbw = reference median time / "
-                    "median time; issue 4: >= 0.97"}});
+  run.set_extra("size_bytes", s.bytes);
+  run.set_extra("count", s.bytes / s.es);
+  run.set_extra("ranks", s.n);
+  run.set_extra("nodes", run.ctx().node_count());
+  run.set_extra("busbw_factor", c.factor(s.n));
+  run.set_extra("redop", c.reduces ? "sum" : "none");
+  run.set_extra("root", s.root);
+}
+
+/// extra.reference: the plain loop's median against ours, or why it was not measured.
+void record_reference(CaseRun& run, const Collective& c, const CaseShape& s, const Timings& r,
+                      const std::string& refusal) {
+  if (!refusal.empty()) {
+    run.set_extra("reference", "not measured: " + refusal);
+    return;
   }
+  run.set_extra("reference",
+                {{"loop", "plain MPI_Allreduce, float, sum, out-of-place, MPI_COMM_WORLD"},
+                 {"pairing", "one batch of the same count after each timed out-of-place batch"},
+                 {"batches", r.ref.n},
+                 {"time_median", r.ref.median},
+                 {"busbw", busbw_gbs(c, static_cast<double>(s.bytes), r.ref.median, s.n)},
+                 {"ratio", r.ref.median / r.oop.median},
+                 {"ratio_definition",
+                  "busbw / reference busbw = reference median time / "
+                  "median time; issue 4: >= 0.97"}});
+}
+
+/// nccl-tests' table row of the case, under a new header when `header` differs from the last
+/// one printed (`last_header`, updated).
+std::string table_text(const Collective& c, const CaseShape& s, const Timings& r, bool has_inplace,
+                       const std::string& header, std::string& last_header) {
+  std::string out;
+  if (header != last_header) out = header + table_header();
+  last_header = header;
+  const double b = static_cast<double>(s.bytes);
+  out +=
+      table_row(s.bytes, s.bytes / s.es, dtype_name(s.t), c.reduces ? "sum" : "none", s.root,
+                r.oop.median * 1e6, algbw_gbs(b, r.oop.median), busbw_gbs(c, b, r.oop.median, s.n),
+                r.oop_wrong, has_inplace ? r.ip.median * 1e6 : -1, algbw_gbs(b, r.ip.median),
+                busbw_gbs(c, b, r.ip.median, s.n), r.ip_wrong);
+  return out;
+}
+
+}  // namespace
+
+void CollectiveBenchmark::run(CaseRun& run) const {
+  const Options o = options(run.settings());
+  const Context& ctx = run.ctx();
+  Backend& be = backend_for(run, o.timeout_s);
+  const CaseShape s = case_shape(coll_, be, run.params(), id());
+  check_host_memory(s, be, ctx);
+  CaseBuffers bufs(coll_, be, s);
+  const json chose = bufs.probe();  // NCCL's own logging: algorithm, protocol, channels
+  const std::string no_reference = o.reference ? reference_refusal(coll_, s.t, be) : "";
+  const Timings r = measure(run, bufs, s, o.fault, o.reference && no_reference.empty());
+
+  record_case(run, coll_, be, s, r, bufs.has_inplace());
+  if (o.reference) record_reference(run, coll_, s, r, no_reference);
   const json facts = be.facts();  // items() needs the object alive
   for (const auto& [k, v] : facts.items()) run.set_extra(k, v);
   for (const auto& [k, v] : chose.items()) run.set_extra(k, v);
-
   if (ctx.is_root()) {
-    std::string out;
-    std::string header = "# " + id() + ", " + be.name() + ", " + std::to_string(n) + " ranks\n";
-    if (header != last_header_) out = header + table_header();
-    last_header_ = header;
-    out += table_row(bytes, bytes / es, dtype_name(t), coll_.reduces ? "sum" : "none", root,
-                     oop.median * 1e6, algbw_gbs(b, oop.median), busbw_gbs(coll_, b, oop.median, n),
-                     oop_wrong, has_inplace ? ip.median * 1e6 : -1, algbw_gbs(b, ip.median),
-                     busbw_gbs(coll_, b, ip.median, n), ip_wrong);
-    std::cout << out << std::flush;
+    std::string header = "# " + id() + ", " + be.name() + ", " + std::to_string(s.n) + " ranks\n";
+    std::cout << table_text(coll_, s, r, bufs.has_inplace(), header, last_header_) << std::flush;
   }
-  CHECK_MSG(oop_wrong == 0 && ip_wrong == 0, "clusterbench",
-            "#wrong = " + std::to_string(oop_wrong) + " out-of-place, " + std::to_string(ip_wrong) +
-                " in-place, summed over " + std::to_string(n) + " ranks, at " +
-                std::to_string(bytes) + " B " + dtype_name(t));
+  CHECK_MSG(r.oop_wrong == 0 && r.ip_wrong == 0, "clusterbench",
+            "#wrong = " + std::to_string(r.oop_wrong) + " out-of-place, " +
+                std::to_string(r.ip_wrong) + " in-place, summed over " + std::to_string(s.n) +
+                " ranks, at " + std::to_string(s.bytes) + " B " + dtype_name(s.t));
 }
 
 }  // namespace clusterbench::collectives

@@ -165,16 +165,13 @@ Backend& nccl_backend(const Context& ctx, const json& env, double timeout_s);
 
 /// The benchmark of one collective: one case per (backend, dtype, size); each case times the
 /// out-of-place and the in-place operation, verifies both, and prints nccl-tests' table row.
+/// Its knobs (`--set collectives[.<op>].KEY`) are declared below; `clusterbench list` shows them.
 class CollectiveBenchmark : public Benchmark {
  public:
   explicit CollectiveBenchmark(const Collective& c) : coll_(c) {}
   std::string id() const override { return std::string("collectives.") + coll_.name; }
   std::string description() const override;
   Level level() const override { return Level::cluster; }
-  std::vector<std::string> knobs() const override {
-    return {"minbytes", "maxbytes", "stepfactor", "dtypes",       "backends", "path",     "timeout",
-            "fault",    "min_time", "algo",       "ib_gid_index", "ib_tc",    "reference"};
-  }
   std::vector<json> cases(const Settings& s) const override;
   std::string applicable(const NodeEnv& node) const override;
   /// NCCL cases need a GPU (the GPU disposition waives or fails them); MPI cases need MPI and at
@@ -189,8 +186,47 @@ class CollectiveBenchmark : public Benchmark {
   void run(CaseRun& run) const override;
 
  private:
+  struct Options;  // the knobs' values for one plan or case (collective.cpp)
+  /// Reads and checks every knob, in the order the plan reports a bad one. Throws InputError
+  /// naming `--set ID.KEY`.
+  Options options(const Settings& s) const;
+
   const Collective& coll_;
   mutable std::string last_header_;  ///< console: a new header when the backend changes
+
+  Knob<long long> minbytes_ =
+      knobs_.size("minbytes", "8", "first message size of the sweep (nccl-tests -b)");
+  Knob<long long> maxbytes_ = knobs_.size("maxbytes", SuiteDefault("2M", "8G", "8G"),
+                                          "last message size at most (nccl-tests -e); ci: <= 64M");
+  Knob<double> stepfactor_ =
+      knobs_.number("stepfactor", SuiteDefault("8", "2", "2"), "ratio",
+                    "multiply the message size by this from one case to the next (nccl-tests -f)");
+  Knob<std::vector<std::string>> dtypes_ =
+      knobs_.list("dtypes", SuiteDefault("float", "float", "float,half,bfloat16"),
+                  "element types, one case each: float, half, bfloat16 (sum in reductions)");
+  Knob<std::vector<std::string>> backends_ =
+      knobs_.list("backends", SuiteDefault("mpi", "mpi,nccl", "mpi,nccl"),
+                  "mpi (host buffers) and/or nccl (GPU buffers, one rank per GPU)");
+  Knob<std::string> path_ = knobs_.text(
+      "path", "nvlink",
+      "NCCL path preset: nvlink (NCCL's defaults), network (through the NICs), internode");
+  Knob<std::string> algo_ =
+      knobs_.text("algo", "",
+                  "NCCL algorithm: auto (NCCL's choice) or ring (default: ring for the network "
+                  "paths and runs across nodes, else auto)");
+  Knob<std::string> ib_gid_index_ =
+      knobs_.text("ib_gid_index", "",
+                  "NCCL over RoCE: NCCL_IB_GID_INDEX (default: the launcher's environment)");
+  Knob<std::string> ib_tc_ =
+      knobs_.text("ib_tc", "", "NCCL over RoCE: NCCL_IB_TC (default: the launcher's environment)");
+  Knob<double> timeout_ =
+      knobs_.number("timeout", SuiteDefault("60", "300", "600"), "s",
+                    "NCCL: how long one wait (init, a batch) may take before the run aborts");
+  Knob<std::string> reference_ = knobs_.choice(
+      "reference", {"false", "true"},
+      "true: float all_reduce on MPI also times a plain MPI_Allreduce loop beside it");
+  Knob<std::string> fault_ = knobs_.text(
+      "fault", "", "test-only fault injection: wrong:RANK, hang:RANK:BYTES or abort:RANK:BYTES");
 };
 
 /// nccl-tests' table header (three comment lines) and one row; `inplace_*` < 0 prints "n/a".

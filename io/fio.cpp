@@ -17,8 +17,8 @@
 #include <sstream>
 
 #include "core/benchmark.hpp"
-#include "core/watchdog.hpp"
 #include "core/error.hpp"
+#include "core/watchdog.hpp"
 #include "io/scratch.hpp"
 #include "process/process.hpp"
 
@@ -42,11 +42,13 @@ bool looks_like_direct_refused(const std::string& out, const std::string& err,
   return false;
 }
 
-long long fio_default_size(const std::string& suite) {
-  return suite == "ci" ? 16LL << 20 : suite == "quick" ? 1LL << 30 : 4LL << 30;
-}
-
 namespace {
+
+std::string comma_joined(const std::vector<std::string>& xs) {
+  std::string out;
+  for (const auto& x : xs) out += (out.empty() ? "" : ",") + x;
+  return out;
+}
 
 std::string read_file(const std::string& path) {
   std::ifstream in(path);
@@ -82,11 +84,132 @@ double fio_seconds(const std::string& text, const std::string& what) {
   return std::stod(text.substr(0, digits)) * unit->second;
 }
 
+/// The knobs of io.fio as one case reads them.
+struct FioOptions {
+  std::string binary;         ///< fio, by name (looked up on PATH) or path
+  std::string profiles_dir;   ///< where NAME.fio lives
+  long long size = 0;         ///< bytes of each job's file
+  std::string runtime, ramp;  ///< fio time values, handed to fio as given
+  std::string scratch;        ///< the named scratch directory ("" when not named)
+  bool named = false;         ///< --set io.fio.scratch given
+  std::string device;         ///< a raw block device as the target
+  bool on_device = false;     ///< --set io.fio.device given
+  bool allow_destructive = false;
+};
+
+/// One case's fio job: the profile's job file and what fio's environment gives it.
+struct FioJob {
+  std::string profile, bin, job_file, job_text;
+  int numjobs = 1;
+  long long size = 0;
+  std::string runtime, ramp;
+};
+
+/// Where fio writes: its working directory, where its output is captured, the target the user
+/// or the automatic choice named, and that target's filesystem type.
+struct FioTarget {
+  std::string work_dir, capture_dir;
+  ScratchChoice where;
+  std::string fs_type;
+};
+
 struct Attempt {
   ProcessResult proc;
   std::optional<FioOutput> parsed;
   std::string parse_error;
 };
+
+/// One run of fio; fio and its job processes die with an aborting run (a hung collective, a
+/// signal).
+Attempt attempt_fio(const std::vector<std::string>& argv,
+                    const std::map<std::string, std::string>& env, const FioTarget& t) {
+  Attempt a;
+  Child child = start_process(argv, env, t.work_dir, t.capture_dir);
+  CHECK_SYS(child.pid);
+  {
+    AbortCleanup kill_on_abort([child] { kill_child(child); });
+    a.proc = wait_process(child, t.capture_dir);
+  }
+  try {
+    a.parsed = parse_fio_json(a.proc.out);
+  } catch (const FioParseError& e) {
+    a.parse_error = e.what();
+  }
+  return a;
+}
+
+/// fio's last attempt: direct=1 first, then, where the filesystem refuses O_DIRECT, buffered
+/// (env's CB_FIO_DIRECT becomes 0, `fallback` says why).
+struct FioRun {
+  Attempt a;
+  bool direct = true;
+  std::string fallback;
+};
+
+FioRun run_fio(const std::vector<std::string>& argv, std::map<std::string, std::string>& env,
+               const FioTarget& t) {
+  FioRun r{attempt_fio(argv, env, t), true, ""};
+  const Attempt& a = r.a;
+  bool failed = a.proc.exit_code != 0 || !a.parsed;
+  if (failed &&
+      looks_like_direct_refused(a.proc.out, a.proc.err, a.parsed ? &*a.parsed : nullptr)) {
+    std::string prelude = a.parsed ? a.parsed->preamble : a.proc.out;
+    r.fallback = "direct=1 refused (EINVAL) on " + t.where.dir + ": " +
+                 fio_error_text(prelude, a.proc.err) + "; ran buffered (direct=0)";
+    r.direct = false;
+    env["CB_FIO_DIRECT"] = "0";
+    r.a = attempt_fio(argv, env, t);
+  }
+  return r;
+}
+
+/// A failed job (its errno, with fio's own text) or a failed fio (exit code or signal, what it
+/// printed, why its output did not parse) as a CallError.
+void throw_if_failed(const Attempt& a, const std::string& job_file) {
+  if (a.parsed) {
+    for (const auto& j : a.parsed->jobs) {
+      if (j.error == 0) continue;
+      std::string text = fio_error_text(a.parsed->preamble, a.proc.err);
+      throw_call_error("fio", std::to_string(j.error),
+                       std::string(std::strerror(j.error)) + " in job '" + j.name + "'" +
+                           (text.empty() ? "" : ": " + text),
+                       ("fio " + job_file).c_str(), __FILE__, __LINE__);
+    }
+  }
+  if (a.proc.exit_code == 0 && a.parsed) return;
+  std::string text = fio_error_text(a.proc.out, a.proc.err);
+  if (text.empty()) text = a.proc.err.substr(0, 500);
+  if (a.proc.out.empty()) text += std::string(text.empty() ? "" : "; ") + "no output on stdout";
+  if (!a.parse_error.empty()) text += std::string(text.empty() ? "" : "; ") + a.parse_error;
+  const char* sig = a.proc.signal ? sigabbrev_np(a.proc.signal) : nullptr;
+  std::string code = a.proc.signal ? "killed by signal " + std::to_string(a.proc.signal) +
+                                         (sig ? std::string(" (SIG") + sig + ")" : "")
+                                   : "exit " + std::to_string(a.proc.exit_code);
+  throw_call_error("fio", code, text, ("fio " + job_file).c_str(), __FILE__, __LINE__);
+}
+
+/// Refused when another process holds `target` (or a file below it) open for writing.
+void refuse_if_written(const std::string& target, const std::string& what) {
+  auto writers = open_writers(target);
+  if (!writers.empty())
+    throw Refused("refused: " + what + " " + target +
+                  " is open for writing by another process: " + describe_writers(writers));
+}
+
+/// Refused unless `dir` holds every job's file plus a 64 MiB margin.
+void refuse_if_too_full(const FioJob& job, const std::string& dir) {
+  long long need = static_cast<long long>(job.numjobs) * job.size;
+  long long avail = free_bytes(dir);
+  if (avail < 0)
+    throw Refused("refused: scratch directory " + dir +
+                  " cannot be examined (statvfs: " + std::strerror(errno) + ")");
+  long long margin = 64LL << 20;
+  if (avail < need + margin)
+    throw Refused("refused: profile " + job.profile + " needs " + std::to_string(need) + " B (" +
+                  std::to_string(job.numjobs) + " jobs x " + std::to_string(job.size) +
+                  " B) plus a 64 MiB margin in " + dir + ", which has " + std::to_string(avail) +
+                  " B free");
+}
 
 class Fio : public Benchmark {
  public:
@@ -95,28 +218,25 @@ class Fio : public Benchmark {
     return "fio job profiles (seq/rand read/write, mixed 70/30, checkpoint) on local scratch";
   }
   Level level() const override { return Level::node; }
-  std::vector<std::string> knobs() const override {
-    return {"profiles", "scratch", "size",         "runtime",
-            "ramp",     "binary",  "profiles_dir", "allow_destructive_device",
-            "device"};
-  }
   std::vector<json> cases(const Settings& s) const override {
     // fio would read the knobs only when it starts, on every node: a typo is bad input here.
-    for (const char* key : {"runtime", "ramp", "size"})
-      if (s.has(id(), key) && (s.get(id(), key, "").empty() || s.get(id(), key, "")[0] == '-'))
-        throw InputError(std::string("--set ") + id() + "." + key + ": must be a positive value");
-    if (fio_seconds(fio_runtime(s), "--set io.fio.runtime") <= 0)
+    for (const Knob<std::string>* k : {&runtime_, &ramp_}) {
+      const std::string v = (*k)(s);
+      if (k->given(s) && (v.empty() || v[0] == '-'))
+        throw InputError("--set " + id() + "." + k->spec().name + ": must be a positive value");
+    }
+    if (fio_seconds(runtime_(s), "--set io.fio.runtime") <= 0)
       throw InputError("--set io.fio.runtime: must be a positive value");
-    fio_seconds(fio_ramp(s), "--set io.fio.ramp");
-    if (s.get_size(id(), "size", fio_default_size(s.suite())) <= 0)
-      throw InputError("--set io.fio.size: must be a positive value");
-    if (s.get(id(), "scratch", "").find(':') != std::string::npos)
+    fio_seconds(ramp_(s), "--set io.fio.ramp");
+    if (size_(s) <= 0) throw InputError("--set io.fio.size: must be a positive value");
+    if (scratch_(s).find(':') != std::string::npos)
       throw InputError("--set " + id() +
                        ".scratch: fio's directory= cannot hold ':'; choose another path");
+    allow_destructive_device_(s);
     std::vector<json> out;
-    for (const auto& p : s.get_list(id(), "profiles", fio_profiles())) {
+    for (const auto& p : profiles_(s)) {
       if (std::find(fio_profiles().begin(), fio_profiles().end(), p) == fio_profiles().end() &&
-          !s.has(id(), "profiles_dir"))
+          !profiles_dir_.given(s))
         throw InputError("--set io.fio.profiles: unknown profile '" + p + "'");
       out.push_back({{"profile", p}});
     }
@@ -125,203 +245,150 @@ class Fio : public Benchmark {
   /// fio's ramp and runtime per case, plus its start, file layout and our parsing: ~1.8 s on the
   /// 2-core CI machine (0.9 s idle, 3.6 s under heavy shared load).
   double estimate_s(const Settings& s, const json& /*params*/) const override {
-    return 1.8 + fio_seconds(fio_ramp(s), "--set io.fio.ramp") +
-           fio_seconds(fio_runtime(s), "--set io.fio.runtime");
-  }
-  /// fio's runtime= and ramp_time= for this suite, as fio reads them (seconds by default).
-  std::string fio_runtime(const Settings& s) const {
-    return s.get(id(), "runtime", s.by_suite<std::string>("1", "10", "60"));
-  }
-  std::string fio_ramp(const Settings& s) const {
-    return s.get(id(), "ramp", s.by_suite<std::string>("500ms", "2", "5"));
+    return 1.8 + fio_seconds(ramp_(s), "--set io.fio.ramp") +
+           fio_seconds(runtime_(s), "--set io.fio.runtime");
   }
   std::string applicable(const NodeEnv& node) const override {
-    std::string bin = node.settings.get(id(), "binary", "fio");
+    std::string bin = binary_(node.settings);
     if (find_on_path(bin).empty()) return "fio not found (looked for '" + bin + "' on PATH)";
     return "";
   }
 
+  /// Set-up (the job, the target and its checks), then fio and the record (execute).
   void run(CaseRun& run) const override {
-    const Settings& s = run.settings();
-    const std::string profile = run.params().at("profile");
-    const std::string bin = find_on_path(s.get(id(), "binary", "fio"));
+    const FioOptions o = options(run.settings());
+    const std::string bin = find_on_path(o.binary);
     if (bin.empty()) throw Waived("fio not found");
-    std::string dir =
-        s.get(id(), "profiles_dir", std::string(CLUSTERBENCH_SOURCE_DIR) + "/io/profiles");
-    std::string job_file = dir + "/" + profile + ".fio";
-    std::string job_text = read_file(job_file);
-    int numjobs = profile_numjobs(job_text);
-    long long size = s.get_size(id(), "size", fio_default_size(s.suite()));
-    const std::string runtime = fio_runtime(s), ramp = fio_ramp(s);
-
+    const FioJob job = load_job(o, bin, run.params().at("profile"));
     auto mounts = read_mountinfo();
-    if (s.has(id(), "device")) {
-      run_on_device(run, bin, profile, job_file, job_text, numjobs, size, runtime, ramp, mounts);
+    if (o.on_device) {
+      run_on_device(run, job, o, mounts);
       return;
     }
-    // Where: a directory of our own on the scratch filesystem.
-    bool named = s.has(id(), "scratch");
-    ScratchChoice where;
-    if (named) {
-      where = {s.get(id(), "scratch", ""), "--set io.fio.scratch"};
-    } else {
-      where = default_scratch(run.env().block_devices, mounts, system_tmpdir(),
-                              [](const std::string& d) { return free_bytes(d); });
-    }
-    // The target must be an existing directory this process may create its files in.
-    const std::string origin = named ? "--set " + id() + ".scratch" : where.reason;
-    if (where.dir.empty())
-      throw Refused("refused: " + origin + " names no directory (it is empty)");
-    {
-      std::error_code ec;
-      if (!std::filesystem::is_directory(where.dir, ec))
-        throw Refused("refused: " + origin + " " + where.dir + " is not a directory" +
-                      (std::filesystem::exists(where.dir, ec) ? "" : " (it does not exist)"));
-      if (::access(where.dir.c_str(), W_OK | X_OK) != 0)
-        throw Refused("refused: " + origin + " " + where.dir +
-                      ": fio cannot create its files there (" + std::strerror(errno) + ")");
-    }
-    const Mount* m = mount_of(where.dir, mounts);
-    std::string fs_type = m ? m->fs_type : "";
-    if (is_network_fs(fs_type) && !named)
-      throw Refused("refused: " + where.dir + " is on a network filesystem (" + fs_type +
-                    "); name it with --set io.fio.scratch to test it");
-    long long need = static_cast<long long>(numjobs) * size;
-    long long avail = free_bytes(where.dir);
-    if (avail < 0)
-      throw Refused("refused: scratch directory " + where.dir +
-                    " cannot be examined (statvfs: " + std::strerror(errno) + ")");
-    long long margin = 64LL << 20;
-    if (avail < need + margin)
-      throw Refused("refused: profile " + profile + " needs " + std::to_string(need) + " B (" +
-                    std::to_string(numjobs) + " jobs x " + std::to_string(size) +
-                    " B) plus a 64 MiB margin in " + where.dir + ", which has " +
-                    std::to_string(avail) + " B free");
-
+    FioTarget t = scratch_target(run, o, mounts);
+    refuse_if_too_full(job, t.where.dir);
     // A named target that another process is writing is refused. The automatic choice (the
     // fastest NVMe mount, else $TMPDIR) is shared by the whole system: writers there are normal.
-    if (named) refuse_if_written(where.dir, "scratch directory");
-    ScratchDir work(where.dir, "fio-" + profile);       // fio's files; removed on any exit
-    ScratchDir capture(system_tmpdir(), "fio-output");  // fio's stdout/stderr
-    execute(run, bin, job_file, job_text, size, runtime, ramp, work.path(), capture.path(), where,
-            fs_type);
+    if (o.named) refuse_if_written(t.where.dir, "scratch directory");
+    ScratchDir work(t.where.dir, "fio-" + job.profile);  // fio's files; removed on any exit
+    ScratchDir capture(system_tmpdir(), "fio-output");   // fio's stdout/stderr
+    t.work_dir = work.path();
+    t.capture_dir = capture.path();
+    execute(run, job, t);
   }
 
  private:
-  /// Refused when another process holds `target` (or a file below it) open for writing.
-  static void refuse_if_written(const std::string& target, const std::string& what) {
-    auto writers = open_writers(target);
-    if (!writers.empty())
-      throw Refused("refused: " + what + " " + target +
-                    " is open for writing by another process: " + describe_writers(writers));
+  /// Reads the knobs (checked when the plan was made).
+  FioOptions options(const Settings& s) const {
+    FioOptions o;
+    o.binary = binary_(s);
+    o.profiles_dir = profiles_dir_(s);
+    o.size = size_(s);
+    o.runtime = runtime_(s);
+    o.ramp = ramp_(s);
+    o.scratch = scratch_(s);
+    o.named = scratch_.given(s);
+    o.device = device_(s);
+    o.on_device = device_.given(s);
+    o.allow_destructive = allow_destructive_device_(s) == "true";
+    return o;
+  }
+
+  /// The profile's job file, read, and the numbers fio's environment gives it.
+  static FioJob load_job(const FioOptions& o, const std::string& bin, const std::string& profile) {
+    FioJob job;
+    job.profile = profile;
+    job.bin = bin;
+    job.job_file = o.profiles_dir + "/" + profile + ".fio";
+    job.job_text = read_file(job.job_file);
+    job.numjobs = profile_numjobs(job.job_text);
+    job.size = o.size;
+    job.runtime = o.runtime;
+    job.ramp = o.ramp;
+    return job;
+  }
+
+  /// The directory of our own fio works in: on --set io.fio.scratch, else on the automatic
+  /// choice. Refused unless it is an existing directory this process may create files in, and,
+  /// when chosen automatically, on a local filesystem.
+  FioTarget scratch_target(CaseRun& run, const FioOptions& o,
+                           const std::vector<Mount>& mounts) const {
+    FioTarget t;
+    if (o.named)
+      t.where = {o.scratch, "--set io.fio.scratch"};
+    else
+      t.where = default_scratch(run.env().block_devices, mounts, system_tmpdir(),
+                                [](const std::string& d) { return free_bytes(d); });
+    const std::string& dir = t.where.dir;
+    const std::string origin = o.named ? "--set " + id() + ".scratch" : t.where.reason;
+    if (dir.empty()) throw Refused("refused: " + origin + " names no directory (it is empty)");
+    std::error_code ec;
+    if (!std::filesystem::is_directory(dir, ec))
+      throw Refused("refused: " + origin + " " + dir + " is not a directory" +
+                    (std::filesystem::exists(dir, ec) ? "" : " (it does not exist)"));
+    if (::access(dir.c_str(), W_OK | X_OK) != 0)
+      throw Refused("refused: " + origin + " " + dir + ": fio cannot create its files there (" +
+                    std::strerror(errno) + ")");
+    const Mount* m = mount_of(dir, mounts);
+    t.fs_type = m ? m->fs_type : "";
+    if (is_network_fs(t.fs_type) && !o.named)
+      throw Refused("refused: " + dir + " is on a network filesystem (" + t.fs_type +
+                    "); name it with --set io.fio.scratch to test it");
+    return t;
   }
 
   /// A raw block device as the target (--set io.fio.device=/dev/X), only when it passes every
   /// check of raw_device_refusal. The profile's directory= becomes filename=DEVICE and each job
   /// gets its own region (offset_increment = size).
-  void run_on_device(CaseRun& run, const std::string& bin, const std::string& profile,
-                     const std::string& job_file, const std::string& job_text, int numjobs,
-                     long long size, const std::string& runtime, const std::string& ramp,
+  void run_on_device(CaseRun& run, const FioJob& job, const FioOptions& o,
                      const std::vector<Mount>& mounts) const {
-    const Settings& s = run.settings();
-    std::string device = s.get(id(), "device", "");
-    bool allowed = s.get(id(), "allow_destructive_device", "false") == "true";
-    std::string why = raw_device_refusal(device, allowed, mounts);
+    std::string why = raw_device_refusal(o.device, o.allow_destructive, mounts);
     if (!why.empty()) throw Refused(why);
-    refuse_if_written(device, "device");
+    refuse_if_written(o.device, "device");
     ScratchDir capture(system_tmpdir(), "fio-output");
-    std::string text = job_text;
+    FioJob device_job = job;
+    std::string& text = device_job.job_text;
     auto pos = text.find("directory=${CB_FIO_DIR}");
     CHECK_MSG(pos != std::string::npos, "clusterbench",
-              job_file + " has no directory=${CB_FIO_DIR} line to point at the device");
+              job.job_file + " has no directory=${CB_FIO_DIR} line to point at the device");
     text.replace(pos, std::string("directory=${CB_FIO_DIR}").size(),
-                 "filename=" + device + "\noffset_increment=${CB_FIO_SIZE}");
-    std::string device_job = capture.path() + "/" + profile + ".fio";
-    std::ofstream(device_job) << text;
-    (void)numjobs;
-    ScratchChoice where{device, "--set io.fio.device (allow_destructive_device=true)"};
-    execute(run, bin, device_job, text, size, runtime, ramp, capture.path(), capture.path(), where,
-            "raw block device");
+                 "filename=" + o.device + "\noffset_increment=${CB_FIO_SIZE}");
+    device_job.job_file = capture.path() + "/" + job.profile + ".fio";
+    std::ofstream(device_job.job_file) << text;
+    FioTarget t{capture.path(),
+                capture.path(),
+                {o.device, "--set io.fio.device (allow_destructive_device=true)"},
+                "raw block device"};
+    execute(run, device_job, t);
   }
 
-  /// Runs fio on `job_file` (retrying buffered when direct=1 is refused) and records the result.
-  void execute(CaseRun& run, const std::string& bin, const std::string& job_file,
-               const std::string& job_text, long long size, const std::string& runtime,
-               const std::string& ramp, const std::string& work_dir, const std::string& capture_dir,
-               const ScratchChoice& where, const std::string& fs_type) const {
-    const std::string profile = run.params().at("profile");
-    std::map<std::string, std::string> env = {{"CB_FIO_DIR", work_dir},
-                                              {"CB_FIO_SIZE", std::to_string(size)},
-                                              {"CB_FIO_RUNTIME", runtime},
-                                              {"CB_FIO_RAMP", ramp},
+  /// Runs fio on the job (retrying buffered when direct=1 is refused) and records the result.
+  static void execute(CaseRun& run, const FioJob& job, const FioTarget& t) {
+    std::map<std::string, std::string> env = {{"CB_FIO_DIR", t.work_dir},
+                                              {"CB_FIO_SIZE", std::to_string(job.size)},
+                                              {"CB_FIO_RUNTIME", job.runtime},
+                                              {"CB_FIO_RAMP", job.ramp},
                                               {"CB_FIO_DIRECT", "1"}};
-    std::vector<std::string> argv = {bin, "--output-format=json", job_file};
+    std::vector<std::string> argv = {job.bin, "--output-format=json", job.job_file};
+    FioRun r = run_fio(argv, env, t);
 
-    auto attempt = [&]() {
-      Attempt a;
-      Child child = start_process(argv, env, work_dir, capture_dir);
-      CHECK_SYS(child.pid);
-      {  // fio and its job processes die with an aborting run (a hung collective, a signal)
-        AbortCleanup kill_on_abort([child] { kill_child(child); });
-        a.proc = wait_process(child, capture_dir);
-      }
-      try {
-        a.parsed = parse_fio_json(a.proc.out);
-      } catch (const FioParseError& e) {
-        a.parse_error = e.what();
-      }
-      return a;
-    };
-    Attempt a = attempt();
-    bool direct = true;
-    std::string fallback;
-    bool failed = a.proc.exit_code != 0 || !a.parsed;
-    if (failed &&
-        looks_like_direct_refused(a.proc.out, a.proc.err, a.parsed ? &*a.parsed : nullptr)) {
-      std::string prelude = a.parsed ? a.parsed->preamble : a.proc.out;
-      fallback = "direct=1 refused (EINVAL) on " + where.dir + ": " +
-                 fio_error_text(prelude, a.proc.err) + "; ran buffered (direct=0)";
-      direct = false;
-      env["CB_FIO_DIRECT"] = "0";
-      a = attempt();
-    }
-
-    run.set_extra("profile", profile);
-    run.set_extra("job_file", job_file);
-    run.set_extra("job_file_text", job_text);
+    run.set_extra("profile", job.profile);
+    run.set_extra("job_file", job.job_file);
+    run.set_extra("job_file_text", job.job_text);
     run.set_extra("fio_command", argv);
     run.set_extra("fio_env", env);
-    run.set_extra("direct", direct);
-    if (!fallback.empty()) run.set_extra("direct_fallback", fallback);
-    run.set_extra("scratch", where.dir);
-    run.set_extra("scratch_reason", where.reason);
-    run.set_extra("scratch_fs_type", fs_type);
-    run.set_extra("fio_exit_code", a.proc.exit_code);
-
-    if (a.parsed) {
-      for (const auto& j : a.parsed->jobs) {
-        if (j.error == 0) continue;
-        std::string text = fio_error_text(a.parsed->preamble, a.proc.err);
-        throw_call_error("fio", std::to_string(j.error),
-                         std::string(std::strerror(j.error)) + " in job '" + j.name + "'" +
-                             (text.empty() ? "" : ": " + text),
-                         ("fio " + job_file).c_str(), __FILE__, __LINE__);
-      }
-    }
-    if (a.proc.exit_code != 0 || !a.parsed) {
-      std::string text = fio_error_text(a.proc.out, a.proc.err);
-      if (text.empty()) text = a.proc.err.substr(0, 500);
-      if (a.proc.out.empty()) text += std::string(text.empty() ? "" : "; ") + "no output on stdout";
-      if (!a.parse_error.empty()) text += std::string(text.empty() ? "" : "; ") + a.parse_error;
-      const char* sig = a.proc.signal ? sigabbrev_np(a.proc.signal) : nullptr;
-      std::string code = a.proc.signal ? "killed by signal " + std::to_string(a.proc.signal) +
-                                             (sig ? std::string(" (SIG") + sig + ")" : "")
-                                       : "exit " + std::to_string(a.proc.exit_code);
-      throw_call_error("fio", code, text, ("fio " + job_file).c_str(), __FILE__, __LINE__);
-    }
-    record(run, *a.parsed);
+    run.set_extra("direct", r.direct);
+    if (!r.fallback.empty()) run.set_extra("direct_fallback", r.fallback);
+    run.set_extra("scratch", t.where.dir);
+    run.set_extra("scratch_reason", t.where.reason);
+    run.set_extra("scratch_fs_type", t.fs_type);
+    run.set_extra("fio_exit_code", r.a.proc.exit_code);
+    throw_if_failed(r.a, job.job_file);
+    record(run, *r.a.parsed);
   }
 
+  /// fio's numbers as metrics (bandwidth, IOPS, completion latency per direction) and its own
+  /// output and options as evidence.
   static void record(CaseRun& run, const FioOutput& f) {
     run.set_extra("fio_version", f.version);
     run.set_extra("fio_json", f.document);  // fio's own output: the record's numbers come from it
@@ -359,6 +426,31 @@ class Fio : public Benchmark {
       run.set_extra(name + "_bw_source", source);
     }
   }
+
+  Knob<std::vector<std::string>> profiles_ =
+      knobs_.list("profiles", comma_joined(fio_profiles()),
+                  "fio job profiles (NAME.fio in profiles_dir), one case each");
+  Knob<std::string> scratch_ =
+      knobs_.text("scratch", "",
+                  "directory fio writes in (default: the fastest local NVMe mount, else $TMPDIR)");
+  Knob<long long> size_ =
+      knobs_.size("size", SuiteDefault("16M", "1G", "4G"), "file size of each fio job (fio size=)");
+  Knob<std::string> runtime_ =
+      knobs_.text("runtime", SuiteDefault("1", "10", "60"),
+                  "fio runtime= per case: whole number + s, ms, us, m, h or d (no unit: s)");
+  Knob<std::string> ramp_ = knobs_.text("ramp", SuiteDefault("500ms", "2", "5"),
+                                        "fio ramp_time= before measuring, same form as runtime");
+  Knob<std::string> binary_ =
+      knobs_.text("binary", "fio", "the fio program (a name on PATH or a path)");
+  Knob<std::string> profiles_dir_ =
+      knobs_.text("profiles_dir", std::string(CLUSTERBENCH_SOURCE_DIR) + "/io/profiles",
+                  "directory of the NAME.fio job files (other names allowed when given)");
+  Knob<std::string> device_ = knobs_.text(
+      "device", "",
+      "a raw block device as the target, overwriting its data (needs allow_destructive_device)");
+  Knob<std::string> allow_destructive_device_ = knobs_.choice(
+      "allow_destructive_device", {"false", "true"},
+      "true: allow fio to overwrite --set io.fio.device (refused if mounted or in use)");
 };
 
 CLUSTERBENCH_REGISTER(Fio);

@@ -16,7 +16,4 @@ const std::vector<std::string>& fio_profiles();
 bool looks_like_direct_refused(const std::string& out, const std::string& err,
                                const FioOutput* parsed);
 
-/// Size of each job's file for a suite: ci 16M, quick 1G, full 4G (bytes).
-long long fio_default_size(const std::string& suite);
-
 }  // namespace clusterbench::io

@@ -140,6 +140,108 @@ void world_max(std::vector<double>& v) {
   CHECK_MPI(MPI_Allreduce(MPI_IN_PLACE, v.data(), static_cast<int>(v.size()), MPI_DOUBLE, MPI_MAX,
                           MPI_COMM_WORLD));
 }
+
+/// Times one pair with the measurement loop: its two leaders (world ranks `lead_a`, of the lower
+/// node, and `lead_b`) move the traffic of `mode`; every other rank waits quietly for lead_a's
+/// "batch done", then joins the lock-step reductions. Returns lead_a's one-way latency samples,
+/// seconds (latency mode; empty elsewhere).
+std::vector<double> time_pair(CaseRun& run, const std::string& mode, int lead_a, int lead_b,
+                              std::vector<char>& sbuf, std::vector<char>& rbuf, long long bytes,
+                              const std::string& label) {
+  const Context& ctx = run.ctx();
+  const int me = ctx.world_rank();
+  const bool in_pair = me == lead_a || me == lead_b;
+  PairIo io{in_pair ? (me == lead_a ? lead_b : lead_a) : -1, me == lead_a, sbuf, rbuf,
+            static_cast<int>(bytes)};
+  std::vector<double> one_way;
+  std::vector<int> others;
+  for (int r = 0; r < ctx.world_size(); ++r)
+    if (r != lead_a && r != lead_b) others.push_back(r);
+  run.exec(
+      [&](long long n) -> double {
+        if (!in_pair) {
+          wait_quietly(lead_a);
+          return 0;
+        }
+        auto t0 = std::chrono::steady_clock::now();
+        if (mode == "unidirectional")
+          io.unidirectional(n);
+        else if (mode == "bidirectional")
+          io.bidirectional(n);
+        else
+          io.latency(n, one_way);
+        double t = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        if (io.first) release_others(others);
+        return t;
+      },
+      label);
+  return one_way;
+}
+
+/// One link's record: its metrics, time statistics and extra, and the value its matrix shows.
+struct LinkResult {
+  std::vector<Metric> metrics;
+  TimeStats time;
+  json extra;
+  double value = 0;  ///< bandwidth (GB/s) or one-way p50 latency (us)
+};
+
+/// The link's result from the loop's statistics (`stats`, the slowest rank's): bandwidth from the
+/// median, or, in latency mode, the first node's per-message samples, whose percentiles and time
+/// statistics reach rank 0 through a world reduction (every rank calls it).
+LinkResult link_result(const std::string& mode, long long bytes, const TimeStats& stats,
+                       const std::vector<double>& one_way, json extra) {
+  LinkResult r{{}, stats, std::move(extra), 0};
+  if (mode != "latency") {
+    r.value = p2p_bytes_per_op(mode, bytes) / stats.median / 1e9;
+    r.metrics.push_back({"bandwidth", r.value, "GB/s", true});
+    return r;
+  }
+  TimeStats own = compute_stats(one_way);
+  std::vector<double> v = {percentile(one_way, 50) * 1e6,
+                           percentile(one_way, 99) * 1e6,
+                           static_cast<double>(own.n),
+                           own.min,
+                           own.median,
+                           own.mean,
+                           own.p95,
+                           own.max,
+                           own.spread};
+  world_max(v);
+  r.time = TimeStats{static_cast<int>(v[2]), v[3], v[4], v[5], v[6], v[7], v[8]};
+  r.metrics.push_back({"latency_p50", v[0], "us", false});
+  r.metrics.push_back({"latency_p99", v[1], "us", false});
+  r.value = v[0];
+  r.extra["samples"] = static_cast<long long>(v[2]);
+  return r;
+}
+
+/// The node x node matrix of one case, filled pair by pair.
+struct LinkMatrix {
+  explicit LinkMatrix(size_t nodes) : values(nodes, std::vector<double>(nodes, 0)) {}
+  void set(int a, int b, double value, const std::vector<std::string>& hosts) {
+    values[static_cast<size_t>(a)][static_cast<size_t>(b)] = value;
+    values[static_cast<size_t>(b)][static_cast<size_t>(a)] = value;
+    measured.push_back(value);
+    links.push_back({{"hosts", hosts}, {"value", value}});
+  }
+  std::vector<std::vector<double>> values;
+  std::vector<double> measured;  ///< every link's value, in pair order
+  json links = json::array();
+};
+
+/// The case's own (cluster) record: its slowest and fastest links and the matrix.
+void record_matrix(CaseRun& run, const std::string& mode, const std::vector<std::string>& hosts,
+                   LinkMatrix& m) {
+  std::sort(m.measured.begin(), m.measured.end());
+  std::string unit = mode == "latency" ? "us" : "GB/s";
+  std::string what = mode == "latency" ? "latency_p50" : "bandwidth";
+  run.add_metric("min_link_" + what, m.measured.front(), unit, mode != "latency");
+  run.add_metric("max_link_" + what, m.measured.back(), unit, mode != "latency");
+  run.set_extra("matrix",
+                {{"hosts", hosts}, {"unit", unit}, {"metric", what}, {"values", m.values}});
+  run.set_extra("links", m.links);
+}
 #endif
 
 class P2p : public Benchmark {
@@ -149,15 +251,10 @@ class P2p : public Benchmark {
     return "point-to-point bandwidth (uni/bidirectional) and latency between node leaders, MPI";
   }
   Level level() const override { return Level::cluster; }
-  std::vector<std::string> knobs() const override {
-    return {"patterns", "modes", "bytes", "latency_bytes", "min_time"};
-  }
   std::vector<json> cases(const Settings& s) const override {
-    auto patterns =
-        s.get_list(id(), "patterns",
-                   s.by_suite<std::vector<std::string>>({"all_pairs"}, {"all_pairs"}, kPatterns));
-    long long bytes = s.get_size(id(), "bytes", s.by_suite(4LL << 20, 64LL << 20, 64LL << 20));
-    long long small = s.get_size(id(), "latency_bytes", 8);
+    auto patterns = patterns_(s);
+    long long bytes = bytes_(s);
+    long long small = latency_bytes_(s);
     if (bytes < 1 || bytes > (1LL << 30) || small < 0 || small > (1LL << 20))
       throw InputError("--set " + id() + ".bytes must be in 1..1G and latency_bytes in 0..1M");
     std::vector<json> out;
@@ -165,9 +262,8 @@ class P2p : public Benchmark {
       if (std::find(kPatterns.begin(), kPatterns.end(), p) == kPatterns.end())
         throw InputError("--set " + id() + ".patterns: unknown pattern '" + p +
                          "' (all_pairs, ring)");
-      for (const auto& m : s.get_choices(id(), "modes", kModes)) {
+      for (const auto& m : modes_(s))
         out.push_back({{"pattern", p}, {"mode", m}, {"bytes", m == "latency" ? small : bytes}});
-      }
     }
     return out;
   }
@@ -178,103 +274,49 @@ class P2p : public Benchmark {
     return "";
   }
 
+  /// Pairs one at a time: each pair timed, then its link record; last the case's matrix.
   void run(CaseRun& run) const override {
 #if CLUSTERBENCH_HAVE_MPI
-    const Context& ctx = run.ctx();
     const std::string pattern = run.params().at("pattern");
     const std::string mode = run.params().at("mode");
     const long long bytes = run.params().at("bytes");
-    std::vector<std::string> hosts = ctx.hosts();
-    std::vector<int> leader = node_leader_ranks(hosts, ctx.rank_hosts());
+    const std::vector<std::string> hosts = run.ctx().hosts();
+    const std::vector<int> leader = node_leader_ranks(hosts, run.ctx().rank_hosts());
     std::vector<char> sbuf(static_cast<size_t>(std::max(bytes, 1LL)), 'x');
     std::vector<char> rbuf(sbuf.size());
-    const int nodes = static_cast<int>(hosts.size());
-    std::vector<std::vector<double>> matrix(hosts.size(), std::vector<double>(hosts.size(), 0));
-    std::vector<double> values;
-    json links = json::array();
-    for (auto [a, b] : p2p_pairs(pattern, nodes)) {
-      int me = ctx.world_rank();
-      bool in_pair = me == leader[static_cast<size_t>(a)] || me == leader[static_cast<size_t>(b)];
-      PairIo io{
-          in_pair ? leader[static_cast<size_t>(me == leader[static_cast<size_t>(a)] ? b : a)] : -1,
-          me == leader[static_cast<size_t>(a)], sbuf, rbuf, static_cast<int>(bytes)};
-      std::vector<double> one_way;
-      std::vector<int> others;
-      for (int r = 0; r < ctx.world_size(); ++r)
-        if (r != leader[static_cast<size_t>(a)] && r != leader[static_cast<size_t>(b)])
-          others.push_back(r);
-      // Ranks outside the pair wait quietly, then join the lock-step reductions.
-      run.exec(
-          [&](long long n) -> double {
-            if (!in_pair) {
-              wait_quietly(leader[static_cast<size_t>(a)]);
-              return 0;
-            }
-            auto t0 = std::chrono::steady_clock::now();
-            if (mode == "unidirectional")
-              io.unidirectional(n);
-            else if (mode == "bidirectional")
-              io.bidirectional(n);
-            else
-              io.latency(n, one_way);
-            double t = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-            if (io.first) release_others(others);
-            return t;
-          },
-          "pair:" + std::to_string(a) + "-" + std::to_string(b));
+    LinkMatrix matrix(hosts.size());
+    for (auto [a, b] : p2p_pairs(pattern, static_cast<int>(hosts.size()))) {
+      const int lead_a = leader[static_cast<size_t>(a)], lead_b = leader[static_cast<size_t>(b)];
+      std::vector<double> one_way =
+          time_pair(run, mode, lead_a, lead_b, sbuf, rbuf, bytes,
+                    "pair:" + std::to_string(a) + "-" + std::to_string(b));
+      LinkResult r = link_result(mode, bytes, run.stats(), one_way,
+                                 {{ "ranks",
+                                    { lead_a,
+                                      lead_b } }});
       Scope scope;
       scope.kind = "link";
       scope.hosts = {hosts[static_cast<size_t>(a)], hosts[static_cast<size_t>(b)]};
-      std::vector<Metric> metrics;
-      TimeStats time = run.stats();
-      json extra = {
-          { "ranks",
-            { leader[static_cast<size_t>(a)],
-              leader[static_cast<size_t>(b)] } }};
-      double value = 0;
-      if (mode == "latency") {
-        // The first node's per-message samples: percentiles and time statistics reach rank 0.
-        TimeStats own = compute_stats(one_way);
-        std::vector<double> v = {percentile(one_way, 50) * 1e6,
-                                 percentile(one_way, 99) * 1e6,
-                                 static_cast<double>(own.n),
-                                 own.min,
-                                 own.median,
-                                 own.mean,
-                                 own.p95,
-                                 own.max,
-                                 own.spread};
-        world_max(v);
-        time = TimeStats{static_cast<int>(v[2]), v[3], v[4], v[5], v[6], v[7], v[8]};
-        metrics.push_back({"latency_p50", v[0], "us", false});
-        metrics.push_back({"latency_p99", v[1], "us", false});
-        value = v[0];
-        extra["samples"] = static_cast<long long>(v[2]);
-      } else {
-        value = p2p_bytes_per_op(mode, bytes) / time.median / 1e9;
-        metrics.push_back({"bandwidth", value, "GB/s", true});
-      }
-      matrix[static_cast<size_t>(a)][static_cast<size_t>(b)] = value;
-      matrix[static_cast<size_t>(b)][static_cast<size_t>(a)] = value;
-      values.push_back(value);
-      links.push_back({{"hosts", scope.hosts}, { "value", value }});
-      run.add_record(scope, std::move(metrics), time, std::move(extra));
+      matrix.set(a, b, r.value, scope.hosts);
+      run.add_record(scope, std::move(r.metrics), r.time, std::move(r.extra));
     }
-    std::sort(values.begin(), values.end());
-    std::string unit = mode == "latency" ? "us" : "GB/s";
-    std::string what = mode == "latency" ? "latency_p50" : "bandwidth";
-    run.add_metric("min_link_" + what, values.front(), unit, mode != "latency");
-    run.add_metric("max_link_" + what, values.back(), unit, mode != "latency");
-    run.set_extra("matrix", {{"hosts", hosts}, {"unit", unit}, {"metric", what}, {
-                               "values",
-                               matrix
-                             }});
-    run.set_extra("links", links);
+    record_matrix(run, mode, hosts, matrix);
 #else
     (void)run;
     throw Waived("built without MPI (-DCLUSTERBENCH_MPI=OFF)");
 #endif
   }
+
+ private:
+  Knob<std::vector<std::string>> patterns_ =
+      knobs_.list("patterns", SuiteDefault("all_pairs", "all_pairs", "all_pairs,ring"),
+                  "node pairs, one case each: all_pairs (every pair), ring (i with i+1 mod n)");
+  Knob<std::vector<std::string>> modes_ = knobs_.choices(
+      "modes", kModes, "one case each: uni/bidirectional bandwidth (bytes), latency (ping-pong)");
+  Knob<long long> bytes_ = knobs_.size("bytes", SuiteDefault("4M", "64M", "64M"),
+                                       "message size of the bandwidth modes, 1..1G");
+  Knob<long long> latency_bytes_ =
+      knobs_.size("latency_bytes", "8", "message size of the latency ping-pong, 0..1M");
 };
 
 CLUSTERBENCH_REGISTER(P2p);

@@ -412,6 +412,277 @@ class TcpLink {
 };
 #endif
 
+/// HugePages_Free and HugePages_Total of /proc/meminfo (0 where absent).
+std::pair<long long, long long> hugepages() {
+  long long free_pages = 0, total = 0;
+  std::ifstream mi("/proc/meminfo");
+  std::string k, rest;
+  long long v = 0;
+  while (mi >> k >> v) {
+    if (k == "HugePages_Free:") free_pages = v;
+    if (k == "HugePages_Total:") total = v;
+    std::getline(mi, rest);
+  }
+  return {free_pages, total};
+}
+
+/// The knobs of network.tuning as one plan or case reads them.
+struct TuningOptions {
+  bool allow = false;       ///< allow_changes=true: a case may change a setting and restore it
+  int repeats = 5;          ///< A/B pairs
+  long long bytes = 0;      ///< the page effects' region, whole 2 MiB pages
+  long long tcp_bytes = 0;  ///< bytes per TCP transfer
+  std::string refuse;       ///< how a waiver for a setting to change ends: the knob that allows it
+};
+
+/// One A/B case: what choosing a side does (`side`, it may change a setting), the operation the
+/// loop times (`work`), the setting recorded for each side and what the operation is. What the
+/// side and work functions use lives here, so it outlives them; the guard comes first, so it
+/// restores the settings after the regions and sockets they served are gone.
+struct AbCase {
+  SettingGuard guard;
+  Region ra, rb;
+  std::unique_ptr<Loopback> loop;
+#if CLUSTERBENCH_HAVE_MPI
+  std::unique_ptr<TcpLink> link;
+#endif
+  bool use_b = false;
+  std::function<void(bool)> side;
+  std::function<double(long long)> work;
+  json setting_a, setting_b;
+  std::string unit_note;
+};
+
+/// thp_madvise (huge = false): random reads over a region advised MADV_NOHUGEPAGE (A) or
+/// MADV_HUGEPAGE (B); hugetlb (huge = true): over normal pages (A) or MAP_HUGETLB pages from the
+/// reserved pool (B), which is grown for the case when allowed.
+void setup_pages(AbCase& c, const TuningOptions& o, bool huge) {
+  std::string thp = read_text("/sys/kernel/mm/transparent_hugepage/enabled");
+  if (!huge && thp.find("[never]") != std::string::npos)
+    throw Waived("transparent hugepages are [never] here: madvise has no effect");
+  if (huge) {
+    auto [free_pages, total] = hugepages();
+    long long need = o.bytes / kHugePage;
+    if (free_pages < need) {
+      if (!o.allow)
+        throw Waived("needs " + std::to_string(need) + " free 2 MiB hugepages (vm.nr_hugepages " +
+                     std::to_string(total) + ", " + std::to_string(free_pages) + " free)" +
+                     o.refuse);
+      c.guard.set("/proc/sys/vm/nr_hugepages", std::to_string(total + need - free_pages));
+    }
+  }
+  map_region(c.ra, o.bytes, MADV_NOHUGEPAGE, false);
+  if (huge)
+    map_region(c.rb, o.bytes, -1, true);
+  else
+    map_region(c.rb, o.bytes, MADV_HUGEPAGE, false);
+  c.setting_a = {{"pages", "4 KiB (MADV_NOHUGEPAGE)"}, {"thp_enabled", normalise_sysctl(thp)}};
+  c.setting_b = huge ? json{{"pages", "2 MiB (MAP_HUGETLB)"}}
+                     : json{{"pages", "THP (MADV_HUGEPAGE)"},
+                            {"thp_enabled", normalise_sysctl(thp)},
+                            {"anon_huge_bytes", thp_bytes(aligned(c.rb))}};
+  c.side = [&c](bool b) { c.use_b = b; };
+  const size_t words = static_cast<size_t>(o.bytes) / sizeof(uint64_t);
+  c.work = [&c, huge, words](long long n) {
+    const uint64_t* d =
+        c.use_b ? (huge ? static_cast<uint64_t*>(c.rb.p) : aligned(c.rb)) : aligned(c.ra);
+    g_sink += random_reads(d, words, n);
+    return -1.0;
+  };
+  c.unit_note = "random 8-byte reads";
+}
+
+const char* const kTcpRmem = "/proc/sys/net/ipv4/tcp_rmem";
+const char* const kTcpWmem = "/proc/sys/net/ipv4/tcp_wmem";
+
+/// tcp_buffers: loopback TCP transfers with this network namespace's tcp_rmem/tcp_wmem (A) and
+/// the seed's (B); new sockets for each side, so they take the values in force.
+void setup_tcp_loopback(AbCase& c, CaseRun& run, const TuningOptions& o) {
+  const std::string rp = kTcpRmem, wp = kTcpWmem;
+  std::string cur_r = normalise_sysctl(read_text(rp)), cur_w = normalise_sysctl(read_text(wp));
+  if (cur_r.empty()) throw Waived("no " + rp + " here");
+  if (!o.allow)
+    throw Waived("changes net.ipv4.tcp_rmem/tcp_wmem (of this network namespace)" + o.refuse);
+  c.setting_a = {{"tcp_rmem", cur_r},
+                 {"tcp_wmem", cur_w},
+                 {"rmem_max", normalise_sysctl(read_text("/proc/sys/net/core/rmem_max"))}};
+  c.setting_b = {{"tcp_rmem", kSeedTcpRmem},
+                 {"tcp_wmem", kSeedTcpWmem},
+                 {"rmem_max", c.setting_a["rmem_max"]}};
+  c.side = [&c, tcp_bytes = o.tcp_bytes, rp, wp, cur_r, cur_w](bool b) {
+    c.loop.reset();
+    c.guard.set(rp, b ? kSeedTcpRmem : cur_r);
+    c.guard.set(wp, b ? kSeedTcpWmem : cur_w);
+    c.loop = std::make_unique<Loopback>(tcp_bytes);
+  };
+  c.work = [&c](long long n) {
+    c.loop->transfer(n);
+    return -1.0;
+  };
+  run.set_extra("bytes_per_op", o.tcp_bytes);
+  c.unit_note = "loopback TCP transfers";
+}
+
+#if CLUSTERBENCH_HAVE_MPI
+/// Runs `step` on this rank, then agrees with every rank on how it went: a pair rank that cannot
+/// change its sysctls or connect must not leave the others waiting in a collective. Throws
+/// Waived where any rank was waived, std::runtime_error where any failed (this rank's text, or
+/// that the other node could not set up its side).
+void agree(const Context& ctx, const std::function<void()>& step) {
+  std::string err;
+  bool waived = false;
+  try {
+    step();
+  } catch (const Waived& w) {
+    err = w.what(), waived = true;
+  } catch (const std::exception& e) {
+    err = e.what();
+  }
+  double worst = ctx.allreduce_max(err.empty() ? 0.0 : waived ? 1.0 : 2.0);
+  if (worst == 0) return;
+  if (err.empty()) err = "the other node of the pair could not set up its side";
+  if (worst == 1) throw Waived(err);
+  throw std::runtime_error(err);
+}
+
+/// The two nodes of tcp_buffers_2node: the first two nodes' leaders (sender, receiver), and every
+/// other rank, which waits.
+struct TcpPair {
+  std::vector<std::string> hosts;
+  int me = -1, snd = -1, rcv = -1;
+  bool in_pair = false;
+  std::vector<int> others;
+};
+
+TcpPair tcp_pair(const Context& ctx) {
+  TcpPair p;
+  p.hosts = ctx.hosts();
+  if (p.hosts.size() < 2)
+    throw Waived("needs at least 2 nodes (this run has " + std::to_string(p.hosts.size()) +
+                 "); tcp_buffers measures the same effect over loopback");
+  std::vector<int> leader = node_leader_ranks(p.hosts, ctx.rank_hosts());
+  p.me = ctx.world_rank(), p.snd = leader[0], p.rcv = leader[1];
+  p.in_pair = p.me == p.snd || p.me == p.rcv;
+  for (int r = 0; r < ctx.world_size(); ++r)
+    if (r != p.snd && r != p.rcv) p.others.push_back(r);
+  return p;
+}
+
+/// Side A's and B's settings of both nodes: each side's current values reach the sender (rank
+/// 0's record holds the evidence).
+void record_tcp_2node_settings(AbCase& c, const TcpPair& p, const std::string& cur_r,
+                               const std::string& cur_w) {
+  std::string peer_r = cur_r, peer_w = cur_w;
+  if (p.me == p.rcv) send_text(cur_r + "\n" + cur_w, p.snd, 8);
+  if (p.me == p.snd) {
+    std::istringstream in(recv_text(p.rcv, 8));
+    std::getline(in, peer_r), std::getline(in, peer_w);
+  }
+  const json hosts = {p.hosts[0], p.hosts[1]};
+  c.setting_a = {{"hosts", hosts}, {"tcp_rmem", {cur_r, peer_r}}, {"tcp_wmem", {cur_w, peer_w}}};
+  c.setting_b = {{"hosts", hosts},
+                 {"tcp_rmem", {kSeedTcpRmem, kSeedTcpRmem}},
+                 {"tcp_wmem", {kSeedTcpWmem, kSeedTcpWmem}}};
+}
+
+/// tcp_buffers_2node: TCP transfers from the first node's leader to the second's, each node's
+/// sysctls set on its own side; every rank agrees on each step.
+void setup_tcp_2node(AbCase& c, CaseRun& run, const TuningOptions& o) {
+  const Context& ctx = run.ctx();
+  const TcpPair p = tcp_pair(ctx);
+  const std::string rp = kTcpRmem, wp = kTcpWmem;
+  std::string cur_r = normalise_sysctl(read_text(rp)), cur_w = normalise_sysctl(read_text(wp));
+  agree(ctx, [&] {
+    if (!p.in_pair) return;
+    if (cur_r.empty()) throw Waived("no " + rp + " on " + ctx.host());
+    if (!o.allow)
+      throw Waived("changes net.ipv4.tcp_rmem/tcp_wmem on " + p.hosts[0] + " and " + p.hosts[1] +
+                   o.refuse);
+  });
+  record_tcp_2node_settings(c, p, cur_r, cur_w);
+  c.side = [&c, &ctx, p, tcp_bytes = o.tcp_bytes, rp, wp, cur_r, cur_w](bool b) {
+    agree(ctx, [&] {
+      if (!p.in_pair) return;
+      c.link.reset();
+      c.guard.set(rp, b ? kSeedTcpRmem : cur_r);
+      c.guard.set(wp, b ? kSeedTcpWmem : cur_w);
+    });
+    agree(ctx, [&] {
+      if (p.in_pair)
+        c.link = std::make_unique<TcpLink>(p.me == p.snd, p.me == p.snd ? p.rcv : p.snd, tcp_bytes);
+    });
+  };
+  c.work = [&c, p](long long n) -> double {
+    if (!p.in_pair) {
+      wait_quietly(p.snd);
+      return 0;
+    }
+    auto t0 = std::chrono::steady_clock::now();
+    c.link->transfer(n);
+    double t = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (p.me == p.snd) release_others(p.others);
+    return t;
+  };
+  run.set_extra("bytes_per_op", o.tcp_bytes);
+  c.unit_note = "TCP transfers from " + p.hosts[0] + " to " + p.hosts[1];
+}
+#endif
+
+/// governor: a fixed compute loop under the current CPU frequency governor (A) and performance
+/// (B), set on every CPU.
+void setup_governor(AbCase& c, const TuningOptions& o) {
+  std::string gov = "/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor";
+  std::string cur = normalise_sysctl(read_text(gov));
+  if (cur.empty())
+    throw Waived("no cpufreq driver (" + gov + " is absent): the governor cannot be set here");
+  if (!o.allow) throw Waived("changes the CPU frequency governor" + o.refuse);
+  int cpus = static_cast<int>(std::thread::hardware_concurrency());
+  c.setting_a = {{"governor", cur}};
+  c.setting_b = {{"governor", "performance"}};
+  c.side = [&c, cpus, cur](bool b) {
+    for (int cpu = 0; cpu < cpus; ++cpu)
+      c.guard.set("/sys/devices/system/cpu/cpu" + std::to_string(cpu) + "/cpufreq/scaling_governor",
+                  b ? "performance" : cur);
+  };
+  c.work = [](long long n) {
+    double x = 1.0;
+    for (long long i = 0; i < n * 100000; ++i) x = x * 1.0000001 + 1e-9;
+    g_sink += static_cast<uint64_t>(x);
+    return -1.0;
+  };
+  c.unit_note = "fixed compute loops";
+}
+
+/// Alternating repeats: A, B, A, B, ... (ABAB rather than AABB, so drift hits both sides). Each
+/// side's median seconds per operation, per repeat.
+std::pair<std::vector<double>, std::vector<double>> measure_ab(CaseRun& run, AbCase& c,
+                                                               int repeats) {
+  std::vector<double> ta, tb;
+  for (int r = 0; r < repeats; ++r) {
+    for (bool b : {false, true}) {
+      c.side(b);
+      run.exec(c.work, std::string(b ? "B" : "A") + "/repeat:" + std::to_string(r + 1));
+      (b ? tb : ta).push_back(run.stats().median);
+    }
+  }
+  return {ta, tb};
+}
+
+/// The ratio t_A / t_B and its spread, with each side's setting and times.
+void record_ab(CaseRun& run, const AbCase& c, const std::vector<double>& ta,
+               const std::vector<double>& tb) {
+  AbRatio ab = ab_ratio(ta, tb);
+  run.add_metric("ratio", ab.ratio, "ratio", true);
+  run.add_metric("ratio_spread", ab.spread, "ratio", false);
+  run.set_extra("a", {{"setting", c.setting_a}, {"seconds_per_op", ta}});
+  run.set_extra("b", {{"setting", c.setting_b}, {"seconds_per_op", tb}});
+  run.set_extra("ratios", ab.ratios);
+  run.set_extra("ratio_definition",
+                "t_A / t_B per repeat (median), " + c.unit_note + "; > 1: B is faster");
+  if (std::fabs(ab.ratio - 1) <= ab.spread)
+    run.set_extra("effect", "none measurable here: |ratio - 1| within the spread");
+}
+
 class Tuning : public Benchmark {
  public:
   std::string id() const override { return "network.tuning"; }
@@ -423,16 +694,10 @@ class Tuning : public Benchmark {
   Level case_level(const json& params) const override {
     return params.value("effect", "") == "tcp_buffers_2node" ? Level::cluster : Level::node;
   }
-  std::vector<std::string> knobs() const override {
-    return {"effects", "allow_changes", "repeats", "bytes", "tcp_bytes", "min_time"};
-  }
   std::vector<json> cases(const Settings& s) const override {
-    if (s.get_double(id(), "repeats", 5) < 5)  // checked when the plan is made: exit 2
-      throw InputError("--set " + id() + ".repeats must be at least 5");
+    options(s);  // checked when the plan is made: exit 2
     std::vector<json> out;
-    for (const auto& e : s.get_choices(id(), "effects", kEffects)) {
-      out.push_back({{"effect", e}});
-    }
+    for (const auto& e : effects_(s)) out.push_back({{"effect", e}});
     return out;
   }
   std::string applicable(const NodeEnv&) const override { return ""; }
@@ -442,265 +707,76 @@ class Tuning : public Benchmark {
   /// waived at once (a setting to change without allow_changes=true, too few free hugepages)
   /// 0.05 s.
   double estimate_s(const Settings& s, const json& params) const override {
-    double repeats = s.get_double(id(), "repeats", 5);
-    double bytes = static_cast<double>(
-        s.get_size(id(), "bytes", s.by_suite(256LL << 20, 1LL << 30, 4LL << 30)));
+    double repeats = static_cast<double>(repeats_(s));
+    double bytes = static_cast<double>(bytes_(s));
     std::string e = params.value("effect", "");
     // Effects that change a setting are waived at once unless allow_changes=true.
     bool changes = e == "tcp_buffers" || e == "tcp_buffers_2node" || e == "governor";
-    bool allow = s.get(id(), "allow_changes", "false") == "true";
+    bool allow = allow_changes_(s) == "true";
     if (changes && !allow) return 0.05;
-    if (e == "hugetlb" && !allow) {  // waived at once without enough free hugepages
-      std::ifstream mi("/proc/meminfo");
-      std::string k, rest;
-      long long v = 0, free_pages = 0;
-      while (mi >> k >> v && std::getline(mi, rest))
-        if (k == "HugePages_Free:") free_pages = v;
-      if (free_pages * kHugePage < static_cast<long long>(bytes)) return 0.05;
-    }
+    if (e == "hugetlb" && !allow)  // waived at once without enough free hugepages
+      if (hugepages().first * kHugePage < static_cast<long long>(bytes)) return 0.05;
     double touch = e == "thp_madvise" || e == "hugetlb" ? 2 * bytes / 0.5e9 : 0;
-    return touch + 2 * repeats * (0.5 + loop_estimate_s(case_min_time(s, id()), 0));
+    return touch + 2 * repeats * (0.5 + loop_estimate_s(min_time(s), 0));
   }
 
+  /// Set-up of the effect's two sides, the alternating A/B loops, then the record.
   void run(CaseRun& run) const override {
+    const TuningOptions o = options(run.settings());
     const std::string effect = run.params().at("effect");
-    const Settings& s = run.settings();
-    bool allow = s.get(id(), "allow_changes", "false") == "true";
-    int repeats = static_cast<int>(s.get_double(id(), "repeats", 5));
-    if (repeats < 5) throw InputError("--set " + id() + ".repeats must be at least 5");
-    long long bytes = s.get_size(id(), "bytes", s.by_suite(256LL << 20, 1LL << 30, 4LL << 30));
-    bytes = std::max(bytes / kHugePage, 1LL) * kHugePage;
-    const std::string refuse = "; --set " + id() +
-                               ".allow_changes=true lets the case change it "
-                               "for the measurement and restore it";
-    SettingGuard guard;
-    // Each side: prepare (changes a setting), measure with run.exec, return seconds per op.
-    std::function<void(bool)> side;
-    std::function<double(long long)> work;
-    json setting_a, setting_b;
-    std::string unit_note;
-    Region ra, rb;
-    std::unique_ptr<Loopback> loop;
-#if CLUSTERBENCH_HAVE_MPI
-    std::unique_ptr<TcpLink> link;
-#endif
-    // State the side/work lambdas read: declared here so that it outlives them.
-    bool use_b = false, huge = effect == "hugetlb";
-    size_t words = static_cast<size_t>(bytes) / sizeof(uint64_t);
-
+    AbCase c;
     if (effect == "thp_madvise" || effect == "hugetlb") {
-      std::string thp = read_text("/sys/kernel/mm/transparent_hugepage/enabled");
-      if (!huge && thp.find("[never]") != std::string::npos)
-        throw Waived("transparent hugepages are [never] here: madvise has no effect");
-      if (huge) {
-        long long free_pages = 0, total = 0;
-        std::ifstream mi("/proc/meminfo");
-        std::string k;
-        long long v;
-        std::string u;
-        while (mi >> k >> v) {
-          if (k == "HugePages_Free:") free_pages = v;
-          if (k == "HugePages_Total:") total = v;
-          std::getline(mi, u);
-        }
-        long long need = bytes / kHugePage;
-        if (free_pages < need) {
-          if (!allow)
-            throw Waived("needs " + std::to_string(need) +
-                         " free 2 MiB hugepages (vm.nr_hugepages " + std::to_string(total) + ", " +
-                         std::to_string(free_pages) + " free)" + refuse);
-          guard.set("/proc/sys/vm/nr_hugepages", std::to_string(total + need - free_pages));
-        }
-      }
-      map_region(ra, bytes, MADV_NOHUGEPAGE, false);
-      if (huge)
-        map_region(rb, bytes, -1, true);
-      else
-        map_region(rb, bytes, MADV_HUGEPAGE, false);
-      setting_a = {{"pages", "4 KiB (MADV_NOHUGEPAGE)"}, {"thp_enabled", normalise_sysctl(thp)}};
-      setting_b = huge ? json{{"pages", "2 MiB (MAP_HUGETLB)"}}
-                       : json{{"pages", "THP (MADV_HUGEPAGE)"},
-                              {"thp_enabled", normalise_sysctl(thp)},
-                              {"anon_huge_bytes", thp_bytes(aligned(rb))}};
-      side = [&](bool b) { use_b = b; };
-      work = [&](long long n) {
-        const uint64_t* d =
-            use_b ? (huge ? static_cast<uint64_t*>(rb.p) : aligned(rb)) : aligned(ra);
-        g_sink += random_reads(d, words, n);
-        return -1.0;
-      };
-      unit_note = "random 8-byte reads";
+      setup_pages(c, o, effect == "hugetlb");
     } else if (effect == "tcp_buffers") {
-      const std::string rp = "/proc/sys/net/ipv4/tcp_rmem", wp = "/proc/sys/net/ipv4/tcp_wmem";
-      std::string cur_r = normalise_sysctl(read_text(rp)), cur_w = normalise_sysctl(read_text(wp));
-      if (cur_r.empty()) throw Waived("no " + rp + " here");
-      if (!allow)
-        throw Waived("changes net.ipv4.tcp_rmem/tcp_wmem (of this network namespace)" + refuse);
-      long long tcp_bytes =
-          s.get_size(id(), "tcp_bytes", s.by_suite(16LL << 20, 64LL << 20, 256LL << 20));
-      setting_a = {{"tcp_rmem", cur_r},
-                   {"tcp_wmem", cur_w},
-                   {"rmem_max", normalise_sysctl(read_text("/proc/sys/net/core/rmem_max"))}};
-      setting_b = {{"tcp_rmem", kSeedTcpRmem},
-                   {"tcp_wmem", kSeedTcpWmem},
-                   {"rmem_max", setting_a["rmem_max"]}};
-      side = [&, tcp_bytes, rp, wp, cur_r, cur_w](bool b) {
-        loop.reset();
-        guard.set(rp, b ? kSeedTcpRmem : cur_r);
-        guard.set(wp, b ? kSeedTcpWmem : cur_w);
-        loop = std::make_unique<Loopback>(tcp_bytes);
-      };
-      work = [&](long long n) {
-        loop->transfer(n);
-        return -1.0;
-      };
-      run.set_extra("bytes_per_op", tcp_bytes);
-      unit_note = "loopback TCP transfers";
+      setup_tcp_loopback(c, run, o);
     } else if (effect == "tcp_buffers_2node") {
 #if CLUSTERBENCH_HAVE_MPI
-      const Context& ctx = run.ctx();
-      std::vector<std::string> hosts = ctx.hosts();
-      if (hosts.size() < 2)
-        throw Waived("needs at least 2 nodes (this run has " + std::to_string(hosts.size()) +
-                     "); tcp_buffers measures the same effect over loopback");
-      std::vector<int> leader = node_leader_ranks(hosts, ctx.rank_hosts());
-      const int me = ctx.world_rank(), snd = leader[0], rcv = leader[1];
-      const bool in_pair = me == snd || me == rcv;
-      std::vector<int> others;
-      for (int r = 0; r < ctx.world_size(); ++r)
-        if (r != snd && r != rcv) others.push_back(r);
-      // Every rank agrees before going on: a pair rank that cannot change its sysctls or connect
-      // must not leave the others waiting in a collective.
-      auto agree = [&ctx](const std::function<void()>& step) {
-        std::string err;
-        bool waived = false;
-        try {
-          step();
-        } catch (const Waived& w) {
-          err = w.what(), waived = true;
-        } catch (const std::exception& e) {
-          err = e.what();
-        }
-        double worst = ctx.allreduce_max(err.empty() ? 0.0 : waived ? 1.0 : 2.0);
-        if (worst == 0) return;
-        if (err.empty()) err = "the other node of the pair could not set up its side";
-        if (worst == 1) throw Waived(err);
-        throw std::runtime_error(err);
-      };
-      const std::string rp = "/proc/sys/net/ipv4/tcp_rmem", wp = "/proc/sys/net/ipv4/tcp_wmem";
-      std::string cur_r = normalise_sysctl(read_text(rp)), cur_w = normalise_sysctl(read_text(wp));
-      agree([&] {
-        if (!in_pair) return;
-        if (cur_r.empty()) throw Waived("no " + rp + " on " + ctx.host());
-        if (!allow)
-          throw Waived("changes net.ipv4.tcp_rmem/tcp_wmem on " + hosts[0] + " and " + hosts[1] +
-                       refuse);
-      });
-      // Each side's current values reach the sender (rank 0's record holds the evidence).
-      std::string peer_r = cur_r, peer_w = cur_w;
-      if (me == rcv) send_text(cur_r + "\n" + cur_w, snd, 8);
-      if (me == snd) {
-        std::istringstream in(recv_text(rcv, 8));
-        std::getline(in, peer_r), std::getline(in, peer_w);
-      }
-      long long tcp_bytes =
-          s.get_size(id(), "tcp_bytes", s.by_suite(16LL << 20, 64LL << 20, 256LL << 20));
-      setting_a = {{"hosts",
-                    { hosts[0],
-                      hosts[1] }},
-                   {"tcp_rmem",
-                    { cur_r,
-                      peer_r }},
-                   { "tcp_wmem",
-                     { cur_w,
-                       peer_w } }};
-      setting_b = {{"hosts",
-                    { hosts[0],
-                      hosts[1] }},
-                   {"tcp_rmem",
-                    { kSeedTcpRmem,
-                      kSeedTcpRmem }},
-                   { "tcp_wmem",
-                     { kSeedTcpWmem,
-                       kSeedTcpWmem } }};
-      side = [&, tcp_bytes, rp, wp, cur_r, cur_w, in_pair, me, snd, rcv](bool b) {
-        agree([&] {
-          if (!in_pair) return;
-          link.reset();
-          guard.set(rp, b ? kSeedTcpRmem : cur_r);
-          guard.set(wp, b ? kSeedTcpWmem : cur_w);
-        });
-        agree([&] {
-          if (in_pair)
-            link = std::make_unique<TcpLink>(me == snd, me == snd ? rcv : snd, tcp_bytes);
-        });
-      };
-      work = [&, in_pair, me, snd, others](long long n) -> double {
-        if (!in_pair) {
-          wait_quietly(snd);
-          return 0;
-        }
-        auto t0 = std::chrono::steady_clock::now();
-        link->transfer(n);
-        double t = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-        if (me == snd) release_others(others);
-        return t;
-      };
-      run.set_extra("bytes_per_op", tcp_bytes);
-      unit_note = "TCP transfers from " + hosts[0] + " to " + hosts[1];
+      setup_tcp_2node(c, run, o);
 #else
       throw Waived("built without MPI (-DCLUSTERBENCH_MPI=OFF): one node only");
 #endif
-    } else {  // governor
-      std::string gov = "/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor";
-      std::string cur = normalise_sysctl(read_text(gov));
-      if (cur.empty())
-        throw Waived("no cpufreq driver (" + gov + " is absent): the governor cannot be set here");
-      if (!allow) throw Waived("changes the CPU frequency governor" + refuse);
-      int cpus = static_cast<int>(std::thread::hardware_concurrency());
-      setting_a = {{"governor", cur}};
-      setting_b = {{"governor", "performance"}};
-      side = [&, cpus, cur](bool b) {
-        for (int c = 0; c < cpus; ++c)
-          guard.set("/sys/devices/system/cpu/cpu" + std::to_string(c) + "/cpufreq/scaling_governor",
-                    b ? "performance" : cur);
-      };
-      work = [](long long n) {
-        double x = 1.0;
-        for (long long i = 0; i < n * 100000; ++i) x = x * 1.0000001 + 1e-9;
-        g_sink += static_cast<uint64_t>(x);
-        return -1.0;
-      };
-      unit_note = "fixed compute loops";
+    } else {
+      setup_governor(c, o);
     }
-
-    // Alternating repeats: A, B, A, B, ... (ABAB rather than AABB, so drift hits both sides).
-    std::vector<double> ta, tb;
-    for (int r = 0; r < repeats; ++r) {
-      for (bool b : {false, true}) {
-        side(b);
-        run.exec(work, std::string(b ? "B" : "A") + "/repeat:" + std::to_string(r + 1));
-        (b ? tb : ta).push_back(run.stats().median);
-      }
-    }
-    if (loop) loop.reset();
+    auto [ta, tb] = measure_ab(run, c, o.repeats);
+    c.loop.reset();
 #if CLUSTERBENCH_HAVE_MPI
-    if (link) {
-      run.set_extra("address", link->address);
-      link.reset();
+    if (c.link) {
+      run.set_extra("address", c.link->address);
+      c.link.reset();
     }
 #endif
-    AbRatio ab = ab_ratio(ta, tb);
-    run.add_metric("ratio", ab.ratio, "ratio", true);
-    run.add_metric("ratio_spread", ab.spread, "ratio", false);
-    run.set_extra("a", {{"setting", setting_a}, {"seconds_per_op", ta}});
-    run.set_extra("b", {{"setting", setting_b}, {"seconds_per_op", tb}});
-    run.set_extra("ratios", ab.ratios);
-    run.set_extra("ratio_definition",
-                  "t_A / t_B per repeat (median), " + unit_note + "; > 1: B is faster");
-    if (std::fabs(ab.ratio - 1) <= ab.spread)
-      run.set_extra("effect", "none measurable here: |ratio - 1| within the spread");
+    record_ab(run, c, ta, tb);
   }
+
+ private:
+  /// Reads and checks the knobs (InputError naming --set ID.KEY).
+  TuningOptions options(const Settings& s) const {
+    TuningOptions o;
+    o.repeats = static_cast<int>(repeats_(s));
+    if (o.repeats < 5) throw InputError("--set " + id() + ".repeats must be at least 5");
+    o.allow = allow_changes_(s) == "true";
+    o.bytes = std::max(bytes_(s) / kHugePage, 1LL) * kHugePage;
+    o.tcp_bytes = tcp_bytes_(s);
+    o.refuse = "; --set " + id() +
+               ".allow_changes=true lets the case change it for the measurement and restore it";
+    return o;
+  }
+
+  Knob<std::vector<std::string>> effects_ = knobs_.choices(
+      "effects", kEffects,
+      "A/B pairs, one case each: THP madvise, hugetlb pages, TCP buffers (loopback, 2 nodes), "
+      "CPU governor");
+  Knob<std::string> allow_changes_ = knobs_.choice(
+      "allow_changes", {"false", "true"},
+      "true: a case may change a sysctl or the governor for its measurement (then restored)");
+  Knob<long long> repeats_ =
+      knobs_.integer("repeats", "5", "count", "A/B repeats per case, alternating (at least 5)");
+  Knob<long long> bytes_ =
+      knobs_.size("bytes", SuiteDefault("256M", "1G", "4G"),
+                  "region of the page effects' random reads (rounded to whole 2 MiB pages)");
+  Knob<long long> tcp_bytes_ = knobs_.size("tcp_bytes", SuiteDefault("16M", "64M", "256M"),
+                                           "bytes per transfer of the tcp_buffers effects");
 };
 
 CLUSTERBENCH_REGISTER(Tuning);

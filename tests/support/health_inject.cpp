@@ -23,9 +23,8 @@ class HealthInject : public Benchmark {
   Level level() const override { return Level::node; }
   std::vector<json> cases(const Settings&) const override { return {{{"n", 1}}}; }
   std::string applicable(const NodeEnv&) const override { return ""; }
-  std::vector<std::string> knobs() const override { return {"overlay"}; }
   void run(CaseRun& run) const override {
-    const std::string overlay = run.settings().get(id(), "overlay", "");
+    const std::string overlay = overlay_(run.settings());
     const std::string root = run.env().fs_root;
     long long files = 0;
     if (!overlay.empty()) {
@@ -42,6 +41,11 @@ class HealthInject : public Benchmark {
     run.exec([](long long) { return 1e-6; });
     run.add_metric("files", static_cast<double>(files), "count");
   }
+
+ private:
+  Knob<std::string> overlay_ =
+      knobs_.text("overlay", "",
+                  "directory whose files are laid over --fs-root during the case (default: none)");
 };
 CLUSTERBENCH_REGISTER(HealthInject);
 

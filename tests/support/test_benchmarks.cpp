@@ -1,10 +1,10 @@
 // Benchmarks linked only into the tests' copy of the binary (clusterbench_testbin): a GPU-level
 // case that lets the integration tests see how GPU cases are waived or failed on any machine.
-#include "core/benchmark.hpp"
-#include "core/error.hpp"
-
 #include <chrono>
 #include <thread>
+
+#include "core/benchmark.hpp"
+#include "core/error.hpp"
 
 namespace clusterbench::testing {
 
@@ -38,13 +38,10 @@ class Hang : public Benchmark {
   std::string id() const override { return "test.hang"; }
   std::string description() const override { return "test-only stalled cluster case"; }
   Level level() const override { return Level::cluster; }
-  std::vector<std::string> knobs() const override { return {"rank", "seconds"}; }
-  std::vector<json> cases(const Settings& s) const override {
-    return {{{"seconds", s.get_double(id(), "seconds", 3600)}}};
-  }
+  std::vector<json> cases(const Settings& s) const override { return {{{"seconds", seconds_(s)}}}; }
   std::string applicable(const NodeEnv&) const override { return ""; }
   void run(CaseRun& run) const override {
-    int stall_rank = static_cast<int>(run.settings().get_double(id(), "rank", 0));
+    int stall_rank = static_cast<int>(rank_(run.settings()));
     double seconds = run.params().at("seconds");
     run.exec([&](long long) {
       if (run.ctx().world_rank() == stall_rank)
@@ -53,6 +50,11 @@ class Hang : public Benchmark {
     });
     run.add_metric("rate", 1.0 / run.stats().median, "count");
   }
+
+ private:
+  Knob<long long> rank_ = knobs_.integer("rank", "0", "", "the world rank that stalls");
+  Knob<double> seconds_ =
+      knobs_.number("seconds", "3600", "s", "how long it stalls inside its timed operation");
 };
 /// test.quick: a cluster case that finishes at once.
 class Quick : public Benchmark {

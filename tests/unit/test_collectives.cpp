@@ -12,8 +12,8 @@
 #include "collectives/nccl_log.hpp"
 #include "core/error.hpp"
 #include "core/progress.hpp"
-#include "reports/evaluate.hpp"
 #include "records/spec.hpp"
+#include "reports/evaluate.hpp"
 
 namespace cb = clusterbench::collectives;
 using cb::Dtype;
@@ -425,4 +425,70 @@ TEST(CollectivesSpec, NetworkRowsFollowNicsPerNode) {
       }
     }
   }
+}
+
+namespace {
+/// The message of the InputError `f` throws ("" when it throws none).
+template <class F>
+std::string input_error(F&& f) {
+  try {
+    f();
+  } catch (const clusterbench::InputError& e) {
+    return e.what();
+  }
+  return "";
+}
+}  // namespace
+
+// The declared knobs give the plans the sweep table of docs/collectives.md describes.
+TEST(CollectiveKnobs, SuiteDefaultsPlanTheSweep) {
+  using clusterbench::Settings;
+  const clusterbench::Benchmark* b = clusterbench::Registry::get().find("collectives.all_reduce");
+  ASSERT_NE(b, nullptr);
+  auto ci = b->cases(Settings("ci", {}));
+  ASSERT_EQ(ci.size(), 7u);  // 8 B x 8 up to 2 MiB, float, MPI
+  EXPECT_EQ(ci.front(), json({{"backend", "mpi"}, {"dtype", "float"}, {"bytes", 8}}));
+  EXPECT_EQ(ci.back()["bytes"], 2 << 20);
+  auto quick = b->cases(Settings("quick", {}));
+  ASSERT_EQ(quick.size(), 2u * 31);  // mpi, nccl x 8 B x 2 up to 8 GiB
+  EXPECT_EQ(quick.back()["bytes"], 8LL << 30);
+  EXPECT_EQ(quick.back()["path"], "nvlink");
+  EXPECT_EQ(quick.back()["algo"], "auto");  // in-node, nvlink: NCCL's choice
+  EXPECT_EQ(b->cases(Settings("full", {})).size(), 2u * 3 * 31);
+  auto ring = b->cases(Settings("quick", {"collectives.path=network", "collectives.backends=nccl",
+                                          "collectives.maxbytes=64"}));
+  ASSERT_EQ(ring.size(), 4u);
+  EXPECT_EQ(ring[0]["algo"], "ring");  // a network path is wire bandwidth
+  std::vector<std::string> names;
+  for (const auto* k : b->knob_specs()) names.push_back(k->name);
+  EXPECT_EQ(names, (std::vector<std::string>{"min_time", "minbytes", "maxbytes", "stepfactor",
+                                             "dtypes", "backends", "path", "algo", "ib_gid_index",
+                                             "ib_tc", "timeout", "reference", "fault"}));
+}
+
+TEST(CollectiveKnobs, BadValuesAreInputErrorsAtPlanTime) {
+  using clusterbench::Settings;
+  const clusterbench::Benchmark* b = clusterbench::Registry::get().find("collectives.all_reduce");
+  ASSERT_NE(b, nullptr);
+  auto plan = [&](const std::string& set) {
+    return input_error([&] { b->cases(Settings("ci", {set})); });
+  };
+  EXPECT_EQ(plan("collectives.maxbytes=1G"),
+            "--set collectives.all_reduce.maxbytes: the ci suite stays <= 64M");
+  EXPECT_EQ(plan("collectives.dtypes=double"),
+            "--set collectives.all_reduce.dtypes: unknown type 'double' (float, half, bfloat16)");
+  EXPECT_EQ(plan("collectives.backends=gloo"),
+            "--set collectives.all_reduce.backends: unknown backend 'gloo' (mpi, nccl)");
+  EXPECT_EQ(plan("collectives.algo=tree"),
+            "--set collectives.all_reduce.algo: 'tree' (auto: NCCL's choice, ring)");
+  EXPECT_EQ(plan("collectives.reference=yes"),
+            "--set collectives.all_reduce.reference: unknown value 'yes' (false, true)");
+  EXPECT_EQ(plan("collectives.stepfactor=x"),
+            "--set collectives.all_reduce.stepfactor: 'x' is not a number");
+  EXPECT_EQ(plan("collectives.timeout=soon"),
+            "--set collectives.all_reduce.timeout: 'soon' is not a number");
+  EXPECT_EQ(plan("collectives.fault=wrong"),
+            "--set collectives.all_reduce.fault: 'wrong' is not wrong:RANK, hang:RANK:BYTES or "
+            "abort:RANK:BYTES");
+  EXPECT_EQ(plan("collectives.path=pcie").find("unknown path 'pcie'") != std::string::npos, true);
 }

@@ -6,6 +6,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "core/benchmark.hpp"
 #include "io/fio.hpp"
 #include "io/fio_parser.hpp"
 
@@ -137,4 +138,41 @@ TEST(FioParser, DirectRefusalDetection) {
   EXPECT_TRUE(looks_like_direct_refused(
       "", "fio: looks like your file system does not support direct=1/buffered=0\n", nullptr));
   EXPECT_FALSE(looks_like_direct_refused("fio: err=28", "No space left", nullptr));
+}
+
+namespace {
+/// The message of the InputError io.fio's plan throws with `set` ("" when none).
+std::string plan_error(const std::string& set) {
+  try {
+    clusterbench::Registry::get().find("io.fio")->cases(clusterbench::Settings("ci", {set}));
+  } catch (const clusterbench::InputError& e) {
+    return e.what();
+  }
+  return "";
+}
+}  // namespace
+
+TEST(FioKnobs, SuiteDefaultsAndChecks) {
+  using clusterbench::Settings;
+  const clusterbench::Benchmark* b = clusterbench::Registry::get().find("io.fio");
+  ASSERT_NE(b, nullptr);
+  auto cases = b->cases(Settings("ci", {}));
+  ASSERT_EQ(cases.size(), fio_profiles().size());
+  EXPECT_EQ(cases[0], clusterbench::json({{"profile", "seq_read"}}));
+  std::string shown;
+  for (const auto* k : b->knob_specs()) shown += clusterbench::describe_knob(b->id(), *k) + "\n";
+  EXPECT_NE(shown.find("--set io.fio.size=16M/1G/4G  (size, B)"), std::string::npos) << shown;
+  EXPECT_NE(shown.find("--set io.fio.runtime=1/10/60  (text)"), std::string::npos) << shown;
+  EXPECT_NE(shown.find("--set io.fio.ramp=500ms/2/5  (text)"), std::string::npos) << shown;
+  EXPECT_EQ(plan_error("io.fio.runtime=-1"), "--set io.fio.runtime: must be a positive value");
+  EXPECT_EQ(plan_error("io.fio.runtime=0"), "--set io.fio.runtime: must be a positive value");
+  EXPECT_EQ(plan_error("io.fio.size=0"), "--set io.fio.size: must be a positive value");
+  EXPECT_EQ(plan_error("io.fio.scratch=/a:b"),
+            "--set io.fio.scratch: fio's directory= cannot hold ':'; choose another path");
+  EXPECT_EQ(plan_error("io.fio.profiles=seq_read,fancy"),
+            "--set io.fio.profiles: unknown profile 'fancy'");
+  EXPECT_EQ(plan_error("io.fio.allow_destructive_device=yes"),
+            "--set io.fio.allow_destructive_device: unknown value 'yes' (false, true)");
+  EXPECT_EQ(b->cases(Settings("ci", {"io.fio.profiles=fancy", "io.fio.profiles_dir=/x"})).size(),
+            1u);  // a profiles_dir of one's own may hold other names
 }

@@ -1,9 +1,10 @@
-// network.p2p's pair patterns and statistics (network/p2p.cpp), and the node x node link
-// matrices of the report (reports/links.cpp).
+// network.p2p's pair patterns and statistics (network/p2p.cpp), the node x node link matrices of
+// the report (reports/links.cpp), network.tuning's A/B arithmetic, and both benchmarks' knobs.
 #include <gtest/gtest.h>
 
 #include <cmath>
 
+#include "core/benchmark.hpp"
 #include "network/p2p.hpp"
 #include "network/tuning.hpp"
 #include "reports/links.hpp"
@@ -95,5 +96,55 @@ TEST(TuningAb, SysctlTextIsWhitespaceNormalised) {
   EXPECT_EQ(network::normalise_sysctl(""), "");
 }
 
+/// The message of the InputError the plan of benchmark `id` throws with `set` ("" when none).
+std::string plan_error(const std::string& id, const std::string& suite, const std::string& set) {
+  try {
+    Registry::get().find(id)->cases(Settings(suite, {set}));
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(P2pKnobs, SuiteDefaultsAndChecks) {
+  const Benchmark* b = Registry::get().find("network.p2p");
+  ASSERT_NE(b, nullptr);
+  auto ci = b->cases(Settings("ci", {}));
+  ASSERT_EQ(ci.size(), 3u);  // all_pairs x the three modes
+  EXPECT_EQ(ci[0],
+            json({{"pattern", "all_pairs"}, {"mode", "unidirectional"}, {"bytes", 4 << 20}}));
+  EXPECT_EQ(ci[2], json({{"pattern", "all_pairs"}, {"mode", "latency"}, {"bytes", 8}}));
+  auto full = b->cases(Settings("full", {}));
+  ASSERT_EQ(full.size(), 6u);  // all_pairs and ring
+  EXPECT_EQ(full[3]["pattern"], "ring");
+  EXPECT_EQ(full[3]["bytes"], 64 << 20);
+  EXPECT_EQ(plan_error("network.p2p", "ci", "network.p2p.patterns=star"),
+            "--set network.p2p.patterns: unknown pattern 'star' (all_pairs, ring)");
+  EXPECT_EQ(plan_error("network.p2p", "ci", "network.p2p.bytes=2G"),
+            "--set network.p2p.bytes must be in 1..1G and latency_bytes in 0..1M");
+  EXPECT_EQ(plan_error("network.p2p", "ci", "network.p2p.modes=latency,jitter"),
+            "--set network.p2p.modes: unknown value 'jitter' (unidirectional, bidirectional, "
+            "latency)");
+}
+
+TEST(TuningKnobs, SuiteDefaultsAndChecks) {
+  const Benchmark* b = Registry::get().find("network.tuning");
+  ASSERT_NE(b, nullptr);
+  EXPECT_EQ(b->cases(Settings("ci", {})).size(), 5u);
+  EXPECT_EQ(b->cases(Settings("ci", {"network.tuning.effects=hugetlb"})),
+            std::vector<json>{json({{"effect", "hugetlb"}})});
+  EXPECT_EQ(plan_error("network.tuning", "ci", "network.tuning.repeats=4"),
+            "--set network.tuning.repeats must be at least 5");
+  EXPECT_EQ(plan_error("network.tuning", "ci", "network.tuning.allow_changes=yes"),
+            "--set network.tuning.allow_changes: unknown value 'yes' (false, true)");
+  EXPECT_EQ(plan_error("network.tuning", "ci", "network.tuning.tcp_bytes=lots"),
+            "--set network.tuning.tcp_bytes: 'lots' is not a size (examples: 8, 4K, 64M, 8G)");
+  std::string defaults;
+  for (const KnobSpec* k : b->knob_specs()) defaults += describe_knob(b->id(), *k) + "\n";
+  EXPECT_NE(defaults.find("--set network.tuning.bytes=256M/1G/4G  (size, B)"), std::string::npos)
+      << defaults;
+  EXPECT_NE(defaults.find("--set network.tuning.repeats=5  (integer, count)"), std::string::npos)
+      << defaults;
+}
 }  // namespace
 }  // namespace clusterbench
