@@ -1,13 +1,13 @@
 // allreduce_reference: the plain MPI_Allreduce timing loop that collectives.all_reduce's MPI
 // backend must match (issue 4 "Performance": busbw ratio >= 0.97 on medians). Every rank:
 //   mpirun -np N allreduce_reference [MINBYTES=1024] [MAXBYTES=67108864] [STEP=4] [SECONDS=0.5]
-// For each size S (float, sum, out-of-place) it times the way the harness does (bench/runner.cpp
-// CaseRunImpl::exec with min_time = SECONDS, 0.5 s in the quick suite): 16 operations calibrate a
-// batch of SECONDS/20, batches warm up for SECONDS/5, then batches are timed with MPI_Wtime until
-// SECONDS have passed; a batch's time is the slowest rank's (an MPI_Allreduce MAX after it, as
-// nccl-tests and our harness take it). The same durations matter: on a shared virtual machine a
-// 0.2 s loop and a 1 s loop see different medians. Prints, on rank 0, one
-// line per size: S, the median time per operation in us, busbw = S / t x 2(n-1)/n in GB/s (1e9 B/s;
+// For each size S (float, sum, out-of-place) it times the way the harness does
+// (bench/core/measure.cpp CaseRunImpl::exec with min_time = SECONDS, 0.5 s in the quick suite): 16
+// operations calibrate a batch of SECONDS/20, batches warm up for SECONDS/5, then batches are timed
+// with MPI_Wtime until SECONDS have passed; a batch's time is the slowest rank's (an MPI_Allreduce
+// MAX after it, as nccl-tests and our harness take it). The same durations matter: on a shared
+// virtual machine a 0.2 s loop and a 1 s loop see different medians. Prints, on rank 0, one line
+// per size: S, the median time per operation in us, busbw = S / t x 2(n-1)/n in GB/s (1e9 B/s;
 // docs/metrics.md "Collectives"), and busbw at the fastest batch (robust on a shared machine).
 #include <mpi.h>
 

@@ -1,7 +1,7 @@
 // The MPI backend of the collectives (collective.hpp): host buffers, blocking MPI collectives on a
 // duplicate of MPI_COMM_WORLD, so its timings are a plain MPI timing loop's. MPI has no half or
 // bfloat16 type: those travel as MPI_UINT16_T and reduce with user-defined sum ops (sum_into).
-// This file is the backend, so its MPI calls live here rather than in bench/context.cpp.
+// This file is the backend, so its MPI calls live here rather than in bench/core/context.cpp.
 // A hung peer blocks a call here; the run's watchdog (--case-timeout) ends the run (exit 3).
 #include "collectives/collective.hpp"
 

@@ -1,8 +1,8 @@
-// The GEMM side of `clusterbench burnin` (bench/burnin.cpp, docs/burnin.md): one matrix product
-// kept busy back to back for a whole interval, on the GPU through the plugin's "gemm" operation
-// (cuBLASLt, compute/gemm_gpu.cpp) or on the CPU through OpenBLAS, and checked after every interval
-// the way compute.gemm checks (sampled elements against a long-double reference, compute/gemm.hpp).
-// Measures only: the verdicts are made in reports/burnin.hpp.
+// The GEMM side of `clusterbench burnin` (compute/burnin_soak.cpp, docs/burnin.md): one matrix
+// product kept busy back to back for a whole interval, on the GPU through the plugin's "gemm"
+// operation (cuBLASLt, compute/gemm_gpu.cpp) or on the CPU through OpenBLAS, and checked after
+// every interval the way compute.gemm checks (sampled elements against a long-double reference,
+// compute/gemm.hpp). Measures only: the verdicts are made in reports/burnin.hpp.
 #pragma once
 
 #include <chrono>

@@ -13,10 +13,10 @@
 
 #include "collectives/collective.hpp"
 #include "compute/burnin.hpp"
-#include "core/telemetry.hpp"
 #include "core/benchmark.hpp"
 #include "core/error.hpp"
 #include "core/progress.hpp"
+#include "core/telemetry.hpp"
 #include "core/watchdog.hpp"
 #include "env/nvml.hpp"
 
@@ -38,6 +38,7 @@ int test_rank(const char* var) {
 }
 
 double median_of(std::vector<double> xs) {
+  if (xs.empty()) return 0;
   std::sort(xs.begin(), xs.end());
   size_t m = xs.size() / 2;
   return xs.size() % 2 ? xs[m] : 0.5 * (xs[m - 1] + xs[m]);
@@ -202,6 +203,51 @@ struct SoakShape {
 
 }  // namespace
 
+BurninAnalysis analyze_burnin(const json& series) {
+  BurninAnalysis a;
+  std::vector<double> rates;
+  for (const auto& iv : series) {
+    if (!iv.is_object() || !iv.contains("rate_tflops") || !iv["rate_tflops"].is_number()) continue;
+    rates.push_back(iv["rate_tflops"].get<double>());
+    if (iv.contains("telemetry") && iv["telemetry"].value("samples", 0) > 0) {
+      ++a.telemetry_intervals;
+      auto reasons = iv["telemetry"].value("clock_event_reasons", 0ULL);
+      if (reasons & kThermalReasonMask) ++a.thermal_intervals;
+    }
+  }
+  a.intervals = static_cast<int>(rates.size());
+  if (rates.empty()) return a;
+  a.third = std::max(1, a.intervals / 3);
+  a.first_third = median_of(std::vector<double>(rates.begin(), rates.begin() + a.third));
+  a.last_third = median_of(std::vector<double>(rates.end() - a.third, rates.end()));
+  a.median = median_of(rates);
+  auto worst = std::min_element(rates.begin(), rates.end());
+  a.worst = *worst;
+  a.worst_index = static_cast<int>(worst - rates.begin());
+  a.drop_pct = a.first_third > 0 ? 100.0 * (a.first_third - a.last_third) / a.first_third : 0;
+  a.dip_pct = a.median > 0 ? 100.0 * (a.median - a.worst) / a.median : 0;
+  return a;
+}
+
+std::vector<Metric> burnin_metrics(const BurninAnalysis& a) {
+  if (a.intervals == 0) return {};
+  std::vector<Metric> out;
+  if (a.intervals >= kBurninMinIntervals)
+    out = {{"rate_drop", a.drop_pct, "%", false}, {"rate_dip", a.dip_pct, "%", false}};
+  if (a.telemetry_intervals > 0)
+    out.push_back(
+        {"thermal_slowdown_intervals", static_cast<double>(a.thermal_intervals), "count", false});
+  return out;
+}
+
+std::string soak_not_judged(const json& series, const std::string& stopped) {
+  const int n = analyze_burnin(series).intervals;
+  if (n == 0 || n >= kBurninMinIntervals) return "";
+  std::string why = "rate_drop and rate_dip not judged: " + std::to_string(n) +
+                    " interval(s) measured, " + std::to_string(kBurninMinIntervals) + " needed";
+  return stopped.empty() ? why : why + " (" + stopped + ")";
+}
+
 std::vector<Metric> soak_series_metrics(const json& series, double interval_s, bool telemetry) {
   std::vector<Metric> out;
   if (series.empty()) return out;
@@ -230,6 +276,7 @@ std::vector<Metric> soak_series_metrics(const json& series, double interval_s, b
   if (!busbw.empty()) out.push_back({"allreduce_busbw_median", median_of(busbw), "GB/s", true});
   if (telemetry && std::isfinite(temp)) out.push_back({"temperature_max", temp, "C", false});
   out.push_back({"intervals", static_cast<double>(series.size()), "count", true});
+  for (Metric& m : burnin_metrics(analyze_burnin(series))) out.push_back(std::move(m));
   return out;
 }
 
@@ -266,23 +313,24 @@ class Soak {
 
   void setup_gemm() {
     if (shape_.gpu && !run_.gpu().runs())
-      status_ = gpu_state_name(run_.gpu().state), message_ = run_.gpu().reason;
+      status_ = run_.gpu().state == GpuState::waived ? Status::waived : Status::failed,
+      message_ = run_.gpu().reason;
     // Test only (docs/burnin.md): set-up takes this many seconds longer, so that a test can
     // signal the burn-in during its set-up.
     setup_delay_ = test_rank("CLUSTERBENCH_TEST_BURNIN_SETUP_DELAY_S");
     for (auto until = Clock::now() + std::chrono::seconds(std::max(0, setup_delay_));
          Clock::now() < until && !run_.signal_received();)
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    if (status_ != "ok" || run_.signal_received()) return;
+    if (status_ != Status::ok || run_.signal_received()) return;
     try {
       gemm_ = shape_.gpu ? make_cublaslt_soak(shape_.dtype, shape_.shape, kSeed, kSamples)
                          : make_openblas_soak(shape_.dtype, shape_.shape, kSeed, kSamples);
     } catch (const Waived& w) {
-      status_ = "waived", message_ = w.what();
+      status_ = Status::waived, message_ = w.what();
     } catch (const CallError& e) {
-      status_ = "failed", message_ = e.what(), error_ = e.info();
+      status_ = Status::failed, message_ = e.what(), error_ = e.info();
     } catch (const std::exception& e) {
-      status_ = "failed", message_ = e.what();
+      status_ = Status::failed, message_ = e.what();
     }
   }
 
@@ -407,7 +455,7 @@ class Soak {
         first_error_ =
             "interval " + std::to_string(i) + ": " + v.failure_message(shape_.dtype, shape_.shape);
     } catch (const std::exception& e) {
-      status_ = "failed", message_ = "interval " + std::to_string(i) + ": " + e.what();
+      status_ = Status::failed, message_ = "interval " + std::to_string(i) + ": " + e.what();
       if (const auto* ce = dynamic_cast<const CallError*>(&e)) error_ = ce->info();
       gemm_.reset();
     }
@@ -457,7 +505,7 @@ class Soak {
       rec.scope = scope_of_[r]["scope"].get<Scope>();
       rec.combine = "per_rank";
       rec.started_at = utc_now_iso();
-      rec.status = !is_dead && !s.empty() ? "ok" : "failed";
+      rec.status = !is_dead && !s.empty() ? Status::ok : Status::failed;
       rec.message = is_dead ? dead_text : s.empty() ? "no interval finished: " + note : "";
       rec.extra = {{"minutes", clock_.minutes},
                    {"interval_s", clock_.interval_s},
@@ -465,6 +513,8 @@ class Soak {
                    {"series", s},
                    {"stopped_early", note}};
       rec.metrics = soak_series_metrics(s, clock_.interval_s, true);
+      if (std::string why = soak_not_judged(s, note); !why.empty() && rec.status == Status::ok)
+        rec.message = why, rec.extra["not_judged"] = why;
       run_.append_snapshot(rec);
     }
   }
@@ -508,8 +558,8 @@ class Soak {
 
   void write_record() {
     std::lock_guard<std::mutex> lock(mu_);
-    if (status_ == "ok" && series_.empty())
-      status_ = "failed",
+    if (status_ == Status::ok && series_.empty())
+      status_ = Status::failed,
       message_ = "no interval finished" + (stopped_.empty() ? "" : ": " + stopped_);
     run_.set_extra("minutes", clock_.minutes);
     run_.set_extra("interval_s", clock_.interval_s);
@@ -529,7 +579,12 @@ class Soak {
     run_.set_extra("allreduce", ar);
     write_telemetry_and_faults();
     if (!stopped_.empty()) run_.mark_aborted(stopped_);
-    if (status_ != "ok") run_.finish_as(status_, message_, error_);
+    if (std::string why = soak_not_judged(series_, stopped_);
+        !why.empty() && status_ == Status::ok) {
+      run_.set_extra("not_judged", why);
+      run_.finish_as(Status::ok, why);
+    }
+    if (status_ != Status::ok) run_.finish_as(status_, message_, error_);
   }
 
   void write_telemetry_and_faults() {
@@ -554,7 +609,8 @@ class Soak {
   const Context& ctx_;
   const SoakClock clock_;
   const SoakShape shape_;
-  std::string status_ = "ok", message_;
+  Status status_ = Status::ok;
+  std::string message_;
   std::optional<ErrorInfo> error_;
   std::unique_ptr<SoakGemm> gemm_;
   collectives::Backend* backend_ = nullptr;

@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cmath>
 #include <string>
+#include <vector>
 
 #include "records/records.hpp"
 
@@ -29,12 +30,56 @@ inline double burnin_max_product_seconds(double interval_s) {
   return std::min(1.0, interval_s / 10.0);
 }
 
-/// The measured summary of a soak's series (the record's metrics), in this order: rate_median,
-/// rate_first_minute, rate_last_minute, rate_worst_interval (TFLOP/s), verification_errors
-/// (intervals with a wrong product, wrong or failed all_reduce), allreduce_busbw_median (GB/s,
-/// where measured), temperature_max (C, with `telemetry`), intervals. The first and last minute
-/// are the intervals whose planned span lies within them; a soak shorter than two minutes takes
-/// its first and last interval. Empty for an empty series.
+/// NVML clocks-event reasons that mean heat: hw_slowdown 0x8 (which includes HW thermal
+/// slowdown on older drivers), sw_thermal_slowdown 0x20, hw_thermal_slowdown 0x40
+/// (nvml.h nvmlClocksEventReason*). Power-cap reasons are not thermal throttling.
+inline constexpr unsigned long long kThermalReasonMask = 0x8 | 0x20 | 0x40;
+
+/// Intervals a soak needs before its rate drop and dip are computed (docs/burnin.md: the soak is
+/// cut into at least six): rate_drop compares the medians of the first and last thirds, which on
+/// fewer intervals are one or two samples, and a run stopped early must not PASS on them.
+inline constexpr int kBurninMinIntervals = 6;
+
+/// What a soak's series (a record's extra.series: intervals with "rate_tflops" and optional
+/// "telemetry": {"samples", "clock_event_reasons", "temperature_c_max"}) says.
+struct BurninAnalysis {
+  int intervals = 0;
+  int third = 0;           ///< intervals in each third: max(1, intervals / 3)
+  double first_third = 0;  ///< median rate of the first `third` intervals, TFLOP/s
+  double last_third = 0;   ///< median rate of the last `third` intervals, TFLOP/s
+  double median = 0;       ///< median rate of every interval
+  double worst = 0;        ///< lowest interval rate
+  int worst_index = -1;
+  /// rate_drop = 100 (first_third - last_third) / first_third, %: how much the rate fell over the
+  /// soak (negative: it rose). Medians of thirds, so that one noisy interval cannot decide it.
+  double drop_pct = 0;
+  /// rate_dip = 100 (median - worst) / median, %: the worst interval below the typical one.
+  double dip_pct = 0;
+  int telemetry_intervals = 0;  ///< intervals with at least one telemetry sample
+  int thermal_intervals = 0;    ///< of those, intervals whose reasons hit kThermalReasonMask
+};
+
+/// Analyses a series. Intervals without a numeric rate are skipped; an empty series gives
+/// intervals = 0 and zeros.
+BurninAnalysis analyze_burnin(const json& series);
+
+/// The metrics of an analysis that the spec rows judge: rate_drop (%) and rate_dip (%) when the
+/// series has at least kBurninMinIntervals intervals (fewer: neither, so their rows are MISSING,
+/// never PASS), and, where any interval has telemetry, thermal_slowdown_intervals (count). None
+/// for an empty series.
+std::vector<Metric> burnin_metrics(const BurninAnalysis& analysis);
+
+/// Every metric of a soak's series, in this order: rate_median, rate_first_minute,
+/// rate_last_minute, rate_worst_interval (TFLOP/s), verification_errors (intervals with a wrong
+/// product, wrong or failed all_reduce), allreduce_busbw_median (GB/s, where measured),
+/// temperature_max (C, with `telemetry`), intervals, then burnin_metrics(). The first and last
+/// minute are the intervals whose planned span lies within them; a soak shorter than two minutes
+/// takes its first and last interval. Empty for an empty series.
 std::vector<Metric> soak_series_metrics(const json& series, double interval_s, bool telemetry);
+
+/// Why a series of 1 to kBurninMinIntervals - 1 intervals has no rate_drop and rate_dip:
+/// "rate_drop and rate_dip not judged: N interval(s) measured, 6 needed[ (<stopped>)]"; "" for
+/// an empty series or one long enough.
+std::string soak_not_judged(const json& series, const std::string& stopped);
 
 }  // namespace clusterbench::compute

@@ -221,14 +221,10 @@ class Gemm : public Benchmark {
     return p.value("backend", "") == "openblas" ? Level::node : Level::gpu;
   }
   bool case_needs_gpu(const json& p) const override { return p.value("backend", "") != "openblas"; }
-  std::vector<std::string> knobs() const override {
-    return {"backends", "dtypes",  "shapes", "cpu_shapes", "algos",
-            "samples",  "threads", "seed",   "min_time"};
-  }
 
   std::vector<json> cases(const Settings& s) const override {
-    auto backends = s.get_list(id(), "backends", {"cublaslt", "openblas"});
-    std::vector<std::string> wanted = s.get_list(id(), "dtypes", {});
+    auto backends = backends_(s);
+    std::vector<std::string> wanted = dtypes_(s);
     for (const auto& d : wanted) {
       bool known = std::count(cublaslt_dtypes().begin(), cublaslt_dtypes().end(), d) +
                    std::count(openblas_dtypes().begin(), openblas_dtypes().end(), d);
@@ -242,15 +238,12 @@ class Gemm : public Benchmark {
       if (!gpu && backend != "openblas")
         throw InputError("--set " + id() + ".backends: unknown backend '" + backend +
                          "' (cublaslt, openblas)");
-      std::string key = gpu ? "shapes" : "cpu_shapes";
-      std::string def =
-          gpu ? s.by_suite<std::string>("8192", "8192", "8192,1024..16384,transformer")
-              : s.by_suite<std::string>("256..1024", "4096", "1024..8192");
+      const Knob<std::vector<std::string>>& knob = gpu ? shapes_ : cpu_shapes_;
       std::vector<GemmShape> shapes;
       try {
-        shapes = parse_gemm_shapes(s.get_list(id(), key, split(def)));
+        shapes = parse_gemm_shapes(knob(s));
       } catch (const std::invalid_argument& e) {
-        throw InputError("--set " + id() + "." + key + ": " + e.what());
+        throw InputError("--set " + id() + "." + knob.spec().name + ": " + e.what());
       }
       for (const auto& dtype : gpu ? cublaslt_dtypes() : openblas_dtypes()) {
         if (!wanted.empty() && std::find(wanted.begin(), wanted.end(), dtype) == wanted.end())
@@ -286,24 +279,28 @@ class Gemm : public Benchmark {
   }
 
  private:
-  static std::vector<std::string> split(const std::string& csv) {
-    std::vector<std::string> out;
-    size_t start = 0;
-    while (start <= csv.size()) {
-      size_t end = csv.find(',', start);
-      if (end == std::string::npos) end = csv.size();
-      out.push_back(csv.substr(start, end - start));
-      start = end + 1;
-    }
-    return out;
-  }
+  Knob<std::vector<std::string>> backends_ = knobs_.list(
+      "backends", "cublaslt,openblas", "cublaslt (per GPU) and/or openblas (per node, on the CPU)");
+  Knob<std::vector<std::string>> dtypes_ =
+      knobs_.list("dtypes", "", "only these dtypes (default: every dtype of each backend)");
+  Knob<std::vector<std::string>> shapes_ =
+      knobs_.list("shapes", SuiteDefault("8192", "8192", "8192,1024..16384,transformer"),
+                  "cuBLASLt shapes: N (cube), MxNxK, A..B (powers of two) or transformer");
+  Knob<std::vector<std::string>> cpu_shapes_ = knobs_.list(
+      "cpu_shapes", SuiteDefault("256..1024", "4096", "1024..8192"), "OpenBLAS shapes, as shapes");
+  Knob<long long> algos_ = knobs_.integer(
+      "algos", "8", "count", "cuBLASLt heuristic algorithms timed; the fastest is kept");
+  Knob<long long> samples_ =
+      knobs_.integer("samples", "64", "count", "output elements checked against a reference");
+  Knob<long long> threads_ =
+      knobs_.integer("threads", "", "count", "OpenBLAS threads (default: the physical cores)");
+  Knob<long long> seed_ =
+      knobs_.integer("seed", std::to_string(kDefaultSeed), "", "seed of the random inputs");
 
   std::uint64_t seed(const CaseRun& run) const {
-    return static_cast<std::uint64_t>(run.settings().get_double(id(), "seed", kDefaultSeed));
+    return static_cast<std::uint64_t>(seed_(run.settings()));
   }
-  int samples(const CaseRun& run) const {
-    return static_cast<int>(run.settings().get_double(id(), "samples", 64));
-  }
+  int samples(const CaseRun& run) const { return static_cast<int>(samples_(run.settings())); }
 
   void record_rate(CaseRun& run, const GemmShape& shape, const std::string& dtype,
                    const GemmVerification& ver) const {
@@ -351,7 +348,8 @@ class Gemm : public Benchmark {
       if (!why.empty()) throw Waived(why);
     }
     int cores = run.env().cpu.physical_cores > 0 ? run.env().cpu.physical_cores : 1;
-    int threads = static_cast<int>(run.settings().get_double(id(), "threads", cores));
+    int threads =
+        static_cast<int>(threads_.given(run.settings()) ? threads_(run.settings()) : cores);
     if (threads < 1) threads = 1;
     openblas_set_num_threads(threads);
     auto m = static_cast<blasint>(s.m), n = static_cast<blasint>(s.n),
@@ -390,7 +388,7 @@ class Gemm : public Benchmark {
   }
 
   void run_cublaslt(CaseRun& run, const std::string& dtype, const GemmShape& s) const {
-    const int algos = static_cast<int>(run.settings().get_double(id(), "algos", 8));
+    const int algos = static_cast<int>(algos_(run.settings()));
     GpuCase gpu(run, "gemm", gemm_op_params(dtype, s, seed(run), samples(run), algos),
                 {.library = "cuBLASLt"});
     const json& info = gpu.info();

@@ -27,12 +27,9 @@ class GpuMemoryBandwidth : public Benchmark {
   }
   Level level() const override { return Level::gpu; }
   bool needs_gpu() const override { return true; }
-  std::vector<std::string> knobs() const override { return {"methods", "bytes", "min_time"}; }
   std::vector<json> cases(const Settings& s) const override {
     std::vector<json> out;
-    for (const auto& m : s.get_choices(id(), "methods", kMethods)) {
-      out.push_back({{"method", m}});
-    }
+    for (const auto& m : methods_(s)) out.push_back({{"method", m}});
     return out;
   }
   std::string applicable(const NodeEnv&) const override { return ""; }
@@ -40,8 +37,7 @@ class GpuMemoryBandwidth : public Benchmark {
   void run(CaseRun& run) const override {
     const std::string method = run.params().at("method");
     // Telemetry goes into extra.telemetry only: this benchmark records no telemetry metrics.
-    GpuCase gpu(run, "device_copy",
-                {{"bytes", run.settings().get_size(id(), "bytes", 0)}, {"method", method}},
+    GpuCase gpu(run, "device_copy", {{"bytes", bytes_(run.settings())}, {"method", method}},
                 {.library = "CUDA", .telemetry_metrics = false});
     const json& info = gpu.info();
     const long long bytes = info.at("bytes"), checked = info.at("verification").at("checked_words"),
@@ -65,6 +61,12 @@ class GpuMemoryBandwidth : public Benchmark {
     run.set_extra("verification", info.at("verification"));
     gpu.record_telemetry();
   }
+
+ private:
+  Knob<std::vector<std::string>> methods_ =
+      knobs_.choices("methods", kMethods, "copy by the plugin's kernel and/or cudaMemcpyAsync");
+  Knob<long long> bytes_ = knobs_.size(
+      "bytes", "0", "bytes per buffer (0: max(16 x L2, 1 GiB), at most a quarter of free memory)");
 };
 
 CLUSTERBENCH_REGISTER(GpuMemoryBandwidth);

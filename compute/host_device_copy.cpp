@@ -263,26 +263,19 @@ class HostDeviceCopy : public Benchmark {
   }
   Level level() const override { return Level::gpu; }
   bool needs_gpu() const override { return true; }
-  std::vector<std::string> knobs() const override {
-    return {"directions", "memory", "numa", "gpus", "bytes", "min_time"};
-  }
   std::vector<json> cases(const Settings& s) const override {
     std::vector<json> out;
-    for (const auto& g : s.get_choices(id(), "gpus", kConcurrency))
-      for (const auto& n : s.get_choices(id(), "numa", kPlacements))
-        for (const auto& m : s.get_choices(id(), "memory", kMemories))
-          for (const auto& d : s.get_choices(id(), "directions", kDirections))
+    for (const auto& g : gpus_(s))
+      for (const auto& n : numa_(s))
+        for (const auto& m : memory_(s))
+          for (const auto& d : directions_(s))
             out.push_back({{"direction", d}, {"memory", m}, {"numa", n}, {"gpus", g}});
     return out;
   }
   std::string applicable(const NodeEnv&) const override { return ""; }
 
   /// Bytes per copy and direction: --set bytes, else 64M / 256M / 1G by suite; a multiple of 16.
-  long long case_bytes(const Settings& s) const {
-    long long b =
-        s.get_size(id(), "bytes", s.by_suite<long long>(64LL << 20, 256LL << 20, 1LL << 30));
-    return b / 16 * 16;
-  }
+  long long case_bytes(const Settings& s) const { return bytes_(s) / 16 * 16; }
 
   /// Copies at a nominal 25 GB/s (PCIe Gen4 x16) through the measurement loop, plus filling the
   /// host buffers (~5 GB/s) and pinning them; gpus=one also waits for the node's other GPUs'
@@ -382,6 +375,17 @@ class HostDeviceCopy : public Benchmark {
                                 {"width_current", g->pcie.width_current},
                                 {"width_max", g->pcie.width_max}});
   }
+
+  Knob<std::vector<std::string>> directions_ =
+      knobs_.choices("directions", kDirections, "host to device, device to host, both at once");
+  Knob<std::vector<std::string>> memory_ =
+      knobs_.choices("memory", kMemories, "pinned (cudaHostRegister) and/or pageable host memory");
+  Knob<std::vector<std::string>> numa_ = knobs_.choices(
+      "numa", kPlacements, "host memory on the GPU's NUMA node (near) and/or the farthest (far)");
+  Knob<std::vector<std::string>> gpus_ = knobs_.choices(
+      "gpus", kConcurrency, "all GPUs of a node copying at once and/or one at a time");
+  Knob<long long> bytes_ =
+      knobs_.size("bytes", SuiteDefault("64M", "256M", "1G"), "bytes per copy and direction");
 };
 
 CLUSTERBENCH_REGISTER(HostDeviceCopy);

@@ -89,29 +89,17 @@ class Dataloader : public Benchmark {
     return "DataLoader-like input pipeline: workers, batch 32, prefetch 2, pinned staging, sweep";
   }
   Level level() const override { return Level::node; }
-  std::vector<std::string> knobs() const override {
-    return {"workers", "batch",        "prefetch", "pinned",  "dataset", "scratch",
-            "count",   "size",         "size_max", "direct",  "cache",   "compute_ms",
-            "verify",  "steps_per_op", "min_time", "in_order"};
-  }
   std::vector<json> cases(const Settings& s) const override {
-    // Word-valued knobs are checked here, when the plan is made: a typo is exit 2, not a case
-    // that fails after the others ran (run() reads them again with the same defaults).
-    s.get_choice(id(), "cache", {"warm", "cold"});
-    s.get_choice(id(), "in_order", {"true", "false"});
-    s.get_choice(id(), "verify",
-                 {s.by_suite<std::string>("full", "header", "header"), "full", "header"});
-    s.get_choice(id(), "direct", {"false", "true"});
-    s.get_choice(id(), "pinned", {"true", "false"});
-    for (const char* knob : {"batch", "prefetch", "steps_per_op"})
-      if (s.has(id(), knob) && s.get_double(id(), knob, 1) < 1)
-        throw InputError("--set io.dataloader." + std::string(knob) + ": must be at least 1");
-    if (s.get_double(id(), "compute_ms", 0) < 0)
+    // Every knob is read here, when the plan is made: a typo is exit 2, not a case that fails
+    // after the others ran.
+    for (const auto* k : {&cache_, &in_order_, &verify_, &direct_, &pinned_}) (*k)(s);
+    for (const auto* k : {&batch_, &prefetch_, &steps_per_op_})
+      if (k->given(s) && (*k)(s) < 1)
+        throw InputError("--set io.dataloader." + k->spec().name + ": must be at least 1");
+    if (compute_ms_(s) < 0)
       throw InputError("--set io.dataloader.compute_ms: must not be negative");
     std::vector<json> out;
-    auto def = s.by_suite<std::vector<std::string>>(
-        {"1", "2", "4", "8"}, {"1", "2", "4", "8", "16"}, {"1", "2", "4", "8", "16", "32"});
-    for (const auto& w : s.get_list(id(), "workers", def)) {
+    for (const auto& w : workers_(s)) {
       int n = std::atoi(w.c_str());
       if (n < 1)
         throw InputError("--set io.dataloader.workers: '" + w + "' is not a positive count");
@@ -124,13 +112,12 @@ class Dataloader : public Benchmark {
   void run(CaseRun& run) const override {
     const Settings& s = run.settings();
     const LoaderOptions opt = options(run);
-    const bool full_verify =
-        s.get(id(), "verify", s.by_suite<std::string>("full", "header", "header")) == "full";
+    const bool full_verify = verify_(s) == "full";
     const auto [dataset_dir, generated_here] = dataset(run);
     auto files = list_dataset(dataset_dir);
 
     // Staging memory: pinned through the GPU plugin where a GPU runs, plain otherwise.
-    const bool want_pinned = s.get(id(), "pinned", "true") == "true";
+    const bool want_pinned = pinned_(s) == "true";
     std::optional<PinnedStaging> pinned;
     if (want_pinned && run.env().gpu_status.on_pci > 0) pinned.emplace();
 
@@ -142,8 +129,8 @@ class Dataloader : public Benchmark {
     // One timed operation is `steps` batches, more than the loader can hold prefetched, so a
     // time per operation is a steady-state rate, not a drain of the prefetch queue.
     const long long steps =
-        static_cast<long long>(s.get_double(id(), "steps_per_op", std::max(8, 4 * loader.slots())));
-    const double compute_s = s.get_double(id(), "compute_ms", 0) / 1e3;
+        steps_per_op_.given(s) ? steps_per_op_(s) : std::max(8, 4 * loader.slots());
+    const double compute_s = compute_ms_(s) / 1e3;
     Consumption c;
     run.exec([&](long long n) {
       for (long long i = 0; i < n * steps; ++i)
@@ -170,15 +157,47 @@ class Dataloader : public Benchmark {
   }
 
  private:
+  Knob<std::vector<std::string>> workers_ =
+      knobs_.list("workers", SuiteDefault("1,2,4,8", "1,2,4,8,16", "1,2,4,8,16,32"),
+                  "loader worker threads, one case each");
+  Knob<long long> batch_ = knobs_.integer("batch", "32", "count", "samples per batch");
+  Knob<long long> prefetch_ =
+      knobs_.integer("prefetch", "2", "count", "batches prefetched per worker");
+  Knob<std::string> pinned_ = knobs_.choice(
+      "pinned", {"true", "false"}, "stage batches in pinned memory and copy them to GPU 0");
+  Knob<std::string> dataset_ =
+      knobs_.text("dataset", "", "an existing dataset directory, only read (default: generated)");
+  Knob<std::string> scratch_ = knobs_.text(
+      "scratch", "", "where the dataset is generated (default: the local NVMe scratch)");
+  Knob<long long> count_ =
+      knobs_.integer("count", SuiteDefault("512", "4000", "100000"), "count", "sample files");
+  Knob<long long> size_ =
+      knobs_.size("size", SuiteDefault("16K", "128K", "128K"), "bytes per sample file");
+  Knob<long long> size_max_ =
+      knobs_.size("size_max", "0", "sizes uniform in [size, size_max] (0: all of size)");
+  Knob<std::string> direct_ =
+      knobs_.choice("direct", {"false", "true"}, "read the samples with O_DIRECT");
+  Knob<std::string> cache_ = knobs_.choice(
+      "cache", {"warm", "cold"}, "cold: the dataset's pages are dropped from the page cache first");
+  Knob<double> compute_ms_ =
+      knobs_.number("compute_ms", "0", "", "emulated training step per batch, milliseconds");
+  Knob<std::string> verify_ =
+      knobs_.choice("verify", {"full", "header"}, "check every byte of a batch or its headers",
+                    SuiteDefault("full", "header", "header"));
+  Knob<long long> steps_per_op_ = knobs_.integer(
+      "steps_per_op", "", "count", "batches per timed operation (default: max(8, 4 x slots))");
+  Knob<std::string> in_order_ = knobs_.choice("in_order", {"true", "false"},
+                                              "batches in sampler order (DataLoader's default)");
+
   LoaderOptions options(const CaseRun& run) const {
     const Settings& s = run.settings();
     LoaderOptions opt;
     opt.workers = run.params().at("workers").get<int>();
-    opt.batch = static_cast<int>(s.get_double(id(), "batch", 32));
-    opt.prefetch = static_cast<int>(s.get_double(id(), "prefetch", 2));
-    opt.direct = s.get(id(), "direct", "false") == "true";
-    opt.cold = s.get(id(), "cache", "warm") == "cold";  // values checked by cases()
-    opt.in_order = s.get(id(), "in_order", "true") == "true";
+    opt.batch = static_cast<int>(batch_(s));
+    opt.prefetch = static_cast<int>(prefetch_(s));
+    opt.direct = direct_(s) == "true";
+    opt.cold = cache_(s) == "cold";
+    opt.in_order = in_order_(s) == "true";
     return opt;
   }
 
@@ -186,14 +205,14 @@ class Dataloader : public Benchmark {
   /// (once per process). Returns the directory and whether it was generated.
   std::pair<std::string, bool> dataset(const CaseRun& run) const {
     const Settings& s = run.settings();
-    if (s.has(id(), "dataset")) return {s.get(id(), "dataset", ""), false};
+    if (dataset_.given(s)) return {dataset_(s), false};
     DatasetSpec spec;
-    spec.count = s.get_size(id(), "count", s.by_suite(512LL, 4000LL, 100000LL));
-    spec.size = s.get_size(id(), "size", s.by_suite(16LL << 10, 128LL << 10, 128LL << 10));
-    spec.size_max = s.get_size(id(), "size_max", 0);
+    spec.count = count_(s);
+    spec.size = size_(s);
+    spec.size_max = size_max_(s);
     std::string parent =
-        s.has(id(), "scratch")
-            ? s.get(id(), "scratch", "")
+        scratch_.given(s)
+            ? scratch_(s)
             : default_scratch(run.env().block_devices, read_mountinfo(), system_tmpdir(),
                               [](const std::string& d) { return free_bytes(d); })
                   .dir;

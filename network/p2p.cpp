@@ -295,7 +295,7 @@ class P2p : public Benchmark {
                                     { lead_a,
                                       lead_b } }});
       Scope scope;
-      scope.kind = "link";
+      scope.kind = ScopeKind::link;
       scope.hosts = {hosts[static_cast<size_t>(a)], hosts[static_cast<size_t>(b)]};
       matrix.set(a, b, r.value, scope.hosts);
       run.add_record(scope, std::move(r.metrics), r.time, std::move(r.extra));

@@ -59,7 +59,7 @@ std::string num(double v) {
 }
 
 std::string short_item(const Scope& s) {
-  if (s.kind == "gpu") return s.host + "/gpu" + std::to_string(s.gpu_index);
+  if (s.kind == ScopeKind::gpu) return s.host + "/gpu" + std::to_string(s.gpu_index);
   return scope_item(s);
 }
 
@@ -132,14 +132,14 @@ std::vector<const ResultRecord*> last_ok_records(const RunDir& run) {
   std::vector<const ResultRecord*> recs;
   if (run.records.one_per_case) {
     for (const auto& r : run.records.records)
-      if (r.status == "ok") recs.push_back(&r);
+      if (r.status == Status::ok) recs.push_back(&r);
     return recs;
   }
   std::unordered_map<std::string_view, const ResultRecord*> last;
   last.reserve(run.records.records.size());
   for (const auto& r : run.records.records) last[r.case_key] = &r;
   for (const auto& r : run.records.records)
-    if (r.status == "ok" && last[r.case_key] == &r) recs.push_back(&r);
+    if (r.status == Status::ok && last[r.case_key] == &r) recs.push_back(&r);
   return recs;
 }
 
@@ -208,7 +208,7 @@ std::vector<Pending> pending_bars(const std::vector<const ResultRecord*>& recs,
     if (family(r->benchmark).soak) continue;  // drawn over time by burnin_charts()
     if (!plabel_of || *plabel_of != r->params) plabel = params_label(r->params);
     plabel_of = &r->params;
-    const bool cluster = r->scope.kind == "cluster";
+    const bool cluster = r->scope.kind == ScopeKind::cluster;
     const std::string item = cluster ? std::string() : short_item(r->scope);
     for (const auto& m : r->metrics) {
       std::string key = r->benchmark + "|" + m.name;
@@ -219,7 +219,7 @@ std::vector<Pending> pending_bars(const std::vector<const ResultRecord*>& recs,
       p.bench = r->benchmark;
       p.metric = m.name;
       p.unit = m.unit;
-      p.scope = r->scope.kind;
+      p.scope = scope_kind_name(r->scope.kind);
       const std::string& label = cluster ? plabel : item;
       const std::string& sname = cluster ? m.name : plabel;
       auto [it, new_label] = p.label_index.emplace(label, p.labels.size());

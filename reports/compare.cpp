@@ -158,28 +158,28 @@ void compare_case(const ResultRecord& b, const ResultRecord* c,
                   const std::vector<ToleranceRule>& rules, CaseChange& cc) {
   cc.baseline = &b;
   cc.current = c;
-  cc.baseline_status = b.status;
-  cc.current_status = c ? c->status : "missing";
-  if (!c && b.status == "ok") {
+  cc.baseline_status = status_name(b.status);
+  cc.current_status = c ? status_name(c->status) : "missing";
+  if (!c && b.status == Status::ok) {
     cc.verdict = kRegressed;
     cc.message = "case missing from CURRENT";
     return;
   }
   if (!c) {  // nothing measured on either side
     cc.verdict = kNotCompared;
-    cc.message = "no baseline value (" + b.status + " in BASELINE), missing from CURRENT";
+    cc.message = "no baseline value (" + cc.baseline_status + " in BASELINE), missing from CURRENT";
     return;
   }
-  if (b.status != "ok") {
-    bool fixed = b.status == "failed" && c->status == "ok";
+  if (b.status != Status::ok) {
+    bool fixed = b.status == Status::failed && c->status == Status::ok;
     cc.verdict = fixed ? kImproved : kNotCompared;
     cc.message = fixed ? "failed in BASELINE, ok in CURRENT"
-                       : "no baseline value (" + b.status + " in BASELINE)";
+                       : "no baseline value (" + cc.baseline_status + " in BASELINE)";
     return;
   }
-  if (c->status != "ok") {
+  if (c->status != Status::ok) {
     cc.verdict = kRegressed;
-    cc.message = c->status + " in CURRENT" + (c->message.empty() ? "" : ": " + c->message);
+    cc.message = cc.current_status + " in CURRENT" + (c->message.empty() ? "" : ": " + c->message);
     return;
   }
   cc.verdict = kUnchanged;
@@ -272,7 +272,9 @@ std::string metric_verdict(double baseline, double current, bool higher_is_bette
 }
 
 namespace {
-bool by_uuid(const ResultRecord& r) { return r.scope.kind == "gpu" && !r.scope.uuid.empty(); }
+bool by_uuid(const ResultRecord& r) {
+  return r.scope.kind == ScopeKind::gpu && !r.scope.uuid.empty();
+}
 /// A GPU record's match key, its params serialised by the caller.
 std::string uuid_key(const ResultRecord& r, const std::string& params_text) {
   return r.benchmark + "|" + params_text + "|" + r.scope.uuid;
@@ -379,7 +381,7 @@ Comparison compare(const RunDir& baseline, const RunDir& current,
     CaseChange cc;
     cc.current = &crecs[lastrec];
     cc.baseline_status = "missing";
-    cc.current_status = cc.current->status;
+    cc.current_status = status_name(cc.current->status);
     cc.verdict = kNew;
     cc.message = "only in CURRENT";
     out.cases.push_back(std::move(cc));

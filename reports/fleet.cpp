@@ -61,8 +61,8 @@ struct Group {
 };
 
 bool judged_kind(const ResultRecord& r) {
-  const auto& k = r.scope.kind;
-  return k == "gpu" || k == "node" || k == "link";
+  const ScopeKind k = r.scope.kind;
+  return k == ScopeKind::gpu || k == ScopeKind::node || k == ScopeKind::link;
 }
 
 /// The records of gpu, node and link scope, the last one of a case winning (a resumed run may
@@ -106,13 +106,14 @@ std::vector<std::pair<std::string, Group>> metric_groups(
   std::string base;
   const ResultRecord* base_of = nullptr;  // consecutive records of a case share `base`
   for (const ResultRecord* r : chosen) {
-    if (r->status != "ok") continue;
+    if (r->status != Status::ok) continue;
     if (!base_of || base_of->benchmark != r->benchmark || base_of->params != r->params)
       base = r->benchmark + "|" + r->params.dump() + "|";
     base_of = r;
     for (const auto& m : r->metrics) {
       if (!std::isfinite(m.value)) continue;
-      auto [it, fresh] = group_at.try_emplace(base + m.name + "|" + r->scope.kind, groups.size());
+      auto [it, fresh] =
+          group_at.try_emplace(base + m.name + "|" + scope_kind_name(r->scope.kind), groups.size());
       if (fresh) groups.emplace_back(it->first, Group{});
       Group& g = groups[it->second].second;
       g.recs.push_back(r);
@@ -135,11 +136,12 @@ Outlier make_outlier(const ResultRecord& r, const Group& g, double v, double med
   o.metric = g.proto->name;
   o.unit = g.proto->unit;
   o.higher_is_better = g.proto->higher_is_better;
-  o.kind = r.scope.kind;
+  o.kind = scope_kind_name(r.scope.kind);
   o.item = scope_item(r.scope);
-  o.hosts = r.scope.kind == "link" ? r.scope.hosts : std::vector<std::string>{r.scope.host};
+  o.hosts =
+      r.scope.kind == ScopeKind::link ? r.scope.hosts : std::vector<std::string>{r.scope.host};
   o.host = o.hosts.empty() ? r.scope.host : o.hosts.front();
-  o.gpu_index = r.scope.kind == "gpu" ? r.scope.gpu_index : -1;
+  o.gpu_index = r.scope.kind == ScopeKind::gpu ? r.scope.gpu_index : -1;
   o.uuid = r.scope.uuid;
   o.pci_bus_id = r.scope.pci_bus_id;
   if (o.kind == "gpu") {
@@ -213,16 +215,16 @@ std::map<std::string, std::set<std::string>> count_records(
     const std::vector<ResultRecord>& records, std::unordered_map<std::string, FleetNode>& nodes) {
   std::map<std::string, std::set<std::string>> failed_benches;
   for (const auto& r : records) {
-    if (r.scope.kind == "cluster") continue;
-    const bool link = r.scope.kind == "link";
+    if (r.scope.kind == ScopeKind::cluster) continue;
+    const bool link = r.scope.kind == ScopeKind::link;
     const size_t count = link ? r.scope.hosts.size() : 1;
     for (size_t i = 0; i < count; ++i) {
       const std::string& h = link ? r.scope.hosts[i] : r.scope.host;
       auto n = nodes.find(h);
       if (n == nodes.end()) continue;
-      if (r.status == "ok") ++n->second.records_ok;
-      if (r.status == "waived") ++n->second.records_waived;
-      if (r.status == "failed") {
+      if (r.status == Status::ok) ++n->second.records_ok;
+      if (r.status == Status::waived) ++n->second.records_waived;
+      if (r.status == Status::failed) {
         ++n->second.records_failed;
         failed_benches[h].insert(r.benchmark);
       }
@@ -248,7 +250,8 @@ FleetView fleet_view(const RunDir& run, const std::vector<RowResult>& rows,
   std::vector<std::string> hosts = report_hosts;
   std::unordered_set<std::string> known(hosts.begin(), hosts.end());
   for (const auto& r : run.records.records)
-    if (!r.scope.host.empty() && r.scope.kind != "cluster" && known.insert(r.scope.host).second)
+    if (!r.scope.host.empty() && r.scope.kind != ScopeKind::cluster &&
+        known.insert(r.scope.host).second)
       hosts.push_back(r.scope.host);
   std::unordered_map<std::string, FleetNode> nodes;
   nodes.reserve(hosts.size());

@@ -38,7 +38,7 @@ struct HealthValue {
 ///   pcie.aer_correctable, pcie.aer_nonfatal, pcie.aer_fatal   per device TOTAL_ERR_* delta
 const std::vector<std::string>& health_metrics();
 
-/// The deltas of one node between two snapshots (JSON objects of bench/health.hpp's
+/// The deltas of one node between two snapshots (JSON objects of bench/env/health.hpp's
 /// read_counters; `end` may carry "xid_watch", XidWatcher::stop()'s result). A counter missing
 /// from either snapshot gives a null value with the reason in `detail`; a counter that fell
 /// (driver reload, counter reset) gives delta 0 for aggregate-backed counters and is noted.

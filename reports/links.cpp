@@ -25,7 +25,8 @@ size_t host_index(LinkMatrix& m, const std::string& host) {
 std::vector<LinkMatrix> link_matrices(const std::vector<ResultRecord>& records) {
   std::vector<LinkMatrix> out;
   for (const auto& r : records) {
-    if (r.status != "ok" || r.scope.kind != "link" || r.scope.hosts.size() != 2) continue;
+    if (r.status != Status::ok || r.scope.kind != ScopeKind::link || r.scope.hosts.size() != 2)
+      continue;
     for (const auto& metric : r.metrics) {
       auto it = std::find_if(out.begin(), out.end(), [&](const LinkMatrix& m) {
         return m.benchmark == r.benchmark && m.metric == metric.name && m.params == r.params;

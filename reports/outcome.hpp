@@ -33,10 +33,4 @@ inline std::ostream& operator<<(std::ostream& out, Outcome outcome) {
   return out << to_string(outcome);
 }
 
-/// Compares with the word ("PASS"), for callers that still read outcomes as text (tests of the
-/// benchmark folders); reports/ itself compares enums.
-inline bool operator==(Outcome outcome, std::string_view word) {
-  return to_string(outcome) == word;
-}
-
 }  // namespace clusterbench::report

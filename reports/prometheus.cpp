@@ -122,7 +122,7 @@ struct Output {
 Labels record_labels(const ResultRecord& r, const PrometheusGauge& gauge,
                      const std::map<std::pair<std::string, int>, const GpuInfo*>& gpus) {
   Labels labels = {{"host", r.scope.host}};
-  if (r.scope.kind == "gpu") {
+  if (r.scope.kind == ScopeKind::gpu) {
     std::string uuid = r.scope.uuid, bus = r.scope.pci_bus_id;
     if (auto g = gpus.find({r.scope.host, r.scope.gpu_index}); g != gpus.end()) {
       if (uuid.empty()) uuid = g->second->uuid;
@@ -149,7 +149,9 @@ void headline_samples(const Report& report, Output& out) {
     for (const auto& g : e.gpus) gpus[{e.host, g.index}] = &g;
   FamilyCache family(report.spec->families);
   for (const auto& r : run.records.records) {
-    if (r.status != "ok" || (r.scope.kind != "gpu" && r.scope.kind != "node")) continue;
+    if (r.status != Status::ok ||
+        (r.scope.kind != ScopeKind::gpu && r.scope.kind != ScopeKind::node))
+      continue;
     const auto* gauges = family(r.benchmark).prometheus;
     if (!gauges) continue;
     for (const auto& m : r.metrics) {

@@ -223,8 +223,8 @@ void md_records(std::ostringstream& md, const RunDir& run) {
   for (size_t i = 0; i < recs.size() && i < kMaxRecordRows; ++i) {
     const auto& rec = recs[i];
     md << "| " << cell(rec.benchmark) << " | " << cell(rec.params.dump()) << " | "
-       << cell(scope_item(rec.scope)) << " | " << rec.status << " | "
-       << cell(rec.status == "ok" ? metrics_text(rec) : rec.message) << " |\n";
+       << cell(scope_item(rec.scope)) << " | " << status_name(rec.status) << " | "
+       << cell(rec.status == Status::ok ? metrics_text(rec) : rec.message) << " |\n";
   }
 }
 

@@ -4,8 +4,6 @@
 #include <set>
 #include <unordered_set>
 
-#include "reports/evaluate.hpp"
-
 namespace clusterbench::report {
 
 namespace {
@@ -88,12 +86,9 @@ Report make_report(std::shared_ptr<const RunDir> run_ptr, const Spec& spec) {
   rep.time_limit = run.run.time_limit;
   rep.hosts = collect_hosts(run);
   collect_warnings(run, spec, rep);
-  rep.soaks = analyze_soaks(run, spec.families);
-  // Only the rows see the soaks' derived metrics (the fleet, charts and tables show the run).
-  RunDir derived;
-  const RunDir& judged = with_burnin_metrics(run, rep.soaks, derived);
-  if (selects_health(spec)) rep.health = node_health(judged.run.env);
-  rep.rows = evaluate_rows(judged, spec, rep.hosts, rep.health);
+  rep.soaks = find_soaks(run, spec.families);
+  if (selects_health(spec)) rep.health = node_health(run.run.env);
+  rep.rows = evaluate_rows(run, spec, rep.hosts, rep.health);
   for (Outcome o : kOutcomeOrder) rep.counts[o] = 0;
   for (const auto& row : rep.rows) ++rep.counts[row.outcome];
   rep.fleet = fleet_view(run, rep.rows, rep.hosts, spec.families);
@@ -106,8 +101,6 @@ Report make_report(std::shared_ptr<const RunDir> run_ptr, const Spec& spec) {
 Report make_report(const RunDir& run, const Spec& spec) {
   return make_report(std::make_shared<const RunDir>(run), spec);
 }
-
-Report evaluate(const RunDir& run, const Spec& spec) { return make_report(run, spec); }
 
 int exit_code(const Report& r) {
   if (!r.refused.empty()) return 2;

@@ -24,8 +24,7 @@ namespace clusterbench::report {
 
 /// Every judgement over a run, and what renderers show beside it.
 struct Report {
-  /// The run as read (records.jsonl, run.json); renderers show it. Soak records here carry no
-  /// derived metrics: those are judged by the rows only.
+  /// The run as read (records.jsonl, run.json); renderers show it.
   std::shared_ptr<const RunDir> run;
   std::shared_ptr<const Spec> spec;  ///< the table it was judged against, families included
   std::string run_id;
@@ -45,16 +44,16 @@ struct Report {
   FleetView fleet;                          ///< per node, outliers, failing hosts
   Uniformity uniformity;                    ///< the env fields that should agree across nodes
   std::vector<LinkMatrix> links;            ///< node x node matrices of link records
-  std::vector<SoakResult> soaks;            ///< every soak record analysed (burn-in)
+  std::vector<SoakResult> soaks;            ///< every soak record (burn-in), for its charts
   /// Every node's health deltas, in env order, when a row selects a health metric (else empty).
   std::vector<NodeHealth> health;
   int exit_code = 0;  ///< exit_code(*this)
 };
 
-/// Judges `run` against `spec`: rows (evaluate_rows, over soak records with their derived
-/// metrics, reports/burnin.hpp), counts, hosts, warnings, refused cases, the fleet view (with the
-/// spec's family tolerances), uniformity, link matrices, soaks, health deltas, and last the exit
-/// code. The Report shares `run`. Throws InputError (exit 2) as evaluate_rows does.
+/// Judges `run` against `spec`: rows (evaluate_rows), counts, hosts, warnings, refused cases, the
+/// fleet view (with the spec's family tolerances), uniformity, link matrices, soaks, health deltas,
+/// and last the exit code. The Report shares `run`. Throws InputError (exit 2) as evaluate_rows
+/// does.
 Report make_report(std::shared_ptr<const RunDir> run, const Spec& spec);
 
 /// The same over a copy of `run`.

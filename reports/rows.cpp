@@ -225,7 +225,7 @@ std::string gpu_key(const std::string& host, int index) {
 
 std::string gpu_name(const std::string& host, const GpuInfo& g) {
   Scope s;
-  s.kind = "gpu", s.host = host, s.gpu_index = g.index, s.uuid = g.uuid;
+  s.kind = ScopeKind::gpu, s.host = host, s.gpu_index = g.index, s.uuid = g.uuid;
   return scope_item(s);
 }
 
@@ -233,11 +233,11 @@ std::string gpu_name(const std::string& host, const GpuInfo& g) {
 Scope parse_item(const std::string& item) {
   Scope s;
   if (item == "cluster") {
-    s.kind = "cluster";
+    s.kind = ScopeKind::cluster;
     return s;
   }
   if (auto arrow = item.find("<->"); arrow != std::string::npos) {
-    s.kind = "link";
+    s.kind = ScopeKind::link;
     s.hosts = {item.substr(0, arrow), item.substr(arrow + 3)};
     return s;
   }
@@ -245,7 +245,7 @@ Scope parse_item(const std::string& item) {
     size_t digits = g + 4, end = digits;
     while (end < item.size() && std::isdigit(static_cast<unsigned char>(item[end]))) ++end;
     if (end > digits) {
-      s.kind = "gpu";
+      s.kind = ScopeKind::gpu;
       s.host = item.substr(0, g);
       s.gpu_index = std::stoi(item.substr(digits, end - digits));
       if (end < item.size() && item[end] == '[' && item.back() == ']')
@@ -253,7 +253,7 @@ Scope parse_item(const std::string& item) {
       return s;
     }
   }
-  s.kind = "node";
+  s.kind = ScopeKind::node;
   s.host = item;
   return s;
 }
@@ -525,9 +525,9 @@ class RowEvaluator {
   /// The item keys a record (or a planned case's scope) belongs to in this row.
   std::vector<std::pair<std::string, std::string>> keys_for(const Scope& s) {
     if (req_.scope == "cluster") return {{"cluster", "cluster"}};
-    if (s.kind == "rank") return {{scope_item(s), scope_item(s)}};  // a CPU rank (burn-in)
+    if (s.kind == ScopeKind::rank) return {{scope_item(s), scope_item(s)}};  // a CPU rank (burn-in)
     if (req_.scope == "gpu") {
-      if (s.kind == "gpu") return {{gpu_key(s.host, s.gpu_index), scope_item(s)}};
+      if (s.kind == ScopeKind::gpu) return {{gpu_key(s.host, s.gpu_index), scope_item(s)}};
       if (!s.host.empty()) {
         // A node-level record (e.g. "no GPU plugin") stands for each GPU the env lists there.
         std::vector<std::pair<std::string, std::string>> out;
@@ -572,8 +572,9 @@ class RowEvaluator {
       const ResultRecord& r = *rp;
       // A link row judges link records; a case's ok summary record at another scope is not an
       // item of it (its failed or waived record still is: nothing was measured).
-      if (req_.scope == "link" && r.scope.kind != "link" && r.status == "ok") continue;
-      if (r.status == "ok") {
+      if (req_.scope == "link" && r.scope.kind != ScopeKind::link && r.status == Status::ok)
+        continue;
+      if (r.status == Status::ok) {
         const Metric* m = find_metric(r, sel.metric);
         if (m && req_.aggregate != "count" && m->unit != req_.unit)
           throw InputError(where_ + ": field 'unit' is '" + req_.unit + "' but metric '" +
@@ -607,9 +608,9 @@ class RowEvaluator {
     s.keys.reserve(item.records.size());
     for (const ResultRecord* rec : item.records) {
       s.keys.push_back(case_key_of(*rec));
-      if (rec->status == "failed")
+      if (rec->status == Status::failed)
         s.failed.push_back(rec);
-      else if (rec->status == "waived")
+      else if (rec->status == Status::waived)
         s.waived.push_back(rec);
       else if (const Metric* m = find_metric(*rec, req_.select.metric))
         s.values.push_back(m->value);

@@ -29,7 +29,6 @@ void print_benchmark(const Benchmark& b, const std::string& suite) {
   if (!here) std::cout << " (it runs in `clusterbench burnin`)";
   std::cout << "\n";
   for (const KnobSpec* k : b.knob_specs()) std::cout << "    " << describe_knob(b.id(), *k) << "\n";
-  for (const auto& k : b.knobs()) std::cout << "    --set " << b.id() << "." << k << "=...\n";
 }
 
 class ListCommand : public Command {

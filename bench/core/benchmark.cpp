@@ -78,12 +78,11 @@ std::vector<const Benchmark*> select_benchmarks(const std::vector<std::string>& 
 
 namespace {
 
-/// Whether benchmark `b` declares (or still reads by name) knob `knob`.
+/// Whether benchmark `b` declares knob `knob`.
 bool has_knob(const Benchmark& b, const std::string& knob) {
   for (const KnobSpec* k : b.knob_specs())
     if (k->name == knob) return true;
-  auto names = b.knobs();
-  return std::find(names.begin(), names.end(), knob) != names.end();
+  return false;
 }
 
 }  // namespace

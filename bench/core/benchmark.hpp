@@ -77,10 +77,10 @@ class CaseRun {
   /// params and its own metrics, time statistics and extra. Only world rank 0's are written.
   virtual void add_record(const Scope& scope, std::vector<Metric> metrics, const TimeStats& time,
                           json extra) = 0;
-  /// Ends the case with this status ("failed" or "waived") and message while keeping its
-  /// metrics and extra: for a composite case that takes part to the end although its own part
-  /// could not run (a burn-in rank whose GPU is waived still joins the all_reduce loop).
-  virtual void finish_as(const std::string& status, const std::string& message,
+  /// Ends the case with this status and message while keeping its metrics and extra: for a
+  /// composite case that takes part to the end although its own part could not run (a burn-in
+  /// rank whose GPU is waived still joins the all_reduce loop), or an ok case with a note.
+  virtual void finish_as(Status status, const std::string& message,
                          const std::optional<ErrorInfo>& error = std::nullopt) = 0;
 
   // --- Long cases that write as they go (the burn-in soak) -----------------------------------
@@ -150,8 +150,6 @@ class Benchmark : public KnobOwner {
   /// `run --time-limit`. Default: loop_estimate_s(min_time, 0) plus 0.2 s of setup. A benchmark
   /// whose operation or setup is long overrides it from its knobs (bytes, FLOP, fio runtime).
   virtual double estimate_s(const Settings& s, const json& params) const;
-  /// Names of knobs read the old way, by string, not yet declared (default: none).
-  virtual std::vector<std::string> knobs() const { return {}; }
   /// The declared knobs, min_time first (every benchmark has it).
   std::vector<const KnobSpec*> knob_specs() const { return knobs_.specs(); }
   /// Seconds of measurement per case: --set ID.min_time, else the suite's.

@@ -63,7 +63,7 @@ class CaseRunImpl : public CaseRun {
     r.extra = std::move(extra);
     more_.push_back(std::move(r));
   }
-  void finish_as(const std::string& status, const std::string& message,
+  void finish_as(Status status, const std::string& message,
                  const std::optional<ErrorInfo>& error) override {
     final_status_ = status;
     final_message_ = message;
@@ -97,8 +97,8 @@ class CaseRunImpl : public CaseRun {
     rec.metrics = std::move(metrics_);
     rec.extra = std::move(extra_);
     if (batch_ > 0) rec.extra["batch"] = batch_;
-    if (!final_status_.empty()) {
-      rec.status = final_status_;
+    if (final_status_) {
+      rec.status = *final_status_;
       rec.message = final_message_;
       rec.error = final_error_;
     }
@@ -114,18 +114,18 @@ class CaseRunImpl : public CaseRun {
   json extra_ = json::object();
   long long batch_ = 0;
   TimeStats stats_, paired_stats_;
-  std::string final_status_, final_message_;
+  std::optional<Status> final_status_;
+  std::string final_message_;
   std::optional<ErrorInfo> final_error_;
   bool signal_handler_set_ = false;
 };
 
-/// Whether this rank runs the case, and if not why: "ok", or "waived"/"failed" with `reason`.
-std::string disposition(const Benchmark& b, const RankCase& rc, const CaseEnv& ce,
-                        std::string& reason) {
-  if (!rc.in_domain) return "ok";
+/// Whether this rank runs the case, and if not why: ok, or waived/failed with `reason`.
+Status disposition(const Benchmark& b, const RankCase& rc, const CaseEnv& ce, std::string& reason) {
+  if (!rc.in_domain) return Status::ok;
   if (b.case_needs_gpu(rc.params) && !ce.gpu.runs()) {
     reason = ce.gpu.reason;
-    return gpu_state_name(ce.gpu.state);
+    return ce.gpu.state == GpuState::waived ? Status::waived : Status::failed;
   }
   NodeEnv node{ce.env, ce.gpu, ce.ctx, ce.settings};
   try {
@@ -133,9 +133,9 @@ std::string disposition(const Benchmark& b, const RankCase& rc, const CaseEnv& c
     if (reason.empty()) reason = b.case_waiver(rc.params, node);
   } catch (const std::exception& e) {
     reason = std::string("applicability check failed: ") + e.what();
-    return "failed";
+    return Status::failed;
   }
-  return reason.empty() ? "ok" : "waived";
+  return reason.empty() ? Status::ok : Status::waived;
 }
 
 /// Runs the benchmark on a member rank, turning what it throws into `rec`'s status.
@@ -145,13 +145,13 @@ void run_member(const Benchmark& b, CaseRunImpl& run, ResultRecord& rec, CaseRes
     b.run(run);
     run.fill(rec);
   } catch (const Refused& w) {
-    rec.status = "waived", rec.message = w.what();
+    rec.status = Status::waived, rec.message = w.what();
     rec.extra["refused"] = true;
     out.refused = true;
   } catch (const Waived& w) {
-    rec.status = "waived", rec.message = w.what();
+    rec.status = Status::waived, rec.message = w.what();
   } catch (const CallError& e) {
-    rec.status = "failed", rec.message = e.what();
+    rec.status = Status::failed, rec.message = e.what();
     rec.error = e.info();
   } catch (const AbortRun& e) {
     std::cerr << "clusterbench: " << ce.ctx.host() << " rank " << ce.ctx.world_rank()
@@ -160,7 +160,7 @@ void run_member(const Benchmark& b, CaseRunImpl& run, ResultRecord& rec, CaseRes
     run_abort_cleanups();
     ce.ctx.abort(3);
   } catch (const std::exception& e) {
-    rec.status = "failed", rec.message = e.what();
+    rec.status = Status::failed, rec.message = e.what();
     ErrorInfo info;
     info.host = ce.ctx.host();
     info.rank = ce.ctx.world_rank();
@@ -172,12 +172,12 @@ void run_member(const Benchmark& b, CaseRunImpl& run, ResultRecord& rec, CaseRes
 std::string record_lines(const Benchmark& b, const RankCase& rc, ResultRecord& rec,
                          std::vector<ResultRecord>& more, const CaseEnv& ce) {
   if (!rc.in_domain) return "";
-  if (rc.level == Level::cluster && ce.ctx.world_rank() != 0 && rec.status == "ok") return "";
+  if (rc.level == Level::cluster && ce.ctx.world_rank() != 0 && rec.status == Status::ok) return "";
   std::string lines = json(rec).dump();
-  if (rec.status != "ok" || rc.level != Level::cluster) return lines;
+  if (rec.status != Status::ok || rc.level != Level::cluster) return lines;
   for (auto& m : more) {  // JSON text holds no raw newline: one record per line
     m.run_id = rec.run_id, m.benchmark = rec.benchmark, m.params = rec.params;
-    m.combine = rec.combine, m.status = "ok", m.started_at = rec.started_at;
+    m.combine = rec.combine, m.status = Status::ok, m.started_at = rec.started_at;
     m.duration_s = rec.duration_s;
     m.case_key = make_case_key(b.id(), rec.params, m.scope);
     lines += "\n" + json(m).dump();
@@ -193,10 +193,10 @@ Scope scope_for(Level level, int world_rank, int local_rank, const std::string& 
   s.host = host;
   switch (level) {
     case Level::node:
-      s.kind = "node";
+      s.kind = ScopeKind::node;
       break;
     case Level::gpu:
-      s.kind = "gpu";
+      s.kind = ScopeKind::gpu;
       s.rank = world_rank;
       s.gpu_index = local_rank;
       if (local_rank < static_cast<int>(env.gpus.size())) {
@@ -205,11 +205,11 @@ Scope scope_for(Level level, int world_rank, int local_rank, const std::string& 
       }
       break;
     case Level::rank:
-      s.kind = "rank";
+      s.kind = ScopeKind::rank;
       s.rank = world_rank;
       break;
     case Level::cluster:
-      s.kind = "cluster";
+      s.kind = ScopeKind::cluster;
       s.host.clear();
       break;
   }
@@ -237,13 +237,13 @@ CaseResult run_case(const Benchmark& b, const json& planned, CaseEnv& ce) {
   rec.started_at = utc_now_iso();
 
   std::string reason;
-  std::string status = disposition(b, rc, ce, reason);
+  Status status = disposition(b, rc, ce, reason);
   if (rc.level == Level::cluster) {  // a cluster case runs on every rank or on none
-    long long skipping = ce.ctx.allreduce_sum(rc.in_domain && status != "ok" ? 1 : 0);
-    if (skipping > 0 && status == "ok")
-      status = "waived", reason = "not applicable on another rank (its record says why)";
+    long long skipping = ce.ctx.allreduce_sum(rc.in_domain && status != Status::ok ? 1 : 0);
+    if (skipping > 0 && status == Status::ok)
+      status = Status::waived, reason = "not applicable on another rank (its record says why)";
   }
-  const bool member = rc.in_domain && status == "ok";
+  const bool member = rc.in_domain && status == Status::ok;
   auto group = ce.ctx.split(member);
   const auto t0 = Clock::now();
   rec.status = status;

@@ -364,7 +364,7 @@ void RunSession::State::record_abort(const std::string& reason) {
   if (abort_recorded) return;  // the deadline and a peer's abort raced
   abort_recorded = true;
   for (auto& rec : in_progress) {
-    rec.status = "failed";
+    rec.status = Status::failed;
     rec.message = "aborted: " + reason + who.text;
     if (!who.ranks.empty()) rec.extra["ranks"] = who.ranks;
     try {

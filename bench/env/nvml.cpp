@@ -140,7 +140,7 @@ struct Nvml::Api {
   nvmlReturn_t (*device_get_board_part_number)(nvmlDevice_t, char*, unsigned) = nullptr;
   nvmlReturn_t (*device_get_persistence_mode)(nvmlDevice_t, nvmlEnableState_t*) = nullptr;
   nvmlReturn_t (*device_get_mig_mode)(nvmlDevice_t, unsigned*, unsigned*) = nullptr;
-  // Health counters and XID events (bench/health.hpp).
+  // Health counters and XID events (bench/env/health.hpp).
   nvmlReturn_t (*device_get_total_ecc_errors)(nvmlDevice_t, nvmlMemoryErrorType_t,
                                               nvmlEccCounterType_t, unsigned long long*) = nullptr;
   nvmlReturn_t (*device_get_retired_pages)(nvmlDevice_t, nvmlPageRetirementCause_t, unsigned*,
@@ -569,7 +569,7 @@ GpuTelemetry sample_telemetry([[maybe_unused]] int index) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Health counters and XID events (bench/health.hpp, docs/health.md).
+// Health counters and XID events (bench/env/health.hpp, docs/health.md).
 
 #if CLUSTERBENCH_HAVE_NVML
 namespace {

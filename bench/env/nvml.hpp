@@ -52,8 +52,8 @@ struct GpuTelemetry {
   /// downclocks, so read them under load); 0 where NVML could not give them.
   int pcie_gen_current = 0, pcie_width_current = 0;
   int pcie_gen_max = 0, pcie_width_max = 0;  ///< nvmlDeviceGetMaxPcieLink{Generation,Width}
-  double memory_used_bytes = kNaN;   ///< nvmlDeviceGetMemoryInfo used, B
-  double memory_total_bytes = kNaN;  ///< nvmlDeviceGetMemoryInfo total, B
+  double memory_used_bytes = kNaN;           ///< nvmlDeviceGetMemoryInfo used, B
+  double memory_total_bytes = kNaN;          ///< nvmlDeviceGetMemoryInfo total, B
 
   static constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 };
@@ -67,9 +67,9 @@ struct NvmlProcess {
   int gpu_index = -1;
   std::string gpu_uuid;
   unsigned pid = 0;
-  std::string name;            ///< nvmlSystemGetProcessName; "" when NVML cannot say
-  long long used_bytes = -1;   ///< usedGpuMemory, B; -1 when NVML_VALUE_NOT_AVAILABLE
-  std::string type;            ///< "compute" or "graphics"
+  std::string name;           ///< nvmlSystemGetProcessName; "" when NVML cannot say
+  long long used_bytes = -1;  ///< usedGpuMemory, B; -1 when NVML_VALUE_NOT_AVAILABLE
+  std::string type;           ///< "compute" or "graphics"
 };
 
 /// Every process on every GPU of this node, a process on both lists once per list. Never
@@ -144,8 +144,7 @@ class Nvml {
   std::map<std::string, std::string, std::less<>> resolved_;
 };
 
-
-/// Health counters of every GPU, the "gpus" array of a health snapshot (bench/health.hpp,
+/// Health counters of every GPU, the "gpus" array of a health snapshot (bench/env/health.hpp,
 /// docs/health.md): per GPU {"index", "uuid", "pci_bus_id", "status", "ecc", "retired_pages",
 /// "row_remap", "nvlink"}, a counter NVML does not support left out. `status` becomes "ok" or
 /// why NVML could not be used (then the array is empty). Never throws.

@@ -58,17 +58,18 @@ TimeStats compute_stats(std::vector<double> samples) {
 }
 
 std::string scope_item(const Scope& s) {
-  if (s.kind == "gpu") {
+  if (s.kind == ScopeKind::gpu) {
     std::string item = s.host + "/gpu" + std::to_string(s.gpu_index);
     if (!s.uuid.empty()) item += "[" + s.uuid + "]";
     return item;
   }
-  if (s.kind == "link") {
+  if (s.kind == ScopeKind::link) {
     if (s.hosts.size() == 2) return s.hosts[0] + "<->" + s.hosts[1];
     return "link";
   }
-  if (s.kind == "cluster") return "cluster";
-  if (s.kind == "rank") return s.host + "/rank" + std::to_string(s.rank);  // a CPU rank (burn-in)
+  if (s.kind == ScopeKind::cluster) return "cluster";
+  if (s.kind == ScopeKind::rank)
+    return s.host + "/rank" + std::to_string(s.rank);  // a CPU rank (burn-in)
   return s.host;
 }
 
@@ -208,6 +209,68 @@ void from_json(const json& j, TimeStats& v) {
   CB_FROM(n), CB_FROM(min), CB_FROM(median), CB_FROM(mean), CB_FROM(p95), CB_FROM(max),
       CB_FROM(spread);
 }
+const char* scope_kind_name(ScopeKind k) {
+  switch (k) {
+    case ScopeKind::gpu:
+      return "gpu";
+    case ScopeKind::node:
+      return "node";
+    case ScopeKind::rank:
+      return "rank";
+    case ScopeKind::link:
+      return "link";
+    case ScopeKind::cluster:
+      return "cluster";
+  }
+  return "?";
+}
+
+bool parse_scope_kind(std::string_view text, ScopeKind& out) {
+  for (ScopeKind k :
+       {ScopeKind::gpu, ScopeKind::node, ScopeKind::rank, ScopeKind::link, ScopeKind::cluster})
+    if (text == scope_kind_name(k)) {
+      out = k;
+      return true;
+    }
+  return false;
+}
+
+const char* status_name(Status s) {
+  switch (s) {
+    case Status::ok:
+      return "ok";
+    case Status::failed:
+      return "failed";
+    case Status::waived:
+      return "waived";
+  }
+  return "?";
+}
+
+bool parse_status(std::string_view text, Status& out) {
+  for (Status s : {Status::ok, Status::failed, Status::waived})
+    if (text == status_name(s)) {
+      out = s;
+      return true;
+    }
+  return false;
+}
+
+void to_json(json& j, const ScopeKind& v) { j = scope_kind_name(v); }
+void from_json(const json& j, ScopeKind& v) {
+  const std::string text = j.is_string() ? j.get<std::string>() : j.dump();
+  if (!j.is_string() || !parse_scope_kind(text, v))
+    throw InputError("scope: field 'kind' is " + text +
+                     ", expected \"gpu\", \"node\", \"rank\", \"link\" or \"cluster\"");
+}
+void to_json(json& j, const Status& v) { j = status_name(v); }
+void from_json(const json& j, Status& v) {
+  const std::string text = j.is_string() ? j.get<std::string>() : j.dump();
+  if (!j.is_string() || !parse_status(text, v))
+    throw InputError("result record: field 'status' is '" + text +
+                     "', expected ok, failed or waived");
+}
+
 void to_json(json& j, const Scope& v) {
   j["kind"] = v.kind;
   if (!v.host.empty()) j["host"] = v.host;
@@ -239,10 +302,7 @@ void from_json(const json& j, ResultRecord& v) {
   if (v.schema != kResultSchema)
     throw InputError("result record: schema '" + v.schema + "' is not " + kResultSchema);
   v.benchmark = require_field<std::string>(j, "benchmark", "result record");
-  v.status = require_field<std::string>(j, "status", "result record");
-  if (v.status != "ok" && v.status != "failed" && v.status != "waived")
-    throw InputError("result record: field 'status' is '" + v.status +
-                     "', expected ok, failed or waived");
+  v.status = require_field<Status>(j, "status", "result record");
   CB_FROM(run_id), CB_FROM(params), CB_FROM(case_key), CB_FROM(message), CB_FROM(metrics),
       CB_FROM(time), CB_FROM(scope), CB_FROM(combine), CB_FROM(started_at), CB_FROM(duration_s),
       CB_FROM(extra);
@@ -435,8 +495,11 @@ bool read_time(od::value v, TimeStats& t) {
 bool read_scope(od::value v, Scope& s) {
   s = Scope{};  // a repeated "scope" replaces the earlier one, as in from_json
   return each_field(v, [&](std::string_view key, od::value x) {
-    std::string* str = key == "kind"         ? &s.kind
-                       : key == "host"       ? &s.host
+    if (key == "kind") {
+      std::string kind;
+      return get_string(x, kind) && parse_scope_kind(kind, s.kind);
+    }
+    std::string* str = key == "host"         ? &s.host
                        : key == "uuid"       ? &s.uuid
                        : key == "pci_bus_id" ? &s.pci_bus_id
                                              : nullptr;
@@ -471,13 +534,14 @@ bool fast_record(od::parser& parser, const char* data, size_t len, size_t capaci
   od::object top;
   if (parser.iterate(data, len, capacity).get(doc) || doc.get_object().get(top)) return false;
   bool has_schema = false, has_benchmark = false, has_status = false;
+  std::string status;
   try {
     const bool read = each_field(top, [&](std::string_view key, od::value x) {
       std::string* str = key == "schema"       ? (has_schema = true, &r.schema)
                          : key == "run_id"     ? &r.run_id
                          : key == "benchmark"  ? (has_benchmark = true, &r.benchmark)
                          : key == "case_key"   ? &r.case_key
-                         : key == "status"     ? (has_status = true, &r.status)
+                         : key == "status"     ? (has_status = true, &status)
                          : key == "message"    ? &r.message
                          : key == "combine"    ? &r.combine
                          : key == "started_at" ? &r.started_at
@@ -510,7 +574,7 @@ bool fast_record(od::parser& parser, const char* data, size_t len, size_t capaci
   // Every token used: text after the record's closing brace is the ordinary path's to reject.
   if (doc.current_location().error() != simdjson::OUT_OF_BOUNDS) return false;
   return has_schema && has_benchmark && has_status && r.schema == kResultSchema &&
-         (r.status == "ok" || r.status == "failed" || r.status == "waived");
+         parse_status(status, r.status);
 }
 
 /// One parsed batch of lines: the records, or the first line that failed and why.

@@ -8,6 +8,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace clusterbench {
@@ -59,8 +60,8 @@ struct PcieLink {
 };
 
 struct GpuInfo {
-  int index = 0;        ///< NVML index, or order on the PCI bus
-  std::string name;     ///< NVML name, or "NVIDIA <pci device id>" when seen on PCI only
+  int index = 0;     ///< NVML index, or order on the PCI bus
+  std::string name;  ///< NVML name, or "NVIDIA <pci device id>" when seen on PCI only
   std::string uuid, serial, pci_bus_id, vbios, driver;
   std::string pci_device_id;  ///< e.g. "0x2330"
   double memory_gib = 0;
@@ -68,7 +69,7 @@ struct GpuInfo {
   int nvlink_links_up = 0;
   std::string ecc_mode;  ///< "enabled", "disabled" or "" (unknown)
   int numa_node = -1;
-  std::string source;  ///< "nvml" or "pci"
+  std::string source;             ///< "nvml" or "pci"
   std::string board_part_number;  ///< nvmlDeviceGetBoardPartNumber, "" unknown
   std::string persistence_mode;   ///< "enabled", "disabled" or "" (unknown)
   std::string mig_mode;           ///< current MIG mode: "enabled", "disabled" or "" (unsupported)
@@ -82,7 +83,7 @@ struct NicInfo {
   double rate_gbps = 0;  ///< Gb/s
   std::string firmware;
   int mtu = 0;
-  std::string netdev;  ///< associated interface, if any
+  std::string netdev;      ///< associated interface, if any
   std::string pci_bus_id;  ///< the PCI function behind it ("0000:1a:00.0"), "" if virtual
   int numa_node = -1;      ///< its device's numa_node, -1 if unknown
 };
@@ -127,10 +128,10 @@ struct GpuDirectSettings {
 
 /// Status of the GPU stack on a node: decides waived vs failed for GPU cases.
 struct GpuStatus {
-  int on_pci = 0;       ///< NVIDIA display/3D controllers on the PCI bus
-  std::string nvml;     ///< "ok" or the reason NVML could not be used
-  std::string plugin;   ///< "ok", "not built", or the dlopen/CUDA error text
-  int cuda_devices = 0; ///< devices the plugin saw
+  int on_pci = 0;        ///< NVIDIA display/3D controllers on the PCI bus
+  std::string nvml;      ///< "ok" or the reason NVML could not be used
+  std::string plugin;    ///< "ok", "not built", or the dlopen/CUDA error text
+  int cuda_devices = 0;  ///< devices the plugin saw
 };
 
 struct EnvRecord {
@@ -151,7 +152,7 @@ struct EnvRecord {
   std::map<std::string, std::string> environment;  ///< allow-listed variables only
   std::vector<std::string> warnings;               ///< what could not be read, and why
   /// Health counter snapshots (docs/health.md): {"start": ..., "end": ...}, each a
-  /// clusterbench.health/1 object (bench/health.hpp); {} when not collected (older runs).
+  /// clusterbench.health/1 object (bench/env/health.hpp); {} when not collected (older runs).
   json health = json::object();
 };
 
@@ -177,8 +178,18 @@ TimeStats compute_stats(std::vector<double> samples);
 /// Value at quantile q in [0,1] by nearest rank over sorted values (q = 0.95 -> p95).
 double nearest_rank(const std::vector<double>& sorted, double q);
 
+/// What a record's scope is: one GPU, one node, one rank (a CPU rank of the burn-in), a link
+/// between two nodes, or the whole cluster.
+enum class ScopeKind { gpu, node, rank, link, cluster };
+
+/// "gpu", "node", "rank", "link", "cluster": the JSON and text form.
+const char* scope_kind_name(ScopeKind k);
+
+/// The kind named `text`; false when it names none.
+bool parse_scope_kind(std::string_view text, ScopeKind& out);
+
 struct Scope {
-  std::string kind = "node";  ///< gpu | node | link | cluster
+  ScopeKind kind = ScopeKind::node;
   std::string host;
   int rank = -1;
   int gpu_index = -1;
@@ -192,13 +203,23 @@ struct ErrorInfo {
   int rank = -1;
 };
 
+/// What a case did on its scope item: it measured (ok), it could not run here for a stated reason
+/// (waived), or it failed (the message says why).
+enum class Status { ok, failed, waived };
+
+/// "ok", "failed", "waived": the JSON and text form.
+const char* status_name(Status s);
+
+/// The status named `text`; false when it names none.
+bool parse_status(std::string_view text, Status& out);
+
 struct ResultRecord {
   std::string schema = kResultSchema;
   std::string run_id;
   std::string benchmark;
   json params = json::object();
   std::string case_key;
-  std::string status = "ok";  ///< ok | failed | waived
+  Status status = Status::ok;
   std::string message;
   std::optional<ErrorInfo> error;
   std::vector<Metric> metrics;
@@ -295,6 +316,10 @@ void to_json(json& j, const Metric& v);
 void from_json(const json& j, Metric& v);
 void to_json(json& j, const TimeStats& v);
 void from_json(const json& j, TimeStats& v);
+void to_json(json& j, const ScopeKind& v);
+void from_json(const json& j, ScopeKind& v);  ///< InputError naming the text on an unknown kind
+void to_json(json& j, const Status& v);
+void from_json(const json& j, Status& v);  ///< InputError naming the text on an unknown status
 void to_json(json& j, const Scope& v);
 void from_json(const json& j, Scope& v);
 void to_json(json& j, const ErrorInfo& v);
@@ -356,7 +381,8 @@ std::string sha256_hex(const std::string& data);
 /// Current UTC time, ISO 8601 with seconds ("2026-11-30T08:45:00Z").
 std::string utc_now_iso();
 
-/// Looks up a typed field, throwing InputError "<what>: field '<name>' ..." when absent or mistyped.
+/// Looks up a typed field, throwing InputError "<what>: field '<name>' ..." when absent or
+/// mistyped.
 template <typename T>
 T require_field(const json& j, const std::string& name, const std::string& what) {
   if (!j.is_object() || !j.contains(name))

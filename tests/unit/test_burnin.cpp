@@ -1,5 +1,6 @@
-// Burn-in verdict logic on hand-made series (reports/burnin.hpp) and its spec rows
-// (reports/specs/burnin-*.json) through make_report.
+// Burn-in: the soak's analysis of hand-made series (compute/burnin_soak.hpp: the metrics its
+// records carry), their verdicts by the spec rows of reports/specs/burnin-*.json through
+// make_report, and the soak records and charts of reports/burnin.hpp.
 #include <gtest/gtest.h>
 
 #include "compute/burnin_soak.hpp"
@@ -9,6 +10,11 @@
 
 namespace clusterbench::report {
 namespace {
+
+using compute::analyze_burnin;
+using compute::burnin_metrics;
+using compute::BurninAnalysis;
+using compute::soak_not_judged;
 
 /// A series of intervals of 10 s with these rates; `reasons`/`temps` give telemetry when set.
 json series_of(const std::vector<double>& rates,
@@ -80,19 +86,19 @@ TEST(BurninAnalysis, RiseIsNegativeDropAndThermalReasonsCounted) {
 
 TEST(BurninAnalysis, EmptyAndShortSeries) {
   EXPECT_EQ(analyze_burnin(json::array()).intervals, 0);
-  EXPECT_TRUE(burnin_metrics(json::array()).empty());
+  EXPECT_TRUE(burnin_metrics(analyze_burnin(json::array())).empty());
   BurninAnalysis two = analyze_burnin(series_of({10, 5}));
   EXPECT_EQ(two.third, 1);
   EXPECT_DOUBLE_EQ(two.drop_pct, 50);
 }
 
 TEST(BurninMetrics, ThermalMetricOnlyWithTelemetry) {
-  auto cpu = burnin_metrics(series_of({1, 1, 1, 1, 1, 1}));
+  auto cpu = burnin_metrics(analyze_burnin(series_of({1, 1, 1, 1, 1, 1})));
   ASSERT_EQ(cpu.size(), 2u);
   EXPECT_EQ(cpu[0].name, "rate_drop");
   EXPECT_EQ(cpu[0].unit, "%");
   EXPECT_EQ(cpu[1].name, "rate_dip");
-  auto gpu = burnin_metrics(series_of({1, 1, 1, 1, 1, 1}, {0, 0, 0x40, 0, 0, 0}));
+  auto gpu = burnin_metrics(analyze_burnin(series_of({1, 1, 1, 1, 1, 1}, {0, 0, 0x40, 0, 0, 0})));
   ASSERT_EQ(gpu.size(), 3u);
   EXPECT_EQ(gpu[2].name, "thermal_slowdown_intervals");
   EXPECT_EQ(gpu[2].value, 1);
@@ -104,12 +110,17 @@ ResultRecord rank_record(int rank, const json& series, double verification_error
   r.run_id = "run";
   r.benchmark = "burnin.soak";
   r.params = {{"backend", kind == "rank" ? "openblas" : "cublaslt"}};
-  r.scope.kind = kind;
+  r.scope.kind = kind == "rank" ? ScopeKind::rank : ScopeKind::gpu;
   r.scope.host = "node01";
   r.scope.rank = rank;
   r.scope.gpu_index = rank;
   r.case_key = make_case_key(r.benchmark, r.params, r.scope);
+  // What the soak writes: its measured summary (here only the verification errors) and the
+  // metrics its analysis derives, with why its rate is not judged on a short series.
   r.metrics = {{"verification_errors", verification_errors, "count", false}};
+  for (const Metric& m : burnin_metrics(analyze_burnin(series))) r.metrics.push_back(m);
+  if (std::string why = soak_not_judged(series, ""); !why.empty())
+    r.message = why, r.extra["not_judged"] = why;
   r.extra["series"] = series;
   return r;
 }
@@ -148,20 +159,20 @@ TEST(BurninVerdicts, SlowRankFailsOnItsDropAndOnlyIt) {
 TEST(BurninVerdicts, FewerThanSixIntervalsAreNotJudgedOnTheirRate) {
   // One interval (a shape too large for its interval, or a soak stopped early): a rate_drop of 0
   // on one sample must not PASS. Five intervals with a 50 % drop neither PASS nor FAIL.
-  EXPECT_TRUE(burnin_metrics(series_of({10})).empty());
-  EXPECT_TRUE(burnin_metrics(series_of({10, 10, 10, 5, 5})).empty());
+  EXPECT_TRUE(burnin_metrics(analyze_burnin(series_of({10}))).empty());
+  EXPECT_TRUE(burnin_metrics(analyze_burnin(series_of({10, 10, 10, 5, 5}))).empty());
+  EXPECT_EQ(soak_not_judged(series_of({10}), ""),
+            "rate_drop and rate_dip not judged: 1 interval(s) measured, 6 needed");
+  EXPECT_EQ(
+      soak_not_judged(series_of({10, 10, 10, 5, 5}), "stopped by SIGINT during interval 5 of 6"),
+      "rate_drop and rate_dip not judged: 5 interval(s) measured, 6 needed (stopped by "
+      "SIGINT during interval 5 of 6)");
+  EXPECT_EQ(soak_not_judged(series_of({10, 10, 10, 10, 10, 10}), ""), "");
+  EXPECT_EQ(soak_not_judged(json::array(), ""), "");
   RunDir run;
   run.run.run_id = "run";
   run.records.records = {rank_record(0, series_of({10}), 0),
                          rank_record(1, series_of({10, 10, 10, 5, 5}), 0)};
-  run.records.records[1].extra["stopped_early"] = "stopped by SIGINT during interval 5 of 6";
-  RunDir storage;
-  const RunDir& derived = with_burnin_metrics(run, analyze_soaks(run, soak_families()), storage);
-  EXPECT_EQ(derived.records.records[0].extra["not_judged"],
-            "rate_drop and rate_dip not judged: 1 interval(s) measured, 6 needed");
-  EXPECT_EQ(derived.records.records[1].message,
-            "rate_drop and rate_dip not judged: 5 interval(s) measured, 6 needed (stopped by "
-            "SIGINT during interval 5 of 6)");
   Spec spec = load_spec(std::string(CB_SOURCE_DIR) + "/reports/specs/burnin-cpu.json");
   Report rep = make_report(run, spec);
   const RowResult& drop = row(rep, "burnin.rate_drop");
@@ -213,7 +224,7 @@ TEST(BurninCharts, RateAndTemperatureOverTime) {
       rank_record(0, series_of({1, 2, 3, 4, 5, 6}), 0),
       rank_record(1, series_of({1, 1, 1, 1, 1, 1}, {0, 0, 0, 0, 0, 0}, {60, 61, 62, 63, 64, 65}), 0,
                   "gpu")};
-  auto charts = burnin_charts(run, analyze_soaks(run, soak_families()));
+  auto charts = burnin_charts(run, find_soaks(run, soak_families()));
   ASSERT_EQ(charts.size(), 2u);
   EXPECT_EQ(charts[0].kind, "lines");
   ASSERT_EQ(charts[0].series.size(), 2u);
@@ -233,27 +244,23 @@ TEST(BurninVerdicts, SoakRecordsAreFoundThroughTheSpecFamily) {
   RunDir run;
   run.run.run_id = "run";
   run.records.records = {rank_record(0, series_of({10, 10, 10, 8, 8, 8}), 0)};
-  EXPECT_EQ(analyze_soaks(run, soak_families()).size(), 1u);
-  EXPECT_TRUE(analyze_soaks(run, {}).empty());
-  RunDir storage;
-  EXPECT_EQ(&with_burnin_metrics(run, analyze_soaks(run, {}), storage), &run);
+  EXPECT_EQ(find_soaks(run, soak_families()).size(), 1u);
+  EXPECT_TRUE(find_soaks(run, {}).empty());
   run.records.records[0].benchmark = "site.soak";
   SpecFamily site;
   site.benchmark = "site.*";
   site.series = "soak";
-  auto soaks = analyze_soaks(run, {site});
+  auto soaks = find_soaks(run, {site});
   ASSERT_EQ(soaks.size(), 1u);
   EXPECT_EQ(soaks[0].item, "node01/rank0");
-  EXPECT_DOUBLE_EQ(soaks[0].analysis.drop_pct, 20);
-  const RunDir& derived = with_burnin_metrics(run, soaks, storage);
-  ASSERT_EQ(derived.records.records[0].metrics.size(), 3u);
-  EXPECT_EQ(derived.records.records[0].metrics[1].name, "rate_drop");
-  // make_report keeps the analyses; the run it shows has no derived metrics.
+  // The soak's own metrics are judged as they are, whatever the family says.
+  ASSERT_EQ(run.records.records[0].metrics.size(), 3u);
+  EXPECT_EQ(run.records.records[0].metrics[1].name, "rate_drop");
+  EXPECT_DOUBLE_EQ(run.records.records[0].metrics[1].value, 20);
   Report rep =
       make_report(run, load_spec(std::string(CB_SOURCE_DIR) + "/reports/specs/burnin-cpu.json"));
   EXPECT_TRUE(rep.soaks.empty());  // burnin-cpu.json's family is burnin.soak, not site.soak
-  EXPECT_EQ(row(rep, "burnin.rate_drop").outcome, kMissing);
-  EXPECT_EQ(rep.run->records.records[0].metrics.size(), 1u);
+  EXPECT_EQ(row(rep, "burnin.rate_drop").outcome, kMissing);  // no burnin.soak record
 }
 
 }  // namespace

@@ -13,7 +13,7 @@
 #include "core/error.hpp"
 #include "core/progress.hpp"
 #include "records/spec.hpp"
-#include "reports/evaluate.hpp"
+#include "reports/report.hpp"
 
 namespace cb = clusterbench::collectives;
 using cb::Dtype;
@@ -340,7 +340,7 @@ clusterbench::ResultRecord allreduce_record(const std::string& span, const std::
   r.benchmark = "collectives.all_reduce";
   r.params = {{"backend", "nccl"}, {"path", "nvlink"}, {"span", span},
               {"algo", algo},      {"dtype", "float"}, {"bytes", 1073741824}};
-  r.scope.kind = "cluster";
+  r.scope.kind = clusterbench::ScopeKind::cluster;
   r.case_key = clusterbench::make_case_key(r.benchmark, r.params, r.scope);
   r.metrics = {{"busbw", busbw, "GB/s", true}};
   r.extra = {{"nccl_algorithm", chose}, {"busbw_is_wire", cb::algorithm_is_wire(chose)}};
@@ -357,7 +357,7 @@ rep::Report judge(const std::string& table, std::vector<clusterbench::ResultReco
   clusterbench::RunDir run;
   run.run.run_id = "r";
   run.records.records = std::move(recs);
-  return rep::evaluate(
+  return rep::make_report(
       run, clusterbench::load_spec(std::string(CB_SOURCE_DIR) + "/reports/specs/" + table));
 }
 }  // namespace
@@ -369,10 +369,10 @@ TEST(CollectivesSpec, RowsPassAndFailAsHandComputed) {
   rep::Report ok =
       judge("h100-sxm-80g-8x.json", {allreduce_record("in-node", "auto", 470, "NVLS"),
                                      allreduce_record("inter-node", "ring", 180, "RING")});
-  EXPECT_EQ(row_of(ok, "collectives.nvlink_allreduce_busbw").outcome, "PASS");
-  EXPECT_EQ(row_of(ok, "collectives.nvlink_allreduce_busbw_nvls").outcome, "PASS");
-  EXPECT_EQ(row_of(ok, "collectives.internode_allreduce_busbw").outcome, "PASS");
-  EXPECT_EQ(row_of(ok, "collectives.network_busbw_alert").outcome, "PASS");
+  EXPECT_EQ(row_of(ok, "collectives.nvlink_allreduce_busbw").outcome, rep::kPass);
+  EXPECT_EQ(row_of(ok, "collectives.nvlink_allreduce_busbw_nvls").outcome, rep::kPass);
+  EXPECT_EQ(row_of(ok, "collectives.internode_allreduce_busbw").outcome, rep::kPass);
+  EXPECT_EQ(row_of(ok, "collectives.network_busbw_alert").outcome, rep::kPass);
   // NVLS chosen: the report says busbw is not wire bandwidth; the ring row says nothing.
   EXPECT_NE(row_of(ok, "collectives.nvlink_allreduce_busbw")
                 .message.find("busbw is not wire bandwidth: NCCL chose NVLS"),
@@ -386,25 +386,25 @@ TEST(CollectivesSpec, RowsPassAndFailAsHandComputed) {
   rep::Report mid =
       judge("h100-sxm-80g-8x.json", {allreduce_record("in-node", "auto", 360, "RING"),
                                      allreduce_record("inter-node", "ring", 163.2, "RING")});
-  EXPECT_EQ(row_of(mid, "collectives.nvlink_allreduce_busbw").outcome, "PASS");
-  EXPECT_EQ(row_of(mid, "collectives.nvlink_allreduce_busbw_nvls").outcome, "WARN");
-  EXPECT_EQ(row_of(mid, "collectives.internode_allreduce_busbw").outcome, "WARN");
-  EXPECT_EQ(row_of(mid, "collectives.network_busbw_alert").outcome, "PASS");
+  EXPECT_EQ(row_of(mid, "collectives.nvlink_allreduce_busbw").outcome, rep::kPass);
+  EXPECT_EQ(row_of(mid, "collectives.nvlink_allreduce_busbw_nvls").outcome, rep::kWarn);
+  EXPECT_EQ(row_of(mid, "collectives.internode_allreduce_busbw").outcome, rep::kWarn);
+  EXPECT_EQ(row_of(mid, "collectives.network_busbw_alert").outcome, rep::kPass);
 
   rep::Report bad =
       judge("h200-sxm-141g-8x.json", {allreduce_record("in-node", "auto", 306, "RING"),
                                       allreduce_record("inter-node", "ring", 90, "RING")});
-  EXPECT_EQ(row_of(bad, "collectives.nvlink_allreduce_busbw").outcome, "FAIL");  // 85% of 360
-  EXPECT_EQ(row_of(bad, "collectives.network_busbw_alert").outcome, "FAIL");
+  EXPECT_EQ(row_of(bad, "collectives.nvlink_allreduce_busbw").outcome, rep::kFail);  // 85% of 360
+  EXPECT_EQ(row_of(bad, "collectives.network_busbw_alert").outcome, rep::kFail);
   EXPECT_EQ(bad.exit_code, 1);
 
   rep::Report a100 =
       judge("a100-sxm-80g-8x.json", {allreduce_record("in-node", "auto", 230, "RING")});
-  EXPECT_EQ(row_of(a100, "collectives.nvlink_allreduce_busbw").outcome, "PASS");
+  EXPECT_EQ(row_of(a100, "collectives.nvlink_allreduce_busbw").outcome, rep::kPass);
   a100 = judge("a100-sxm-80g-8x.json", {allreduce_record("in-node", "auto", 195.5, "RING")});
-  EXPECT_EQ(row_of(a100, "collectives.nvlink_allreduce_busbw").outcome, "FAIL");
+  EXPECT_EQ(row_of(a100, "collectives.nvlink_allreduce_busbw").outcome, rep::kFail);
   // A single-node run has no inter-node record: the seed alert row is MISSING (incomplete).
-  EXPECT_EQ(row_of(a100, "collectives.network_busbw_alert").outcome, "MISSING");
+  EXPECT_EQ(row_of(a100, "collectives.network_busbw_alert").outcome, rep::kMissing);
 }
 
 // nics_per_node is each table's field; the network rows' values follow from it.

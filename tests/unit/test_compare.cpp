@@ -143,7 +143,7 @@ TEST(Compare, CurrentWithAPlanButNoRecords) {
   // Every case is missing from CURRENT: those ok in BASELINE regressed; those waived or failed
   // there had no value to lose (not_compared).
   int ok = 0, not_ok = 0;
-  for (const auto& r : base.records.records) (r.status == "ok" ? ok : not_ok)++;
+  for (const auto& r : base.records.records) (r.status == Status::ok ? ok : not_ok)++;
   ASSERT_GT(not_ok, 0);  // the fixture has a failed or waived case
   EXPECT_EQ(c.counts.at(kRegressed), ok);
   EXPECT_EQ(c.counts.at(kNotCompared), not_ok);

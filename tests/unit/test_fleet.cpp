@@ -21,7 +21,7 @@ const Fixture& fx() {
   return f;
 }
 
-ResultRecord node_rec(const std::string& host, double v, const std::string& kind = "node") {
+ResultRecord node_rec(const std::string& host, double v, ScopeKind kind = ScopeKind::node) {
   ResultRecord r;
   r.benchmark = "network.p2p";
   r.params = {{"bytes", 1 << 20}};
@@ -108,7 +108,7 @@ TEST(Fleet, ServesLinksAndLowerIsBetter) {
   const char* pairs[4][2] = {{"a", "b"}, {"b", "c"}, {"c", "d"}, {"d", "a"}};
   double bw[4] = {24.0, 24.5, 12.0, 23.8};  // median 23.9, tolerance 10%
   for (int i = 0; i < 4; ++i) {
-    ResultRecord r = node_rec(pairs[i][0], bw[i], "link");
+    ResultRecord r = node_rec(pairs[i][0], bw[i], ScopeKind::link);
     r.scope.hosts = {pairs[i][0], pairs[i][1]};
     r.case_key = make_case_key(r.benchmark, r.params, r.scope);
     links.push_back(r);
@@ -136,7 +136,7 @@ TEST(Fleet, FailedRecordAndSpecFailMarkAHost) {
   RunDir run = fx().run;
   for (auto& r : run.records.records)
     if (r.benchmark == "io.fio" && r.scope.host == "node01") {
-      r.status = "failed";
+      r.status = Status::failed;
       r.metrics.clear();
       r.message = "fio exited 1";
     }

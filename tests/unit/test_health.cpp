@@ -1,6 +1,6 @@
-// Health counters (bench/health.hpp) on fixture trees (tests/fixtures/fsroot-health, written by
+// Health counters (bench/env/health.hpp) on fixture trees (tests/fixtures/fsroot-health, written by
 // make_health_fixtures.py) and the fake NVML (tests/fixtures/nvml/health-*.json), and their
-// judgement by the spec rows of reports/specs (reports/health.hpp, reports/evaluate.hpp).
+// judgement by the spec rows of reports/specs (reports/health.hpp, reports/report.hpp).
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
@@ -10,9 +10,9 @@
 
 #include "env/health.hpp"
 #include "env/nvml.hpp"
-#include "reports/evaluate.hpp"
-#include "reports/health.hpp"
 #include "records/spec.hpp"
+#include "reports/health.hpp"
+#include "reports/report.hpp"
 
 namespace clusterbench {
 namespace {
@@ -209,7 +209,7 @@ class HealthRows : public ::testing::Test {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
     json end = health::read_counters(kTrees + end_tree);
     end["xid_watch"] = w.stop();
-    return report::evaluate(run_of(start, end), spec);
+    return report::make_report(run_of(start, end), spec);
   }
 };
 
@@ -292,7 +292,7 @@ TEST_F(HealthRows, FaultyRunFailsNamingGpusPortsAndDevices) {
 
 TEST_F(HealthRows, RunWithoutEndSnapshotIsMissing) {
   json start = health::read_counters(kTrees + "start", false);
-  report::Report r = report::evaluate(run_of(start, nullptr), spec);
+  report::Report r = report::make_report(run_of(start, nullptr), spec);
   const auto& down = row(r, "health.ib_link_downed");
   EXPECT_EQ(down.outcome, report::kMissing);
   EXPECT_EQ(down.message, "node01: no end snapshot: the run did not finish");

@@ -1,5 +1,5 @@
 // Health deltas and their judgement (reports/health.hpp, the health.* rows of reports/specs) on
-// hand-written snapshots in bench/health.hpp's format.
+// hand-written snapshots in bench/env/health.hpp's format.
 #include <gtest/gtest.h>
 
 #include <fstream>

@@ -43,11 +43,11 @@ TEST(P2pStats, BytesPerOperationAndNearestRankPercentiles) {
 }
 
 ResultRecord link(const std::string& a, const std::string& b, double gbs,
-                  const std::string& status = "ok") {
+                  Status status = Status::ok) {
   ResultRecord r;
   r.benchmark = "network.p2p";
   r.params = {{"pattern", "all_pairs"}, {"mode", "unidirectional"}, {"bytes", 1048576}};
-  r.scope.kind = "link";
+  r.scope.kind = ScopeKind::link;
   r.scope.hosts = {a, b};
   r.status = status;
   r.metrics.push_back({"bandwidth", gbs, "GB/s", true});
@@ -56,10 +56,10 @@ ResultRecord link(const std::string& a, const std::string& b, double gbs,
 
 TEST(LinkMatrix, SymmetricMatrixFromLinkRecords) {
   std::vector<ResultRecord> recs = {link("n1", "n2", 0.0478), link("n1", "n3", 0.044),
-                                    link("n2", "n3", 0.0194), link("n3", "n4", 9, "failed")};
+                                    link("n2", "n3", 0.0194), link("n3", "n4", 9, Status::failed)};
   ResultRecord cluster = link("n1", "n2", 1);
   cluster.scope = Scope{};
-  cluster.scope.kind = "cluster";
+  cluster.scope.kind = ScopeKind::cluster;
   recs.push_back(cluster);
   auto ms = report::link_matrices(recs);
   ASSERT_EQ(ms.size(), 1u);

@@ -1,4 +1,4 @@
-// NVML loader and queries (bench/nvml.cpp) against the fake libnvidia-ml.so (tests/fake_nvml),
+// NVML loader and queries (bench/env/nvml.cpp) against the fake libnvidia-ml.so (tests/fake_nvml),
 // loaded through the same dlopen path as the real one. Each test picks its scenario with
 // CLUSTERBENCH_NVML_LIB + FAKE_NVML_JSON and Nvml::reload_for_testing().
 #include <gtest/gtest.h>
@@ -286,8 +286,8 @@ TEST_F(NvmlTest, BoardPartNumberPersistenceAndMig) {
     mig.push_back(g.mig_mode);
   }
   EXPECT_EQ(parts, Strings(8, "692-2G520-0200-000"));
-  EXPECT_EQ(persistence, (Strings{"enabled", "enabled", "enabled", "enabled", "enabled",
-                                  "disabled", "enabled", "enabled"}));
+  EXPECT_EQ(persistence, (Strings{"enabled", "enabled", "enabled", "enabled", "enabled", "disabled",
+                                  "enabled", "enabled"}));
   EXPECT_EQ(mig, (Strings{"disabled", "disabled", "disabled", "disabled", "disabled", "disabled",
                           "enabled", "disabled"}));
 

@@ -7,8 +7,8 @@
 #include <tuple>
 
 #include "env/inventory.hpp"
-#include "reports/evaluate.hpp"
 #include "reports/ifname.hpp"
+#include "reports/report.hpp"
 
 namespace clusterbench::report {
 namespace {
@@ -128,7 +128,7 @@ class BaseRows : public ::testing::Test {
 };
 
 TEST_F(BaseRows, HealthyNodePassesEveryPortRow) {
-  Report r = evaluate(run_of({{"good", kTwoSocket, "ib0"}}), spec);
+  Report r = make_report(run_of({{"good", kTwoSocket, "ib0"}}), spec);
   const auto& count = row(r, "net.ports_active_at_rate");
   EXPECT_EQ(count.outcome, kPass) << count.message;
   EXPECT_EQ(count.value, 2);  // mlx5_0/1 and mlx5_1/1, both ACTIVE at 200 Gb/s
@@ -140,7 +140,7 @@ TEST_F(BaseRows, HealthyNodePassesEveryPortRow) {
 }
 
 TEST_F(BaseRows, TrainedDownPortFailsNamingThePort) {
-  Report r = evaluate(run_of({{"bad", kDegraded, "ib0"}}), spec);
+  Report r = make_report(run_of({{"bad", kDegraded, "ib0"}}), spec);
   const auto& rate = row(r, "net.ib_port_rate");
   EXPECT_EQ(rate.outcome, kFail);
   EXPECT_EQ(rate.worst_item, "bad/nic[mlx5_1/1]");
@@ -159,12 +159,12 @@ TEST_F(BaseRows, TrainedDownPortFailsNamingThePort) {
 }
 
 TEST_F(BaseRows, NcclIfnameOnDownOrAbsentInterfaceFails) {
-  Report r = evaluate(run_of({{"a", kDegraded, "ib2"},       // present, port DOWN
-                              {"b", kDegraded, "=eth0"},     // absent
-                              {"c", kDegraded, "eno"},       // eno1 up, eno2 down
-                              {"d", kDegraded, "^ib,eno1"},  // only eno2 left: down
-                              {"e", kDegraded, ""}}),        // unset: all but docker, lo
-                      spec);
+  Report r = make_report(run_of({{"a", kDegraded, "ib2"},       // present, port DOWN
+                                 {"b", kDegraded, "=eth0"},     // absent
+                                 {"c", kDegraded, "eno"},       // eno1 up, eno2 down
+                                 {"d", kDegraded, "^ib,eno1"},  // only eno2 left: down
+                                 {"e", kDegraded, ""}}),        // unset: all but docker, lo
+                         spec);
   const auto& nccl = row(r, "net.nccl_socket_ifname_up");
   EXPECT_EQ(nccl.outcome, kFail);
   EXPECT_EQ(item(nccl, "a")->value, 0);

@@ -15,7 +15,7 @@ ResultRecord gpu_rec(const std::string& host, int gpu, std::vector<Metric> metri
   ResultRecord r;
   r.benchmark = "compute.gemm";
   r.params = std::move(params);
-  r.scope.kind = "gpu";
+  r.scope.kind = ScopeKind::gpu;
   r.scope.host = host;
   r.scope.gpu_index = gpu;
   r.metrics = std::move(metrics);
@@ -122,7 +122,7 @@ TEST(Prometheus, UnitsScaleToBaseUnitsAndWrongUnitsAreSkipped) {
 
 TEST(Prometheus, LastRecordOfACaseWinsAndFailedRecordsAreSkipped) {
   ResultRecord failed = gpu_rec("n1", 0, {{"tflops", 1, "TFLOP/s", true}});
-  failed.status = "failed";
+  failed.status = Status::failed;
   std::string t = render(run_of({gpu_rec("n1", 0, {{"tflops", 600, "TFLOP/s", true}}),
                                  gpu_rec("n1", 0, {{"tflops", 650, "TFLOP/s", true}}), failed}));
   EXPECT_NE(t.find("dtype=\"bf16\"} 650\n"), std::string::npos) << t;

@@ -42,7 +42,7 @@ ResultRecord gemm_record() {
   r.run_id = "20261201T101500Z-gpu01";
   r.benchmark = "compute.gemm";
   r.params = {{"n", 8192}, {"m", 8192}, {"k", 8192}, {"dtype", "bf16"}};
-  r.scope.kind = "gpu";
+  r.scope.kind = ScopeKind::gpu;
   r.scope.host = "gpu01";
   r.scope.rank = 3;
   r.scope.gpu_index = 3;
@@ -122,7 +122,7 @@ TEST(NearestRank, Quantiles) {
 
 TEST(ScopeItem, EachKind) {
   Scope g;
-  g.kind = "gpu", g.host = "node01", g.gpu_index = 3, g.uuid = "GPU-abc";
+  g.kind = ScopeKind::gpu, g.host = "node01", g.gpu_index = 3, g.uuid = "GPU-abc";
   EXPECT_EQ(scope_item(g), "node01/gpu3[GPU-abc]");
   g.uuid.clear();
   EXPECT_EQ(scope_item(g), "node01/gpu3");
@@ -130,10 +130,10 @@ TEST(ScopeItem, EachKind) {
   n.host = "node01";
   EXPECT_EQ(scope_item(n), "node01");
   Scope l;
-  l.kind = "link", l.hosts = {"node01", "node02"};
+  l.kind = ScopeKind::link, l.hosts = {"node01", "node02"};
   EXPECT_EQ(scope_item(l), "node01<->node02");
   Scope c;
-  c.kind = "cluster";
+  c.kind = ScopeKind::cluster;
   EXPECT_EQ(scope_item(c), "cluster");
 }
 
@@ -152,7 +152,7 @@ TEST(CaseKey, ParamsAreCanonical) {
 
 TEST(RoundTrip, ResultRecord) {
   ResultRecord r = gemm_record();
-  r.status = "failed";
+  r.status = Status::failed;
   r.message = "cuBLAS error 13 (CUBLAS_STATUS_EXECUTION_FAILED) in cublasLtMatmul";
   r.error = ErrorInfo{"cublas", "13", "cublasLtMatmul(...)", "compute/gemm.cpp:88", "gpu01", 3};
   json j = r;
@@ -165,7 +165,7 @@ TEST(RoundTrip, ResultRecord) {
   EXPECT_EQ(
       back.case_key,
       R"(compute.gemm|{"dtype":"bf16","k":8192,"m":8192,"n":8192}|gpu01/gpu3[GPU-5d2f8a3c-71e4-4b09-8c6a-0e9b1f2a3c43])");
-  EXPECT_EQ(back.status, "failed");
+  EXPECT_EQ(back.status, Status::failed);
   EXPECT_EQ(back.message, r.message);
   ASSERT_TRUE(back.error.has_value());
   EXPECT_EQ(back.error->where, "compute/gemm.cpp:88");
@@ -238,7 +238,7 @@ TEST(ReadRecords, WholeFile) {
   ASSERT_EQ(f.records.size(), 6u);
   EXPECT_TRUE(f.warnings.empty());
   EXPECT_DOUBLE_EQ(f.records[1].metrics[0].value, 298.7);
-  EXPECT_EQ(f.records[4].status, "waived");
+  EXPECT_EQ(f.records[4].status, Status::waived);
   EXPECT_EQ(f.records[4].message, "no NVIDIA GPU on the PCI bus");
 }
 
