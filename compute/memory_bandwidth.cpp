@@ -103,6 +103,23 @@ Array alloc_array(long long n) {
   return Array(static_cast<double*>(p));
 }
 
+/// One pass of a STREAM kernel over arrays of n doubles, on the OpenMP threads.
+void stream_pass(const std::string& kernel, double* pa, double* pb, double* pc, long long n) {
+  if (kernel == "copy") {
+#pragma omp parallel for schedule(static)
+    for (long long i = 0; i < n; ++i) pc[i] = pa[i];
+  } else if (kernel == "scale") {
+#pragma omp parallel for schedule(static)
+    for (long long i = 0; i < n; ++i) pb[i] = kScalar * pc[i];
+  } else if (kernel == "add") {
+#pragma omp parallel for schedule(static)
+    for (long long i = 0; i < n; ++i) pc[i] = pa[i] + pb[i];
+  } else {
+#pragma omp parallel for schedule(static)
+    for (long long i = 0; i < n; ++i) pa[i] = pb[i] + kScalar * pc[i];
+  }
+}
+
 class MemoryBandwidth : public Benchmark {
  public:
   std::string id() const override { return "compute.memory_bandwidth"; }
@@ -158,23 +175,8 @@ class MemoryBandwidth : public Benchmark {
 #pragma omp parallel for schedule(static)
     for (long long i = 0; i < n; ++i) pa[i] = 1.0, pb[i] = 2.0, pc[i] = 1.0;
 
-    auto op = [&]() {
-      if (kernel == "copy") {
-#pragma omp parallel for schedule(static)
-        for (long long i = 0; i < n; ++i) pc[i] = pa[i];
-      } else if (kernel == "scale") {
-#pragma omp parallel for schedule(static)
-        for (long long i = 0; i < n; ++i) pb[i] = kScalar * pc[i];
-      } else if (kernel == "add") {
-#pragma omp parallel for schedule(static)
-        for (long long i = 0; i < n; ++i) pc[i] = pa[i] + pb[i];
-      } else {
-#pragma omp parallel for schedule(static)
-        for (long long i = 0; i < n; ++i) pa[i] = pb[i] + kScalar * pc[i];
-      }
-    };
     run.exec([&](long long ops) {
-      for (long long k = 0; k < ops; ++k) op();
+      for (long long k = 0; k < ops; ++k) stream_pass(kernel, pa, pb, pc, n);
       return -1.0;
     });
 

@@ -145,8 +145,12 @@ RunOptions resolve_resume(const RunOptions& given, const Context& ctx, ResumeSta
   return o;
 }
 
-void read_resume_records(ResumeState& state, bool repair) {
-  const std::string path = state.dir + "/records.jsonl";
+namespace {
+
+/// The records file's text without a torn last line (a write the killed run did not finish).
+/// With `repair` the file itself is repaired: a whole record that only lacks its newline gets it;
+/// a partial line moves to records.jsonl.torn.
+std::string complete_lines(const std::string& path, bool repair) {
   std::string text;
   {
     std::ifstream in(path, std::ios::binary);
@@ -154,30 +158,33 @@ void read_resume_records(ResumeState& state, bool repair) {
     ss << in.rdbuf();
     text = ss.str();
   }
-  // A last line without its newline is a write the killed run did not finish.
   const size_t complete = text.empty() || text.back() == '\n' ? text.size() : text.rfind('\n') + 1;
-  if (complete < text.size()) {
-    std::string torn = text.substr(complete);
-    bool whole = false;  // a whole record that only lacks its newline: keep it, add the newline
-    try {
-      whole = json::parse(torn).is_object();
-    } catch (const std::exception&) {
-    }
-    if (repair) {
-      if (whole) {
-        std::ofstream(path, std::ios::app) << '\n';
-      } else {
-        std::ofstream(path + ".torn", std::ios::app) << torn << '\n';
-        std::filesystem::resize_file(path, complete);
-        std::cerr << "clusterbench: --resume: " << path << ": its torn last line (" << torn.size()
-                  << " bytes, a partial write of the killed run) was moved to " << path << ".torn"
-                  << std::endl;
-      }
-    }
-    if (!whole) text.resize(complete);
+  if (complete == text.size()) return text;
+  const std::string torn = text.substr(complete);
+  bool whole = false;  // a whole record that only lacks its newline: keep it, add the newline
+  try {
+    whole = json::parse(torn).is_object();
+  } catch (const std::exception&) {
   }
+  if (repair && whole) {
+    std::ofstream(path, std::ios::app) << '\n';
+  } else if (repair) {
+    std::ofstream(path + ".torn", std::ios::app) << torn << '\n';
+    std::filesystem::resize_file(path, complete);
+    std::cerr << "clusterbench: --resume: " << path << ": its torn last line (" << torn.size()
+              << " bytes, a partial write of the killed run) was moved to " << path << ".torn"
+              << std::endl;
+  }
+  if (!whole) text.resize(complete);
+  return text;
+}
+
+}  // namespace
+
+void read_resume_records(ResumeState& state, bool repair) {
+  const std::string path = state.dir + "/records.jsonl";
   std::map<std::string, bool> last;  // case key -> its last record is done
-  std::istringstream lines(text);
+  std::istringstream lines(complete_lines(path, repair));
   std::string line;
   int number = 0;
   while (std::getline(lines, line)) {

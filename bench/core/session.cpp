@@ -99,6 +99,7 @@ struct RunSession::State {
   bool on_watchdog(const WatchdogEvent& e);
   void record_abort(const std::string& reason);
   void mark_aborted(const std::string& reason);
+  void write_run_or_warn();
   void append(const ResultRecord& rec);
   void end_health();
   void note_time_limit();
@@ -324,6 +325,16 @@ void RunSession::State::write_run_dir() {
 
 // --- cases ---------------------------------------------------------------------------------------
 
+/// Rewrites run.json (mu held); a failure is printed, not thrown: the run is ending already, and
+/// what it measured is in records.jsonl.
+void RunSession::State::write_run_or_warn() {
+  try {
+    sink->write_run(run);
+  } catch (const std::exception& e) {
+    std::cerr << "clusterbench: " << e.what() << std::endl;
+  }
+}
+
 void RunSession::State::mark_aborted(const std::string& reason) {
   if (!ctx.is_root() || !sink) return;
   std::lock_guard<std::mutex> lock(mu);
@@ -331,11 +342,7 @@ void RunSession::State::mark_aborted(const std::string& reason) {
   run.abort_reason = reason;
   run.finished_at = utc_now_iso();
   run.exit_code = 3;
-  try {
-    sink->write_run(run);
-  } catch (const std::exception& e) {
-    std::cerr << "clusterbench: " << e.what() << std::endl;
-  }
+  write_run_or_warn();
 }
 
 void RunSession::State::append(const ResultRecord& rec) {
@@ -377,11 +384,7 @@ void RunSession::State::record_abort(const std::string& reason) {
   run.abort_reason = reason + who.text;
   run.finished_at = utc_now_iso();
   run.exit_code = 3;
-  try {
-    sink->write_run(run);
-  } catch (const std::exception& e) {
-    std::cerr << "clusterbench: " << e.what() << std::endl;
-  }
+  write_run_or_warn();
   std::cerr << "clusterbench: run aborted: " << reason << std::endl;
 }
 
@@ -543,11 +546,7 @@ int RunSession::State::make_report() {
   }
   std::lock_guard<std::mutex> lock(mu);
   run.exit_code = code;
-  try {
-    sink->write_run(run);
-  } catch (const std::exception& e) {
-    std::cerr << "clusterbench: " << e.what() << std::endl;
-  }
+  write_run_or_warn();
   return code;
 }
 

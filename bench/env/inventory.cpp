@@ -817,6 +817,49 @@ std::map<std::string, std::string> collect_environment() {
   return env;
 }
 
+namespace {
+
+/// The kernel release: /proc/sys/kernel/osrelease below the root, else uname on a live system.
+std::string kernel_version(const std::string& root, std::vector<std::string>& w) {
+  std::string why;
+  if (auto rel = read_text(under(root, "/proc/sys/kernel/osrelease"), &why)) return *rel;
+  struct utsname u {};
+  if (is_live(root) && uname(&u) == 0) return u.release;
+  w.push_back("versions: cannot read " + under(root, "/proc/sys/kernel/osrelease") + ": " + why);
+  return "";
+}
+
+/// The GPUs: NVML's list where it works (NUMA nodes it cannot give taken from the PCI bus),
+/// else the PCI bus's, with why in gpu_status.nvml.
+void add_gpus(EnvRecord& r, std::vector<GpuInfo> on_pci, bool query_nvml) {
+  if (!query_nvml) {
+    r.gpu_status.nvml = "not queried";
+    r.gpus = std::move(on_pci);
+    return;
+  }
+  NvmlInventory nv = query_nvml_inventory();
+  if (!nv.ok) {
+    r.gpu_status.nvml = nv.status.empty() ? "NVML unavailable" : nv.status;
+    r.gpus = std::move(on_pci);
+    return;
+  }
+  r.gpu_status.nvml = "ok";
+  r.versions.driver = nv.driver_version;
+  r.versions.cuda_driver = nv.cuda_driver;
+  r.gpus = std::move(nv.gpus);
+  for (auto& g : r.gpus) {
+    if (g.numa_node >= 0) continue;
+    for (const auto& p : on_pci)
+      if (normalize_bus_id(p.pci_bus_id) == normalize_bus_id(g.pci_bus_id))
+        g.numa_node = p.numa_node;
+  }
+  if (r.gpus.size() != on_pci.size())
+    r.warnings.push_back("gpus: NVML sees " + std::to_string(r.gpus.size()) +
+                         " GPU(s), the PCI bus " + std::to_string(on_pci.size()));
+}
+
+}  // namespace
+
 EnvRecord collect_env(const InventoryOptions& opt) {
   EnvRecord r;
   auto& w = r.warnings;
@@ -843,44 +886,9 @@ EnvRecord collect_env(const InventoryOptions& opt) {
   r.dmi = collect_dmi(root, w);
   r.gpudirect = collect_gpudirect(root, w);
   r.environment = collect_environment();
-
-  std::string why;
-  if (auto rel = read_text(under(root, "/proc/sys/kernel/osrelease"), &why)) {
-    r.versions.kernel = *rel;
-  } else {
-    struct utsname u {};
-    if (is_live(root) && uname(&u) == 0)
-      r.versions.kernel = u.release;
-    else
-      w.push_back("versions: cannot read " + under(root, "/proc/sys/kernel/osrelease") + ": " +
-                  why);
-  }
+  r.versions.kernel = kernel_version(root, w);
   if (opt.probe_tools && is_live(root)) r.versions.fio = probe_fio_version();
-
-  if (!opt.query_nvml) {
-    r.gpu_status.nvml = "not queried";
-    r.gpus = std::move(on_pci);
-    return r;
-  }
-  NvmlInventory nv = query_nvml_inventory();
-  if (!nv.ok) {
-    r.gpu_status.nvml = nv.status.empty() ? "NVML unavailable" : nv.status;
-    r.gpus = std::move(on_pci);
-    return r;
-  }
-  r.gpu_status.nvml = "ok";
-  r.versions.driver = nv.driver_version;
-  r.versions.cuda_driver = nv.cuda_driver;
-  r.gpus = std::move(nv.gpus);
-  for (auto& g : r.gpus) {
-    if (g.numa_node >= 0) continue;
-    for (const auto& p : on_pci)
-      if (normalize_bus_id(p.pci_bus_id) == normalize_bus_id(g.pci_bus_id))
-        g.numa_node = p.numa_node;
-  }
-  if (r.gpus.size() != on_pci.size())
-    w.push_back("gpus: NVML sees " + std::to_string(r.gpus.size()) + " GPU(s), the PCI bus " +
-                std::to_string(on_pci.size()));
+  add_gpus(r, std::move(on_pci), opt.query_nvml);
   return r;
 }
 

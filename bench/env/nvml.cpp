@@ -402,6 +402,56 @@ std::string bus_id_of(const nvmlPciInfo_t& pci) {
   return normalize_nvml_bus_id(id);
 }
 
+/// PCIe link generation and width, current and max.
+PcieLink read_pcie(const Nvml::Api& a, GpuReader& r, nvmlDevice_t dev) {
+  PcieLink p;
+  p.gen_current = r.uint_value(a.device_get_curr_pcie_link_generation,
+                               "nvmlDeviceGetCurrPcieLinkGeneration", dev);
+  p.gen_max = r.uint_value(a.device_get_max_pcie_link_generation,
+                           "nvmlDeviceGetMaxPcieLinkGeneration", dev);
+  p.width_current =
+      r.uint_value(a.device_get_curr_pcie_link_width, "nvmlDeviceGetCurrPcieLinkWidth", dev);
+  p.width_max =
+      r.uint_value(a.device_get_max_pcie_link_width, "nvmlDeviceGetMaxPcieLinkWidth", dev);
+  return p;
+}
+
+/// NVLink links up. Links past the device's count answer Invalid Argument, a GPU without NVLink
+/// Not Supported: neither is worth a warning, so these calls bypass the reader.
+int nvlink_links_up(const Nvml::Api& a, nvmlDevice_t dev) {
+  int up = 0;
+  if (!a.device_get_nvlink_state) return up;
+  for (unsigned link = 0; link < NVML_NVLINK_MAX_LINKS; ++link) {
+    nvmlEnableState_t active = NVML_FEATURE_DISABLED;
+    if (a.device_get_nvlink_state(dev, link, &active) == NVML_SUCCESS &&
+        active == NVML_FEATURE_ENABLED)
+      ++up;
+  }
+  return up;
+}
+
+/// The nearest NUMA node: the lowest node in the GPU's memory affinity mask; -1 unknown.
+int nearest_numa_node(const Nvml::Api& a, GpuReader& r, nvmlDevice_t dev) {
+  unsigned long node_set[4] = {};
+  if (!r.call(a.device_get_memory_affinity, "nvmlDeviceGetMemoryAffinity", dev, 4u, node_set,
+              static_cast<nvmlAffinityScope_t>(NVML_AFFINITY_SCOPE_NODE)))
+    return -1;
+  constexpr int kBits = 8 * sizeof(unsigned long);
+  for (int n = 0; n < 4 * kBits; ++n)
+    if (node_set[n / kBits] & (1UL << (n % kBits))) return n;
+  return -1;
+}
+
+/// The persistence and MIG modes: "enabled", "disabled", or "" where NVML cannot say.
+void read_modes(const Nvml::Api& a, GpuReader& r, nvmlDevice_t dev, GpuInfo& g) {
+  nvmlEnableState_t persistence = NVML_FEATURE_DISABLED;
+  if (r.call(a.device_get_persistence_mode, "nvmlDeviceGetPersistenceMode", dev, &persistence))
+    g.persistence_mode = persistence == NVML_FEATURE_ENABLED ? "enabled" : "disabled";
+  unsigned mig_current = 0, mig_pending = 0;
+  if (r.call(a.device_get_mig_mode, "nvmlDeviceGetMigMode", dev, &mig_current, &mig_pending))
+    g.mig_mode = mig_current == NVML_DEVICE_MIG_ENABLE ? "enabled" : "disabled";
+}
+
 GpuInfo read_gpu(const Nvml& nvml, int index, nvmlDevice_t dev, const std::string& driver,
                  std::vector<std::string>* warnings) {
   const Nvml::Api& a = nvml.api();
@@ -416,7 +466,6 @@ GpuInfo read_gpu(const Nvml& nvml, int index, nvmlDevice_t dev, const std::strin
       r.text(a.device_get_serial, "nvmlDeviceGetSerial", dev, NVML_DEVICE_SERIAL_BUFFER_SIZE);
   g.vbios = r.text(a.device_get_vbios_version, "nvmlDeviceGetVbiosVersion", dev,
                    NVML_DEVICE_VBIOS_VERSION_BUFFER_SIZE);
-
   nvmlPciInfo_t pci{};
   if (r.call(a.device_get_pci_info, "nvmlDeviceGetPciInfo", dev, &pci)) {
     g.pci_bus_id = bus_id_of(pci);
@@ -424,56 +473,18 @@ GpuInfo read_gpu(const Nvml& nvml, int index, nvmlDevice_t dev, const std::strin
     std::snprintf(buf, sizeof buf, "0x%04x", pci.pciDeviceId >> 16);  // high 16 bits: device
     g.pci_device_id = buf;
   }
-
   nvmlMemory_t mem{};
-  if (r.call(a.device_get_memory_info, "nvmlDeviceGetMemoryInfo", dev, &mem)) {
+  if (r.call(a.device_get_memory_info, "nvmlDeviceGetMemoryInfo", dev, &mem))
     g.memory_gib = static_cast<double>(mem.total) / (1ULL << 30);
-  }
-
-  g.pcie.gen_current = r.uint_value(a.device_get_curr_pcie_link_generation,
-                                    "nvmlDeviceGetCurrPcieLinkGeneration", dev);
-  g.pcie.gen_max = r.uint_value(a.device_get_max_pcie_link_generation,
-                                "nvmlDeviceGetMaxPcieLinkGeneration", dev);
-  g.pcie.width_current =
-      r.uint_value(a.device_get_curr_pcie_link_width, "nvmlDeviceGetCurrPcieLinkWidth", dev);
-  g.pcie.width_max =
-      r.uint_value(a.device_get_max_pcie_link_width, "nvmlDeviceGetMaxPcieLinkWidth", dev);
-
-  // Links past the device's count answer Invalid Argument, a GPU without NVLink Not Supported:
-  // neither is worth a warning, so these calls bypass the reader.
-  if (a.device_get_nvlink_state) {
-    for (unsigned link = 0; link < NVML_NVLINK_MAX_LINKS; ++link) {
-      nvmlEnableState_t active = NVML_FEATURE_DISABLED;
-      if (a.device_get_nvlink_state(dev, link, &active) == NVML_SUCCESS &&
-          active == NVML_FEATURE_ENABLED) {
-        ++g.nvlink_links_up;
-      }
-    }
-  }
-
+  g.pcie = read_pcie(a, r, dev);
+  g.nvlink_links_up = nvlink_links_up(a, dev);
   nvmlEnableState_t ecc_current = NVML_FEATURE_DISABLED, ecc_pending = NVML_FEATURE_DISABLED;
-  if (r.call(a.device_get_ecc_mode, "nvmlDeviceGetEccMode", dev, &ecc_current, &ecc_pending)) {
+  if (r.call(a.device_get_ecc_mode, "nvmlDeviceGetEccMode", dev, &ecc_current, &ecc_pending))
     g.ecc_mode = ecc_current == NVML_FEATURE_ENABLED ? "enabled" : "disabled";
-  }
-
-  // The nearest NUMA node: the lowest node in the GPU's memory affinity mask.
-  unsigned long node_set[4] = {};
-  if (r.call(a.device_get_memory_affinity, "nvmlDeviceGetMemoryAffinity", dev, 4u, node_set,
-             static_cast<nvmlAffinityScope_t>(NVML_AFFINITY_SCOPE_NODE))) {
-    constexpr int kBits = 8 * sizeof(unsigned long);
-    for (int n = 0; n < 4 * kBits && g.numa_node < 0; ++n) {
-      if (node_set[n / kBits] & (1UL << (n % kBits))) g.numa_node = n;
-    }
-  }
-
+  g.numa_node = nearest_numa_node(a, r, dev);
   g.board_part_number = r.text(a.device_get_board_part_number, "nvmlDeviceGetBoardPartNumber", dev,
                                NVML_DEVICE_PART_NUMBER_BUFFER_SIZE);
-  nvmlEnableState_t persistence = NVML_FEATURE_DISABLED;
-  if (r.call(a.device_get_persistence_mode, "nvmlDeviceGetPersistenceMode", dev, &persistence))
-    g.persistence_mode = persistence == NVML_FEATURE_ENABLED ? "enabled" : "disabled";
-  unsigned mig_current = 0, mig_pending = 0;
-  if (r.call(a.device_get_mig_mode, "nvmlDeviceGetMigMode", dev, &mig_current, &mig_pending))
-    g.mig_mode = mig_current == NVML_DEVICE_MIG_ENABLE ? "enabled" : "disabled";
+  read_modes(a, r, dev, g);
   return g;
 }
 
@@ -819,6 +830,56 @@ nvmlReturn_t list_processes(Fn fn, nvmlDevice_t dev, std::vector<Info>& out) {
 }  // namespace
 #endif
 
+#if CLUSTERBENCH_HAVE_NVML
+namespace {
+
+/// The processes of one type ("compute" or "graphics") on GPU `i` (`dev`); a list NVML cannot
+/// give adds its reason to `problems` (not-supported lists are none).
+void list_gpu_processes(const Nvml& nvml, unsigned i, nvmlDevice_t dev, const char* uuid,
+                        const char* type, std::vector<NvmlProcess>& out, std::string& problems) {
+  const Nvml::Api& a = nvml.api();
+  const bool compute = type[0] == 'c';
+  auto v2 = compute ? a.device_get_compute_processes : a.device_get_graphics_processes;
+  auto v1 = compute ? a.device_get_compute_processes_v1 : a.device_get_graphics_processes_v1;
+  std::vector<std::pair<unsigned, unsigned long long>> found;  // pid, usedGpuMemory
+  nvmlReturn_t rc = NVML_ERROR_FUNCTION_NOT_FOUND;
+  if (v2) {
+    std::vector<nvmlProcessInfo_v2_t> infos;
+    rc = list_processes(v2, dev, infos);
+    for (const auto& p : infos) found.emplace_back(p.pid, p.usedGpuMemory);
+  } else if (v1) {
+    std::vector<nvmlProcessInfo_v1_t> infos;
+    rc = list_processes(v1, dev, infos);
+    for (const auto& p : infos) found.emplace_back(p.pid, p.usedGpuMemory);
+  }
+  if (rc == NVML_ERROR_NOT_SUPPORTED) return;  // e.g. graphics lists on a compute GPU
+  if (rc != NVML_SUCCESS) {
+    problems += std::string("; gpu ") + std::to_string(i) + ": nvmlDeviceGet" +
+                (compute ? "Compute" : "Graphics") + "RunningProcesses: " + nvml.error_string(rc);
+    return;
+  }
+  for (const auto& [pid, used] : found) {
+    NvmlProcess p;
+    p.gpu_index = static_cast<int>(i);
+    p.gpu_uuid = uuid;
+    p.pid = pid;
+    p.type = type;
+    p.used_bytes = used == static_cast<unsigned long long>(NVML_VALUE_NOT_AVAILABLE)
+                       ? -1
+                       : static_cast<long long>(used);
+    char name[256] = {};
+    if (a.system_get_process_name &&
+        a.system_get_process_name(pid, name, sizeof name) == NVML_SUCCESS) {
+      name[sizeof name - 1] = '\0';
+      p.name = name;
+    }
+    out.push_back(std::move(p));
+  }
+}
+
+}  // namespace
+#endif
+
 std::vector<NvmlProcess> query_gpu_processes(std::string& status) {
   std::vector<NvmlProcess> out;
   const Nvml& nvml = Nvml::get();
@@ -842,46 +903,8 @@ std::vector<NvmlProcess> query_gpu_processes(std::string& status) {
     char uuid[NVML_DEVICE_UUID_V2_BUFFER_SIZE] = {};
     if (!a.device_get_uuid || a.device_get_uuid(dev, uuid, sizeof uuid) != NVML_SUCCESS)
       uuid[0] = '\0';
-    for (const char* type : {"compute", "graphics"}) {
-      const bool compute = type[0] == 'c';
-      auto v2 = compute ? a.device_get_compute_processes : a.device_get_graphics_processes;
-      auto v1 = compute ? a.device_get_compute_processes_v1 : a.device_get_graphics_processes_v1;
-      std::vector<std::pair<unsigned, unsigned long long>> found;  // pid, usedGpuMemory
-      nvmlReturn_t rc = NVML_ERROR_FUNCTION_NOT_FOUND;
-      if (v2) {
-        std::vector<nvmlProcessInfo_v2_t> infos;
-        rc = list_processes(v2, dev, infos);
-        for (const auto& p : infos) found.emplace_back(p.pid, p.usedGpuMemory);
-      } else if (v1) {
-        std::vector<nvmlProcessInfo_v1_t> infos;
-        rc = list_processes(v1, dev, infos);
-        for (const auto& p : infos) found.emplace_back(p.pid, p.usedGpuMemory);
-      }
-      if (rc == NVML_ERROR_NOT_SUPPORTED) continue;  // e.g. graphics lists on a compute GPU
-      if (rc != NVML_SUCCESS) {
-        problems += std::string("; gpu ") + std::to_string(i) + ": nvmlDeviceGet" +
-                    (compute ? "Compute" : "Graphics") +
-                    "RunningProcesses: " + nvml.error_string(rc);
-        continue;
-      }
-      for (const auto& [pid, used] : found) {
-        NvmlProcess p;
-        p.gpu_index = static_cast<int>(i);
-        p.gpu_uuid = uuid;
-        p.pid = pid;
-        p.type = type;
-        p.used_bytes = used == static_cast<unsigned long long>(NVML_VALUE_NOT_AVAILABLE)
-                           ? -1
-                           : static_cast<long long>(used);
-        char name[256] = {};
-        if (a.system_get_process_name &&
-            a.system_get_process_name(pid, name, sizeof name) == NVML_SUCCESS) {
-          name[sizeof name - 1] = '\0';
-          p.name = name;
-        }
-        out.push_back(std::move(p));
-      }
-    }
+    for (const char* type : {"compute", "graphics"})
+      list_gpu_processes(nvml, i, dev, uuid, type, out, problems);
   }
   if (!problems.empty()) status = problems.substr(2);
 #endif

@@ -609,6 +609,39 @@ void parse_lines(const std::string& buf, const std::vector<std::pair<size_t, siz
 
 }  // namespace
 
+namespace {
+
+/// The lines of buf[0, end), each as (offset, length) without its newline.
+std::vector<std::pair<size_t, size_t>> split_lines(const std::string& buf, size_t end) {
+  std::vector<std::pair<size_t, size_t>> lines;
+  for (size_t at = 0; at < end;) {
+    const char* nl = static_cast<const char*>(std::memchr(buf.data() + at, '\n', end - at));
+    const size_t stop = nl ? static_cast<size_t>(nl - buf.data()) : end;
+    lines.emplace_back(at, stop - at);
+    at = stop + 1;
+  }
+  return lines;
+}
+
+/// Parses `lines` of `buf` (padded for simdjson) on up to parsers.size() threads, in order.
+std::vector<ParsedBatch> parse_chunk(const std::string& buf,
+                                     const std::vector<std::pair<size_t, size_t>>& lines,
+                                     std::vector<od::parser>& parsers) {
+  std::vector<ParsedBatch> parts(std::min(parsers.size(), lines.size()));
+  std::vector<std::thread> workers;
+  const size_t per = (lines.size() + parts.size() - 1) / parts.size();
+  auto range = [&](size_t t) {
+    parse_lines(buf, lines, std::min(lines.size(), t * per), std::min(lines.size(), (t + 1) * per),
+                parsers[t], parts[t]);
+  };
+  for (size_t t = 1; t < parts.size(); ++t) workers.emplace_back(range, t);
+  range(0);
+  for (auto& w : workers) w.join();
+  return parts;
+}
+
+}  // namespace
+
 RecordsFile read_records(const std::string& path) {
   RecordsFile out;
   std::ifstream in(path, std::ios::binary);
@@ -619,8 +652,7 @@ RecordsFile read_records(const std::string& path) {
   const size_t threads = std::clamp<size_t>(std::thread::hardware_concurrency(), 1, 4);
   std::vector<od::parser> parsers(threads);
   std::string buf, carry;  // carry: the start of a line the previous chunk cut
-  std::vector<std::pair<size_t, size_t>> lines;
-  int first_line_no = 1;  // line number of lines[0]
+  int first_line_no = 1;   // line number of the chunk's first line
   bool eof = false;
   while (!eof) {
     buf = std::move(carry);
@@ -644,25 +676,9 @@ RecordsFile read_records(const std::string& path) {
     }
     if (end == 0) break;
     const bool last_unterminated = eof && buf.back() != '\n';
-    lines.clear();
-    for (size_t at = 0; at < end;) {
-      const char* nl = static_cast<const char*>(std::memchr(buf.data() + at, '\n', end - at));
-      const size_t stop = nl ? static_cast<size_t>(nl - buf.data()) : end;
-      lines.emplace_back(at, stop - at);
-      at = stop + 1;
-    }
+    const auto lines = split_lines(buf, end);
     buf.append(simdjson::SIMDJSON_PADDING, '\0');
-    std::vector<ParsedBatch> parts(std::min(threads, lines.size()));
-    std::vector<std::thread> workers;
-    const size_t per = (lines.size() + parts.size() - 1) / parts.size();
-    auto range = [&](size_t t) {
-      parse_lines(buf, lines, std::min(lines.size(), t * per),
-                  std::min(lines.size(), (t + 1) * per), parsers[t], parts[t]);
-    };
-    for (size_t t = 1; t < parts.size(); ++t) workers.emplace_back(range, t);
-    range(0);
-    for (auto& w : workers) w.join();
-    for (auto& part : parts) {
+    for (auto& part : parse_chunk(buf, lines, parsers)) {
       for (auto& r : part.records) out.records.push_back(std::move(r));
       if (part.failed_at == SIZE_MAX) continue;
       std::string where = path + ":" + std::to_string(first_line_no + part.failed_at);
