@@ -224,7 +224,7 @@ class CollectiveBenchmark : public Benchmark {
                     "NCCL: how long one wait (init, a batch) may take before the run aborts");
   Knob<std::string> reference_ = knobs_.choice(
       "reference", {"false", "true"},
-      "true: float all_reduce on MPI also times a plain MPI_Allreduce loop beside it");
+      "all_reduce, float, MPI only: true also times a plain MPI_Allreduce loop beside it");
   Knob<std::string> fault_ = knobs_.text(
       "fault", "", "test-only fault injection: wrong:RANK, hang:RANK:BYTES or abort:RANK:BYTES");
 };

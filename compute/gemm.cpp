@@ -223,6 +223,9 @@ class Gemm : public Benchmark {
   bool case_needs_gpu(const json& p) const override { return p.value("backend", "") != "openblas"; }
 
   std::vector<json> cases(const Settings& s) const override {
+    for (const auto* k : {&threads_, &algos_, &samples_})
+      if (k->given(s) && (*k)(s) < 1)
+        throw InputError("--set " + id() + "." + k->spec().name + ": must be at least 1");
     auto backends = backends_(s);
     std::vector<std::string> wanted = dtypes_(s);
     for (const auto& d : wanted) {

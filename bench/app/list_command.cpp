@@ -40,6 +40,10 @@ class ListCommand : public Command {
     return cmd;
   }
   int run(int, char**) override {
+    std::cout << "Benchmarks and their cases in suite " << suite_
+              << ". Each knob: --set ID.KNOB=DEFAULT (type, unit) help; a default written a/b/c "
+                 "is the ci/quick/full suites'. KNOB may also be set for a whole area (AREA.KNOB, "
+                 "e.g. collectives.path=network).\n\n";
     for (const auto& b : Registry::get().all()) print_benchmark(*b, suite_);
     return 0;
   }

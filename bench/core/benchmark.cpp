@@ -87,20 +87,25 @@ bool has_knob(const Benchmark& b, const std::string& knob) {
 
 }  // namespace
 
-void check_set_keys(const Settings& s, const Registry& registry) {
+void check_set_keys(const Settings& s, const std::vector<const Benchmark*>& selected,
+                    const Registry& registry) {
   for (const auto& [key, value] : s.values()) {
     if (key.rfind("run.", 0) == 0) continue;
     bool known = false;
-    std::string named;  // the benchmark (id.knob) or area (area.knob) the key names
+    std::string named;                 // the benchmark (id.knob) or area (area.knob) the key names
+    const Benchmark* by_id = nullptr;  // the benchmark a key ID.knob names
     for (const auto& b : registry.all()) {
       std::string area = b->id().substr(0, b->id().find('.'));
       std::string knob;
       if (key.rfind(b->id() + ".", 0) == 0)
-        knob = key.substr(b->id().size() + 1), named = b->id();
+        knob = key.substr(b->id().size() + 1), named = b->id(), by_id = b.get();
       else if (key.rfind(area + ".", 0) == 0 && key.find('.', area.size() + 1) == std::string::npos)
         knob = key.substr(area.size() + 1), named = named.empty() ? area : named;
       if (!knob.empty() && has_knob(*b, knob)) known = true;
     }
+    if (known && by_id && !by_id->in_suite(s.suite()))
+      throw InputError("--set " + key + ": " + by_id->id() + " has no cases in suite " + s.suite() +
+                       (by_id->in_suite("burnin") ? " (it runs in `clusterbench burnin`)" : ""));
     if (known) continue;
     if (!named.empty())
       throw InputError("--set " + key + ": " + named +
@@ -108,6 +113,8 @@ void check_set_keys(const Settings& s, const Registry& registry) {
     throw InputError("--set " + key +
                      ": no benchmark or area of that name (see `clusterbench list`)");
   }
+  for (const Benchmark* b : selected)
+    for (const KnobSpec* k : b->knob_specs()) check_knob(*b, *k, s);
 }
 
 }  // namespace clusterbench

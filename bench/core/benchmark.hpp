@@ -191,9 +191,11 @@ std::vector<const Benchmark*> select_benchmarks(const std::vector<std::string>& 
                                                 const Registry& registry = Registry::get());
 
 /// Checks every --set key against the declared knobs of `registry`'s benchmarks (KEY is ID.knob
-/// or AREA.knob; `run.*` keys are the run's own). Throws InputError naming the key and where
-/// `clusterbench list` shows the knobs.
-void check_set_keys(const Settings& s, const Registry& registry = Registry::get());
+/// or AREA.knob; `run.*` keys are the run's own), and that the benchmark it names has cases in
+/// the settings' suite, then parses every declared knob of `selected` (check_knob). Throws
+/// InputError naming the key and where `clusterbench list` shows the knobs, or the bad value.
+void check_set_keys(const Settings& s, const std::vector<const Benchmark*>& selected,
+                    const Registry& registry = Registry::get());
 
 template <typename T>
 struct Registrar {

@@ -125,23 +125,27 @@ void Context::finalize() {
   if (initialized && !finalized) MPI_Finalize();
 }
 
-double Context::allreduce_max(double v) const {
-  if (single_) return v;
-  double out = 0;
-  CHECK_MPI(MPI_Allreduce(&v, &out, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD));
+namespace {
+/// One value reduced over the world, waiting quietly: the world collectives of the run come
+/// between cases, when a leader may still measure a node case while the other ranks wait.
+template <class T>
+T quiet_allreduce(T v, MPI_Datatype type, MPI_Op op) {
+  T out{};
+  MPI_Request req;
+  CHECK_MPI(MPI_Iallreduce(&v, &out, 1, type, op, MPI_COMM_WORLD, &req));
+  quiet_wait(req);
   return out;
+}
+}  // namespace
+
+double Context::allreduce_max(double v) const {
+  return single_ ? v : quiet_allreduce(v, MPI_DOUBLE, MPI_MAX);
 }
 double Context::allreduce_min(double v) const {
-  if (single_) return v;
-  double out = 0;
-  CHECK_MPI(MPI_Allreduce(&v, &out, 1, MPI_DOUBLE, MPI_MIN, MPI_COMM_WORLD));
-  return out;
+  return single_ ? v : quiet_allreduce(v, MPI_DOUBLE, MPI_MIN);
 }
 long long Context::allreduce_sum(long long v) const {
-  if (single_) return v;
-  long long out = 0;
-  CHECK_MPI(MPI_Allreduce(&v, &out, 1, MPI_LONG_LONG, MPI_SUM, MPI_COMM_WORLD));
-  return out;
+  return single_ ? v : quiet_allreduce(v, MPI_LONG_LONG, MPI_SUM);
 }
 void Context::allreduce_max(std::vector<double>& v, bool leaders_only) const {
   if (single_) return;
@@ -153,9 +157,14 @@ void Context::allreduce_max(std::vector<double>& v, bool leaders_only) const {
 std::string Context::bcast(const std::string& s) const {
   if (single_) return s;
   long long n = static_cast<long long>(s.size());
-  CHECK_MPI(MPI_Bcast(&n, 1, MPI_LONG_LONG, 0, MPI_COMM_WORLD));
+  MPI_Request req;
+  CHECK_MPI(MPI_Ibcast(&n, 1, MPI_LONG_LONG, 0, MPI_COMM_WORLD, &req));
+  quiet_wait(req);
   std::string out = world_rank_ == 0 ? s : std::string(static_cast<size_t>(n), '\0');
-  if (n > 0) CHECK_MPI(MPI_Bcast(out.data(), static_cast<int>(n), MPI_CHAR, 0, MPI_COMM_WORLD));
+  if (n > 0) {
+    CHECK_MPI(MPI_Ibcast(out.data(), static_cast<int>(n), MPI_CHAR, 0, MPI_COMM_WORLD, &req));
+    quiet_wait(req);
+  }
   return out;
 }
 
@@ -194,13 +203,16 @@ std::vector<std::string> Context::allgather(const std::string& s) const {
   if (single_) return {s};
   int len = static_cast<int>(s.size());
   std::vector<int> lens(world_size_);
-  CHECK_MPI(MPI_Allgather(&len, 1, MPI_INT, lens.data(), 1, MPI_INT, MPI_COMM_WORLD));
+  MPI_Request req;
+  CHECK_MPI(MPI_Iallgather(&len, 1, MPI_INT, lens.data(), 1, MPI_INT, MPI_COMM_WORLD, &req));
+  quiet_wait(req);
   std::vector<int> displs(lens.size(), 0);
   int total = 0;
   for (size_t i = 0; i < lens.size(); ++i) displs[i] = total, total += lens[i];
   std::string buf(static_cast<size_t>(total), '\0');
-  CHECK_MPI(MPI_Allgatherv(s.data(), len, MPI_CHAR, buf.data(), lens.data(), displs.data(),
-                           MPI_CHAR, MPI_COMM_WORLD));
+  CHECK_MPI(MPI_Iallgatherv(s.data(), len, MPI_CHAR, buf.data(), lens.data(), displs.data(),
+                            MPI_CHAR, MPI_COMM_WORLD, &req));
+  quiet_wait(req);
   return split_gathered(lens, buf);
 }
 

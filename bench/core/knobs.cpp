@@ -184,6 +184,26 @@ const KnobSpec* KnobSet::find(const std::string& name) const {
   return nullptr;
 }
 
+void check_knob(const KnobOwner& owner, const KnobSpec& spec, const Settings& s) {
+  switch (spec.type) {
+    case KnobType::number:
+      Knob<double>(&owner, &spec)(s);
+      break;
+    case KnobType::integer:
+    case KnobType::size:
+      Knob<long long>(&owner, &spec)(s);
+      break;
+    case KnobType::text:
+    case KnobType::choice:
+      Knob<std::string>(&owner, &spec)(s);
+      break;
+    case KnobType::list:
+    case KnobType::choices:
+      Knob<std::vector<std::string>>(&owner, &spec)(s);
+      break;
+  }
+}
+
 std::string describe_knob(const std::string& bench_id, const KnobSpec& k) {
   const SuiteDefault& d = k.def;
   std::string def =

@@ -110,6 +110,11 @@ class KnobSet {
   std::vector<KnobSpec*> specs_;
 };
 
+/// Parses the value `s` gives knob `spec` of `owner` (or its suite default) as its type asks, so
+/// that a bad --set value is exit 2 when the run is planned, not a failed case later. Throws
+/// InputError as Knob<T>::operator() does.
+void check_knob(const KnobOwner& owner, const KnobSpec& spec, const Settings& s);
+
 /// The text `clusterbench list` shows for a knob: "--set ID.KEY=DEFAULT  (type[, unit]) help",
 /// DEFAULT as "ci/quick/full" when the suites differ.
 std::string describe_knob(const std::string& bench_id, const KnobSpec& k);

@@ -119,7 +119,7 @@ void RunSession::State::plan_cases() {
       throw InputError("--set " + b->id() + ".min_time: " + std::to_string(mt) +
                        " must be in (0, 3600] seconds");
   }
-  check_set_keys(settings, registry);
+  check_set_keys(settings, benchmarks, registry);
   plan.clear();
   for (const Benchmark* b : benchmarks)
     for (const auto& p : b->cases(settings)) plan.push_back({b, p, {}, true, 0});
