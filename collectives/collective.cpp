@@ -285,16 +285,17 @@ CollectiveBenchmark::Options CollectiveBenchmark::options(const Settings& s) con
   o.maxbytes = maxbytes_(s);
   o.stepfactor = stepfactor_(s);
   if (s.suite() == "ci" && o.maxbytes > (64LL << 20))
-    throw InputError("--set " + id() + ".maxbytes: the ci suite stays <= 64M");
+    throw InputError("--set " + s.given_key(id(), "maxbytes") + ": the ci suite stays <= 64M");
   o.dtypes = dtypes_(s);
-  o.fault = parse_fault(fault_(s), "--set " + id() + ".fault");
+  o.fault = parse_fault(fault_(s), "--set " + s.given_key(id(), "fault"));
   o.reference = reference_(s) == "true";
   o.backends = backends_(s);
   o.path = path_(s);
   path_env(o.path);
   o.algo = algo_(s);
   if (algo_.given(s) && o.algo != "auto" && o.algo != "ring")
-    throw InputError("--set " + id() + ".algo: '" + o.algo + "' (auto: NCCL's choice, ring)");
+    throw InputError("--set " + s.given_key(id(), "algo") + ": '" + o.algo +
+                     "' (auto: NCCL's choice, ring)");
   o.ib_gid_index = ib_gid_index_(s);
   o.ib_tc = ib_tc_(s);
   o.timeout_s = timeout_(s);
@@ -337,9 +338,10 @@ std::vector<json> CollectiveBenchmark::cases(const Settings& s) const {
   std::vector<json> out;
   for (const auto& be : o.backends) {
     if (be != "mpi" && be != "nccl")
-      throw InputError("--set " + id() + ".backends: unknown backend '" + be + "' (mpi, nccl)");
+      throw InputError("--set " + s.given_key(id(), "backends") + ": unknown backend '" + be +
+                       "' (mpi, nccl)");
     for (const auto& t : o.dtypes) {
-      parse_dtype(t, "--set " + id() + ".dtypes");
+      parse_dtype(t, "--set " + s.given_key(id(), "dtypes"));
       for (long long b : sweep(o.minbytes, o.maxbytes, o.stepfactor,
                                "--set " + id() + ".minbytes/maxbytes/stepfactor")) {
         json p = {{"backend", be}, {"dtype", t}, {"bytes", b}};

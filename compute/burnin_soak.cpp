@@ -289,6 +289,10 @@ class Soak {
  public:
   Soak(CaseRun& run, double minutes)
       : run_(run), ctx_(run.ctx()), clock_(minutes), shape_(run.params()) {}
+  /// The signal handler goes first (waiting for one that runs): it reads this soak's state.
+  ~Soak() { run_.on_signal(nullptr); }
+  Soak(const Soak&) = delete;
+  Soak& operator=(const Soak&) = delete;
 
   void run() {
     gather_scopes();

@@ -27,8 +27,8 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-/// The generated dataset, made once per process and removed at exit (every worker count of the
-/// sweep reads the same files).
+/// The generated dataset, made once per run and removed when its cases are over (every worker
+/// count of the sweep reads the same files; Benchmark::end_run).
 struct GeneratedDataset {
   std::string key;
   std::unique_ptr<ScratchDir> dir;
@@ -108,6 +108,9 @@ class Dataloader : public Benchmark {
     return out;
   }
   std::string applicable(const NodeEnv&) const override { return ""; }
+  /// The generated dataset goes when the run's cases are over, not at exit: under mpirun a
+  /// rank that exits non-zero first gets the others killed before their exit handlers run.
+  void end_run() const override { generated() = GeneratedDataset{}; }
 
   void run(CaseRun& run) const override {
     const Settings& s = run.settings();

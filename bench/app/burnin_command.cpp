@@ -59,6 +59,9 @@ class BurninCommand : public Command {
     if (allreduce_bytes_ != kUnset)
       o_.set.push_back("burnin.soak.allreduce_bytes=" + std::to_string(allreduce_bytes_));
     o_.what = "burn-in";
+    // The soak is one long case: its hang deadline follows its length (twice the soak and its
+    // set-up, plus a minute), not the run suites' hour.
+    o_.case_timeout_s = 2 * (minutes_ * 60 + 30) + 60;
     o_.resumable = false;
     o_.header_note = header_note();
     RunHooks hooks = report_hooks();

@@ -78,11 +78,11 @@ std::vector<const Benchmark*> select_benchmarks(const std::vector<std::string>& 
 
 namespace {
 
-/// Whether benchmark `b` declares knob `knob`.
-bool has_knob(const Benchmark& b, const std::string& knob) {
+/// Benchmark `b`'s knob `knob`, or nullptr.
+const KnobSpec* knob_of(const Benchmark& b, const std::string& knob) {
   for (const KnobSpec* k : b.knob_specs())
-    if (k->name == knob) return true;
-  return false;
+    if (k->name == knob) return k;
+  return nullptr;
 }
 
 }  // namespace
@@ -101,7 +101,10 @@ void check_set_keys(const Settings& s, const std::vector<const Benchmark*>& sele
         knob = key.substr(b->id().size() + 1), named = b->id(), by_id = b.get();
       else if (key.rfind(area + ".", 0) == 0 && key.find('.', area.size() + 1) == std::string::npos)
         knob = key.substr(area.size() + 1), named = named.empty() ? area : named;
-      if (!knob.empty() && has_knob(*b, knob)) known = true;
+      if (const KnobSpec* k = knob.empty() ? nullptr : knob_of(*b, knob)) {
+        known = true;
+        if (b->in_suite(s.suite())) check_knob(*b, *k, s);  // --only may leave it out
+      }
     }
     if (known && by_id && !by_id->in_suite(s.suite()))
       throw InputError("--set " + key + ": " + by_id->id() + " has no cases in suite " + s.suite() +

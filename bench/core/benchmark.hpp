@@ -131,6 +131,9 @@ class Benchmark : public KnobOwner {
   virtual void check(const json& /*params*/, const NodeEnv& /*node*/) const {}
   /// Measures one case. Throw Waived to skip with a reason, anything else to fail the case.
   virtual void run(CaseRun& run) const = 0;
+  /// Called on every rank when the run's cases are over, before its report: undoes what the
+  /// benchmark kept for later cases (a generated dataset). Must not throw. Default: nothing.
+  virtual void end_run() const {}
   /// Whether this benchmark has cases in `suite` (default: ci, quick and full, not burnin).
   virtual bool in_suite(const std::string& suite) const { return suite != "burnin"; }
   /// Whether this benchmark needs a GPU (its cases are waived/failed by the GPU disposition).

@@ -76,14 +76,19 @@ void check_allowed(const std::string& what, const std::string& item,
 template <class T>
 T parse_as(const KnobSpec& k, const std::string& what, const std::string& text);
 
+// No knob takes a negative number: counts, sizes, seconds and ratios are all >= 0.
 template <>
 double parse_as<double>(const KnobSpec&, const std::string& what, const std::string& text) {
-  return parse_number(what, text);
+  const double v = parse_number(what, text);
+  if (v < 0) bad(what, text, "must not be negative");
+  return v;
 }
 
 template <>
 long long parse_as<long long>(const KnobSpec& k, const std::string& what, const std::string& text) {
-  return k.type == KnobType::size ? parse_size(text, what) : parse_integer(what, text);
+  const long long v = k.type == KnobType::size ? parse_size(text, what) : parse_integer(what, text);
+  if (v < 0) bad(what, text, "must not be negative");
+  return v;
 }
 
 template <>
@@ -98,6 +103,7 @@ std::vector<std::string> parse_as<std::vector<std::string>>(const KnobSpec& k,
                                                             const std::string& what,
                                                             const std::string& text) {
   std::vector<std::string> items = split_list(text);
+  if (items.empty()) bad(what, text, "names nothing: give at least one item");
   if (k.type == KnobType::choices)
     for (const auto& item : items) check_allowed(what, item, k.allowed);
   return items;
@@ -108,7 +114,7 @@ std::vector<std::string> parse_as<std::vector<std::string>>(const KnobSpec& k,
 template <class T>
 T Knob<T>::operator()(const Settings& s) const {
   const std::string id = owner_->id();
-  const std::string what = "--set " + id + "." + spec_->name;
+  const std::string what = "--set " + s.given_key(id, spec_->name);
   if (s.has(id, spec_->name)) return parse_as<T>(*spec_, what, s.get(id, spec_->name, ""));
   const std::string& def = spec_->def.of(s.suite());
   if (def.empty()) return T{};

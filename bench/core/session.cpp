@@ -75,6 +75,9 @@ struct RunSession::State {
   std::vector<ResultRecord> in_progress;  // rank 0: what a hang records as failed
   bool abort_recorded = false;
   std::function<std::optional<std::string>(const std::string&)> signal_handler;
+  // Held while a case's signal handler runs on the watchdog's thread, and to set or clear the
+  // handler: a case that ends waits for its running handler, whose state it owns.
+  std::mutex handler_mu;
   std::optional<Watchdog> watchdog;
   std::optional<ProgressChannel> channel;
   bool refused = false;
@@ -389,17 +392,14 @@ void RunSession::State::record_abort(const std::string& reason) {
 }
 
 bool RunSession::State::on_watchdog(const WatchdogEvent& e) {
-  std::function<std::optional<std::string>(const std::string&)> handler;
-  {
-    std::lock_guard<std::mutex> lock(mu);
-    handler = signal_handler;
-  }
-  if (e.kind != WatchdogEvent::Kind::signal || !handler) {
+  std::unique_lock<std::mutex> running(handler_mu);
+  if (e.kind != WatchdogEvent::Kind::signal || !signal_handler) {
+    running.unlock();
     record_abort(e.reason);
     return true;
   }
   mark_aborted(e.reason);  // a kill right after this still leaves an aborted run.json
-  std::optional<std::string> now = handler(e.reason);
+  std::optional<std::string> now = signal_handler(e.reason);
   if (!now) return false;  // the case stops in order
   mark_aborted(*now);
   if (ctx.is_root()) std::cerr << "clusterbench: run aborted: " << *now << std::endl;
@@ -411,7 +411,7 @@ CaseEnv RunSession::State::case_env() {
   ce.append = [this](const ResultRecord& r) { append(r); };
   ce.mark_aborted = [this](const std::string& reason) { mark_aborted(reason); };
   ce.on_signal = [this](std::function<std::optional<std::string>(const std::string&)> h) {
-    std::lock_guard<std::mutex> lock(mu);
+    std::lock_guard<std::mutex> lock(handler_mu);
     signal_handler = std::move(h);
   };
   ce.abort_run = [this](const std::string& reason) {
@@ -609,6 +609,7 @@ void RunSession::run_cases() {
 
 int RunSession::finish() {
   State& s = *s_;
+  for (const Benchmark* b : s.benchmarks) b->end_run();
   s.end_health();
   const long long refused = s.ctx.allreduce_sum(s.refused ? 1 : 0);
   if (s.ctx.is_root() && refused > 0)

@@ -61,6 +61,14 @@ const std::string* Settings::find(const std::string& bench_id, const std::string
   return nullptr;
 }
 
+std::string Settings::given_key(const std::string& bench_id, const std::string& key) const {
+  if (values_.count(bench_id + "." + key)) return bench_id + "." + key;
+  auto dot = bench_id.find('.');
+  std::string area = dot == std::string::npos ? bench_id : bench_id.substr(0, dot);
+  if (values_.count(area + "." + key)) return area + "." + key;
+  return bench_id + "." + key;
+}
+
 bool Settings::has(const std::string& bench_id, const std::string& key) const {
   return find(bench_id, key) != nullptr;
 }

@@ -31,6 +31,9 @@ class Settings {
     return suite_ == "ci" ? ci : suite_ == "quick" ? quick : full;
   }
   bool has(const std::string& bench_id, const std::string& key) const;
+  /// The --set key that gives `key` of `bench_id`: "ID.KEY", or "AREA.KEY" when only the area's
+  /// is set ("ID.KEY" when neither is).
+  std::string given_key(const std::string& bench_id, const std::string& key) const;
   std::string get(const std::string& bench_id, const std::string& key,
                   const std::string& def) const;
   double get_double(const std::string& bench_id, const std::string& key, double def) const;

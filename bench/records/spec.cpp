@@ -4,6 +4,7 @@
 #include <fnmatch.h>
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <map>
 #include <regex>
@@ -245,6 +246,8 @@ PrometheusGauge parse_gauge(const json& g, const std::string& where) {
   if (!is_known_unit(out.unit))
     throw InputError(where + ": field 'unit' '" + out.unit + "' is not a known unit");
   if (g.contains("scale")) out.scale = require_field<double>(g, "scale", where);
+  if (!(out.scale > 0) || !std::isfinite(out.scale))
+    throw InputError(where + ": field 'scale' must be a positive number (a unit's factor)");
   return out;
 }
 
@@ -264,6 +267,8 @@ FamilyChart parse_chart(const json& c, const std::string& where) {
   if (out.series != "benchmark" && out.series != "item")
     throw InputError(where + ": field 'series' is '" + out.series +
                      "', expected benchmark or item");
+  if (c.contains("max_series") && !c["max_series"].is_number_integer())
+    throw InputError(where + ": field 'max_series' must be a whole number");
   if (c.contains("max_series")) out.max_series = require_field<int>(c, "max_series", where);
   if (out.max_series < 0) throw InputError(where + ": field 'max_series' is negative");
   out.title = require_field<std::string>(c, "title", where);

@@ -152,6 +152,6 @@ expect_rc 2 "$CB_BIN" run --suite ci --only collectives.all_reduce --set collect
 expect_out "unknown path 'pcie' \(nvlink, network, internode\)"
 expect_rc 2 "$CB_BIN" run --suite ci --only collectives.all_reduce --set collectives.reference=yes \
   --out "$TMP/badref"
-expect_out "collectives.all_reduce.reference: unknown value 'yes' \\(false, true\\)"
+expect_out "--set collectives.reference: unknown value 'yes' \\(false, true\\)"
 ok "NCCL cases waived without GPUs, MPI cases beside them ok with the plain loop's reference; a bad path preset or reference is exit 2"
 echo "$PASSES passed, 0 failed"

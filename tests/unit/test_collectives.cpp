@@ -474,21 +474,19 @@ TEST(CollectiveKnobs, BadValuesAreInputErrorsAtPlanTime) {
     return input_error([&] { b->cases(Settings("ci", {set})); });
   };
   EXPECT_EQ(plan("collectives.maxbytes=1G"),
-            "--set collectives.all_reduce.maxbytes: the ci suite stays <= 64M");
+            "--set collectives.maxbytes: the ci suite stays <= 64M");
   EXPECT_EQ(plan("collectives.dtypes=double"),
-            "--set collectives.all_reduce.dtypes: unknown type 'double' (float, half, bfloat16)");
+            "--set collectives.dtypes: unknown type 'double' (float, half, bfloat16)");
   EXPECT_EQ(plan("collectives.backends=gloo"),
-            "--set collectives.all_reduce.backends: unknown backend 'gloo' (mpi, nccl)");
+            "--set collectives.backends: unknown backend 'gloo' (mpi, nccl)");
   EXPECT_EQ(plan("collectives.algo=tree"),
-            "--set collectives.all_reduce.algo: 'tree' (auto: NCCL's choice, ring)");
+            "--set collectives.algo: 'tree' (auto: NCCL's choice, ring)");
   EXPECT_EQ(plan("collectives.reference=yes"),
-            "--set collectives.all_reduce.reference: unknown value 'yes' (false, true)");
-  EXPECT_EQ(plan("collectives.stepfactor=x"),
-            "--set collectives.all_reduce.stepfactor: 'x' is not a number");
-  EXPECT_EQ(plan("collectives.timeout=soon"),
-            "--set collectives.all_reduce.timeout: 'soon' is not a number");
+            "--set collectives.reference: unknown value 'yes' (false, true)");
+  EXPECT_EQ(plan("collectives.stepfactor=x"), "--set collectives.stepfactor: 'x' is not a number");
+  EXPECT_EQ(plan("collectives.timeout=soon"), "--set collectives.timeout: 'soon' is not a number");
   EXPECT_EQ(plan("collectives.fault=wrong"),
-            "--set collectives.all_reduce.fault: 'wrong' is not wrong:RANK, hang:RANK:BYTES or "
+            "--set collectives.fault: 'wrong' is not wrong:RANK, hang:RANK:BYTES or "
             "abort:RANK:BYTES");
   EXPECT_EQ(plan("collectives.path=pcie").find("unknown path 'pcie'") != std::string::npos, true);
 }
