@@ -242,10 +242,10 @@ class Fio : public Benchmark {
     }
     return out;
   }
-  /// fio's ramp and runtime per case, plus its start, file layout and our parsing: ~1.8 s on the
-  /// 2-core CI machine (0.9 s idle, 3.6 s under heavy shared load).
+  /// fio's ramp and runtime per case, plus its start, file layout and our parsing: 0.5 s on the
+  /// idle 2-core CI machine, 3.6 s under heavy shared load; 1.2 s keeps both within 2x.
   double estimate_s(const Settings& s, const json& /*params*/) const override {
-    return 1.8 + fio_seconds(ramp_(s), "--set io.fio.ramp") +
+    return 1.2 + fio_seconds(ramp_(s), "--set io.fio.ramp") +
            fio_seconds(runtime_(s), "--set io.fio.runtime");
   }
   std::string applicable(const NodeEnv& node) const override {
