@@ -584,6 +584,7 @@ std::string reference_refusal(const Collective& c, Dtype t, const Backend& be) {
 /// Median times and verification of one case.
 struct Timings {
   TimeStats oop{}, ip{}, ref{};  ///< out-of-place, in-place, the plain loop's reference
+  std::vector<double> oop_samples, ip_samples;  ///< seconds per operation, each sample
   long long oop_wrong = 0, ip_wrong = 0;
 };
 
@@ -611,11 +612,13 @@ Timings measure(CaseRun& run, CaseBuffers& bufs, const CaseShape& s, const Fault
   Timings r;
   if (bufs.has_inplace()) {
     r.ip = timed(run, bufs, s, fault, true, nullptr);
+    r.ip_samples = run.samples();
     r.ip_wrong = bufs.verify(true, fault, run.ctx());
   }
   std::function<double(long long)> reference;
   if (with_reference) reference = [&bufs](long long ops) { return bufs.plain_allreduce(ops); };
   r.oop = timed(run, bufs, s, fault, false, reference);
+  r.oop_samples = run.samples();
   r.ref = run.paired_stats();
   r.oop_wrong = bufs.verify(false, fault, run.ctx());
   return r;
@@ -625,14 +628,19 @@ Timings measure(CaseRun& run, CaseBuffers& bufs, const CaseShape& s, const Fault
 void record_case(CaseRun& run, const Collective& c, const Backend& be, const CaseShape& s,
                  const Timings& r, bool has_inplace) {
   const double b = static_cast<double>(s.bytes);
-  run.add_metric("busbw", busbw_gbs(c, b, r.oop.median, s.n), "GB/s");
-  run.add_metric("algbw", algbw_gbs(b, r.oop.median), "GB/s");
-  run.add_metric("time", r.oop.median * 1e6, "us", false);
+  const double bus = b * c.factor(s.n) / 1e9;  // busbw = algbw x factor (collective.hpp)
+  run.add_metric("busbw", busbw_gbs(c, b, r.oop.median, s.n), "GB/s", true,
+                 rate_reps(bus, r.oop_samples));
+  run.add_metric("algbw", algbw_gbs(b, r.oop.median), "GB/s", true,
+                 rate_reps(b / 1e9, r.oop_samples));
+  run.add_metric("time", r.oop.median * 1e6, "us", false, time_reps(1e6, r.oop_samples));
   run.add_metric("wrong", static_cast<double>(r.oop_wrong), "count", false);
   if (has_inplace) {
-    run.add_metric("busbw_inplace", busbw_gbs(c, b, r.ip.median, s.n), "GB/s");
-    run.add_metric("algbw_inplace", algbw_gbs(b, r.ip.median), "GB/s");
-    run.add_metric("time_inplace", r.ip.median * 1e6, "us", false);
+    run.add_metric("busbw_inplace", busbw_gbs(c, b, r.ip.median, s.n), "GB/s", true,
+                   rate_reps(bus, r.ip_samples));
+    run.add_metric("algbw_inplace", algbw_gbs(b, r.ip.median), "GB/s", true,
+                   rate_reps(b / 1e9, r.ip_samples));
+    run.add_metric("time_inplace", r.ip.median * 1e6, "us", false, time_reps(1e6, r.ip_samples));
     run.add_metric("wrong_inplace", static_cast<double>(r.ip_wrong), "count", false);
     run.set_extra("time_inplace", r.ip);
   } else {

@@ -37,13 +37,6 @@ int test_rank(const char* var) {
   return end && *end == '\0' && r >= 0 ? static_cast<int>(r) : -1;
 }
 
-double median_of(std::vector<double> xs) {
-  if (xs.empty()) return 0;
-  std::sort(xs.begin(), xs.end());
-  size_t m = xs.size() / 2;
-  return xs.size() % 2 ? xs[m] : 0.5 * (xs[m - 1] + xs[m]);
-}
-
 /// Rate over the intervals whose planned span [i d, (i + 1) d] (d = `interval_s`) lies within
 /// [from, to] seconds of the soak; interval `fallback` alone when the soak is shorter than two
 /// minutes (its first and last minute would overlap).

@@ -360,7 +360,7 @@ class HostDeviceCopy : public Benchmark {
     const json& info = gpu.info();
     double moved = host_copy_bytes_moved(run.params().at("direction"), bytes);
     const TimeStats& t = run.stats();
-    run.add_metric("bandwidth", moved / t.median / 1e9, "GB/s");
+    run.add_rate("bandwidth", moved / 1e9, "GB/s");
     run.add_metric("bandwidth_best", moved / t.min / 1e9, "GB/s");
     gpu.record_telemetry();
     run.set_extra("buffer_bytes", bytes);

@@ -187,7 +187,7 @@ class MemoryBandwidth : public Benchmark {
 
     double bytes = stream_bytes_per_element(kernel) * static_cast<double>(n);
     const TimeStats& t = run.stats();
-    run.add_metric("bandwidth", bytes / t.median / 1e9, "GB/s");
+    run.add_rate("bandwidth", bytes / 1e9, "GB/s");
     run.add_metric("bandwidth_best", bytes / t.min / 1e9, "GB/s");
     run.set_extra("array_bytes", array_bytes);
     run.set_extra("bytes_per_op", bytes);

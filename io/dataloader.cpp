@@ -261,12 +261,11 @@ class Dataloader : public Benchmark {
   /// samples/s, GB/s, batch waits and accelerator utilisation (docs/metrics.md "dataloader").
   static void record_rates(CaseRun& run, Consumption& c, long long samples_per_op, double compute_s,
                            double wall_after_first) {
-    const TimeStats& t = run.stats();
     double bytes_per_sample =
         c.samples > 0 ? static_cast<double>(c.bytes) / static_cast<double>(c.samples) : 0;
-    double sps = static_cast<double>(samples_per_op) / t.median;
-    run.add_metric("samples_per_s", sps, "samples/s");
-    run.add_metric("bandwidth", sps * bytes_per_sample / 1e9, "GB/s");
+    const double per_op = static_cast<double>(samples_per_op);
+    run.add_rate("samples_per_s", per_op, "samples/s");
+    run.add_rate("bandwidth", per_op * bytes_per_sample / 1e9, "GB/s");
     std::sort(c.waits.begin(), c.waits.end());
     if (!c.waits.empty()) {
       run.add_metric("batch_wait_p50", nearest_rank(c.waits, 0.50) * 1e6, "us", false);

@@ -90,6 +90,7 @@ struct FioOptions {
   std::string profiles_dir;   ///< where NAME.fio lives
   long long size = 0;         ///< bytes of each job's file
   std::string runtime, ramp;  ///< fio time values, handed to fio as given
+  int repeat = 5;             ///< fio runs per case
   std::string scratch;        ///< the named scratch directory ("" when not named)
   bool named = false;         ///< --set io.fio.scratch given
   std::string device;         ///< a raw block device as the target
@@ -103,6 +104,7 @@ struct FioJob {
   int numjobs = 1;
   long long size = 0;
   std::string runtime, ramp;
+  int repeat = 5;  ///< fio runs per case, each with its own ramp
 };
 
 /// Where fio writes: its working directory, where its output is captured, the target the user
@@ -229,6 +231,7 @@ class Fio : public Benchmark {
       throw InputError("--set io.fio.runtime: must be a positive value");
     fio_seconds(ramp_(s), "--set io.fio.ramp");
     if (size_(s) <= 0) throw InputError("--set io.fio.size: must be a positive value");
+    if (repeat_(s) < 1) throw InputError("--set io.fio.repeat: must be at least 1");
     if (scratch_(s).find(':') != std::string::npos)
       throw InputError("--set " + id() +
                        ".scratch: fio's directory= cannot hold ':'; choose another path");
@@ -242,11 +245,12 @@ class Fio : public Benchmark {
     }
     return out;
   }
-  /// fio's ramp and runtime per case, plus its start, file layout and our parsing: 0.5 s on the
-  /// idle 2-core CI machine, 3.6 s under heavy shared load; 1.2 s keeps both within 2x.
+  /// fio's ramp and runtime per run plus its start and our parsing (0.45 s per run on the idle
+  /// 2-core CI machine: 0.7 s leaves room for load), and the scratch set-up once.
   double estimate_s(const Settings& s, const json& /*params*/) const override {
-    return 1.2 + fio_seconds(ramp_(s), "--set io.fio.ramp") +
-           fio_seconds(runtime_(s), "--set io.fio.runtime");
+    return 0.3 +
+           static_cast<double>(repeat_(s)) * (0.7 + fio_seconds(ramp_(s), "--set io.fio.ramp") +
+                                              fio_seconds(runtime_(s), "--set io.fio.runtime"));
   }
   std::string applicable(const NodeEnv& node) const override {
     std::string bin = binary_(node.settings);
@@ -286,6 +290,7 @@ class Fio : public Benchmark {
     o.size = size_(s);
     o.runtime = runtime_(s);
     o.ramp = ramp_(s);
+    o.repeat = static_cast<int>(repeat_(s));
     o.scratch = scratch_(s);
     o.named = scratch_.given(s);
     o.device = device_(s);
@@ -305,6 +310,7 @@ class Fio : public Benchmark {
     job.size = o.size;
     job.runtime = o.runtime;
     job.ramp = o.ramp;
+    job.repeat = o.repeat;
     return job;
   }
 
@@ -362,7 +368,8 @@ class Fio : public Benchmark {
     execute(run, device_job, t);
   }
 
-  /// Runs fio on the job (retrying buffered when direct=1 is refused) and records the result.
+  /// Runs fio on the job `job.repeat` times (each run with its own ramp; the first run retries
+  /// buffered when direct=1 is refused, and the others run as it did) and records the result.
   static void execute(CaseRun& run, const FioJob& job, const FioTarget& t) {
     std::map<std::string, std::string> env = {{"CB_FIO_DIR", t.work_dir},
                                               {"CB_FIO_SIZE", std::to_string(job.size)},
@@ -370,60 +377,79 @@ class Fio : public Benchmark {
                                               {"CB_FIO_RAMP", job.ramp},
                                               {"CB_FIO_DIRECT", "1"}};
     std::vector<std::string> argv = {job.bin, "--output-format=json", job.job_file};
-    FioRun r = run_fio(argv, env, t);
-
     run.set_extra("profile", job.profile);
     run.set_extra("job_file", job.job_file);
     run.set_extra("job_file_text", job.job_text);
     run.set_extra("fio_command", argv);
-    run.set_extra("fio_env", env);
-    run.set_extra("direct", r.direct);
-    if (!r.fallback.empty()) run.set_extra("direct_fallback", r.fallback);
     run.set_extra("scratch", t.where.dir);
     run.set_extra("scratch_reason", t.where.reason);
     run.set_extra("scratch_fs_type", t.fs_type);
-    run.set_extra("fio_exit_code", r.a.proc.exit_code);
-    throw_if_failed(r.a, job.job_file);
-    record(run, *r.a.parsed);
+    std::vector<FioOutput> outs;
+    std::vector<int> exit_codes;
+    for (int i = 0; i < job.repeat; ++i) {
+      FioRun r = run_fio(argv, env, t);
+      if (!r.fallback.empty()) run.set_extra("direct_fallback", r.fallback);
+      run.set_extra("fio_env", env);
+      run.set_extra("direct", env["CB_FIO_DIRECT"] == "1");
+      exit_codes.push_back(r.a.proc.exit_code);
+      run.set_extra("fio_exit_code", exit_codes);
+      throw_if_failed(r.a, job.job_file);
+      outs.push_back(std::move(*r.a.parsed));
+    }
+    record(run, outs);
   }
 
-  /// fio's numbers as metrics (bandwidth, IOPS, completion latency per direction) and its own
-  /// output and options as evidence.
-  static void record(CaseRun& run, const FioOutput& f) {
+  /// One direction's numbers in one fio run: name -> value (bandwidth GB/s, IOPS, clat us). With
+  /// group_reporting there is one entry; otherwise bandwidth and IOPS add up over the entries
+  /// and each percentile is the worst entry's. Empty when the run moved no data that way.
+  static std::map<std::string, double> direction_values(const FioOutput& f, bool read,
+                                                        std::string& source) {
+    std::map<std::string, double> v;
+    const std::string name = read ? "read" : "write";
+    auto worst = [&](const std::string& key, const std::optional<double>& x) {
+      if (x && (!v.count(key) || *x > v[key])) v[key] = *x;
+    };
+    for (const auto& j : f.jobs) {
+      const FioDirection& d = read ? j.read : j.write;
+      if (!d.active()) continue;
+      v[name + "_bw"] += d.bw_bytes_per_s / 1e9;
+      v[name + "_iops"] += d.iops;
+      source = d.bw_source;
+      worst(name + "_clat_p50", d.clat_p50_us);
+      worst(name + "_clat_p99", d.clat_p99_us);
+      worst(name + "_clat_p999", d.clat_p999_us);
+    }
+    return v;
+  }
+
+  /// fio's numbers as metrics (each the median of the runs, with every run as a repetition) and
+  /// its own output and options as evidence: the last run's whole JSON document.
+  static void record(CaseRun& run, const std::vector<FioOutput>& outs) {
+    const FioOutput& f = outs.back();
     run.set_extra("fio_version", f.version);
-    run.set_extra("fio_json", f.document);  // fio's own output: the record's numbers come from it
+    run.set_extra("fio_json", f.document);  // fio's own output: the last repetition's numbers
     json options = {{"global", f.global_options}, {"jobs", json::array()}};
     for (const auto& j : f.jobs) options["jobs"].push_back(j.options);
     run.set_extra("job_options", options);
-    // With group_reporting there is one entry; otherwise bandwidth and IOPS add up over the
-    // entries and each percentile is the worst entry's.
-    for (int dir = 0; dir < 2; ++dir) {
-      std::string name = dir == 0 ? "read" : "write";
-      double bw = 0, iops = 0;
-      std::optional<double> p50, p99, p999;
-      bool any = false;
+    run.set_extra("repeat", outs.size());
+    for (bool read : {true, false}) {
       std::string source;
-      auto worst = [](std::optional<double>& acc, const std::optional<double>& v) {
-        if (v && (!acc || *v > *acc)) acc = v;
-      };
-      for (const auto& j : f.jobs) {
-        const FioDirection& d = dir == 0 ? j.read : j.write;
-        if (!d.active()) continue;
-        any = true;
-        bw += d.bw_bytes_per_s;
-        iops += d.iops;
-        source = d.bw_source;
-        worst(p50, d.clat_p50_us);
-        worst(p99, d.clat_p99_us);
-        worst(p999, d.clat_p999_us);
+      std::map<std::string, std::vector<double>> reps;
+      for (const auto& o : outs)
+        for (const auto& [name, value] : direction_values(o, read, source))
+          reps[name].push_back(value);
+      if (reps.empty()) continue;
+      for (const char* suffix : {"_bw", "_iops", "_clat_p50", "_clat_p99", "_clat_p999"}) {
+        const std::string name = (read ? "read" : "write") + std::string(suffix);
+        auto it = reps.find(name);
+        if (it == reps.end() || it->second.size() != outs.size()) continue;
+        const bool latency = name.find("_clat_") != std::string::npos;
+        const std::string unit = latency ? "us" : suffix == std::string("_bw") ? "GB/s" : "IOPS";
+        // fio's clat is in ns: a resolution of 0.001 us.
+        run.add(
+            Metric{name, median_of(it->second), unit, !latency, it->second, latency ? 0.001 : 0});
       }
-      if (!any) continue;
-      run.add_metric(name + "_bw", bw / 1e9, "GB/s");
-      run.add_metric(name + "_iops", iops, "IOPS");
-      if (p50) run.add_metric(name + "_clat_p50", *p50, "us", false);
-      if (p99) run.add_metric(name + "_clat_p99", *p99, "us", false);
-      if (p999) run.add_metric(name + "_clat_p999", *p999, "us", false);
-      run.set_extra(name + "_bw_source", source);
+      run.set_extra(std::string(read ? "read" : "write") + "_bw_source", source);
     }
   }
 
@@ -436,10 +462,13 @@ class Fio : public Benchmark {
   Knob<long long> size_ =
       knobs_.size("size", SuiteDefault("16M", "1G", "4G"), "file size of each fio job (fio size=)");
   Knob<std::string> runtime_ =
-      knobs_.text("runtime", SuiteDefault("1", "10", "60"),
-                  "fio runtime= per case: whole number + s, ms, us, m, h or d (no unit: s)");
-  Knob<std::string> ramp_ = knobs_.text("ramp", SuiteDefault("500ms", "2", "5"),
-                                        "fio ramp_time= before measuring, same form as runtime");
+      knobs_.text("runtime", SuiteDefault("300ms", "2", "12"),
+                  "fio runtime= per run: whole number + s, ms, us, m, h or d (no unit: s)");
+  Knob<std::string> ramp_ = knobs_.text("ramp", SuiteDefault("200ms", "500ms", "2"),
+                                        "fio ramp_time= before each run, same form as runtime");
+  Knob<long long> repeat_ =
+      knobs_.integer("repeat", "5", "count",
+                     "fio runs per case (repetitions: compare needs 5 a side), each with its ramp");
   Knob<std::string> binary_ =
       knobs_.text("binary", "fio", "the fio program (a name on PATH or a path)");
   Knob<std::string> profiles_dir_ =

@@ -8,6 +8,8 @@
 #include <filesystem>
 #include <future>
 #include <iostream>
+#include <numeric>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <string_view>
@@ -21,8 +23,8 @@ namespace clusterbench::report {
 namespace {
 
 const std::vector<std::string>& verdict_order() {
-  static const std::vector<std::string> order = {kRegressed, kImproved, kNew, kNotCompared,
-                                                 kUnchanged};
+  static const std::vector<std::string> order = {kRegressed,   kImproved,      kNew,
+                                                 kNotCompared, kNotComparable, kUnchanged};
   return order;
 }
 
@@ -155,7 +157,8 @@ const Metric* find_metric(const ResultRecord& r, const std::string& name) {
 }
 
 void compare_case(const ResultRecord& b, const ResultRecord* c,
-                  const std::vector<ToleranceRule>& rules, CaseChange& cc) {
+                  const std::vector<ToleranceRule>& rules, const std::vector<SpecFamily>& families,
+                  CaseChange& cc) {
   cc.baseline = &b;
   cc.current = c;
   cc.baseline_status = status_name(b.status);
@@ -182,30 +185,36 @@ void compare_case(const ResultRecord& b, const ResultRecord* c,
     cc.message = cc.current_status + " in CURRENT" + (c->message.empty() ? "" : ": " + c->message);
     return;
   }
-  cc.verdict = kUnchanged;
   cc.metrics.reserve(b.metrics.size());
+  bool comparable = false;
+  std::string not_comparable;
   for (const auto& bm : b.metrics) {
     MetricChange mc;
     mc.name = bm.name;
     mc.unit = bm.unit;
     mc.higher_is_better = bm.higher_is_better;
     mc.baseline = bm.value;
-    mc.baseline_spread = b.time.n > 0 ? b.time.spread : 0;
-    mc.tolerance = tolerance_for(rules, b.benchmark, bm.name, bm.unit);
+    mc.tolerance = tolerance_for(rules, b.benchmark, bm.name, bm.unit, families);
     const Metric* cm = find_metric(*c, bm.name);
     if (!cm) {
       mc.verdict = kRegressed;
       mc.missing = true;
       cc.message = "metric '" + bm.name + "' missing from CURRENT";
     } else {
-      mc.current = cm->value;
-      mc.current_spread = c->time.n > 0 ? c->time.spread : 0;
-      mc.noise = (mc.baseline_spread + mc.current_spread) / 2;
-      mc.change_pct = bm.value != 0 ? (cm->value - bm.value) / std::fabs(bm.value) * 100 : 0;
-      mc.verdict = metric_verdict(bm.value, cm->value, bm.higher_is_better, mc.tolerance, mc.noise);
+      judge_metric(bm, *cm, mc.tolerance, mc);
     }
-    if (verdict_rank(mc.verdict) < verdict_rank(cc.verdict)) cc.verdict = mc.verdict;
+    if (mc.verdict == kNotComparable) {
+      if (not_comparable.empty()) not_comparable = mc.name + ": " + mc.reason;
+    } else if (!comparable || verdict_rank(mc.verdict) < verdict_rank(cc.verdict)) {
+      cc.verdict = mc.verdict;
+      comparable = true;
+    }
     cc.metrics.push_back(std::move(mc));
+  }
+  if (!comparable) {
+    // No metric to test (a case that records none compares by its status alone: ok both).
+    cc.verdict = b.metrics.empty() ? kUnchanged : kNotComparable;
+    if (!b.metrics.empty()) cc.message = "not comparable (" + not_comparable + ")";
   }
 }
 
@@ -237,7 +246,8 @@ double default_tolerance(const std::string& unit) {
 }
 
 double tolerance_for(const std::vector<ToleranceRule>& rules, const std::string& benchmark,
-                     const std::string& metric, const std::string& unit) {
+                     const std::string& metric, const std::string& unit,
+                     const std::vector<SpecFamily>& families) {
   const ToleranceRule* by_bench = nullptr;
   const ToleranceRule* by_unit = nullptr;
   for (const auto& r : rules) {
@@ -252,23 +262,132 @@ double tolerance_for(const std::vector<ToleranceRule>& rules, const std::string&
   }
   if (by_bench) return by_bench->fraction;
   if (by_unit) return by_unit->fraction;
-  return default_tolerance(unit);
+  std::optional<double> from_spec;
+  for (const auto& f : families) {
+    if (f.compare.empty() || !glob_match(f.benchmark, benchmark)) continue;
+    for (const auto& t : f.compare)
+      if (glob_match(t.metric, metric)) from_spec = t.tolerance;
+  }
+  return from_spec ? *from_spec : default_tolerance(unit);
 }
 
-std::string metric_verdict(double baseline, double current, bool higher_is_better, double tolerance,
-                           double noise) {
-  double d;
-  if (baseline == 0) {
-    if (current == 0) return kUnchanged;
-    d = (current > 0) == higher_is_better ? 1 : -1;
-  } else {
-    d = (current - baseline) / std::fabs(baseline);
-    if (!higher_is_better) d = -d;
+namespace {
+
+/// Average ranks (1-based) of `v`'s values among all of `v`; `ties` gets sum(t^3 - t) over the
+/// groups of t equal values.
+std::vector<double> average_ranks(const std::vector<double>& v, double& ties) {
+  std::vector<size_t> idx(v.size());
+  std::iota(idx.begin(), idx.end(), 0);
+  std::sort(idx.begin(), idx.end(), [&](size_t a, size_t b) { return v[a] < v[b]; });
+  std::vector<double> rank(v.size());
+  ties = 0;
+  for (size_t i = 0; i < idx.size();) {
+    size_t j = i;
+    while (j + 1 < idx.size() && v[idx[j + 1]] == v[idx[i]]) ++j;
+    const double t = static_cast<double>(j - i + 1);
+    for (size_t k = i; k <= j; ++k) rank[idx[k]] = (static_cast<double>(i + j) + 2) / 2;
+    ties += t * t * t - t;
+    i = j + 1;
   }
-  double threshold = std::max(tolerance, noise);
-  if (d < -threshold) return kRegressed;
-  if (d > threshold) return kImproved;
-  return kUnchanged;
+  return rank;
+}
+
+/// P(U <= u) under the null hypothesis, exactly: the number of arrangements of n1 and n2 values
+/// with U = k satisfies N(n1, n2, k) = N(n1 - 1, n2, k - n2) + N(n1, n2 - 1, k).
+double exact_u_cdf(int n1, int n2, double u) {
+  const int umax = n1 * n2;
+  // count[j][k]: arrangements of i values of the first sample and j of the second with U = k.
+  std::vector<std::vector<double>> prev(n2 + 1, std::vector<double>(umax + 1, 0)), cur = prev;
+  for (int j = 0; j <= n2; ++j) prev[j][0] = 1;  // i = 0: U is 0
+  for (int i = 1; i <= n1; ++i) {
+    for (int j = 0; j <= n2; ++j)
+      for (int k = 0; k <= umax; ++k)
+        cur[j][k] = (k >= j ? prev[j][k - j] : 0) + (j > 0 ? cur[j - 1][k] : 0);
+    std::swap(prev, cur);
+  }
+  double total = 0, below = 0;
+  for (int k = 0; k <= umax; ++k) {
+    total += prev[n2][k];
+    if (k <= u + 1e-9) below += prev[n2][k];
+  }
+  return below / total;
+}
+
+}  // namespace
+
+double mann_whitney_p(const std::vector<double>& a, const std::vector<double>& b) {
+  if (a.empty() || b.empty()) return 1;
+  std::vector<double> all(a);
+  all.insert(all.end(), b.begin(), b.end());
+  double ties = 0;
+  const std::vector<double> rank = average_ranks(all, ties);
+  const double n1 = static_cast<double>(a.size()), n2 = static_cast<double>(b.size());
+  double r1 = 0;
+  for (size_t i = 0; i < a.size(); ++i) r1 += rank[i];
+  const double u1 = r1 - n1 * (n1 + 1) / 2;
+  const double u = std::min(u1, n1 * n2 - u1);
+  if (ties == 0 && a.size() <= 20 && b.size() <= 20)
+    return std::min(1.0,
+                    2 * exact_u_cdf(static_cast<int>(a.size()), static_cast<int>(b.size()), u));
+  const double n = n1 + n2;
+  const double var = n1 * n2 / 12 * ((n + 1) - ties / (n * (n - 1)));
+  if (var <= 0) return 1;  // every value equal
+  const double z = (std::fabs(u - n1 * n2 / 2) - 0.5) / std::sqrt(var);
+  return std::min(1.0, std::erfc(std::max(z, 0.0) / std::sqrt(2.0)));
+}
+
+namespace {
+
+/// The latency floor of a lower-is-better time metric, in its unit; 0 for other metrics.
+double latency_floor(const Metric& b, const Metric& c) {
+  if (b.higher_is_better) return 0;
+  const double per_us = b.unit == "us"   ? 1
+                        : b.unit == "ms" ? 1e-3
+                        : b.unit == "s"  ? 1e-6
+                        : b.unit == "ns" ? 1e3
+                                         : 0;
+  if (per_us == 0) return 0;
+  return std::max(kLatencyFloorUs * per_us, 2 * std::max(b.resolution, c.resolution));
+}
+
+/// A side's value: the median of its repetitions, or its one value.
+double side_value(const Metric& m) { return m.reps.empty() ? m.value : median_of(m.reps); }
+
+}  // namespace
+
+void judge_metric(const Metric& b, const Metric& c, double tolerance, MetricChange& mc) {
+  mc.baseline = side_value(b);
+  mc.current = side_value(c);
+  mc.baseline_n = static_cast<int>(b.reps.size());
+  mc.current_n = static_cast<int>(c.reps.size());
+  mc.baseline_spread = relative_spread(b.reps);
+  mc.current_spread = relative_spread(c.reps);
+  mc.tolerance = tolerance;
+  double d;
+  if (mc.baseline == 0) {
+    d = mc.current == 0 ? 0 : (mc.current > 0) == b.higher_is_better ? 1 : -1;
+  } else {
+    d = (mc.current - mc.baseline) / std::fabs(mc.baseline);
+    if (!b.higher_is_better) d = -d;
+  }
+  mc.change_pct = mc.baseline != 0 ? (mc.current - mc.baseline) / std::fabs(mc.baseline) * 100 : 0;
+  const double floor = latency_floor(b, c);
+  mc.verdict = kUnchanged;
+  if (floor > 0 && std::fabs(mc.current - mc.baseline) < floor) {
+    mc.reason = "moved less than the latency floor " + format_number(floor) + " " + b.unit;
+  } else if (mc.baseline_n < kMinReps || mc.current_n < kMinReps) {
+    mc.verdict = kNotComparable;
+    mc.reason = "n = " + std::to_string(mc.baseline_n) + "/" + std::to_string(mc.current_n) +
+                ", needs " + std::to_string(kMinReps) + " repetitions a side";
+  } else if (std::fabs(d) <= tolerance) {
+    mc.reason = "within tolerance";
+  } else {
+    mc.p_value = mann_whitney_p(b.reps, c.reps);
+    if (mc.p_value >= kAlpha)
+      mc.reason = "not significant (p = " + format_number(mc.p_value) + ")";
+    else
+      mc.verdict = d < 0 ? kRegressed : kImproved;
+  }
 }
 
 namespace {
@@ -345,7 +464,8 @@ void sort_by_verdict(std::vector<CaseChange>& cases) {
 }  // namespace
 
 Comparison compare(const RunDir& baseline, const RunDir& current,
-                   const std::vector<ToleranceRule>& rules) {
+                   const std::vector<ToleranceRule>& rules,
+                   const std::vector<SpecFamily>& families) {
   Comparison out;
   out.baseline_dir = baseline.dir;
   out.current_dir = current.dir;
@@ -367,7 +487,7 @@ Comparison compare(const RunDir& baseline, const RunDir& current,
       const std::string_view key = base.keys[base.order[k]];
       auto it = cur.last.find(key);
       const ResultRecord* c = it == cur.last.end() ? nullptr : &crecs[it->second];
-      compare_case(brecs[base.last.at(key)], c, rules, out.cases[k]);
+      compare_case(brecs[base.last.at(key)], c, rules, families, out.cases[k]);
       if (c) matched[it->second] = 1;
     }
   };
@@ -460,16 +580,18 @@ void md_change(std::ostringstream& md, const CaseChange& cc) {
   if (cc.metrics.empty() || cc.verdict == kNew || cc.verdict == kNotCompared ||
       cc.current_status != "ok") {
     md << "| " << cell(case_label(cc)) << " | - | " << cc.baseline_status << " | "
-       << cc.current_status << " | - | - | - | **" << cc.verdict << "**: " << cell(cc.message)
-       << " |\n";
+       << cc.current_status << " | - | - | - | - | - | **" << cc.verdict
+       << "**: " << cell(cc.message) << " |\n";
     return;
   }
   for (const auto& m : cc.metrics) {
     md << "| " << cell(case_label(cc)) << " | " << m.name << " | " << value_text(m.baseline, m.unit)
        << " | " << (m.missing ? "missing" : value_text(m.current, m.unit)) << " | "
        << signed_pct(m.change_pct) << " | " << pct(m.baseline_spread) << " / "
-       << pct(m.current_spread) << " | " << pct(m.tolerance) << " | "
-       << (m.verdict == kUnchanged ? m.verdict : "**" + m.verdict + "**") << " |\n";
+       << pct(m.current_spread) << " | " << m.baseline_n << " / " << m.current_n << " | "
+       << (m.p_value < 0 ? "-" : format_number(m.p_value)) << " | " << pct(m.tolerance) << " | "
+       << (m.verdict == kUnchanged ? m.verdict : "**" + m.verdict + "**")
+       << (m.reason.empty() ? "" : ": " + cell(m.reason)) << " |\n";
   }
 }
 
@@ -516,17 +638,23 @@ std::string render_compare_markdown(const Comparison& c) {
      << "): " << counts_line(c) << ".\n\n";
   md << "- Baseline: `" << c.baseline_dir << "` (run " << c.baseline_run_id << ")\n";
   md << "- Current: `" << c.current_dir << "` (run " << c.current_run_id << ")\n";
-  md << "- Rule: a metric regressed when it got worse by more than max(tolerance, noise), with "
-        "noise = (spread of BASELINE + spread of CURRENT) / 2 (docs/compare.md).\n";
+  md << "- Rule: a metric regressed when its median got worse by more than its tolerance and a "
+        "two-sided Mann-Whitney U test of the repetitions gives p < "
+     << format_number(kAlpha) << " (at least " << kMinReps
+     << " repetitions a side, else not comparable); a time that moved less than "
+     << format_number(kLatencyFloorUs) << " us never regressed (docs/compare.md).\n";
+  md << "- Tolerances: " << (c.spec_path.empty() ? "defaults by unit" : "`" + c.spec_path + "`")
+     << (c.rules.empty() ? "" : ", with --tolerance overrides") << ".\n";
   for (const auto& r : c.rules)
     md << "- Tolerance override: `" << r.key << "` = " << pct(r.fraction) << "\n";
   md << "\n## Changes\n\n";
-  md << "| case | metric | baseline | current | change | spread b/c | tolerance | verdict |\n";
-  md << "|---|---|---|---|---|---|---|---|\n";
+  md << "| case | metric | baseline | current | change | spread b/c | n b/c | p | tolerance | "
+        "verdict |\n";
+  md << "|---|---|---|---|---|---|---|---|---|---|\n";
   bool any = false;
   for (const auto& cc : c.cases)
     if (cc.verdict != kUnchanged) md_change(md, cc), any = true;
-  if (!any) md << "| - | - | - | - | - | - | - | no regressions or improvements |\n";
+  if (!any) md << "| - | - | - | - | - | - | - | - | - | no regressions or improvements |\n";
   md_env_changes(md, c);
   md_unchanged(md, c);
   return md.str();
@@ -539,7 +667,11 @@ json render_compare_json(const Comparison& c) {
   j["current"] = {{"dir", c.current_dir}, {"run_id", c.current_run_id}};
   j["verdict"] = c.exit_code ? "REGRESSED" : "NO REGRESSION";
   j["exit_code"] = c.exit_code;
-  j["rule"] = "regressed when worse by more than max(tolerance, (spread_b + spread_c) / 2)";
+  j["rule"] =
+      "regressed when the median is worse by more than the tolerance and the two-sided "
+      "Mann-Whitney U test of the repetitions gives p < 0.05 (>= 5 repetitions a side); a time "
+      "that moved less than max(1 us, 2 x resolution) never regressed";
+  j["spec"] = c.spec_path;
   j["tolerances"] = json::array();
   for (const auto& r : c.rules)
     j["tolerances"].push_back({{"key", r.key}, {"fraction", r.fraction}});
@@ -568,9 +700,12 @@ json render_compare_json(const Comparison& c) {
                                {"change_pct", m.change_pct},
                                {"baseline_spread", m.baseline_spread},
                                {"current_spread", m.current_spread},
+                               {"baseline_n", m.baseline_n},
+                               {"current_n", m.current_n},
                                {"tolerance", m.tolerance},
-                               {"noise", m.noise},
+                               {"p_value", m.p_value < 0 ? json(nullptr) : json(m.p_value)},
                                {"verdict", m.verdict},
+                               {"reason", m.reason},
                                {"missing", m.missing}});
     j["cases"].push_back(std::move(jc));
   }
@@ -603,19 +738,21 @@ std::string render_compare_junit(const Comparison& c) {
           : c.cases.size() - static_cast<size_t>(c.counts.at(kUnchanged)) + groups.size();
   x << "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
   x << "<testsuite name=\"clusterbench.compare\" tests=\"" << tests << "\" failures=\""
-    << c.counts.at(kRegressed) << "\" skipped=\"" << c.counts.at(kNotCompared) << "\">\n";
+    << c.counts.at(kRegressed) << "\" skipped=\""
+    << c.counts.at(kNotCompared) + c.counts.at(kNotComparable) << "\">\n";
   for (const auto& cc : c.cases) {
     if (!all && cc.verdict == kUnchanged) continue;
     x << "  <testcase classname=\"" << xml_escape(cc.benchmark()) << "\" name=\""
       << xml_escape(cc.params().dump() + " " + cc.item()) << "\">";
     std::string detail = cc.message;
+    const bool skipped = cc.verdict == kNotCompared || cc.verdict == kNotComparable;
     for (const auto& m : cc.metrics)
       detail += (detail.empty() ? "" : "; ") + m.name + " " + format_number(m.baseline) + " -> " +
                 format_number(m.current) + " " + m.unit + " (" + signed_pct(m.change_pct) + ", " +
                 m.verdict + ")";
     if (cc.verdict == kRegressed)
       x << "<failure message=\"regressed\">" << xml_escape(detail) << "</failure>";
-    else if (cc.verdict == kNotCompared)
+    else if (skipped)
       x << "<skipped message=\"" << xml_escape(cc.message) << "\"/>";
     else if (!detail.empty())
       x << "<system-out>" << xml_escape(cc.verdict + ": " + detail) << "</system-out>";
@@ -643,7 +780,9 @@ std::string render_compare_console(const Comparison& c) {
     for (const auto& m : cc.metrics)
       if (m.verdict == kRegressed)
         o << "; " << m.name << " " << format_number(m.baseline) << " -> "
-          << format_number(m.current) << " " << m.unit << " (" << signed_pct(m.change_pct) << ")";
+          << format_number(m.current) << " " << m.unit << " (" << signed_pct(m.change_pct)
+          << ", p = " << format_number(m.p_value) << ", n = " << m.baseline_n << "/" << m.current_n
+          << ")";
     o << "\n";
   }
   for (const auto& e : c.env_changes)
@@ -663,8 +802,25 @@ void write_compare(const Comparison& c, const std::string& dir) {
   write_file_atomic(dir + "/compare.junit.xml", render_compare_junit(c));
 }
 
+namespace {
+
+/// The spec table whose compare tolerances apply: `given`, else the first of the runs' own
+/// (CURRENT's, then BASELINE's) that still exists; nullopt when there is none.
+std::optional<Spec> compare_spec(const std::string& given, const RunDir& cur, const RunDir& base) {
+  if (!given.empty()) return load_spec(given);
+  for (const RunDir* r : {&cur, &base}) {
+    const std::string& path = r->run.spec.path;
+    std::error_code ec;
+    if (!path.empty() && std::filesystem::is_regular_file(path, ec)) return load_spec(path);
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
 int compare_command(const std::string& baseline_dir, const std::string& current_dir,
-                    const std::vector<std::string>& tolerances, const std::string& out_dir) {
+                    const std::vector<std::string>& tolerances, const std::string& out_dir,
+                    const std::string& spec_path) {
   std::vector<ToleranceRule> rules;
   for (const auto& t : tolerances) rules.push_back(parse_tolerance(t));
   // Both sides at once: reading is most of compare's time at 1,000 nodes (docs/report.md).
@@ -674,7 +830,10 @@ int compare_command(const std::string& baseline_dir, const std::string& current_
   // comparison took over a second (docs/report.md "Scale").
   const RunDir& cur = *new RunDir(read_run_dir(current_dir, false));
   const RunDir& base = *new RunDir(base_future.get());
-  const Comparison& c = *new Comparison(compare(base, cur, rules));
+  const std::optional<Spec> spec = compare_spec(spec_path, cur, base);
+  Comparison& c =
+      *new Comparison(compare(base, cur, rules, spec ? spec->families : std::vector<SpecFamily>{}));
+  if (spec) c.spec_path = spec->path;
   std::string dir = out_dir.empty() ? current_dir : out_dir;
   write_compare(c, dir);
   for (const auto& w : base.records.warnings) std::cerr << "warning: baseline: " << w << "\n";

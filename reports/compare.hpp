@@ -1,6 +1,7 @@
 // Baseline comparison: `clusterbench compare BASELINE CURRENT` (docs/compare.md). Matches the
 // records of two run directories case by case and calls each metric regressed, improved or
-// unchanged, using each side's spread so that noise is not called a regression.
+// unchanged: a change counts only past its tolerance and when a Mann-Whitney U test on the
+// two sides' repetitions finds it significant, so that noise is not called a regression.
 #pragma once
 
 #include <map>
@@ -8,6 +9,7 @@
 #include <vector>
 
 #include "records/records.hpp"
+#include "records/spec.hpp"
 
 namespace clusterbench::report {
 
@@ -17,6 +19,26 @@ inline constexpr const char* kImproved = "improved";
 inline constexpr const char* kUnchanged = "unchanged";
 inline constexpr const char* kNotCompared = "not_compared";  ///< no baseline value to compare
 inline constexpr const char* kNew = "new";                   ///< only in CURRENT
+/// Measured on both sides, but with fewer than kMinReps repetitions on one: no test can tell.
+inline constexpr const char* kNotComparable = "not_comparable";
+
+/// Repetitions a side needs before a change can be called: with 5 against 5 the smallest
+/// two-sided Mann-Whitney p is 2 / C(10, 5) = 0.0079, well below kAlpha (3 against 3 can never
+/// be significant: 2 / C(6, 3) = 0.1), and the normal approximation that Google Benchmark's
+/// compare.py uses needs about 5 a side to be trusted.
+inline constexpr int kMinReps = 5;
+/// Significance level of the two-sided Mann-Whitney U test.
+inline constexpr double kAlpha = 0.05;
+/// A lower-is-better time that moved less than this (us), or than twice its timer's
+/// resolution, never regressed.
+inline constexpr double kLatencyFloorUs = 1.0;
+
+/// Two-sided p-value of the Mann-Whitney U test (Mann & Whitney 1947) of samples `a` and `b`:
+/// exact (the distribution of U by recursion) when both have at most 20 values and none tie,
+/// else the normal approximation with the tie correction of the variance and a continuity
+/// correction of 0.5, as scipy.stats.mannwhitneyu (which Google Benchmark's compare.py uses).
+/// 1 when either is empty.
+double mann_whitney_p(const std::vector<double>& a, const std::vector<double>& b);
 
 /// One tolerance rule: KEY=PCT. KEY is a unit ("GB/s", "TFLOP/s"), or a glob on the benchmark
 /// id ("compute.gemm", "collectives.*"), optionally with ":metric" ("io.fio*:iops").
@@ -33,9 +55,12 @@ ToleranceRule parse_tolerance(const std::string& text);
 double default_tolerance(const std::string& unit);
 
 /// The tolerance for (benchmark, metric, unit): the last matching benchmark rule, else the last
-/// matching unit rule, else default_tolerance(unit).
+/// matching unit rule (both --tolerance), else the spec table's: the last `compare` entry whose
+/// metric glob matches, in the families whose benchmark glob matches, in order; else
+/// default_tolerance(unit).
 double tolerance_for(const std::vector<ToleranceRule>& rules, const std::string& benchmark,
-                     const std::string& metric, const std::string& unit);
+                     const std::string& metric, const std::string& unit,
+                     const std::vector<SpecFamily>& families = {});
 
 /// One metric of a matched case.
 struct MetricChange {
@@ -43,11 +68,13 @@ struct MetricChange {
   bool higher_is_better = true;
   double baseline = 0, current = 0;
   double change_pct = 0;       ///< (current - baseline) / baseline * 100, signed as measured
-  double baseline_spread = 0;  ///< TimeStats.spread of each side (fraction)
+  double baseline_spread = 0;  ///< relative IQR of each side's repetitions (fraction)
   double current_spread = 0;
-  double tolerance = 0;  ///< fraction
-  double noise = 0;      ///< (baseline_spread + current_spread) / 2, fraction
-  std::string verdict;   ///< regressed | improved | unchanged
+  int baseline_n = 0, current_n = 0;  ///< repetitions of each side (0: a single value)
+  double tolerance = 0;               ///< fraction
+  double p_value = -1;                ///< Mann-Whitney two-sided p; -1 when not tested
+  std::string verdict;                ///< regressed | improved | unchanged | not_comparable
+  std::string reason;    ///< why unchanged or not comparable ("p = 0.31", "n = 1/1", ...)
   bool missing = false;  ///< the metric is absent from the CURRENT record
 };
 
@@ -85,37 +112,47 @@ struct EnvChange {
 struct Comparison {
   std::string baseline_dir, current_dir, baseline_run_id, current_run_id;
   std::vector<ToleranceRule> rules;
+  std::string spec_path;          ///< the spec table whose `compare` tolerances applied ("" none)
   std::vector<CaseChange> cases;  ///< regressed first, then improved, new, not compared, unchanged
   std::vector<EnvChange> env_changes;
   std::vector<std::string> hosts_removed, hosts_added;
-  std::map<std::string, int> counts;  ///< verdict -> cases; all five keys present
+  std::map<std::string, int> counts;  ///< verdict -> cases; all six keys present
   int exit_code = 0;                  ///< 1 when any case regressed, else 0
 };
 
-/// The verdict of one metric (docs/compare.md "The rule"). With d the relative change towards
-/// better (+) or worse (-): d = (cur - base) / base for higher-is-better metrics, (base - cur) /
-/// base otherwise; noise = (spread_base + spread_cur) / 2, which is the change at which the two
-/// interquartile ranges stop overlapping; threshold = max(tolerance, noise). regressed when
-/// d < -threshold, improved when d > threshold, else unchanged. A baseline of 0 compares as
-/// unchanged when current is 0 too, else by sign.
-std::string metric_verdict(double baseline, double current, bool higher_is_better, double tolerance,
-                           double noise);
+/// Judges one metric present on both sides into `mc` (its verdict, p_value, reason, change,
+/// spreads and n; docs/compare.md "The rule"). The values compared are the medians of the
+/// repetitions (Metric::value without them). With d the relative change towards better (+) or
+/// worse (-), d = (cur - base) / |base|, negated for lower-is-better metrics:
+///  1. a lower-is-better time that moved less than max(1 us, 2 x resolution): unchanged;
+///  2. fewer than kMinReps repetitions on a side: not_comparable;
+///  3. |d| <= tolerance: unchanged;
+///  4. Mann-Whitney p >= kAlpha: unchanged (not significant);
+///  5. else regressed (d < 0) or improved.
+/// A baseline of 0 compares as unchanged when current is 0 too, else by sign.
+void judge_metric(const Metric& baseline, const Metric& current, double tolerance,
+                  MetricChange& mc);
 
 /// The match key of a record: its case key, except that a GPU record carrying a UUID is keyed
 /// "benchmark|params|uuid" so that each GPU is compared with itself wherever it sits.
 std::string match_key(const ResultRecord& r);
 
-/// Compares two run directories. Case rules: baseline ok and current ok -> per metric; a baseline
+/// Compares two run directories. Case rules: baseline ok and current ok -> per metric (the
+/// worst verdict among its comparable metrics; not_comparable when none is); a baseline
 /// case missing from CURRENT, or ok in BASELINE but failed/waived in CURRENT -> regressed; failed
 /// in BASELINE and ok in CURRENT -> improved; baseline failed/waived otherwise -> not_compared;
 /// only in CURRENT -> new. A baseline metric absent from the current record -> regressed.
-/// The Comparison points into both RunDirs (CaseChange): they must outlive it, so temporaries are
-/// refused at compile time.
+/// `families` give the spec table's compare tolerances. The Comparison points into both RunDirs
+/// (CaseChange): they must outlive it, so temporaries are refused at compile time.
 Comparison compare(const RunDir& baseline, const RunDir& current,
-                   const std::vector<ToleranceRule>& rules);
-Comparison compare(RunDir&&, const RunDir&, const std::vector<ToleranceRule>&) = delete;
-Comparison compare(const RunDir&, RunDir&&, const std::vector<ToleranceRule>&) = delete;
-Comparison compare(RunDir&&, RunDir&&, const std::vector<ToleranceRule>&) = delete;
+                   const std::vector<ToleranceRule>& rules,
+                   const std::vector<SpecFamily>& families = {});
+Comparison compare(RunDir&&, const RunDir&, const std::vector<ToleranceRule>&,
+                   const std::vector<SpecFamily>& = {}) = delete;
+Comparison compare(const RunDir&, RunDir&&, const std::vector<ToleranceRule>&,
+                   const std::vector<SpecFamily>& = {}) = delete;
+Comparison compare(RunDir&&, RunDir&&, const std::vector<ToleranceRule>&,
+                   const std::vector<SpecFamily>& = {}) = delete;
 
 /// compare.md: verdict line, counts, the regressed/improved table (| case | metric | baseline |
 /// current | change | spread b/c | tolerance | verdict |), environment changes, then unchanged.
@@ -143,11 +180,14 @@ std::string render_compare_console(const Comparison& c);
 /// Writes compare.md, compare.json and compare.junit.xml into `dir` (created if absent).
 void write_compare(const Comparison& c, const std::string& dir);
 
-/// `clusterbench compare BASELINE CURRENT [--tolerance KEY=PCT]... [--out DIR]`: reads both run
-/// directories, writes compare.{md,json,junit.xml} into `out_dir` (default: CURRENT), prints the
-/// console summary. Returns 1 when anything regressed, else 0. Throws InputError (exit 2) on an
-/// unreadable run directory or a bad --tolerance.
+/// `clusterbench compare BASELINE CURRENT [--tolerance KEY=PCT]... [--spec FILE] [--out DIR]`:
+/// reads both run directories, writes compare.{md,json,junit.xml} into `out_dir` (default:
+/// CURRENT), prints the console summary. The compare tolerances come from `spec_path`, else from
+/// the table CURRENT's run.json names (BASELINE's when CURRENT names none or it is gone).
+/// Returns 1 when anything regressed, else 0. Throws InputError (exit 2) on an unreadable run
+/// directory, spec table, or a bad --tolerance.
 int compare_command(const std::string& baseline_dir, const std::string& current_dir,
-                    const std::vector<std::string>& tolerances, const std::string& out_dir);
+                    const std::vector<std::string>& tolerances, const std::string& out_dir,
+                    const std::string& spec_path = "");
 
 }  // namespace clusterbench::report

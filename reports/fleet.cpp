@@ -21,12 +21,6 @@ std::string pct(double fraction) {
   return fraction > 0 ? "+" + s : s;
 }
 
-double median_of(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  size_t n = v.size();
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
 double outlier_tolerance(const std::vector<ToleranceRule>& rules,
                          const std::vector<SpecFamily>& families, const std::string& benchmark,
                          const std::string& metric, const std::string& unit) {

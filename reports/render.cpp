@@ -274,6 +274,7 @@ json row_json(const RowResult& row) {
                  {"value", it.value},
                  {"records", it.records},
                  {"message", it.message}};
+    if (!it.noise.is_null()) item["noise"] = it.noise;
     if (!full && it.records.size() > kItemRecords) {
       item["records"] =
           std::vector<std::string>(it.records.begin(), it.records.begin() + kItemRecords);
@@ -298,6 +299,8 @@ json row_json(const RowResult& row) {
           {"threshold", row.req.value},
           {"worst_item", row.worst_item},
           {"message", row.message},
+          {"noise", row.noise},
+          {"within_noise", row.noise.is_object() ? row.noise["within_noise"] : json(nullptr)},
           {"evidence", full ? json(row.evidence) : json(evidence)},
           {"evidence_count", row.evidence.size()},
           {"items", items},

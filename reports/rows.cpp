@@ -48,6 +48,29 @@ std::string format_value(const json& v, const std::string& unit) {
   return v.dump();
 }
 
+json row_noise(const Metric& m, const std::string& op, double threshold) {
+  if (m.reps.size() < 2 || (op != ">=" && op != "<=")) return nullptr;
+  const auto [lo, hi] = std::minmax_element(m.reps.begin(), m.reps.end());
+  double margin = threshold != 0 ? (m.value - threshold) / std::fabs(threshold) : 0;
+  if (op == "<=") margin = -margin;
+  return {{"repetitions", m.reps.size()},
+          {"spread", relative_spread(m.reps)},
+          {"margin", margin},
+          {"range", {*lo, *hi}},
+          {"within_noise", *lo <= threshold && threshold <= *hi}};
+}
+
+std::string noise_text(const json& noise) {
+  if (!noise.is_object()) return "";
+  auto pct = [](double f, bool sign) {
+    std::string t = format_number(std::round(f * 1000) / 10) + "%";
+    return sign && f > 0 ? "+" + t : t;
+  };
+  return ", spread " + pct(noise["spread"].get<double>(), false) + ", margin " +
+         pct(noise["margin"].get<double>(), true) +
+         (noise["within_noise"].get<bool>() ? ", within noise" : "");
+}
+
 std::string format_requirement(const Requirement& req) {
   return req.aggregate + " " + req.op + " " + format_value(req.value, req.unit);
 }
@@ -600,7 +623,8 @@ class RowEvaluator {
   struct Sorted {
     std::vector<const ResultRecord*> failed, waived, lacking;
     std::vector<json> values;
-    std::vector<std::string> keys;  ///< case keys, into the chosen candidate only
+    std::vector<const Metric*> metrics;  ///< the metric of each value
+    std::vector<std::string> keys;       ///< case keys, into the chosen candidate only
   };
 
   Sorted sort_records(const Item& item) const {
@@ -613,7 +637,7 @@ class RowEvaluator {
       else if (rec->status == Status::waived)
         s.waived.push_back(rec);
       else if (const Metric* m = find_metric(*rec, req_.select.metric))
-        s.values.push_back(m->value);
+        s.values.push_back(m->value), s.metrics.push_back(m);
       else
         s.lacking.push_back(rec);
     }
@@ -654,6 +678,7 @@ class RowEvaluator {
         if (req_.aggregate == "count") agg = xs.size();
         cands.push_back(judged(r, {agg}, req_.aggregate + " "));
       }
+      with_noise(cands.back(), s);
     } else if (!s.waived.empty() && s.failed.empty()) {
       std::vector<std::string> reasons;
       for (const auto* w : s.waived)
@@ -661,6 +686,18 @@ class RowEvaluator {
       cands.push_back(candidate(r, kWaived, item.name + ": waived: " + join(reasons, "; "), 1, ""));
     }
     return cands;
+  }
+
+  /// The noise of the metric that gave the candidate's value (min, max, each: one record's; a
+  /// median or sum of several has none).
+  void with_noise(ItemResult& c, const Sorted& s) const {
+    if (!c.value.is_number() || !req_.value.is_number()) return;
+    for (const Metric* m : s.metrics) {
+      if (m->value != c.value.get<double>()) continue;
+      c.noise = row_noise(*m, req_.op, req_.value.get<double>());
+      c.message += noise_text(c.noise);
+      return;
+    }
   }
 
   ItemResult judge_record_item(const Item& item) {
@@ -780,6 +817,7 @@ class RowEvaluator {
     row.value = worst->value;
     row.worst_item = worst->item;
     row.message = worst->message;
+    row.noise = worst->noise;
     if (row.items.size() > 1) {
       std::map<Outcome, int> n;
       for (const auto& it : row.items) ++n[it.outcome];

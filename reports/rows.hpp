@@ -21,6 +21,10 @@ struct ItemResult {
   json value;  ///< the item's value (aggregated within the item); null if none
   std::vector<std::string> records;  ///< case keys of the records used (empty for env rows)
   std::string message;
+  /// The deciding record metric's repetitions against the threshold (>=/<= rows; null
+  /// otherwise): {"repetitions": n, "spread": relative IQR, "margin": (value - threshold) /
+  /// threshold towards passing, "range": [min, max], "within_noise": threshold inside range}.
+  json noise;
 };
 
 /// One judged requirement.
@@ -30,6 +34,7 @@ struct RowResult {
   json value;  ///< the worst item's value (the aggregate where the row has one item)
   std::string worst_item;
   std::string message;                ///< e.g. "min 12.3 GB/s on node01 (>= 10 GB/s)"
+  json noise;                         ///< the worst item's (ItemResult::noise)
   std::vector<std::string> evidence;  ///< case keys of every record used by the row
   std::vector<ItemResult> items;
 };
@@ -47,6 +52,9 @@ struct RowResult {
 /// records -> WAIVED; else the comparison. A failing judgement in a warn-severity row is WARN.
 /// The row takes its worst item: FAIL > MISSING > WAIVED > WARN > PASS; among equal outcomes of
 /// `>=`/`<=` rows, the value closest to failing (lowest for >=, highest for <=).
+/// A record row's item decided by one metric with repetitions also says how that verdict stands
+/// in the noise (row_noise): its message ends ", spread 3%, margin +48%" (", within noise" when
+/// the threshold lies inside the repetitions' range, so that a rerun could change it).
 /// Ops: >= <= on numbers; == != on numbers or strings; `in` (the value array holds the item
 /// value); `matches`: ECMAScript regex with std::regex_search semantics on the string form (the
 /// pattern may match anywhere: anchor it with ^...$ for a full match).
@@ -62,6 +70,13 @@ struct RowResult {
 std::vector<RowResult> evaluate_rows(const RunDir& run, const Spec& spec,
                                      const std::vector<std::string>& hosts,
                                      const std::vector<NodeHealth>& health);
+
+/// How `m`'s repetitions stand against `threshold` for `op` (">=" or "<="): ItemResult::noise,
+/// or null when m has fewer than 2 repetitions or op is another. docs/specs.md "Noise".
+json row_noise(const Metric& m, const std::string& op, double threshold);
+
+/// The words row_noise adds to a row message: ", spread 3%, margin +48%[, within noise]".
+std::string noise_text(const json& noise);
 
 /// {"FAIL": n, "MISSING": n, ...}: outcome counts as report.json writes them.
 json outcome_counts_json(const std::map<Outcome, int>& counts);

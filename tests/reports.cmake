@@ -20,3 +20,7 @@ cb_integration_test(report_golden TIMEOUT 60)
 # No benchmark id in reports/*.cpp (issue 17): what the reports know about a benchmark is in the
 # spec tables' families. < 5 s.
 cb_integration_test(reports_no_benchmark_ids TIMEOUT 60)
+# Issue 19: back-to-back ci runs compare clean; a slowed STREAM and dataloader regress. Timing:
+# alone.
+cb_integration_test(compare_noise LOCKS mpirun TIMEOUT 1200)
+set_tests_properties(compare_noise PROPERTIES RUN_SERIAL TRUE)

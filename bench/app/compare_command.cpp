@@ -14,12 +14,15 @@ class CompareCommand : public Command {
     cmd->add_option("current", cur_, "current run directory")->required();
     cmd->add_option("--tolerance", tol_, "KEY=PCT, KEY a unit or benchmark glob[:metric]");
     cmd->add_option("--out", out_, "where compare.{md,json,junit.xml} go (default CURRENT)");
+    cmd->add_option("--spec", spec_,
+                    "spec table whose compare tolerances apply (default: the one CURRENT's "
+                    "run.json names)");
     return cmd;
   }
-  int run(int, char**) override { return report::compare_command(base_, cur_, tol_, out_); }
+  int run(int, char**) override { return report::compare_command(base_, cur_, tol_, out_, spec_); }
 
  private:
-  std::string base_, cur_, out_;
+  std::string base_, cur_, out_, spec_;
   std::vector<std::string> tol_;
 };
 

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "core/measure.hpp"
 #include "records/spec.hpp"
 
 namespace clusterbench {
@@ -27,7 +28,32 @@ Benchmark::Benchmark()
 
 double loop_estimate_s(double min_time, double op_s) {
   if (!(op_s >= 0)) op_s = 0;
-  return op_s + std::max(0.3 * min_time, op_s) + std::max(1.6 * min_time, op_s);
+  // The loop measures loop_min_time(): a long operation is repeated kMinSamples times and more.
+  return op_s + std::max(0.3 * min_time, op_s) + 1.6 * loop_min_time(min_time, op_s);
+}
+
+std::vector<double> rate_reps(double work, const std::vector<double>& seconds) {
+  std::vector<double> reps;
+  reps.reserve(seconds.size());
+  for (double t : seconds) reps.push_back(t > 0 ? work / t : 0);
+  return reps;
+}
+
+std::vector<double> time_reps(double scale, const std::vector<double>& seconds) {
+  std::vector<double> reps;
+  reps.reserve(seconds.size());
+  for (double t : seconds) reps.push_back(t * scale);
+  return reps;
+}
+
+void CaseRun::add_rate(const std::string& name, double work, const std::string& unit) {
+  add_metric(name, stats().median > 0 ? work / stats().median : 0, unit, true,
+             rate_reps(work, samples()));
+}
+
+void CaseRun::add_time(const std::string& name, double scale, const std::string& unit,
+                       double resolution) {
+  add(Metric{name, stats().median * scale, unit, false, time_reps(scale, samples()), resolution});
 }
 
 double case_min_time(const Settings& s, const std::string& id) {

@@ -68,8 +68,23 @@ class CaseRun {
   virtual const TimeStats& stats() const = 0;
   /// Per-operation times of the last exec's `paired` reference (n = 0 when it had none).
   virtual const TimeStats& paired_stats() const = 0;
-  virtual void add_metric(const std::string& name, double value, const std::string& unit,
-                          bool higher_is_better = true) = 0;
+  /// Per-operation seconds of the last exec, in order: the samples behind stats().
+  virtual const std::vector<double>& samples() const = 0;
+  /// A measured value. `reps` holds its value in each repetition (value is their median): a
+  /// metric without them is one number that `compare` cannot test against noise.
+  void add_metric(const std::string& name, double value, const std::string& unit,
+                  bool higher_is_better = true, std::vector<double> reps = {}) {
+    add(Metric{name, value, unit, higher_is_better, std::move(reps), 0});
+  }
+  /// The same, whole (a resolution too).
+  virtual void add(Metric m) = 0;
+  /// A rate over the last exec: value = work / median seconds per operation, and one
+  /// repetition work / t per sample (bytes / 1e9 per operation gives GB/s).
+  void add_rate(const std::string& name, double work, const std::string& unit);
+  /// A time over the last exec, lower is better: value = median seconds x `scale` (1e6: us),
+  /// and one repetition per sample; `resolution` in the metric's unit (Metric::resolution).
+  void add_time(const std::string& name, double scale, const std::string& unit,
+                double resolution = 0);
   /// Benchmark-specific evidence stored in the record's `extra`.
   virtual void set_extra(const std::string& key, json value) = 0;
   /// Cluster-level cases: one more record for one item of the case (a link: scope kind "link",
@@ -101,6 +116,11 @@ class CaseRun {
   /// The signal received during the run (SIGTERM, SIGINT, SIGHUP), 0 when none.
   virtual int signal_received() const = 0;
 };
+
+/// Repetitions of a rate: work / t for each sample t (seconds per operation); 0 for t <= 0.
+std::vector<double> rate_reps(double work, const std::vector<double>& seconds);
+/// Repetitions of a time: t x scale for each sample t (seconds per operation).
+std::vector<double> time_reps(double scale, const std::vector<double>& seconds);
 
 /// A registered benchmark. Holds the operation, its FLOP/byte counts and its verification; never
 /// a timing loop or a writer (STYLE.md). Knobs are declared once, as members initialised from
@@ -167,8 +187,8 @@ class Benchmark : public KnobOwner {
 
 /// Seconds the measurement loop (CaseRun::exec) takes for an operation of `op_s` seconds:
 /// one calibration operation, Google Benchmark's warm-up (min_time / 5) and its tries up to
-/// min_time (iterations grow by at most 10x, the last try ~1.4 x min_time), each at least one
-/// operation: op_s + max(0.3 min_time, op_s) + max(1.6 min_time, op_s).
+/// the loop's measurement time T = loop_min_time(min_time, op_s) (iterations grow by at most
+/// 10x, the last try ~1.4 x T): op_s + max(0.3 min_time, op_s) + 1.6 T.
 double loop_estimate_s(double min_time, double op_s);
 
 /// Seconds of measurement per case of benchmark `id`: --set ID.min_time, else the suite's

@@ -3,18 +3,49 @@
 
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <iostream>
 #include <map>
+#include <sstream>
+#include <thread>
 
 #include "core/error.hpp"
 #include "core/progress.hpp"
 #include "core/watchdog.hpp"
+#include "records/spec.hpp"
 
 namespace clusterbench {
 
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+/// Test only (docs/compare.md): CLUSTERBENCH_TEST_SLOWDOWN=GLOB=FACTOR[,GLOB=FACTOR...] makes
+/// every timed batch of the benchmarks matching a GLOB take FACTOR times as long (a sleep after
+/// the work, inside the timing), as a slower machine would. 1 when unset or for other ids.
+double test_slowdown(const std::string& id) {
+  const char* v = std::getenv("CLUSTERBENCH_TEST_SLOWDOWN");
+  if (!v) return 1;
+  std::stringstream list(v);
+  std::string entry;
+  while (std::getline(list, entry, ',')) {
+    auto eq = entry.rfind('=');
+    if (eq == std::string::npos || !glob_match(entry.substr(0, eq), id)) continue;
+    char* end = nullptr;
+    double f = std::strtod(entry.c_str() + eq + 1, &end);
+    return end && *end == '\0' && f > 1 && f < 100 ? f : 1;
+  }
+  return 1;
+}
+
+/// `batch(n)`, then a sleep of (factor - 1) x its time; the seconds of both.
+double slowed_batch(const std::function<double(long long)>& batch, long long n, double factor) {
+  auto t0 = Clock::now();
+  double t = batch(n);
+  if (t < 0) t = std::chrono::duration<double>(Clock::now() - t0).count();
+  std::this_thread::sleep_for(std::chrono::duration<double>((factor - 1) * t));
+  return t * factor;
+}
 
 /// CaseRun of one rank in one case.
 class CaseRunImpl : public CaseRun {
@@ -41,18 +72,23 @@ class CaseRunImpl : public CaseRun {
     spec.min_time = min_time();
     spec.combine_max = rc_.level == Level::cluster;
     const Group& g = group_;
+    const double slow = test_slowdown(bench_.id());
+    auto slowed = [&batch, slow](long long n) { return slowed_batch(batch, n, slow); };
     LoopResult r = measure(
-        spec, [&g](std::vector<double>& v) { g.allreduce_max(v); }, ce_.reporter, batch, paired);
+        spec, [&g](std::vector<double>& v) { g.allreduce_max(v); }, ce_.reporter,
+        slow > 1 ? std::function<double(long long)>(slowed) : batch, paired);
+    if (slow > 1)
+      extra_["fault_injection"] = "every batch slowed " + std::to_string(slow) +
+                                  "x (CLUSTERBENCH_TEST_SLOWDOWN, test only)";
     stats_ = r.stats;
+    samples_ = std::move(r.samples);
     paired_stats_ = r.paired;
     batch_ = r.batch;
   }
   const TimeStats& stats() const override { return stats_; }
   const TimeStats& paired_stats() const override { return paired_stats_; }
-  void add_metric(const std::string& name, double value, const std::string& unit,
-                  bool higher_is_better) override {
-    metrics_.push_back({name, value, unit, higher_is_better});
-  }
+  const std::vector<double>& samples() const override { return samples_; }
+  void add(Metric m) override { metrics_.push_back(std::move(m)); }
   void set_extra(const std::string& key, json value) override { extra_[key] = std::move(value); }
   void add_record(const Scope& scope, std::vector<Metric> metrics, const TimeStats& time,
                   json extra) override {
@@ -89,10 +125,13 @@ class CaseRunImpl : public CaseRun {
 
   /// Moves what the benchmark measured into `rec` (a benchmark that ended normally).
   void fill(ResultRecord& rec) {
-    for (const auto& m : metrics_)
-      if (!std::isfinite(m.value))
+    for (const auto& m : metrics_) {
+      bool finite = std::isfinite(m.value);
+      for (double r : m.reps) finite = finite && std::isfinite(r);
+      if (!finite)
         throw std::runtime_error("metric '" + m.name + "' is not a finite number (" +
                                  std::to_string(m.value) + ")");
+    }
     rec.time = stats_;
     rec.metrics = std::move(metrics_);
     rec.extra = std::move(extra_);
@@ -114,6 +153,7 @@ class CaseRunImpl : public CaseRun {
   json extra_ = json::object();
   long long batch_ = 0;
   TimeStats stats_, paired_stats_;
+  std::vector<double> samples_;
   std::optional<Status> final_status_;
   std::string final_message_;
   std::optional<ErrorInfo> final_error_;

@@ -1,6 +1,7 @@
 // The measurement loop (measure.hpp).
 #include "core/measure.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <exception>
@@ -99,6 +100,10 @@ struct Loop {
 
 }  // namespace
 
+double loop_min_time(double min_time, double batch_s) {
+  return std::max(min_time, 1.2 * kMinSamples * batch_s);
+}
+
 LoopResult measure(const LoopSpec& spec, const ReduceMax& reduce_max,
                    benchmark::BenchmarkReporter& reporter,
                    const std::function<double(long long)>& batch,
@@ -110,12 +115,18 @@ LoopResult measure(const LoopSpec& spec, const ReduceMax& reduce_max,
   std::vector<double> nv = {t1 > 0 && t1 < target ? std::ceil(target / t1) : 1.0};
   reduce_max(nv);
   loop.n = static_cast<long long>(nv[0]);
+  // A batch of several operations is about min_time / 20: some 20 fit. One operation longer
+  // than that is a batch of its own: the slowest rank's decides how long to measure (every
+  // rank must measure for the same time).
+  std::vector<double> slowest_op = {t1};
+  reduce_max(slowest_op);
+  const double min_time = loop_min_time(spec.min_time, loop.n == 1 ? slowest_op[0] : 0);
 
   auto* reg =
       benchmark::RegisterBenchmark(spec.name.c_str(), [&loop](benchmark::State& st) { loop(st); });
   reg->UseManualTime();
   // Microseconds: Google Benchmark's compare.py prints times as integers of the file's unit.
-  reg->MinTime(spec.min_time)->MinWarmUpTime(spec.min_time / 5)->Unit(benchmark::kMicrosecond);
+  reg->MinTime(min_time)->MinWarmUpTime(spec.min_time / 5)->Unit(benchmark::kMicrosecond);
   // Unregistered however the loop ends (AbortRun leaves through Google Benchmark): a later loop
   // must not run this one's entry, whose state is gone.
   struct Unregister {
@@ -128,7 +139,8 @@ LoopResult measure(const LoopSpec& spec, const ReduceMax& reduce_max,
   if (loop.peer_failed || loop.own.empty())
     throw std::runtime_error("a peer rank failed this case (see its record)");
   LoopResult r;
-  r.stats = compute_stats(spec.combine_max ? loop.slowest : loop.own);
+  r.samples = spec.combine_max ? loop.slowest : loop.own;
+  r.stats = compute_stats(r.samples);
   r.paired = compute_stats(loop.reference);
   r.batch = loop.n;
   return r;

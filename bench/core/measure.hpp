@@ -27,18 +27,29 @@ struct LoopSpec {
 
 /// What a loop measured, seconds per operation.
 struct LoopResult {
-  TimeStats stats;      ///< this rank's samples, or the slowest rank's with combine_max
-  TimeStats paired;     ///< the paired reference's samples (n = 0 without one)
-  long long batch = 0;  ///< operations per timed iteration
+  TimeStats stats;              ///< this rank's samples, or the slowest rank's with combine_max
+  TimeStats paired;             ///< the paired reference's samples (n = 0 without one)
+  long long batch = 0;          ///< operations per timed iteration
+  std::vector<double> samples;  ///< the samples of `stats`, seconds per operation, in order
 };
+
+/// Fewest samples a loop keeps: the repetitions a compare needs (docs/compare.md).
+inline constexpr int kMinSamples = 5;
+
+/// Seconds of measurement of a loop whose one timed batch takes `batch_s`: the suite's
+/// `min_time`, raised so that at least kMinSamples batches fit with room for Google Benchmark's
+/// growth steps (1.2 x kMinSamples batches).
+double loop_min_time(double min_time, double batch_s);
 
 /// Runs the loop. `batch(n)` performs n operations and returns the seconds it measured itself,
 /// or a negative value for steady_clock. The batch size n makes one batch about min_time / 20,
-/// from one calibration operation (the slowest rank's). `paired(n)`, when given, runs after each
-/// timed batch, outside the timing. An exception in `batch` or `paired` on this rank stops every
-/// rank and is rethrown here; a peer's failure throws std::runtime_error("a peer rank failed
-/// this case (see its record)"). AbortRun (core/error.hpp: a communicator whose peers wait inside
-/// the operation) leaves at once, without the lock-step reduction.
+/// from one calibration operation (the slowest rank's); an operation longer than that runs
+/// alone, and the loop measures loop_min_time() so that it keeps at least kMinSamples. `paired(n)`,
+/// when given, runs after each timed batch, outside the timing. An exception in `batch` or `paired`
+/// on this rank stops every rank and is rethrown here; a peer's failure throws
+/// std::runtime_error("a peer rank failed this case (see its record)"). AbortRun (core/error.hpp: a
+/// communicator whose peers wait inside the operation) leaves at once, without the lock-step
+/// reduction.
 LoopResult measure(const LoopSpec& spec, const ReduceMax& reduce_max,
                    benchmark::BenchmarkReporter& reporter,
                    const std::function<double(long long)>& batch,

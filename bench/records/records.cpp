@@ -57,6 +57,21 @@ TimeStats compute_stats(std::vector<double> samples) {
   return s;
 }
 
+double median_of(std::vector<double> values) {
+  if (values.empty()) return 0;
+  std::sort(values.begin(), values.end());
+  size_t mid = values.size() / 2;
+  return values.size() % 2 ? values[mid] : 0.5 * (values[mid - 1] + values[mid]);
+}
+
+double relative_spread(std::vector<double> values) {
+  if (values.size() < 2) return 0;
+  std::sort(values.begin(), values.end());
+  const double med = median_of(values);
+  if (med == 0) return 0;
+  return std::fabs((nearest_rank(values, 0.75) - nearest_rank(values, 0.25)) / med);
+}
+
 std::string scope_item(const Scope& s) {
   if (s.kind == ScopeKind::gpu) {
     std::string item = s.host + "/gpu" + std::to_string(s.gpu_index);
@@ -194,9 +209,14 @@ void from_json(const json& j, EnvRecord& v) {
 }
 void to_json(json& j, const Metric& v) {
   CB_TO(name), CB_TO(value), CB_TO(unit), CB_TO(higher_is_better);
+  if (!v.reps.empty()) {
+    CB_TO(reps);
+    j["spread"] = relative_spread(v.reps);  // for readers; recomputed from reps when read
+  }
+  if (v.resolution > 0) CB_TO(resolution);
 }
 void from_json(const json& j, Metric& v) {
-  CB_FROM(name), CB_FROM(unit), CB_FROM(higher_is_better);
+  CB_FROM(name), CB_FROM(unit), CB_FROM(higher_is_better), CB_FROM(reps), CB_FROM(resolution);
   // A non-finite value is written as null by the JSON library: never read it as 0.
   if (!j.contains("value") || !j.at("value").is_number())
     throw InputError("metric '" + v.name + "': field 'value' is not a finite number");
@@ -421,6 +441,20 @@ bool get_int(od::value v, int& out) {
   return true;
 }
 
+/// Reads a JSON array of numbers; false for anything else (the ordinary path decides).
+bool read_doubles(od::value v, std::vector<double>& out) {
+  od::array a;
+  if (v.get_array().get(a)) return false;
+  out.clear();
+  for (auto e : a) {
+    od::value x;
+    double d = 0;
+    if (std::move(e).get(x) || !get_double(x, d)) return false;
+    out.push_back(d);
+  }
+  return true;
+}
+
 /// Calls `each(key, value)` for every field of an object, in order; false when `v` is not an
 /// object, a field does not parse, or `each` returns false.
 template <class Each>
@@ -471,6 +505,10 @@ bool read_metric(od::value v, Metric& m) {
                       // A non-finite value is written as null: the ordinary path says so.
                       if (key == "value") return has_value = get_double(x, m.value);
                       if (key == "higher_is_better") return !x.get_bool().get(m.higher_is_better);
+                      if (key == "reps") return read_doubles(x, m.reps);
+                      if (key == "resolution") return get_double(x, m.resolution);
+                      double ignored;  // derived from reps (to_json)
+                      if (key == "spread") return get_double(x, ignored);
                       return false;  // skipped values are not validated: the ordinary path
                     }) &&
          has_value;

@@ -9,6 +9,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace clusterbench {
@@ -20,10 +21,11 @@ inline constexpr const char* kRunSchema = "clusterbench.run/1";
 inline constexpr const char* kEnvSchema = "clusterbench.env/1";
 inline constexpr const char* kResultSchema = "clusterbench.result/1";
 /// Spec tables: /2 adds `families` (docs/records.md "Spec table"); /1 tables still load.
-inline constexpr const char* kSpecSchema = "clusterbench.spec/2";
+inline constexpr const char* kSpecSchema = "clusterbench.spec/3";
+inline constexpr const char* kSpecSchemaV2 = "clusterbench.spec/2";
 inline constexpr const char* kSpecSchemaV1 = "clusterbench.spec/1";
 inline constexpr const char* kReportSchema = "clusterbench.report/1";
-inline constexpr const char* kCompareSchema = "clusterbench.compare/1";
+inline constexpr const char* kCompareSchema = "clusterbench.compare/2";
 
 /// Input that cannot be used: a malformed file, an unknown field, a bad option. Maps to exit 2.
 /// The message names the file and the line/column or field.
@@ -160,11 +162,34 @@ struct EnvRecord {
 // ResultRecord: one per measured case.
 
 struct Metric {
+  Metric() = default;
+  Metric(std::string name_, double value_, std::string unit_, bool higher_is_better_ = true,
+         std::vector<double> reps_ = {}, double resolution_ = 0)
+      : name(std::move(name_)),
+        value(value_),
+        unit(std::move(unit_)),
+        higher_is_better(higher_is_better_),
+        reps(std::move(reps_)),
+        resolution(resolution_) {}
   std::string name;
   double value = 0;
   std::string unit;
   bool higher_is_better = true;
+  /// The metric's value in each repetition (measurement-loop sample, fio run), in `unit`; empty
+  /// when the metric is one number (a count, an extreme such as the best time). `value` is their
+  /// median. `compare` tests a change on them (reports/compare.hpp).
+  std::vector<double> reps;
+  /// Twice this (in `unit`) is the smallest change of a lower-is-better time that can count as
+  /// one (the timer's resolution); 0 when not stated.
+  double resolution = 0;
 };
+
+/// Median of `values` (mean of the middle two for an even count); 0 when empty.
+double median_of(std::vector<double> values);
+
+/// Relative interquartile range of `values`: (p75 - p25) / median, nearest rank; 0 for fewer than
+/// 2 values or a median of 0. The same statistic as TimeStats::spread.
+double relative_spread(std::vector<double> values);
 
 /// Time per operation, seconds. p95 by nearest rank; spread = (p75 - p25) / median.
 struct TimeStats {

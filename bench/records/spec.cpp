@@ -278,13 +278,33 @@ FamilyChart parse_chart(const json& c, const std::string& where) {
   return out;
 }
 
+/// A family's `compare` list: [{"metric": GLOB, "tolerance": FRACTION}], FRACTION in [0, 10].
+std::vector<CompareTolerance> parse_compare(const json& c, const std::string& where) {
+  if (!c.is_array()) throw InputError(where + " must be an array");
+  std::vector<CompareTolerance> out;
+  for (size_t i = 0; i < c.size(); ++i) {
+    const std::string at = where + "[" + std::to_string(i) + "]";
+    if (!c[i].is_object()) throw InputError(at + " must be an object");
+    check_keys(c[i], {"metric", "tolerance"}, at);
+    CompareTolerance t;
+    t.metric = require_field<std::string>(c[i], "metric", at);
+    if (t.metric.empty()) throw InputError(at + ": field 'metric' is empty");
+    t.tolerance = require_field<double>(c[i], "tolerance", at);
+    if (!(t.tolerance >= 0 && t.tolerance <= 10))
+      throw InputError(at + ": field 'tolerance' must be a fraction in [0, 10] (0.05 is 5%)");
+    out.push_back(std::move(t));
+  }
+  return out;
+}
+
 SpecFamily parse_family(const json& f, const std::string& where) {
   if (!f.is_object()) throw InputError(where + " must be an object");
   SpecFamily out;
   out.benchmark = require_field<std::string>(f, "benchmark", where);
   if (out.benchmark.empty()) throw InputError(where + ": field 'benchmark' is empty");
   const std::string at = where + " ('" + out.benchmark + "')";
-  check_keys(f, {"benchmark", "outlier_tolerance", "prometheus", "chart", "series"}, at);
+  check_keys(f, {"benchmark", "outlier_tolerance", "prometheus", "chart", "series", "compare"}, at);
+  if (f.contains("compare")) out.compare = parse_compare(f.at("compare"), at + ": compare");
   if (f.contains("outlier_tolerance")) {
     double t = require_field<double>(f, "outlier_tolerance", at);
     if (!(t >= 0)) throw InputError(at + ": field 'outlier_tolerance' must be >= 0");
@@ -309,13 +329,17 @@ SpecFamily parse_family(const json& f, const std::string& where) {
 /// replaced in place, a new one appended.
 void merge_families(const json& j, const std::string& schema, const std::string& path, Spec& spec) {
   if (!j.contains("families")) return;
-  if (schema != kSpecSchema)
-    throw InputError(path + ": field 'families' needs schema " + kSpecSchema + ", not " + schema);
+  if (schema != kSpecSchema && schema != kSpecSchemaV2)
+    throw InputError(path + ": field 'families' needs schema " + kSpecSchemaV2 + " or later, not " +
+                     schema);
   const json& fams = j.at("families");
   if (!fams.is_array()) throw InputError(path + ": field 'families' must be an array");
   std::set<std::string> here;
   for (size_t i = 0; i < fams.size(); ++i) {
     SpecFamily f = parse_family(fams[i], path + ": families[" + std::to_string(i) + "]");
+    if (!f.compare.empty() && schema != kSpecSchema)
+      throw InputError(path + ": families[" + std::to_string(i) +
+                       "]: field 'compare' needs schema " + kSpecSchema + ", not " + schema);
     if (!here.insert(f.benchmark).second)
       throw InputError(path + ": families[" + std::to_string(i) + "]: benchmark '" + f.benchmark +
                        "' appears twice in this table");
@@ -392,9 +416,9 @@ Spec load_one(const std::string& path, std::set<std::string>& seen) {
   json j = read_json_file(path);
   if (!j.is_object()) throw InputError(path + ": a spec table must be a JSON object");
   std::string schema = require_field<std::string>(j, "schema", path);
-  if (schema != kSpecSchema && schema != kSpecSchemaV1)
+  if (schema != kSpecSchema && schema != kSpecSchemaV2 && schema != kSpecSchemaV1)
     throw InputError(path + ": field 'schema' is '" + schema + "', expected " + kSpecSchema +
-                     " (or " + kSpecSchemaV1 + ")");
+                     " (or " + kSpecSchemaV2 + ", " + kSpecSchemaV1 + ")");
   Spec spec;
   if (j.contains("extends")) {
     std::string parent = require_field<std::string>(j, "extends", path);

@@ -75,8 +75,16 @@ struct FamilyChart {
 /// What the reports know about the benchmarks whose id matches `benchmark`
 /// (clusterbench.spec/2 "families"). Where several families match an id, each field comes from
 /// the last matching family that sets it (reports/families.hpp).
+/// One `compare` tolerance of a family (clusterbench.spec/3): the metrics matching `metric`
+/// (a glob on the metric name) regress only past `tolerance` (docs/compare.md).
+struct CompareTolerance {
+  std::string metric;
+  double tolerance = 0;  ///< fraction: 0.05 is 5%
+};
+
 struct SpecFamily {
   std::string benchmark;                    ///< glob on benchmark ids ("collectives.*")
+  std::vector<CompareTolerance> compare;    ///< compare tolerances (spec/3), in order
   std::optional<double> outlier_tolerance;  ///< fraction below/above the fleet median
   std::optional<std::vector<PrometheusGauge>> prometheus;  ///< headline gauges
   std::optional<FamilyChart> chart;

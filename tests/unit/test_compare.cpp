@@ -1,6 +1,7 @@
 // compare on fixture run directories (tests/fixtures/results/compare-*): a driver upgrade.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 
@@ -30,20 +31,112 @@ const CaseChange& find_case(const Comparison& c, const std::string& bench,
 
 }  // namespace
 
+namespace {
+
+/// A metric whose 7 repetitions have median `v` and relative IQR `spread`.
+Metric reps_metric(double v, double spread, bool higher_is_better = true,
+                   const std::string& unit = "GB/s") {
+  Metric m{"m", v, unit, higher_is_better, {}, 0};
+  for (double k : {-1.0, -0.5, -0.25, 0.0, 0.25, 0.5, 1.0}) m.reps.push_back(v * (1 + spread * k));
+  return m;
+}
+
+std::string verdict(const Metric& b, const Metric& c, double tolerance) {
+  MetricChange mc;
+  judge_metric(b, c, tolerance, mc);
+  return mc.verdict;
+}
+
+}  // namespace
+
+TEST(Compare, MannWhitneyHandComputed) {
+  // Separate samples of 5: U = 0, exact two-sided p = 2 / C(10, 5) = 2 / 252.
+  EXPECT_NEAR(mann_whitney_p({1, 2, 3, 4, 5}, {6, 7, 8, 9, 10}), 2.0 / 252, 1e-12);
+  // 3 against 3 can never reach 0.05: its smallest two-sided p is 2 / C(6, 3) = 0.1.
+  EXPECT_NEAR(mann_whitney_p({1, 2, 3}, {4, 5, 6}), 0.1, 1e-12);
+  // a = {1, 3, 5}, b = {2, 4, 6}: U = 3 (pairs of a above b: 3>2, 5>2, 5>4); P(U <= 3) = 7/20
+  // (U counts 1,1,2,3,3 for 0..3: 1+1+2+3 = 7 of C(6,3) = 20), two-sided 0.7.
+  EXPECT_NEAR(mann_whitney_p({1, 3, 5}, {2, 4, 6}), 0.7, 1e-12);
+  // Ties: normal approximation with tie and continuity corrections. a = {1,1,2,2}, b = {2,3,3,3}:
+  // ranks 1.5,1.5,4,4 | 4,7,7,7; R1 = 11, U1 = 1, mu = 8, ties: 2 (t=2), 3 (t=3), 3 (t=3):
+  // sum t^3-t = 6 + 24 + 24 = 54; var = 16/12 * (9 - 54/56) = 10.714...; z = (7 - 0.5)/3.2733.
+  const double var = 16.0 / 12 * (9 - 54.0 / 56);
+  EXPECT_NEAR(mann_whitney_p({1, 1, 2, 2}, {2, 3, 3, 3}),
+              std::erfc((7 - 0.5) / std::sqrt(var) / std::sqrt(2.0)), 1e-12);
+  EXPECT_DOUBLE_EQ(mann_whitney_p({5, 5, 5, 5, 5}, {5, 5, 5, 5, 5}), 1.0);
+}
+
 TEST(Compare, MetricRule) {
-  // 10% GEMM drop, 0.5% spread each side, tolerance 2%: regressed.
-  EXPECT_EQ(metric_verdict(700, 630, true, 0.02, 0.005), kRegressed);
-  // 1% change inside a 3% spread: unchanged.
-  EXPECT_EQ(metric_verdict(280, 282.8, true, 0.03, 0.03), kUnchanged);
-  EXPECT_EQ(metric_verdict(280, 277.2, true, 0.005, 0.03), kUnchanged);
-  // 10% drop with a +-15% spread: noise 0.15 > 0.10, unchanged.
-  EXPECT_EQ(metric_verdict(700, 630, true, 0.02, 0.15), kUnchanged);
-  // 3% drop with 0.5% spread, GEMM tolerance 2%: regressed.
-  EXPECT_EQ(metric_verdict(600, 582, true, 0.02, 0.005), kRegressed);
+  // 10% GEMM drop, 0.5% spread each side, tolerance 2%: regressed (p = 2 / C(14, 7)).
+  MetricChange mc;
+  judge_metric(reps_metric(700, 0.005), reps_metric(630, 0.005), 0.02, mc);
+  EXPECT_EQ(mc.verdict, kRegressed);
+  EXPECT_NEAR(mc.p_value, 2.0 / 3432, 1e-12);
+  EXPECT_EQ(mc.baseline_n, 7);
+  EXPECT_NEAR(mc.baseline_spread, 0.005, 1e-12);
+  // 1% change against a 3% tolerance: unchanged, whatever the test says.
+  EXPECT_EQ(verdict(reps_metric(280, 0.001), reps_metric(282.8, 0.001), 0.03), kUnchanged);
+  // 10% drop with a +-15% spread: past the tolerance but not significant.
+  judge_metric(reps_metric(700, 0.15), reps_metric(630, 0.15), 0.02, mc);
+  EXPECT_EQ(mc.verdict, kUnchanged);
+  EXPECT_GT(mc.p_value, 0.05);
+  EXPECT_NE(mc.reason.find("not significant (p = "), std::string::npos) << mc.reason;
   // Lower is better: latency 20 -> 18 us is an improvement, 20 -> 22 a regression.
-  EXPECT_EQ(metric_verdict(20, 18, false, 0.05, 0.01), kImproved);
-  EXPECT_EQ(metric_verdict(20, 22, false, 0.05, 0.01), kRegressed);
-  EXPECT_EQ(metric_verdict(0, 0, true, 0.05, 0), kUnchanged);
+  EXPECT_EQ(verdict(reps_metric(20, 0.01, false, "us"), reps_metric(18, 0.01, false, "us"), 0.05),
+            kImproved);
+  EXPECT_EQ(verdict(reps_metric(20, 0.01, false, "us"), reps_metric(22, 0.01, false, "us"), 0.05),
+            kRegressed);
+  // One value a side (fio before repetitions, a best-time metric): never regressed.
+  judge_metric(Metric{"m", 5.46, "GB/s", true, {}, 0}, Metric{"m", 3.26, "GB/s", true, {}, 0}, 0.05,
+               mc);
+  EXPECT_EQ(mc.verdict, kNotComparable);
+  EXPECT_EQ(mc.reason, "n = 0/0, needs 5 repetitions a side");
+  // 4 repetitions a side: not comparable either.
+  Metric four = reps_metric(100, 0.01);
+  four.reps.resize(4);
+  EXPECT_EQ(verdict(four, reps_metric(50, 0.01), 0.05), kNotComparable);
+  EXPECT_EQ(verdict(reps_metric(0, 0), reps_metric(0, 0), 0.05), kUnchanged);
+}
+
+TEST(Compare, LatencyFloor) {
+  // batch_wait_p50 0.12 -> 0.18 us (+50%) on 7 clean repetitions: under the 1 us floor.
+  MetricChange mc;
+  judge_metric(reps_metric(0.12, 0.01, false, "us"), reps_metric(0.18, 0.01, false, "us"), 0.05,
+               mc);
+  EXPECT_EQ(mc.verdict, kUnchanged);
+  EXPECT_EQ(mc.reason, "moved less than the latency floor 1 us");
+  // 0.9 us -> 2.0 us moved 1.1 us, past the floor: regressed.
+  EXPECT_EQ(verdict(reps_metric(0.9, 0.01, false, "us"), reps_metric(2.0, 0.01, false, "us"), 0.05),
+            kRegressed);
+  // A timer resolution of 1 us raises the floor to 2 us.
+  Metric b = reps_metric(10, 0.01, false, "us"), c = reps_metric(11.5, 0.01, false, "us");
+  EXPECT_EQ(verdict(b, c, 0.05), kRegressed);
+  c.resolution = 1;
+  EXPECT_EQ(verdict(b, c, 0.05), kUnchanged);
+  // In seconds the floor is 1e-6 s: 10 -> 10.8 us (+8%) is under it, 10 -> 15 us is not.
+  EXPECT_EQ(
+      verdict(reps_metric(1e-5, 0.01, false, "s"), reps_metric(1.08e-5, 0.01, false, "s"), 0.05),
+      kUnchanged);
+  EXPECT_EQ(
+      verdict(reps_metric(1e-5, 0.01, false, "s"), reps_metric(1.5e-5, 0.01, false, "s"), 0.05),
+      kRegressed);
+  // A bandwidth has no floor.
+  EXPECT_EQ(verdict(reps_metric(0.12, 0.01), reps_metric(0.06, 0.01), 0.05), kRegressed);
+}
+
+TEST(Compare, SpecTolerances) {
+  std::vector<SpecFamily> fams(2);
+  fams[0].benchmark = "io.*";
+  fams[0].compare = {{"*", 0.15}};
+  fams[1].benchmark = "io.fio";
+  fams[1].compare = {{"*", 0.15}, {"*_clat_*", 0.30}};
+  EXPECT_DOUBLE_EQ(tolerance_for({}, "io.fio", "read_bw", "GB/s", fams), 0.15);
+  EXPECT_DOUBLE_EQ(tolerance_for({}, "io.fio", "read_clat_p99", "us", fams), 0.30);
+  EXPECT_DOUBLE_EQ(tolerance_for({}, "io.dataloader", "samples_per_s", "samples/s", fams), 0.15);
+  EXPECT_DOUBLE_EQ(tolerance_for({}, "compute.gemm", "tflops", "TFLOP/s", fams), 0.02);
+  // --tolerance beats the table.
+  EXPECT_DOUBLE_EQ(
+      tolerance_for({parse_tolerance("io.fio=40%")}, "io.fio", "read_clat_p99", "us", fams), 0.40);
 }
 
 TEST(Compare, Tolerances) {
@@ -80,7 +173,9 @@ TEST(Compare, DriverUpgradeFixture) {
   const auto& triad = find_case(c, "compute.memory_bandwidth", "triad", "node01");
   ASSERT_EQ(triad.metrics.size(), 1u);
   EXPECT_NEAR(triad.metrics[0].change_pct, -12.0, 1e-9);
-  EXPECT_NEAR(triad.metrics[0].noise, 0.0055, 1e-12);
+  EXPECT_NEAR(triad.metrics[0].baseline_spread, 0.005, 1e-12);
+  EXPECT_NEAR(triad.metrics[0].current_spread, 0.006, 1e-12);
+  EXPECT_NEAR(triad.metrics[0].p_value, 2.0 / 3432, 1e-12);  // 7 against 7, no overlap
   EXPECT_EQ(triad.verdict, kRegressed);
   // copy 280 -> 282.8 (+1%) inside a 3% spread: unchanged.
   const auto& copy = find_case(c, "compute.memory_bandwidth", "copy", "node01");
@@ -183,7 +278,7 @@ TEST(Compare, EnvironmentChanges) {
 TEST(Compare, Renderers) {
   const Comparison& c = fixture();
   json j = render_compare_json(c);
-  EXPECT_EQ(j["schema"], "clusterbench.compare/1");
+  EXPECT_EQ(j["schema"], "clusterbench.compare/2");
   EXPECT_EQ(j["exit_code"], 1);
   EXPECT_EQ(j["counts"]["regressed"], 4);
   EXPECT_EQ(j["cases"].size(), 10u);
@@ -194,7 +289,8 @@ TEST(Compare, Renderers) {
             std::string::npos)
       << md;
   EXPECT_NE(
-      md.find("| bandwidth | 300 GB/s | 264 GB/s | -12% | 0.5% / 0.6% | 3% | **regressed** |"),
+      md.find("| bandwidth | 300 GB/s | 264 GB/s | -12% | 0.5% / 0.6% | 7 / 7 | 0.000582751 | 3% | "
+              "**regressed** |"),
       std::string::npos)
       << md;
   EXPECT_NE(md.find("| driver | 535.161.08 | 550.54.15 | node01 |"), std::string::npos);

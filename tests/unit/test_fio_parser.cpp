@@ -162,11 +162,13 @@ TEST(FioKnobs, SuiteDefaultsAndChecks) {
   std::string shown;
   for (const auto* k : b->knob_specs()) shown += clusterbench::describe_knob(b->id(), *k) + "\n";
   EXPECT_NE(shown.find("--set io.fio.size=16M/1G/4G  (size, B)"), std::string::npos) << shown;
-  EXPECT_NE(shown.find("--set io.fio.runtime=1/10/60  (text)"), std::string::npos) << shown;
-  EXPECT_NE(shown.find("--set io.fio.ramp=500ms/2/5  (text)"), std::string::npos) << shown;
+  EXPECT_NE(shown.find("--set io.fio.runtime=300ms/2/12  (text)"), std::string::npos) << shown;
+  EXPECT_NE(shown.find("--set io.fio.ramp=200ms/500ms/2  (text)"), std::string::npos) << shown;
   EXPECT_EQ(plan_error("io.fio.runtime=-1"), "--set io.fio.runtime: must be a positive value");
   EXPECT_EQ(plan_error("io.fio.runtime=0"), "--set io.fio.runtime: must be a positive value");
   EXPECT_EQ(plan_error("io.fio.size=0"), "--set io.fio.size: must be a positive value");
+  EXPECT_EQ(plan_error("io.fio.repeat=0"), "--set io.fio.repeat: must be at least 1");
+  EXPECT_NE(shown.find("--set io.fio.repeat=5  (integer, count)"), std::string::npos) << shown;
   EXPECT_EQ(plan_error("io.fio.scratch=/a:b"),
             "--set io.fio.scratch: fio's directory= cannot hold ':'; choose another path");
   EXPECT_EQ(plan_error("io.fio.profiles=seq_read,fancy"),

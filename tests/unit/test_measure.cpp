@@ -50,6 +50,21 @@ TEST(Measure, BatchIsCalibratedToATwentiethOfMinTime) {
   EXPECT_EQ(reporter.runs(), 1u);
 }
 
+TEST(Measure, ALongOperationStillGetsFiveSamples) {
+  // 20 ms operations against min_time 50 ms: one per batch, and the loop measures
+  // max(0.05, 1.2 x 5 x 0.02) = 0.12 s, so Google Benchmark's last try (1 batch, then
+  // min(10, 0.12 x 1.4 / 0.02) = 8) keeps 8 samples instead of the 3 that 0.05 s allows.
+  EXPECT_DOUBLE_EQ(loop_min_time(0.05, 0.02), 0.12);
+  EXPECT_DOUBLE_EQ(loop_min_time(0.05, 0.0025), 0.05);
+  GbenchCollector reporter(false);
+  FakeBatch op{0.02};
+  LoopResult r = measure(spec_of("t/long"), kAlone, reporter, std::ref(op));
+  EXPECT_EQ(r.batch, 1);
+  EXPECT_GE(r.stats.n, kMinSamples);
+  EXPECT_EQ(r.samples.size(), static_cast<size_t>(r.stats.n));
+  EXPECT_DOUBLE_EQ(r.samples.front(), 0.02);
+}
+
 TEST(Measure, SlowestRankTimeWithCombineMaxOwnTimeOtherwise) {
   // A peer twice as slow: the reduction of {time, failed} gives its time.
   const ReduceMax slower_peer = [](std::vector<double>& v) {

@@ -387,6 +387,41 @@ TEST(Evaluate, WorstPassingItemIsTheOneClosestToFailing) {
   EXPECT_DOUBLE_EQ(r.rows[0].value.get<double>(), 312.4);
 }
 
+TEST(Evaluate, RowsSayHowTheVerdictStandsInTheNoise) {
+  RunDir run = fixture_run("cpu-pass");
+  // node02's triad (298.7 GB/s) with 7 repetitions around it: sorted factors 0.96 ... 1.04, so
+  // p25 = 0.98 and p75 = 1.02 of the median (nearest rank 2 and 6 of 7): spread 4%.
+  for (auto& r : run.records.records)
+    for (auto& m : r.metrics)
+      if (r.scope.host == "node02" && r.params.value("kernel", "") == "triad")
+        for (double f : {1.04, 0.96, 1.0, 0.98, 1.02, 0.99, 1.01}) m.reps.push_back(m.value * f);
+  json rows = json::array({row("close", kTriad, {{"value", 300}, {"unit", "GB/s"}}),
+                           row("clear", kTriad, {{"value", 250}, {"unit", "GB/s"}}),
+                           row("below", kTriad, {{"op", "<="}, {"value", 350}, {"unit", "GB/s"}})});
+  Report r = make_report(run, spec_of("noise", rows));
+  // The median decides: 298.7 < 300 FAILs, although 3 of 7 repetitions pass.
+  EXPECT_EQ(r.rows[0].outcome, kFail);
+  EXPECT_EQ(r.rows[0].message.substr(0, r.rows[0].message.find(';')),
+            "298.7 GB/s on node02 (>= 300 GB/s), spread 4%, margin -0.4%, within noise");
+  EXPECT_EQ(r.rows[0].noise["within_noise"], true);
+  EXPECT_EQ(r.rows[0].noise["repetitions"], 7);
+  EXPECT_NEAR(r.rows[0].noise["spread"].get<double>(), 0.04, 1e-12);
+  EXPECT_NEAR(r.rows[0].noise["margin"].get<double>(), (298.7 - 300) / 300, 1e-12);
+  EXPECT_NEAR(r.rows[0].noise["range"][0].get<double>(), 298.7 * 0.96, 1e-9);
+  // 250 lies below every repetition: a PASS a rerun would not change.
+  EXPECT_EQ(r.rows[1].outcome, kPass);
+  EXPECT_EQ(r.rows[1].message.substr(0, r.rows[1].message.find(';')),
+            "298.7 GB/s on node02 (>= 250 GB/s), spread 4%, margin +19.5%");
+  EXPECT_EQ(r.rows[1].noise["within_noise"], false);
+  // A <= row's worst item is node01, whose record has no repetitions: no noise to state.
+  EXPECT_EQ(r.rows[2].worst_item, "node01");
+  EXPECT_TRUE(r.rows[2].noise.is_null());
+  // report.json carries it per row.
+  json j = render_json(r);
+  EXPECT_EQ(j["rows"][0]["within_noise"], true);
+  EXPECT_EQ(j["rows"][1]["noise"]["repetitions"], 7);
+}
+
 // --- errors -------------------------------------------------------------------------------------
 
 TEST(Evaluate, UnitMismatchIsAnInputErrorNamingSpecRowAndField) {

@@ -150,10 +150,10 @@ TEST(LoadSpec, MissingFileAndMissingParent) {
 
 TEST(LoadSpec, WrongSchemaIsAnError) {
   std::string path = temp_dir("schema") + "/s.json";
-  std::ofstream(path) << R"({"schema": "clusterbench.spec/3", "name": "s", "requirements": []})";
+  std::ofstream(path) << R"({"schema": "clusterbench.spec/4", "name": "s", "requirements": []})";
   EXPECT_NE(input_error([&] { load_spec(path); })
-                .find("field 'schema' is 'clusterbench.spec/3', expected clusterbench.spec/2 (or "
-                      "clusterbench.spec/1)"),
+                .find("field 'schema' is 'clusterbench.spec/4', expected clusterbench.spec/3 (or "
+                      "clusterbench.spec/2, clusterbench.spec/1)"),
             std::string::npos);
 }
 

@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# Issue 19, "a compare that does not cry wolf": two back-to-back `run --suite ci` on this machine,
+# nothing changed, then `compare`: 0 regressed (exit 0), the same outcome on every report row,
+# and at least 90% of the cases measured ok on both sides comparable (>= 5 repetitions a side).
+# Then a real change is still caught: STREAM and the dataloader slowed 1.3x on purpose
+# (CLUSTERBENCH_TEST_SLOWDOWN, a rate 23% lower: more than twice their 10% tolerance) are
+# regressed, each with its Mann-Whitney p-value. Runs alone (RUN_SERIAL): timing.
+source "$(dirname "$0")/lib.sh"
+[ "${CB_HAVE_MPI:-1}" = "1" ] || { echo "SKIP: built without MPI"; exit 77; }
+command -v mpirun >/dev/null || fail "mpirun not installed (scripts/setup.sh installs it)"
+command -v fio >/dev/null || fail "fio not installed (scripts/setup.sh installs it)"
+
+# run_ci NAME [ENV...]: a ci run that completed (verdict 0, 1 or 4 on this machine).
+run_ci() {
+  local name=$1
+  shift
+  env "$@" "${MPIRUN[@]}" -np 2 "$CB_BIN" run --suite ci --out "$TMP/$name" >"$TMP/$name.log" 2>&1
+  local rc=$?
+  case $rc in 0 | 1 | 4) ;; *) tail -30 "$TMP/$name.log" >&2; fail "run $name: exit $rc" ;; esac
+}
+run_ci a
+run_ci b
+expect_rc 0 "$CB_BIN" compare "$TMP/a" "$TMP/b" --out "$TMP/cmp"
+expect_out "COMPARE: NO REGRESSION \(exit 0\)"
+py "
+c = json.load(open(sys.argv[1] + '/cmp/compare.json'))
+assert c['schema'] == 'clusterbench.compare/2', c['schema']
+assert c['counts']['regressed'] == 0, [x for x in c['cases'] if x['verdict'] == 'regressed']
+ok = [x for x in c['cases'] if x['baseline_status'] == 'ok' and x['current_status'] == 'ok'
+      and x['metrics']]
+comparable = [x for x in ok if x['verdict'] != 'not_comparable']
+frac = len(comparable) / len(ok)
+print('ok cases with metrics: %d, comparable: %d (%.1f%%)' % (len(ok), len(comparable), 100 * frac))
+fams = {}
+for x in ok:
+    if x['verdict'] == 'not_comparable':
+        fams.setdefault(x['benchmark'], x['message'])
+for b, m in sorted(fams.items()):
+    print('not comparable:', b, m)
+assert frac >= 0.9, frac
+# Every comparable metric that moved past its tolerance was judged by the test on >= 5 a side.
+for x in comparable:
+    for m in x['metrics']:
+        if m['p_value'] is not None:
+            assert m['baseline_n'] >= 5 and m['current_n'] >= 5, m
+ra = {r['id']: r['outcome'] for r in json.load(open(sys.argv[1] + '/a/report.json'))['rows']}
+rb = {r['id']: r['outcome'] for r in json.load(open(sys.argv[1] + '/b/report.json'))['rows']}
+diff = {k: (ra[k], rb.get(k)) for k in ra if ra[k] != rb.get(k)}
+assert not diff and ra.keys() == rb.keys(), diff
+" "$TMP"
+ok "two back-to-back ci runs: 0 regressed, same row outcomes, >= 90% comparable"
+
+# A real slowdown of two families is caught.
+only=(--only compute.memory_bandwidth --only io.dataloader)
+quick_run() {  # quick_run NAME [ENV...]
+  local name=$1
+  shift
+  env "$@" "${MPIRUN[@]}" -np 2 "$CB_BIN" run --suite ci "${only[@]}" --out "$TMP/$name" \
+    >"$TMP/$name.log" 2>&1
+  local rc=$?
+  case $rc in 0 | 1 | 4) ;; *) tail -30 "$TMP/$name.log" >&2; fail "run $name: exit $rc" ;; esac
+}
+quick_run base
+quick_run slow CLUSTERBENCH_TEST_SLOWDOWN='compute.memory_bandwidth=1.3,io.dataloader=1.3'
+expect_rc 1 "$CB_BIN" compare "$TMP/base" "$TMP/slow" --out "$TMP/cmp2"
+expect_out "REGRESSED compute.memory_bandwidth .*p = "
+expect_out "REGRESSED io.dataloader .*p = "
+py "
+c = json.load(open(sys.argv[1] + '/cmp2/compare.json'))
+slow = [json.loads(l) for l in open(sys.argv[1] + '/slow/records.jsonl')]
+assert all('CLUSTERBENCH_TEST_SLOWDOWN' in r['extra'].get('fault_injection', '') for r in slow
+           if r['status'] == 'ok'), 'the slowed run does not say it was slowed'
+for bench, metric in [('compute.memory_bandwidth', 'bandwidth'), ('io.dataloader', 'samples_per_s')]:
+    cases = [x for x in c['cases'] if x['benchmark'] == bench and x['baseline_status'] == 'ok']
+    assert cases, bench
+    for x in cases:
+        m = {k['name']: k for k in x['metrics']}[metric]
+        # 1.3x the time: the rate is 1/1.3 = 0.77 of the baseline's, -23% +- the noise.
+        assert m['verdict'] == 'regressed', (bench, x['params'], m)
+        assert m['p_value'] is not None and m['p_value'] < 0.05, m
+        assert -35 < m['change_pct'] < -15, m
+        assert m['tolerance'] == 0.10 and abs(m['change_pct']) >= 2 * 100 * m['tolerance'], m
+    print(bench, 'regressed:', ['%+.1f%% p=%.2g' % (
+        {k['name']: k for k in x['metrics']}[metric]['change_pct'],
+        {k['name']: k for k in x['metrics']}[metric]['p_value']) for x in cases])
+" "$TMP"
+ok "STREAM and the dataloader slowed 1.3x: regressed, each with its p-value"
+echo "PASS ($PASSES checks)"
