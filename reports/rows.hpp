@@ -21,6 +21,7 @@ struct ItemResult {
   json value;  ///< the item's value (aggregated within the item); null if none
   std::vector<std::string> records;  ///< case keys of the records used (empty for env rows)
   std::string message;
+  std::string measured;  ///< select.describe over the judged records ("" without one)
 };
 
 /// One judged requirement.
@@ -30,6 +31,7 @@ struct RowResult {
   json value;  ///< the worst item's value (the aggregate where the row has one item)
   std::string worst_item;
   std::string message;                ///< e.g. "min 12.3 GB/s on node01 (>= 10 GB/s)"
+  std::string measured;               ///< the worst item's `measured`
   std::vector<std::string> evidence;  ///< case keys of every record used by the row
   std::vector<ItemResult> items;
 };
@@ -45,6 +47,10 @@ struct RowResult {
 /// taken without metrics). A planned case key without a record makes its item MISSING.
 /// Item outcome: failed record -> FAIL; planned/expected but no record -> MISSING; only waived
 /// records -> WAIVED; else the comparison. A failing judgement in a warn-severity row is WARN.
+/// An ok record that does not meet select.require is not compared: its item is MISSING, with
+/// select.unmet filled over the record (fill_template), or the field it lacks. select.describe,
+/// filled over the compared records, is appended to the item's message ("; measured on ...")
+/// and kept in `measured`.
 /// The row takes its worst item: FAIL > MISSING > WAIVED > WARN > PASS; among equal outcomes of
 /// `>=`/`<=` rows, the value closest to failing (lowest for >=, highest for <=).
 /// Ops: >= <= on numbers; == != on numbers or strings; `in` (the value array holds the item
