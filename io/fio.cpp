@@ -382,6 +382,7 @@ class Fio : public Benchmark {
     run.set_extra("scratch", t.where.dir);
     run.set_extra("scratch_reason", t.where.reason);
     run.set_extra("scratch_fs_type", t.fs_type);
+    run.set_extra("scratch_device", scratch_device_evidence(t.where.dir));  // what was measured
     run.set_extra("fio_exit_code", r.a.proc.exit_code);
     throw_if_failed(r.a, job.job_file);
     record(run, *r.a.parsed);
