@@ -177,5 +177,20 @@ TEST(StorageRows, ReportMdAndJsonNameTheDriveOfAPassingRow) {
     }
 }
 
+TEST(StorageRows, LocalNvmeCountsNvmeDrivesOnly) {
+  RunDir run = run_with({});
+  Report pass = make_report(run, load_spec(kSeedSpec));
+  const RowResult& ok = row_of(pass, "host.local_nvme");
+  EXPECT_EQ(ok.outcome, kPass);  // each node has a 3.84 TB nvme0n1
+  EXPECT_EQ(ok.message, "count 1 on node01 (>= 1); 2 items: 2 PASS");
+  // A 7.68 TB SATA disk is not a local NVMe drive, nor a 1.92 TB NVMe one.
+  run.run.env[1].block_devices = {{"sda", "", "", "", 7.68, false, false},
+                                  {"nvme0n1", "", "", "", 1.92, true, false}};
+  Report fail = make_report(run, load_spec(kSeedSpec));
+  const RowResult& row = row_of(fail, "host.local_nvme");
+  EXPECT_EQ(row.outcome, kFail);
+  EXPECT_EQ(item_of(row, "node02").message, "count 0 on node02 (>= 1)");
+}
+
 }  // namespace
 }  // namespace clusterbench::report
