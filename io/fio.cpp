@@ -384,6 +384,7 @@ class Fio : public Benchmark {
     run.set_extra("scratch", t.where.dir);
     run.set_extra("scratch_reason", t.where.reason);
     run.set_extra("scratch_fs_type", t.fs_type);
+    run.set_extra("scratch_device", scratch_device_evidence(t.where.dir));  // what was measured
     std::vector<FioOutput> outs;
     std::vector<int> exit_codes;
     for (int i = 0; i < job.repeat; ++i) {

@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -37,7 +38,254 @@ std::string unescape(const std::string& s) {
 
 bool starts_with(const std::string& s, const std::string& p) { return s.rfind(p, 0) == 0; }
 
+/// `path` below `fs_root` ("/" is this system).
+std::string under(const std::string& fs_root, const std::string& path) {
+  return (fs_root == "/" ? "" : fs_root) + path;
+}
+
+/// A sysfs attribute without its surrounding whitespace (NVMe pads model and serial); "" when
+/// it cannot be read.
+std::string attribute(const fs::path& file) {
+  std::ifstream in(file);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  std::string v = ss.str();
+  const char* ws = " \t\n\r";
+  auto b = v.find_first_not_of(ws);
+  return b == std::string::npos ? "" : v.substr(b, v.find_last_not_of(ws) - b + 1);
+}
+
+/// The resolved target of a sysfs link (relative links stay inside a fixture tree); empty
+/// when it does not resolve.
+fs::path resolved(const fs::path& link) {
+  std::error_code ec;
+  fs::path p = fs::canonical(link, ec);
+  return ec ? fs::path() : p;
+}
+
+/// lsblk's reading of a SCSI device path (`sysfs` relative to /sys/devices): how it is attached.
+std::string scsi_transport(const std::string& sysfs) {
+  if (sysfs.find("/usb") != std::string::npos) return "usb";
+  if (sysfs.find("/ata") != std::string::npos) return "sata";
+  if (sysfs.find("/end_device-") != std::string::npos) return "sas";
+  if (sysfs.find("/session") != std::string::npos) return "iscsi";
+  return "scsi";
+}
+
+/// An NVMe controller's transport; a multipath head's device is its subsystem, whose
+/// controllers (nvme0, nvme1 links inside it) carry the transport.
+std::string nvme_transport(const fs::path& device) {
+  std::string t = attribute(device / "transport");
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(device, ec)) {
+    if (!t.empty()) break;
+    const std::string n = e.path().filename().string();
+    if (n.size() > 4 && starts_with(n, "nvme") && std::isdigit(static_cast<unsigned char>(n[4])))
+      t = attribute(e.path() / "transport");
+  }
+  return t;
+}
+
+/// What sysfs says of the whole disk at `dir` (a resolved /sys/devices/.../block/NAME).
+Disk read_disk(const fs::path& dir) {
+  Disk d;
+  d.name = dir.filename().string();
+  std::string rot = attribute(dir / "queue" / "rotational");
+  if (rot == "0" || rot == "1") d.rotational = rot == "1";
+  fs::path device = resolved(dir / "device");
+  if (device.empty()) return d;  // a virtual device (loop, zram) has no `device`
+  d.subsystem = resolved(device / "subsystem").filename().string();
+  d.nvme = d.subsystem == "nvme" || d.subsystem == "nvme-subsystem";
+  d.model = attribute(device / "model");
+  d.serial = attribute(device / "serial");
+  if (d.serial.empty()) d.serial = attribute(dir / "serial");  // virtio-blk
+  d.firmware = attribute(device / (d.nvme ? "firmware_rev" : "rev"));
+  // The path below /sys/devices only: a fixture root's own path is not the device's.
+  const std::string path = device.string();
+  const size_t below = path.rfind("/sys/devices/");
+  d.transport = d.nvme ? nvme_transport(device)
+                : d.subsystem == "scsi"
+                    ? scsi_transport(below == std::string::npos ? path : path.substr(below + 12))
+                    : d.subsystem;
+  return d;
+}
+
+/// Adds the disks below the block device at `dir` (a disk, a partition, or a dm/md device
+/// whose `slaves` are followed), each once.
+void collect_disks(const fs::path& dir, int depth, std::vector<Disk>& out) {
+  std::error_code ec;
+  fs::path d = fs::exists(dir / "partition", ec) ? dir.parent_path() : dir;
+  std::vector<fs::path> slaves;
+  for (const auto& e : fs::directory_iterator(d / "slaves", ec)) slaves.push_back(e.path());
+  std::sort(slaves.begin(), slaves.end());
+  if (!slaves.empty() && depth < 8) {
+    for (const auto& s : slaves)
+      if (fs::path r = resolved(s); !r.empty()) collect_disks(r, depth + 1, out);
+    return;
+  }
+  Disk disk = read_disk(d);
+  for (const auto& x : out)
+    if (x.name == disk.name) return;
+  out.push_back(std::move(disk));
+}
+
+/// The kernel name a /dev path stands for, following its symlinks below `fs_root`
+/// (/dev/disk/by-uuid/X -> ../../nvme0n1p1, /dev/mapper/vg-lv -> ../dm-0).
+std::string dev_name(const std::string& source, const std::string& fs_root) {
+  fs::path p = source;
+  for (int i = 0; i < 16; ++i) {
+    std::error_code ec;
+    fs::path target = fs::read_symlink(under(fs_root, p.string()), ec);
+    if (ec) break;
+    p = (target.is_absolute() ? target : p.parent_path() / target).lexically_normal();
+  }
+  return p.filename().string();
+}
+
+/// Distinct non-empty values of one field over the disks, joined with "+"; null when none.
+json joined(const std::vector<Disk>& disks, std::string Disk::*field, bool distinct) {
+  std::vector<std::string> seen;
+  for (const auto& d : disks) {
+    const std::string& v = d.*field;
+    if (v.empty() || (distinct && std::find(seen.begin(), seen.end(), v) != seen.end())) continue;
+    seen.push_back(v);
+  }
+  if (seen.empty()) return nullptr;
+  std::string out;
+  for (const auto& v : seen) out += (out.empty() ? "" : "+") + v;
+  return out;
+}
+
+json text_or_null(const std::string& s) { return s.empty() ? json(nullptr) : json(s); }
+
+json disk_json(const Disk& d) {
+  return {{"name", d.name},
+          {"model", text_or_null(d.model)},
+          {"serial", text_or_null(d.serial)},
+          {"firmware", text_or_null(d.firmware)},
+          {"subsystem", text_or_null(d.subsystem)},
+          {"transport", text_or_null(d.transport)},
+          {"nvme", d.nvme},
+          {"rotational", d.rotational ? json(*d.rotational) : json(nullptr)}};
+}
+
+/// "nvme0n1 (NVMe pcie, non-rotational, model M, serial S)".
+std::string disk_summary(const Disk& d) {
+  std::string kind = d.nvme ? "NVMe " + (d.transport.empty() ? "transport unknown" : d.transport)
+                     : d.transport.empty() ? "virtual"
+                                           : d.transport;
+  std::string rot = !d.rotational   ? "rotational unknown"
+                    : *d.rotational ? "rotational"
+                                    : "non-rotational";
+  return d.name + " (" + kind + ", " + rot + ", model " + (d.model.empty() ? "unknown" : d.model) +
+         ", serial " + (d.serial.empty() ? "unknown" : d.serial) + ")";
+}
+
 }  // namespace
+
+std::vector<Disk> disks_of(const std::string& dev, const std::string& fs_root,
+                           std::string* block_device, std::string* why) {
+  std::vector<Disk> out;
+  fs::path dir = resolved(under(fs_root, "/sys/dev/block/" + dev));
+  if (dir.empty()) {
+    if (why) *why = "no block device " + dev + " in /sys/dev/block";
+    return out;
+  }
+  if (block_device) *block_device = dir.filename().string();
+  collect_disks(dir, 0, out);
+  return out;
+}
+
+bool ScratchDevice::local_nvme() const {
+  return !disks.empty() && std::all_of(disks.begin(), disks.end(), [](const Disk& d) {
+    return d.nvme && d.transport == "pcie";
+  });
+}
+
+std::string ScratchDevice::summary() const {
+  std::string out;
+  for (const auto& d : disks) out += (out.empty() ? "" : " + ") + disk_summary(d);
+  if (disks.empty()) out = "no block device (" + reason + ")";
+  if (mount_point.empty()) return out + ", raw device " + path;
+  out += ", " + fs_type + " on " + mount_point;
+  if (!block_device.empty() && (disks.size() != 1 || disks[0].name != block_device))
+    out += " via " + block_device;
+  return out;
+}
+
+ScratchDevice scratch_device(const std::string& path, const std::vector<Mount>& mounts,
+                             const std::string& fs_root) {
+  ScratchDevice d;
+  d.path = path;
+  const Mount* m = mount_of(path, mounts);
+  if (!m) {
+    d.reason = "no mount holds " + path;
+    return d;
+  }
+  d.mount_point = m->mount_point, d.fs_type = m->fs_type, d.source = m->source, d.dev = m->dev;
+  std::string why;
+  if (!starts_with(m->dev, "0:")) d.disks = disks_of(m->dev, fs_root, &d.block_device, &why);
+  if (d.disks.empty() && starts_with(m->source, "/dev/")) {
+    // btrfs and others report an anonymous device number: the source names the device.
+    std::string name = dev_name(m->source, fs_root);
+    fs::path dir = resolved(under(fs_root, "/sys/class/block/" + name));
+    if (!dir.empty()) {
+      d.block_device = name;
+      collect_disks(dir, 0, d.disks);
+    } else {
+      why = m->source + " is not in /sys/class/block (" + name + ")";
+    }
+  }
+  if (d.disks.empty())
+    d.reason = !why.empty() ? why : m->fs_type + " " + m->source + " is not on a block device";
+  return d;
+}
+
+json scratch_device_json(const ScratchDevice& d) {
+  json disks = json::array();
+  for (const auto& x : d.disks) disks.push_back(disk_json(x));
+  bool known = !d.disks.empty();
+  bool all_nvme =
+      known && std::all_of(d.disks.begin(), d.disks.end(), [](const Disk& x) { return x.nvme; });
+  // Rotational when any disk spins; not when every disk says so; else unknown.
+  json rotational = nullptr;
+  if (std::any_of(d.disks.begin(), d.disks.end(),
+                  [](const Disk& x) { return x.rotational.value_or(false); }))
+    rotational = true;
+  else if (known && std::all_of(d.disks.begin(), d.disks.end(),
+                                [](const Disk& x) { return x.rotational.has_value(); }))
+    rotational = false;
+  json j = {{"path", d.path},
+            {"mount_point", text_or_null(d.mount_point)},
+            {"fs_type", text_or_null(d.fs_type)},
+            {"source", text_or_null(d.source)},
+            {"dev", text_or_null(d.dev)},
+            {"block_device", text_or_null(d.block_device)},
+            {"disk", joined(d.disks, &Disk::name, false)},
+            {"model", joined(d.disks, &Disk::model, true)},
+            {"serial", joined(d.disks, &Disk::serial, false)},
+            {"firmware", joined(d.disks, &Disk::firmware, true)},
+            {"transport", joined(d.disks, &Disk::transport, true)},
+            {"nvme", known ? json(all_nvme) : json(nullptr)},
+            {"rotational", rotational},
+            {"local_nvme", d.local_nvme()},
+            {"disks", disks},
+            {"summary", d.summary()}};
+  if (!d.reason.empty()) j["reason"] = d.reason;
+  return j;
+}
+
+json scratch_device_evidence(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0 && S_ISBLK(st.st_mode)) {
+    ScratchDevice d;
+    d.path = path;
+    d.dev = std::to_string(major(st.st_rdev)) + ":" + std::to_string(minor(st.st_rdev));
+    d.disks = disks_of(d.dev, "/", &d.block_device, &d.reason);
+    return scratch_device_json(d);
+  }
+  return scratch_device_json(scratch_device(path, read_mountinfo()));
+}
 
 std::vector<Mount> parse_mountinfo(const std::string& text) {
   std::vector<Mount> out;
@@ -52,6 +300,7 @@ std::vector<Mount> parse_mountinfo(const std::string& text) {
     auto dash = std::find(f.begin(), f.end(), "-");
     if (f.size() < 6 || dash == f.end() || std::distance(dash, f.end()) < 3) continue;
     Mount m;
+    m.dev = f[2];
     m.mount_point = unescape(f[4]);
     m.options = f[5];
     m.fs_type = *(dash + 1);
@@ -107,29 +356,31 @@ long long free_bytes(const std::string& dir) {
   return static_cast<long long>(s.f_bavail) * static_cast<long long>(s.f_frsize);
 }
 
-ScratchChoice default_scratch(const std::vector<BlockDevice>& devices,
-                              const std::vector<Mount>& mounts, const std::string& tmpdir,
-                              const std::function<long long(const std::string&)>& free) {
+ScratchChoice default_scratch(const std::vector<Mount>& mounts, const std::string& tmpdir,
+                              const std::function<long long(const std::string&)>& free,
+                              const std::string& fs_root) {
   const Mount* best = nullptr;
+  ScratchDevice best_device;
   long long best_free = -1;
   for (const auto& m : mounts) {
-    if (is_network_fs(m.fs_type) || !starts_with(m.source, "/dev/")) continue;
+    if (is_network_fs(m.fs_type)) continue;
     if (m.options == "ro" || starts_with(m.options, "ro,")) continue;
-    std::string dev = m.source.substr(5);
-    bool nvme = false;
-    for (const auto& d : devices) {
-      if (!d.nvme || !starts_with(dev, d.name)) continue;
-      std::string rest = dev.substr(d.name.size());  // "" or "p2"
-      if (rest.empty() || (rest[0] == 'p' && rest.size() > 1)) nvme = true;
-    }
-    if (!nvme) continue;
+    // Resolved by the mount's own point, so that a mount below it is not taken for it.
+    ScratchDevice d = scratch_device(m.mount_point, {m}, fs_root);
+    if (!d.local_nvme()) continue;
     long long f = free(m.mount_point);
-    if (f > best_free) best = &m, best_free = f;
+    if (f > best_free) best = &m, best_free = f, best_device = std::move(d);
   }
   if (best)
-    return {best->mount_point, "local NVMe " + best->source + " (" + best->fs_type +
-                                   ") with the most free space of the NVMe mounts"};
+    return {best->mount_point, "local NVMe " + best_device.summary() +
+                                   ": the most free space of the local NVMe mounts"};
   return {tmpdir, "no writable local NVMe mount found; the system temporary directory"};
+}
+
+ScratchChoice default_scratch(const std::vector<BlockDevice>& /*devices*/,
+                              const std::vector<Mount>& mounts, const std::string& tmpdir,
+                              const std::function<long long(const std::string&)>& free) {
+  return default_scratch(mounts, tmpdir, free, "/");
 }
 
 ScratchDir::ScratchDir(const std::string& parent, const std::string& tag) {
@@ -230,8 +481,7 @@ std::vector<OpenWriter> open_writers(const std::string& target, int* unreadable,
       long flags = -1;
       while (std::getline(info, line))
         if (starts_with(line, "flags:")) flags = std::strtol(line.c_str() + 6, nullptr, 8);
-      if (flags < 0 || ((flags & O_ACCMODE) != O_WRONLY && (flags & O_ACCMODE) != O_RDWR))
-        continue;
+      if (flags < 0 || ((flags & O_ACCMODE) != O_WRONLY && (flags & O_ACCMODE) != O_RDWR)) continue;
       OpenWriter w;
       w.pid = pid;
       w.path = path;

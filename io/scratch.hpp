@@ -4,6 +4,7 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -12,9 +13,11 @@
 
 namespace clusterbench::io {
 
-/// One line of /proc/self/mountinfo (proc(5)): mount point, filesystem type, source, options.
+/// One line of /proc/self/mountinfo (proc(5)): mount point, filesystem type, source, options,
+/// and the filesystem's device number.
 struct Mount {
   std::string mount_point, fs_type, source, options;
+  std::string dev;  ///< "major:minor" (field 3): the block device, or 0:N (tmpfs, btrfs, nfs)
 };
 
 /// Parses /proc/self/mountinfo text; octal escapes (\040) in paths are decoded. Malformed lines
@@ -37,9 +40,66 @@ struct ScratchChoice {
   std::string reason;
 };
 
-/// Picks the default scratch directory: the writable local mount on an NVMe device of the
-/// inventory (`devices` with nvme=true; a mount's source /dev/nvme0n1 or /dev/nvme0n1p2) with the
-/// most free bytes (`free_bytes(dir)`), else `tmpdir`. Network filesystems are never chosen.
+/// One whole disk as sysfs describes it (/sys/class/block/NAME and the device it links to).
+struct Disk {
+  std::string name;                     ///< kernel name: nvme0n1, sda, vda
+  std::string model, serial, firmware;  ///< "" where sysfs has none (virtio has no model)
+  std::string subsystem;                ///< of its `device`: nvme, nvme-subsystem, scsi, virtio
+  /// nvme: the controller's `transport` (pcie, tcp, rdma, fc, loop); scsi: sata, sas, usb,
+  /// iscsi or scsi (lsblk's reading of the device path); else the subsystem; "" unknown.
+  std::string transport;
+  bool nvme = false;               ///< its device's subsystem is nvme or nvme-subsystem
+  std::optional<bool> rotational;  ///< queue/rotational; nullopt when unreadable
+};
+
+/// The whole disks under block device `dev` ("major:minor"), through sysfs below `fs_root`:
+/// /sys/dev/block/MAJ:MIN, a partition's parent disk, and the `slaves/` of dm and md devices,
+/// followed down to disks (LVM on a partition, RAID over several drives). `block_device` gets
+/// the kernel name of `dev` itself (nvme0n1p1, dm-0); `why` says why the result is empty.
+std::vector<Disk> disks_of(const std::string& dev, const std::string& fs_root,
+                           std::string* block_device, std::string* why);
+
+/// What a scratch directory is on: its mount and the disks below it.
+struct ScratchDevice {
+  std::string path;                               ///< the directory (or raw device) asked about
+  std::string mount_point, fs_type, source, dev;  ///< its mount ("" for a raw device)
+  std::string block_device;                       ///< the mounted device: nvme0n1p1, dm-0; "" none
+  std::vector<Disk> disks;                        ///< the whole disks below it
+  std::string reason;                             ///< why `disks` is empty
+  /// Every disk is NVMe on PCIe (an NVMe-oF namespace, over tcp or rdma, is not local).
+  bool local_nvme() const;
+  /// One line for people: "nvme0n1 (NVMe pcie, non-rotational, model M, serial S), xfs on
+  /// /mnt/nvme via nvme0n1p1"; "vda (virtio, rotational, model unknown, serial S), ext4 on /".
+  std::string summary() const;
+};
+
+/// Resolves `path` to the device it is on: the mount holding it (mount_of), that mount's
+/// major:minor (disks_of), else, for filesystems whose number is not their device's (btrfs),
+/// the mount source's /dev path followed through its symlinks (/dev/disk/by-uuid/...,
+/// /dev/mapper/...) to /sys/class/block/NAME. All below `fs_root`.
+ScratchDevice scratch_device(const std::string& path, const std::vector<Mount>& mounts,
+                             const std::string& fs_root = "/");
+
+/// extra.scratch_device of an io record (docs/records.md, docs/fio.md "Records"): the fields of
+/// `d`, `disk`/`model`/`serial`/`firmware`/`transport` over its disks (distinct values joined
+/// with "+"), `nvme` (every disk), `rotational` (any disk), `local_nvme`, `disks` and `summary`;
+/// unknown values are null.
+json scratch_device_json(const ScratchDevice& d);
+
+/// scratch_device_json of `path` on this system: /proc/self/mountinfo for a directory, the
+/// device number (st_rdev) for a raw block device.
+json scratch_device_evidence(const std::string& path);
+
+/// Picks the default scratch directory: the writable local mount whose disks are all NVMe on
+/// PCIe as sysfs says (scratch_device below `fs_root`; LVM, md and /dev/disk/by-uuid sources
+/// included, names not consulted) with the most free bytes (`free_bytes(dir)`), else `tmpdir`.
+/// Network filesystems are never chosen.
+ScratchChoice default_scratch(const std::vector<Mount>& mounts, const std::string& tmpdir,
+                              const std::function<long long(const std::string&)>& free_bytes,
+                              const std::string& fs_root = "/");
+
+/// The overload above on this system. `devices` (the inventory) is not consulted: kept for
+/// io/fio.cpp's caller until it moves to the overload above.
 ScratchChoice default_scratch(const std::vector<BlockDevice>& devices,
                               const std::vector<Mount>& mounts, const std::string& tmpdir,
                               const std::function<long long(const std::string&)>& free_bytes);

@@ -211,6 +211,7 @@ void spec_section(std::ostringstream& o, const Report& r) {
                       : !q.select.env.empty()  ? "env " + q.select.env
                                                : q.select.benchmark + " " + q.select.params.dump() +
                                                     " " + q.select.metric;
+    if (!q.select.require.empty()) sel += " require " + q.select.require.dump();
     o << "<tr><td><code>" << h(q.id) << "</code></td><td><code>" << h(sel) << "</code></td><td>"
       << h(q.scope) << "</td><td>" << h(format_requirement(q)) << "</td><td>" << h(q.severity)
       << "</td><td class=\"src\">" << h(or_dash(q.source)) << "</td></tr>\n";

@@ -175,7 +175,8 @@ void md_header(std::ostringstream& md, const Report& r) {
 std::string selects_text(const Requirement& q) {
   if (!q.select.health.empty()) return code("health " + q.select.health);
   if (q.select.env.empty())
-    return code(q.select.benchmark + " " + q.select.params.dump() + " metric " + q.select.metric);
+    return code(q.select.benchmark + " " + q.select.params.dump() + " metric " + q.select.metric +
+                (q.select.require.empty() ? "" : " require " + q.select.require.dump()));
   return code(q.select.env);
 }
 
@@ -203,6 +204,18 @@ void md_finding(std::ostringstream& md, const RowResult& row) {
       md << " ... and " << row.evidence.size() - kFullDetailItems
          << " more records (report.json lists those of the non-PASS items)";
     md << "\n";
+  }
+}
+
+/// What the rows whose select names it (select.describe) measured, PASS rows included: their
+/// message, which says it too, is printed for the other rows only.
+void md_measured(std::ostringstream& md, const Report& r) {
+  bool any = false;
+  for (const auto& row : r.rows) {
+    if (row.measured.empty()) continue;
+    if (!any) md << "\nWhat was measured (the worst item's records):\n\n";
+    any = true;
+    md << "- " << code(row.req.id) << " on " << row.worst_item << ": " << row.measured << "\n";
   }
 }
 
@@ -234,6 +247,7 @@ std::string render_markdown(const Report& r) {
   const RunDir& run = *r.run;
   std::ostringstream md;
   md_header(md, r);
+  md_measured(md, r);
   bool any_finding = false;
   for (const auto& row : r.rows) {
     if (row.outcome == kPass) continue;
@@ -275,6 +289,7 @@ json row_json(const RowResult& row) {
                  {"records", it.records},
                  {"message", it.message}};
     if (!it.noise.is_null()) item["noise"] = it.noise;
+    if (!it.measured.empty()) item["measured"] = it.measured;
     if (!full && it.records.size() > kItemRecords) {
       item["records"] =
           std::vector<std::string>(it.records.begin(), it.records.begin() + kItemRecords);

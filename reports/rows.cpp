@@ -625,23 +625,54 @@ class RowEvaluator {
     std::vector<json> values;
     std::vector<const Metric*> metrics;  ///< the metric of each value
     std::vector<std::string> keys;       ///< case keys, into the chosen candidate only
+    std::vector<std::string> unmet;      ///< why each ok record missing select.require is skipped
+    std::vector<std::string> described;  ///< select.describe of the records judged, distinct
   };
 
   Sorted sort_records(const Item& item) const {
     Sorted s;
     s.keys.reserve(item.records.size());
+    const Select& sel = req_.select;
+    const bool conditions = !sel.require.empty() || !sel.describe.empty();
     for (const ResultRecord* rec : item.records) {
       s.keys.push_back(case_key_of(*rec));
-      if (rec->status == Status::failed)
+      // The record as records.jsonl holds it, for select.require and the templates.
+      const json doc = conditions && rec->status == Status::ok ? json(*rec) : json();
+      std::string why;
+      if (rec->status == Status::failed) {
         s.failed.push_back(rec);
-      else if (rec->status == Status::waived)
+      } else if (rec->status == Status::waived) {
         s.waived.push_back(rec);
-      else if (const Metric* m = find_metric(*rec, req_.select.metric))
+      } else if (!(why = unmet_reason(*rec, doc)).empty()) {
+        s.unmet.push_back(why);
+      } else if (const Metric* m = find_metric(*rec, sel.metric)) {
         s.values.push_back(m->value), s.metrics.push_back(m);
-      else
+        if (!sel.describe.empty()) add_unique(s.described, fill_template(sel.describe, doc));
+      } else {
         s.lacking.push_back(rec);
+      }
     }
     return s;
+  }
+
+  /// Why an ok record is not judged by this row ("" when it meets select.require): the row's
+  /// `unmet` text over the record, or which required field the record lacks.
+  std::string unmet_reason(const ResultRecord& rec, const json& doc) const {
+    static const EnvRecord kNoEnv;
+    for (const auto& [key, cond] : req_.select.require.items()) {
+      const json::json_pointer p(key);
+      const json* v = doc.contains(p) ? &doc.at(p) : nullptr;
+      std::string op = cond.is_object() ? cond.begin().key() : "==";
+      const json& target = cond.is_object() ? cond.begin().value() : cond;
+      if (v && condition_holds(op, *v, target, kNoEnv)) continue;
+      if (!v)
+        return "record " + case_key_of(rec) + " has no " + key +
+               " (select.require; a record written before it was recorded?)";
+      if (!req_.select.unmet.empty()) return fill_template(req_.select.unmet, doc);
+      return "record " + case_key_of(rec) + ": " + key + " is " + v->dump() +
+             ", select.require wants " + cond.dump();
+    }
+    return "";
   }
 
   /// A candidate outcome with its message, " (and N more ...)" when `n` > 1.
@@ -668,6 +699,9 @@ class RowEvaluator {
           item.missing_keys.size(), " more"));
       cands.back().message += "; the run ended before it finished";
     }
+    if (!s.unmet.empty())
+      cands.push_back(candidate(r, kMissing, item.name + ": not judged: " + s.unmet.front(),
+                                s.unmet.size(), " more records not meeting select.require"));
     if (!s.values.empty()) {
       if (req_.aggregate == "each") {
         cands.push_back(judged(r, s.values, ""));
@@ -679,6 +713,8 @@ class RowEvaluator {
         cands.push_back(judged(r, {agg}, req_.aggregate + " "));
       }
       with_noise(cands.back(), s);
+      cands.back().measured = join(s.described, "; ");
+      if (!s.described.empty()) cands.back().message += "; " + cands.back().measured;
     } else if (!s.waived.empty() && s.failed.empty()) {
       std::vector<std::string> reasons;
       for (const auto* w : s.waived)
@@ -818,6 +854,7 @@ class RowEvaluator {
     row.worst_item = worst->item;
     row.message = worst->message;
     row.noise = worst->noise;
+    row.measured = worst->measured;
     if (row.items.size() > 1) {
       std::map<Outcome, int> n;
       for (const auto& it : row.items) ++n[it.outcome];

@@ -25,6 +25,7 @@ struct ItemResult {
   /// otherwise): {"repetitions": n, "spread": relative IQR, "margin": (value - threshold) /
   /// threshold towards passing, "range": [min, max], "within_noise": threshold inside range}.
   json noise;
+  std::string measured;  ///< select.describe over the judged records ("" without one)
 };
 
 /// One judged requirement.
@@ -35,6 +36,7 @@ struct RowResult {
   std::string worst_item;
   std::string message;                ///< e.g. "min 12.3 GB/s on node01 (>= 10 GB/s)"
   json noise;                         ///< the worst item's (ItemResult::noise)
+  std::string measured;               ///< the worst item's `measured`
   std::vector<std::string> evidence;  ///< case keys of every record used by the row
   std::vector<ItemResult> items;
 };
@@ -50,6 +52,10 @@ struct RowResult {
 /// taken without metrics). A planned case key without a record makes its item MISSING.
 /// Item outcome: failed record -> FAIL; planned/expected but no record -> MISSING; only waived
 /// records -> WAIVED; else the comparison. A failing judgement in a warn-severity row is WARN.
+/// An ok record that does not meet select.require is not compared: its item is MISSING, with
+/// select.unmet filled over the record (fill_template), or the field it lacks. select.describe,
+/// filled over the compared records, is appended to the item's message ("; measured on ...")
+/// and kept in `measured`.
 /// The row takes its worst item: FAIL > MISSING > WAIVED > WARN > PASS; among equal outcomes of
 /// `>=`/`<=` rows, the value closest to failing (lowest for >=, highest for <=).
 /// A record row's item decided by one metric with repetitions also says how that verdict stands

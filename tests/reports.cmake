@@ -24,3 +24,8 @@ cb_integration_test(reports_no_benchmark_ids TIMEOUT 60)
 # alone.
 cb_integration_test(compare_noise LOCKS mpirun TIMEOUT 1200)
 set_tests_properties(compare_noise PROPERTIES RUN_SERIAL TRUE)
+# Spec rows that say what was measured (issue 19): select.require, unmet and describe (< 1 s),
+# and the seed's storage rows over io.fio records whose extra.scratch_device comes from the
+# fixture tree tests/fixtures/fsroot-scratch (< 5 s).
+cb_unit_test(test_select_require clusterbench_reports)
+cb_unit_test(test_storage_rows clusterbench_reports clusterbench_core cb_io)

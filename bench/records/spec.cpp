@@ -80,12 +80,38 @@ std::string dir_of(const std::string& path) {
   return slash == std::string::npos ? "." : path.substr(0, slash);
 }
 
+std::string optional_string(const json& j, const char* key, const std::string& where) {
+  return j.contains(key) ? require_field<std::string>(j, key, where) : std::string();
+}
+
 /// Throws InputError naming `where` when `pattern` is not an ECMAScript regex.
 void check_regex(const std::string& pattern, const std::string& where) {
   try {
     std::regex re(pattern, std::regex::ECMAScript);
   } catch (const std::regex_error& e) {
     throw InputError(where + " is not a valid regex '" + pattern + "' (" + e.what() + ")");
+  }
+}
+
+/// Validates one condition of select.where or select.require: a value (==) or {OP: value}.
+void check_condition(const json& cond, const std::string& at, bool allow_ifname) {
+  if (!cond.is_object()) return;
+  if (cond.size() != 1) throw InputError(at + ": a condition object holds exactly one op");
+  const std::string& op = cond.begin().key();
+  const json& v = cond.begin().value();
+  if (op == "nccl_ifname" && allow_ifname) {
+    if (!v.is_string() || v.get<std::string>().empty())
+      throw InputError(at + ": op 'nccl_ifname' needs an environment variable name");
+  } else if (!kOps.count(op)) {
+    throw InputError(at + ": op '" + op + "' is not one of >= <= == != in matches" +
+                     (allow_ifname ? " nccl_ifname" : ""));
+  } else if (op == "in" && !v.is_array()) {
+    throw InputError(at + ": op 'in' needs an array");
+  } else if ((op == ">=" || op == "<=") && !v.is_number()) {
+    throw InputError(at + ": op '" + op + "' needs a number");
+  } else if (op == "matches") {
+    if (!v.is_string()) throw InputError(at + ": op 'matches' needs a regex string");
+    check_regex(v.get<std::string>(), at);
   }
 }
 
@@ -106,22 +132,43 @@ void check_where(const std::string& env, const json& where, const std::string& r
     } catch (const InputError& e) {
       throw InputError(at + ": " + e.what());
     }
-    if (!cond.is_object()) continue;
-    if (cond.size() != 1) throw InputError(at + ": a condition object holds exactly one op");
-    const std::string& op = cond.begin().key();
-    const json& v = cond.begin().value();
-    if (op == "nccl_ifname") {
-      if (!v.is_string() || v.get<std::string>().empty())
-        throw InputError(at + ": op 'nccl_ifname' needs an environment variable name");
-    } else if (!kOps.count(op)) {
-      throw InputError(at + ": op '" + op + "' is not one of >= <= == != in matches nccl_ifname");
-    } else if (op == "in" && !v.is_array()) {
-      throw InputError(at + ": op 'in' needs an array");
-    } else if ((op == ">=" || op == "<=") && !v.is_number()) {
-      throw InputError(at + ": op '" + op + "' needs a number");
-    } else if (op == "matches") {
-      if (!v.is_string()) throw InputError(at + ": op 'matches' needs a regex string");
-      check_regex(v.get<std::string>(), at);
+    check_condition(cond, at, true);
+  }
+}
+
+/// Throws InputError naming `at` unless `pointer` is a JSON pointer (RFC 6901) without `*`.
+void check_pointer(const std::string& pointer, const std::string& at) {
+  if (pointer.empty() || pointer[0] != '/') throw InputError(at + " must start with '/'");
+  if (pointer.find('*') != std::string::npos) throw InputError(at + " may not hold '*'");
+  try {
+    json::json_pointer p(pointer);
+  } catch (const json::exception& e) {
+    throw InputError(at + " is not a JSON pointer (" + e.what() + ")");
+  }
+}
+
+/// select.require, select.unmet and select.describe of a records row: conditions on record
+/// fields and the templates that name them.
+void parse_record_conditions(const json& sel, const std::string& row, Select& out) {
+  if (sel.contains("require")) out.require = sel.at("require");
+  if (!out.require.is_object())
+    throw InputError(row + ": field 'select.require' must be an object");
+  for (const auto& [key, cond] : out.require.items()) {
+    std::string at = row + ": field 'select.require' key '" + key + "'";
+    check_pointer(key, at);
+    check_condition(cond, at, false);
+  }
+  out.unmet = optional_string(sel, "unmet", row + " select");
+  out.describe = optional_string(sel, "describe", row + " select");
+  if (!out.unmet.empty() && out.require.empty())
+    throw InputError(row + ": field 'select.unmet' needs 'select.require'");
+  for (const auto* t : {&out.unmet, &out.describe}) {
+    const std::string field = t == &out.unmet ? "unmet" : "describe";
+    for (size_t open = t->find("{/"); open != std::string::npos; open = t->find("{/", open + 1)) {
+      size_t close = t->find('}', open);
+      std::string at = row + ": field 'select." + field + "'";
+      if (close == std::string::npos) throw InputError(at + " has a '{/' without its '}'");
+      check_pointer(t->substr(open + 1, close - open - 1), at + " placeholder");
     }
   }
 }
@@ -144,7 +191,12 @@ Select parse_select(const json& r, const std::string& row) {
     if (sel.contains("params")) out.params = sel.at("params");
     if (!out.params.is_object())
       throw InputError(row + ": field 'select.params' must be an object");
+    parse_record_conditions(sel, row, out);
+    return out;
   }
+  for (const char* key : {"require", "unmet", "describe"})
+    if (sel.contains(key))
+      throw InputError(row + ": field 'select." + key + "' is for records rows (select.benchmark)");
   return out;
 }
 
@@ -226,10 +278,6 @@ Requirement parse_row(const json& r, const std::string& where) {
 void check_keys(const json& j, const std::set<std::string>& known, const std::string& where) {
   for (const auto& [key, value] : j.items())
     if (!known.count(key)) throw InputError(where + ": unknown field '" + key + "'");
-}
-
-std::string optional_string(const json& j, const char* key, const std::string& where) {
-  return j.contains(key) ? require_field<std::string>(j, key, where) : std::string();
 }
 
 PrometheusGauge parse_gauge(const json& g, const std::string& where) {
@@ -483,6 +531,28 @@ std::vector<std::pair<std::string, json>> expand_pointer(const json& doc,
   found.reserve(cur.size());
   for (auto& [path, node] : cur) found.emplace_back(std::move(path), *node);
   return found;
+}
+
+std::string fill_template(const std::string& text, const json& doc) {
+  auto value = [&doc](const std::string& pointer) -> std::string {
+    try {
+      json::json_pointer p(pointer);
+      if (!doc.contains(p) || doc.at(p).is_null()) return "unknown";
+      const json& v = doc.at(p);
+      return v.is_string() ? v.get<std::string>() : v.dump();
+    } catch (const json::exception&) {
+      return "unknown";
+    }
+  };
+  std::string out;
+  size_t pos = 0;
+  for (size_t open = text.find("{/"); open != std::string::npos; open = text.find("{/", pos)) {
+    size_t close = text.find('}', open);
+    if (close == std::string::npos) break;
+    out += text.substr(pos, open - pos) + value(text.substr(open + 1, close - open - 1));
+    pos = close + 1;
+  }
+  return out + text.substr(pos);
 }
 
 bool glob_match(const std::string& pattern, const std::string& text) {

@@ -27,6 +27,17 @@ struct Select {
   /// value names an allow-listed environment variable holding an NCCL interface list, e.g.
   /// "NCCL_SOCKET_IFNAME"; reports/ifname.hpp). Matches failing a condition are left out.
   json where = json::object();
+  /// Records rows only: conditions an ok record must meet to be judged, keyed by a JSON pointer
+  /// into the record as records.jsonl holds it ({"/extra/scratch_device/nvme": true}); a
+  /// condition as in `where` (no nccl_ifname). An ok record that does not meet them measured
+  /// something else than the row is about: its item is MISSING with `unmet` as the reason.
+  json require = json::object();
+  /// Records rows with `require`: the reason an item is not judged, a template (fill_template)
+  /// over the record that did not meet `require`.
+  std::string unmet;
+  /// Records rows only: a template naming what a record measured, added to its item's message
+  /// ("measured on {/extra/scratch_device/summary}").
+  std::string describe;
 };
 
 /// One row of a spec table.
@@ -119,6 +130,11 @@ std::string env_field_unit(const std::string& pointer);
 /// Expands a JSON pointer with `*` segments over `doc`. Each match is (concrete pointer, value).
 std::vector<std::pair<std::string, json>> expand_pointer(const json& doc,
                                                          const std::string& pointer);
+
+/// `text` with every `{/pointer}` replaced by the value at that JSON pointer in `doc`: a string
+/// as it is, a number or boolean as JSON writes it, "unknown" where the pointer finds nothing or
+/// null. A `{` not followed by `/` is kept as written.
+std::string fill_template(const std::string& text, const json& doc);
 
 /// Glob match with `*` and `?` (used for --only and benchmark ids).
 bool glob_match(const std::string& pattern, const std::string& text);

@@ -65,4 +65,69 @@ for r in recs:
 print({r['params']['profile']: [(k['name'], round(k['value'], 3)) for k in r['metrics'] if k['unit'] != 'us'] for r in recs})
 " "$TMP/run"
 ok "records equal fio's JSON for all 6 profiles"
+
+# extra.scratch_device against what the kernel says of the scratch directory, read here without
+# clusterbench: its mount (st_dev = mountinfo's major:minor), /sys/dev/block, a partition's
+# parent, dm/md slaves, queue/rotational and the device's subsystem.
+py "
+scr, run = sys.argv[1], sys.argv[2]
+recs = [json.loads(l) for l in open(run + '/records.jsonl')]
+st = os.stat(scr)
+dev = '%d:%d' % (os.major(st.st_dev), os.minor(st.st_dev))
+mounts = [l.split() for l in open('/proc/self/mountinfo')]
+best = max((m for m in mounts if scr == m[4] or scr.startswith(m[4].rstrip('/') + '/')),
+           key=lambda m: len(m[4]))
+def disks(d):
+    if os.path.exists(d + '/partition'):
+        d = os.path.dirname(d)
+    sl = sorted(os.listdir(d + '/slaves')) if os.path.isdir(d + '/slaves') else []
+    if sl:
+        return [x for s in sl for x in disks(os.path.realpath(d + '/slaves/' + s))]
+    return [d]
+want = []
+if os.path.exists('/sys/dev/block/' + best[2]):
+    want = disks(os.path.realpath('/sys/dev/block/' + best[2]))
+for r in recs:
+    x = r['extra']['scratch_device']
+    assert x['path'] == scr, x
+    assert x['mount_point'] == best[4] and x['dev'] == best[2], (x, best)
+    assert x['fs_type'] == best[best.index('-') + 1], x
+    if best[2] == dev and want:  # not btrfs: the mount's number is st_dev
+        names = [os.path.basename(d) for d in want]
+        assert [d['name'] for d in x['disks']] == names, (x, names)
+        for d, path in zip(x['disks'], want):
+            rot = open(path + '/queue/rotational').read().strip()
+            assert d['rotational'] == (rot == '1'), (d, rot)
+            link = path + '/device/subsystem'
+            sub = os.path.basename(os.path.realpath(link)) if os.path.exists(link) else None
+            assert d['nvme'] == (sub in ('nvme', 'nvme-subsystem')), (d, sub)
+        assert x['summary'].startswith(names[0] + ' ('), x['summary']
+    assert x['local_nvme'] == (x['nvme'] is True and x['transport'] == 'pcie'), x
+print(recs[0]['extra']['scratch_device']['summary'])
+" "$SCR" "$TMP/run"
+ok "extra.scratch_device names the device under the scratch directory, as /sys says"
+
+# The storage rows: judged on a local NVMe scratch, naming it; MISSING on anything else, saying
+# where fio ran and how to point it at NVMe. report.md says so too.
+py "
+run = sys.argv[1]
+rep = json.load(open(run + '/report.json'))
+md = open(run + '/report.md').read()
+x = json.loads(open(run + '/records.jsonl').readline())['extra']['scratch_device']
+rows = {r['id']: r for r in rep['rows']}
+for rid in ['storage.nvme_seq_read', 'storage.nvme_seq_write', 'storage.nvme_rand_read_iops']:
+    row = rows[rid]
+    if x['local_nvme']:
+        assert row['outcome'] in ('PASS', 'FAIL', 'WARN'), row
+        assert row['message'].endswith('measured on ' + x['summary']), row['message']
+        assert 'measured on ' + x['summary'] in md
+    else:
+        assert row['outcome'] == 'MISSING', row
+        want = 'not judged: fio ran on ' + sys.argv[2] + ': ' + x['summary'] + '; that is not a local NVMe drive'
+        assert want in row['message'], (row['message'], want)
+        assert 'pass --set io.fio.scratch=/path/on/nvme' in row['message'], row['message']
+        assert want in md, 'report.md lacks: ' + want
+print(rows['storage.nvme_seq_read']['outcome'], rows['storage.nvme_seq_read']['message'])
+" "$TMP/run" "$SCR"
+ok "the storage rows name the device fio measured, or say why they are not judged"
 echo "PASS ($PASSES checks)"

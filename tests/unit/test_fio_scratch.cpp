@@ -1,10 +1,13 @@
-// Scratch-directory safety: mountinfo parsing, default choice (NVMe, never network), cleanup on
-// success and failure, and the raw-device refusals (docs/fio.md "Safety").
+// Scratch-directory safety: mountinfo parsing, the device under a directory as sysfs describes it
+// and the default choice (local NVMe found by sysfs, never network) on the fixture tree
+// tests/fixtures/fsroot-scratch/node, cleanup on success and failure, and the raw-device refusals
+// (docs/fio.md "Safety" and "What was measured").
 #include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <stdexcept>
 
 #include "io/scratch.hpp"
@@ -23,13 +26,13 @@ const char* kMountinfo =
     "40 22 0:50 / /mnt/shared rw,relatime shared:9 master:2 - nfs4 server:/export rw,vers=4.2\n"
     "41 22 0:51 / /mnt/lustre rw shared:10 - lustre 10.0.0.1@o2ib:/fs rw\n";
 
-std::vector<BlockDevice> devices() {
-  BlockDevice a, b, c, d;
-  a.name = "vda";
-  b.name = "nvme0n1", b.nvme = true;
-  c.name = "nvme1n1", c.nvme = true;
-  d.name = "nvme2n1", d.nvme = true;
-  return {a, b, c, d};
+// tests/fixtures/fsroot-scratch/node (make_scratch_fixture.py): block devices in sysfs's layout.
+const std::string kNode = std::string(CB_FIXTURES) + "/fsroot-scratch/node";
+
+std::vector<Mount> node_mounts() { return read_mountinfo(kNode); }
+
+ScratchDevice on_node(const std::string& path) {
+  return scratch_device(path, node_mounts(), kNode);
 }
 }  // namespace
 
@@ -39,6 +42,8 @@ TEST(Scratch, ParsesMountinfo) {
   EXPECT_EQ(m[1].mount_point, "/mnt/nvme0");
   EXPECT_EQ(m[1].fs_type, "xfs");
   EXPECT_EQ(m[1].source, "/dev/nvme0n1p1");
+  EXPECT_EQ(m[1].dev, "259:2");
+  EXPECT_EQ(m[4].dev, "0:50");
   EXPECT_EQ(m[3].mount_point, "/mnt/ro nvme");  // \040 decoded
   EXPECT_EQ(m[4].fs_type, "nfs4");              // after two optional fields
   EXPECT_EQ(m[4].source, "server:/export");
@@ -54,20 +59,159 @@ TEST(Scratch, NetworkFilesystems) {
     EXPECT_FALSE(is_network_fs(t)) << t;
 }
 
-TEST(Scratch, DefaultIsTheNvmeMountWithMostFreeSpace) {
-  auto m = parse_mountinfo(kMountinfo);
-  auto free = [](const std::string& d) -> long long {
-    if (d == "/mnt/nvme0") return 100;
-    if (d == "/mnt/nvme1") return 300;
-    if (d == "/mnt/ro nvme") return 900;  // read-only: never chosen
-    return 5000;                          // "/" (vda) and the network mounts: not NVMe
-  };
-  auto c = default_scratch(devices(), m, "/tmp", free);
-  EXPECT_EQ(c.dir, "/mnt/nvme1");
-  EXPECT_NE(c.reason.find("/dev/nvme1n1"), std::string::npos);
-  // Without NVMe devices in the inventory: the temporary directory, never the NFS mount.
-  auto t = default_scratch({devices()[0]}, m, "/var/tmp", free);
+TEST(ScratchDevice, NvmePartitionIsNamedBySysfs) {
+  ScratchDevice d = on_node("/mnt/nvme0/cb-fio-seq_read-x");
+  EXPECT_EQ(d.mount_point, "/mnt/nvme0");
+  EXPECT_EQ(d.fs_type, "xfs");
+  EXPECT_EQ(d.dev, "259:1");
+  EXPECT_EQ(d.block_device, "nvme0n1p1");
+  ASSERT_EQ(d.disks.size(), 1u);
+  const Disk& n = d.disks[0];
+  EXPECT_EQ(n.name, "nvme0n1");                      // the partition's parent
+  EXPECT_EQ(n.model, "SAMSUNG MZQL23T8HCLS-00A07");  // the kernel's padding trimmed
+  EXPECT_EQ(n.serial, "S64HNE0R100000");
+  EXPECT_EQ(n.firmware, "GDC5902Q");
+  EXPECT_EQ(n.subsystem, "nvme");
+  EXPECT_EQ(n.transport, "pcie");
+  EXPECT_TRUE(n.nvme);
+  EXPECT_EQ(n.rotational, std::optional<bool>(false));
+  EXPECT_TRUE(d.local_nvme());
+  EXPECT_EQ(d.summary(),
+            "nvme0n1 (NVMe pcie, non-rotational, model SAMSUNG MZQL23T8HCLS-00A07, serial "
+            "S64HNE0R100000), xfs on /mnt/nvme0 via nvme0n1p1");
+}
+
+TEST(ScratchDevice, VirtioRootIsDescribedAsNotNvme) {
+  ScratchDevice d = on_node("/var/tmp");
+  EXPECT_EQ(d.mount_point, "/");
+  ASSERT_EQ(d.disks.size(), 1u);
+  EXPECT_EQ(d.disks[0].name, "vda");
+  EXPECT_FALSE(d.disks[0].nvme);
+  EXPECT_EQ(d.disks[0].subsystem, "virtio");
+  EXPECT_EQ(d.disks[0].transport, "virtio");
+  EXPECT_EQ(d.disks[0].rotational, std::optional<bool>(true));
+  EXPECT_EQ(d.disks[0].serial, "QM00001");  // virtio-blk's own attribute
+  EXPECT_EQ(d.disks[0].model, "");
+  EXPECT_FALSE(d.local_nvme());
+  EXPECT_EQ(d.summary(),
+            "vda (virtio, rotational, model unknown, serial QM00001), ext4 on / via vda1");
+  json j = scratch_device_json(d);
+  EXPECT_EQ(j["path"], "/var/tmp");
+  EXPECT_EQ(j["disk"], "vda");
+  EXPECT_EQ(j["block_device"], "vda1");
+  EXPECT_EQ(j["nvme"], false);
+  EXPECT_EQ(j["rotational"], true);
+  EXPECT_EQ(j["local_nvme"], false);
+  EXPECT_EQ(j["transport"], "virtio");
+  EXPECT_TRUE(j["model"].is_null());  // unknown, not ""
+  EXPECT_EQ(j["serial"], "QM00001");
+  EXPECT_EQ(j["summary"], d.summary());
+  EXPECT_FALSE(j.contains("reason"));
+}
+
+TEST(ScratchDevice, SataSsdIsScsiOverAta) {
+  ScratchDevice d = on_node("/mnt/sata");
+  ASSERT_EQ(d.disks.size(), 1u);
+  EXPECT_EQ(d.disks[0].name, "sda");
+  EXPECT_EQ(d.disks[0].model, "Samsung SSD 870");
+  EXPECT_EQ(d.disks[0].firmware, "SVT0");
+  EXPECT_EQ(d.disks[0].subsystem, "scsi");
+  EXPECT_EQ(d.disks[0].transport, "sata");
+  EXPECT_FALSE(d.disks[0].nvme);
+  EXPECT_EQ(d.disks[0].rotational, std::optional<bool>(false));
+  EXPECT_FALSE(d.local_nvme());
+}
+
+TEST(ScratchDevice, LvmAndRaidAreFollowedToTheirDrives) {
+  ScratchDevice lvm = on_node("/data/x");
+  EXPECT_EQ(lvm.block_device, "dm-0");  // /dev/mapper/vg0-data
+  ASSERT_EQ(lvm.disks.size(), 1u);
+  EXPECT_EQ(lvm.disks[0].name, "nvme1n1");  // through slaves/nvme1n1p2
+  EXPECT_TRUE(lvm.local_nvme());
+
+  ScratchDevice raid = on_node("/raid");
+  EXPECT_EQ(raid.block_device, "md0");
+  ASSERT_EQ(raid.disks.size(), 2u);
+  EXPECT_EQ(raid.disks[0].name, "nvme2n1");
+  EXPECT_EQ(raid.disks[1].name, "nvme3n1");
+  EXPECT_TRUE(raid.local_nvme());
+  json j = scratch_device_json(raid);
+  EXPECT_EQ(j["disk"], "nvme2n1+nvme3n1");
+  EXPECT_EQ(j["model"], "SAMSUNG MZQL27T6HBLA-00A07");  // one model: named once
+  EXPECT_EQ(j["serial"], "S64HNE0R100002+S64HNE0R100003");
+  EXPECT_EQ(j["transport"], "pcie");
+  EXPECT_EQ(j["nvme"], true);
+  EXPECT_EQ(j["rotational"], false);
+  ASSERT_EQ(j["disks"].size(), 2u);
+  EXPECT_EQ(j["disks"][1]["serial"], "S64HNE0R100003");
+}
+
+TEST(ScratchDevice, FabricsMultipathAndByUuid) {
+  ScratchDevice tcp = on_node("/mnt/fabric");
+  ASSERT_EQ(tcp.disks.size(), 1u);
+  EXPECT_TRUE(tcp.disks[0].nvme);
+  EXPECT_EQ(tcp.disks[0].transport, "tcp");
+  EXPECT_FALSE(tcp.local_nvme());  // NVMe over TCP is remote storage
+
+  ScratchDevice head = on_node("/mnt/mpath");
+  ASSERT_EQ(head.disks.size(), 1u);
+  EXPECT_EQ(head.disks[0].name, "nvme7n1");
+  EXPECT_EQ(head.disks[0].subsystem, "nvme-subsystem");
+  EXPECT_EQ(head.disks[0].transport, "pcie");  // from the subsystem's controller nvme7
+  EXPECT_EQ(head.disks[0].model, "SAMSUNG MZWLO3T8HCLS-00A07");
+  EXPECT_TRUE(head.local_nvme());
+
+  // btrfs's anonymous 0:45: the source /dev/disk/by-uuid/... names the device.
+  ScratchDevice btrfs = on_node("/mnt/btrfs");
+  EXPECT_EQ(btrfs.dev, "0:45");
+  EXPECT_EQ(btrfs.block_device, "nvme5n1");
+  ASSERT_EQ(btrfs.disks.size(), 1u);
+  EXPECT_TRUE(btrfs.local_nvme());
+}
+
+TEST(ScratchDevice, TmpfsHasNoBlockDevice) {
+  ScratchDevice d = on_node("/tmp/cb");
+  EXPECT_TRUE(d.disks.empty());
+  EXPECT_EQ(d.reason, "tmpfs tmpfs is not on a block device");
+  EXPECT_EQ(d.summary(), "no block device (tmpfs tmpfs is not on a block device), tmpfs on /tmp");
+  json j = scratch_device_json(d);
+  EXPECT_TRUE(j["nvme"].is_null());
+  EXPECT_TRUE(j["rotational"].is_null());
+  EXPECT_TRUE(j["disk"].is_null());
+  EXPECT_EQ(j["local_nvme"], false);
+  EXPECT_EQ(j["reason"], d.reason);
+  // A device number sysfs does not know is said so.
+  std::string bd, why;
+  EXPECT_TRUE(disks_of("259:99", kNode, &bd, &why).empty());
+  EXPECT_EQ(why, "no block device 259:99 in /sys/dev/block");
+}
+
+TEST(Scratch, DefaultIsTheLocalNvmeMountWithMostFreeSpace) {
+  auto m = node_mounts();
+  ASSERT_EQ(m.size(), 11u);
+  std::map<std::string, long long> space = {
+      {"/mnt/nvme0", 100}, {"/data", 300},        {"/raid", 200},        {"/mnt/btrfs", 250},
+      {"/mnt/mpath", 150}, {"/mnt/fabric", 9000}, {"/mnt/ro", 9500},     {"/mnt/sata", 8000},
+      {"/", 5000},         {"/tmp", 7000},        {"/mnt/shared", 99999}};
+  auto free = [&](const std::string& d) { return space.at(d); };
+  // The LVM volume on NVMe: found by sysfs, not by its name (/dev/mapper/vg0-data). NVMe over
+  // TCP, the read-only NVMe, the SATA SSD, vda, tmpfs and NFS have more room and are not taken.
+  auto c = default_scratch(m, "/var/tmp", free, kNode);
+  EXPECT_EQ(c.dir, "/data");
+  EXPECT_NE(c.reason.find("local NVMe nvme1n1 (NVMe pcie"), std::string::npos) << c.reason;
+  EXPECT_NE(c.reason.find("ext4 on /data via dm-0"), std::string::npos) << c.reason;
+  // Without it: the btrfs mount on /dev/disk/by-uuid/...
+  std::erase_if(m, [](const Mount& x) { return x.mount_point == "/data"; });
+  EXPECT_EQ(default_scratch(m, "/var/tmp", free, kNode).dir, "/mnt/btrfs");
+  // Only mounts that are not local NVMe: the temporary directory.
+  std::erase_if(m, [](const Mount& x) {
+    return x.mount_point.rfind("/mnt/n", 0) == 0 || x.mount_point == "/raid" ||
+           x.mount_point == "/mnt/btrfs" || x.mount_point == "/mnt/mpath";
+  });
+  ASSERT_EQ(m.size(), 6u);  // /, /tmp, fabric, ro, sata, shared
+  auto t = default_scratch(m, "/var/tmp", free, kNode);
   EXPECT_EQ(t.dir, "/var/tmp");
+  EXPECT_EQ(t.reason, "no writable local NVMe mount found; the system temporary directory");
 }
 
 TEST(Scratch, DirectoryIsRemovedOnSuccessAndOnFailure) {
