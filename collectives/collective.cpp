@@ -629,17 +629,17 @@ void record_case(CaseRun& run, const Collective& c, const Backend& be, const Cas
                  const Timings& r, bool has_inplace) {
   const double b = static_cast<double>(s.bytes);
   const double bus = b * c.factor(s.n) / 1e9;  // busbw = algbw x factor (collective.hpp)
-  run.add_metric("busbw", busbw_gbs(c, b, r.oop.median, s.n), "GB/s", true,
-                 rate_reps(bus, r.oop_samples));
-  run.add_metric("algbw", algbw_gbs(b, r.oop.median), "GB/s", true,
-                 rate_reps(b / 1e9, r.oop_samples));
+  run.add(Metric{"busbw", busbw_gbs(c, b, r.oop.median, s.n), "GB/s", true,
+                 rate_reps(bus, r.oop_samples), 0, bus});
+  run.add(Metric{"algbw", algbw_gbs(b, r.oop.median), "GB/s", true,
+                 rate_reps(b / 1e9, r.oop_samples), 0, b / 1e9});
   run.add_metric("time", r.oop.median * 1e6, "us", false, time_reps(1e6, r.oop_samples));
   run.add_metric("wrong", static_cast<double>(r.oop_wrong), "count", false);
   if (has_inplace) {
-    run.add_metric("busbw_inplace", busbw_gbs(c, b, r.ip.median, s.n), "GB/s", true,
-                   rate_reps(bus, r.ip_samples));
-    run.add_metric("algbw_inplace", algbw_gbs(b, r.ip.median), "GB/s", true,
-                   rate_reps(b / 1e9, r.ip_samples));
+    run.add(Metric{"busbw_inplace", busbw_gbs(c, b, r.ip.median, s.n), "GB/s", true,
+                   rate_reps(bus, r.ip_samples), 0, bus});
+    run.add(Metric{"algbw_inplace", algbw_gbs(b, r.ip.median), "GB/s", true,
+                   rate_reps(b / 1e9, r.ip_samples), 0, b / 1e9});
     run.add_metric("time_inplace", r.ip.median * 1e6, "us", false, time_reps(1e6, r.ip_samples));
     run.add_metric("wrong_inplace", static_cast<double>(r.ip_wrong), "count", false);
     run.set_extra("time_inplace", r.ip);

@@ -375,6 +375,13 @@ void judge_metric(const Metric& b, const Metric& c, double tolerance, MetricChan
   mc.verdict = kUnchanged;
   if (floor > 0 && std::fabs(mc.current - mc.baseline) < floor) {
     mc.reason = "moved less than the latency floor " + format_number(floor) + " " + b.unit;
+  } else if (b.work > 0 && c.work > 0 && mc.baseline > 0 && mc.current > 0 &&
+             std::fabs(c.work / mc.current - b.work / mc.baseline) < kLatencyFloorUs * 1e-6) {
+    // A rate of work / t: its time per operation moved less than the floor (jitter of an
+    // operation of a few microseconds, however large a share of it).
+    mc.reason = "the time per operation moved less than the latency floor 1 us (" +
+                format_number(b.work / mc.baseline * 1e6) + " -> " +
+                format_number(c.work / mc.current * 1e6) + " us)";
   } else if (mc.baseline_n < kMinReps || mc.current_n < kMinReps) {
     mc.verdict = kNotComparable;
     mc.reason = "n = " + std::to_string(mc.baseline_n) + "/" + std::to_string(mc.current_n) +

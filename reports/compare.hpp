@@ -124,7 +124,8 @@ struct Comparison {
 /// spreads and n; docs/compare.md "The rule"). The values compared are the medians of the
 /// repetitions (Metric::value without them). With d the relative change towards better (+) or
 /// worse (-), d = (cur - base) / |base|, negated for lower-is-better metrics:
-///  1. a lower-is-better time that moved less than max(1 us, 2 x resolution): unchanged;
+///  1. a lower-is-better time that moved less than max(1 us, 2 x resolution), or a rate whose
+///     time per operation (Metric::work / rate) moved less than 1 us: unchanged;
 ///  2. fewer than kMinReps repetitions on a side: not_comparable;
 ///  3. |d| <= tolerance: unchanged;
 ///  4. Mann-Whitney p >= kAlpha: unchanged (not significant);

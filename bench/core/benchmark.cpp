@@ -47,8 +47,8 @@ std::vector<double> time_reps(double scale, const std::vector<double>& seconds) 
 }
 
 void CaseRun::add_rate(const std::string& name, double work, const std::string& unit) {
-  add_metric(name, stats().median > 0 ? work / stats().median : 0, unit, true,
-             rate_reps(work, samples()));
+  add(Metric{name, stats().median > 0 ? work / stats().median : 0, unit, true,
+             rate_reps(work, samples()), 0, work});
 }
 
 void CaseRun::add_time(const std::string& name, double scale, const std::string& unit,

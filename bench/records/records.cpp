@@ -214,9 +214,11 @@ void to_json(json& j, const Metric& v) {
     j["spread"] = relative_spread(v.reps);  // for readers; recomputed from reps when read
   }
   if (v.resolution > 0) CB_TO(resolution);
+  if (v.work > 0) CB_TO(work);
 }
 void from_json(const json& j, Metric& v) {
-  CB_FROM(name), CB_FROM(unit), CB_FROM(higher_is_better), CB_FROM(reps), CB_FROM(resolution);
+  CB_FROM(name), CB_FROM(unit), CB_FROM(higher_is_better), CB_FROM(reps), CB_FROM(resolution),
+      CB_FROM(work);
   // A non-finite value is written as null by the JSON library: never read it as 0.
   if (!j.contains("value") || !j.at("value").is_number())
     throw InputError("metric '" + v.name + "': field 'value' is not a finite number");
@@ -507,6 +509,7 @@ bool read_metric(od::value v, Metric& m) {
                       if (key == "higher_is_better") return !x.get_bool().get(m.higher_is_better);
                       if (key == "reps") return read_doubles(x, m.reps);
                       if (key == "resolution") return get_double(x, m.resolution);
+                      if (key == "work") return get_double(x, m.work);
                       double ignored;  // derived from reps (to_json)
                       if (key == "spread") return get_double(x, ignored);
                       return false;  // skipped values are not validated: the ordinary path

@@ -164,13 +164,14 @@ struct EnvRecord {
 struct Metric {
   Metric() = default;
   Metric(std::string name_, double value_, std::string unit_, bool higher_is_better_ = true,
-         std::vector<double> reps_ = {}, double resolution_ = 0)
+         std::vector<double> reps_ = {}, double resolution_ = 0, double work_ = 0)
       : name(std::move(name_)),
         value(value_),
         unit(std::move(unit_)),
         higher_is_better(higher_is_better_),
         reps(std::move(reps_)),
-        resolution(resolution_) {}
+        resolution(resolution_),
+        work(work_) {}
   std::string name;
   double value = 0;
   std::string unit;
@@ -182,6 +183,9 @@ struct Metric {
   /// Twice this (in `unit`) is the smallest change of a lower-is-better time that can count as
   /// one (the timer's resolution); 0 when not stated.
   double resolution = 0;
+  /// A rate's work per operation, in `unit` x seconds (rate = work / seconds per operation), so
+  /// that compare can tell the time per operation behind it; 0 for other metrics.
+  double work = 0;
 };
 
 /// Median of `values` (mean of the middle two for an even count); 0 when empty.

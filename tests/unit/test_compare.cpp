@@ -120,7 +120,19 @@ TEST(Compare, LatencyFloor) {
   EXPECT_EQ(
       verdict(reps_metric(1e-5, 0.01, false, "s"), reps_metric(1.5e-5, 0.01, false, "s"), 0.05),
       kRegressed);
-  // A bandwidth has no floor.
+  // A rate that states its work per operation: its time per operation is floored. 8 B all_reduce
+  // at 0.033 -> 0.0155 GB/s is 0.24 -> 0.52 us per operation: -53%, but under 1 us.
+  Metric rb = reps_metric(8e-9 / 0.24e-6, 0.01), rc = reps_metric(8e-9 / 0.52e-6, 0.01);
+  rb.work = rc.work = 8e-9;  // GB per operation
+  judge_metric(rb, rc, 0.1, mc);
+  EXPECT_EQ(mc.verdict, kUnchanged);
+  EXPECT_EQ(mc.reason,
+            "the time per operation moved less than the latency floor 1 us (0.24 -> 0.52 us)");
+  // 2 MiB at 8.2 -> 6.8 GB/s is 256 -> 308 us: regressed.
+  rb = reps_metric(8.2, 0.01), rc = reps_metric(6.8, 0.01);
+  rb.work = rc.work = 2.097152e-3;
+  EXPECT_EQ(verdict(rb, rc, 0.1), kRegressed);
+  // A bandwidth that states no work has no floor.
   EXPECT_EQ(verdict(reps_metric(0.12, 0.01), reps_metric(0.06, 0.01), 0.05), kRegressed);
 }
 
