@@ -373,6 +373,16 @@ SpecFamily parse_family(const json& f, const std::string& where) {
   return out;
 }
 
+/// A child's family over its parent's of the same glob: each field the child sets replaces the
+/// parent's; the others are kept.
+void override_family(SpecFamily& parent, SpecFamily child) {
+  if (child.outlier_tolerance) parent.outlier_tolerance = child.outlier_tolerance;
+  if (child.prometheus) parent.prometheus = std::move(child.prometheus);
+  if (child.chart) parent.chart = std::move(child.chart);
+  if (!child.series.empty()) parent.series = std::move(child.series);
+  if (!child.compare.empty()) parent.compare = std::move(child.compare);
+}
+
 /// `families` of a clusterbench.spec/2 file merged into `spec`: a glob already there is
 /// replaced in place, a new one appended.
 void merge_families(const json& j, const std::string& schema, const std::string& path, Spec& spec) {
@@ -394,7 +404,7 @@ void merge_families(const json& j, const std::string& schema, const std::string&
     auto same = std::find_if(spec.families.begin(), spec.families.end(),
                              [&](const SpecFamily& x) { return x.benchmark == f.benchmark; });
     if (same != spec.families.end())
-      *same = std::move(f);
+      override_family(*same, std::move(f));
     else
       spec.families.push_back(std::move(f));
   }

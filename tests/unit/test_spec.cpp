@@ -198,18 +198,24 @@ TEST(Families, ParsedWithDefaults) {
   EXPECT_EQ(s.families[2].series, "soak");
 }
 
-// A child's family with the same glob replaces the parent's in place; new ones are appended.
+// A child's family with the same glob overrides, in place, the fields it sets; new ones are
+// appended.
 TEST(Families, InheritedThroughExtendsAndReplacedByGlob) {
-  std::string parent =
-      write_families("fam_parent", json::parse(R"([{"benchmark": "a.*", "outlier_tolerance": 0.1},
-                                    {"benchmark": "b.x", "outlier_tolerance": 0.2}])"));
-  Spec s = load_spec(write_families("fam_child",
-                                    json::parse(R"([{"benchmark": "c.y", "outlier_tolerance": 0.3},
-                                   {"benchmark": "a.*", "outlier_tolerance": 0.05}])"),
-                                    parent));
+  std::string parent = write_families(
+      "fam_parent",
+      json::parse(R"([{"benchmark": "a.*", "outlier_tolerance": 0.1, "series": "soak"},
+                      {"benchmark": "b.x", "outlier_tolerance": 0.2}])"));
+  Spec s = load_spec(write_families(
+      "fam_child", json::parse(R"([{"benchmark": "c.y", "outlier_tolerance": 0.3},
+                                   {"benchmark": "a.*", "outlier_tolerance": 0.05,
+                                    "compare": [{"metric": "*", "tolerance": 0.3}]}])"),
+      parent, "clusterbench.spec/3"));
   ASSERT_EQ(s.families.size(), 3u);
   EXPECT_EQ(s.families[0].benchmark, "a.*");
   EXPECT_EQ(s.families[0].outlier_tolerance, 0.05);
+  EXPECT_EQ(s.families[0].series, "soak");  // kept: the child does not set it
+  ASSERT_EQ(s.families[0].compare.size(), 1u);
+  EXPECT_DOUBLE_EQ(s.families[0].compare[0].tolerance, 0.3);
   EXPECT_EQ(s.families[1].benchmark, "b.x");
   EXPECT_EQ(s.families[2].benchmark, "c.y");
   // A spec/1 child declares none but inherits its parent's.
