@@ -274,7 +274,7 @@ class Gemm : public Benchmark {
     double flop = 2.0 * p.value("m", 0.0) * p.value("n", 0.0) * p.value("k", 0.0);
     bool cpu = p.value("backend", "") == "openblas";
     // OpenBLAS on the 2-core CI machine: 86 GFLOP/s fp32 and 43 fp64 at 1024^3, halved for a
-    // loaded machine (an op that long repeats 5 times and more: loop_min_time).
+    // loaded machine (an op that long runs exactly 5 times: fixed_iterations).
     double rate = !cpu ? 100e12 : p.value("dtype", "") == "fp64" ? 20e9 : 40e9;
     return (cpu ? 0.2 : 1.0) + loop_estimate_s(case_min_time(s, id()), flop / rate);
   }

@@ -463,7 +463,7 @@ class Fio : public Benchmark {
   Knob<long long> size_ =
       knobs_.size("size", SuiteDefault("16M", "1G", "4G"), "file size of each fio job (fio size=)");
   Knob<std::string> runtime_ =
-      knobs_.text("runtime", SuiteDefault("300ms", "2", "12"),
+      knobs_.text("runtime", SuiteDefault("300ms", "1500ms", "12"),
                   "fio runtime= per run: whole number + s, ms, us, m, h or d (no unit: s)");
   Knob<std::string> ramp_ = knobs_.text("ramp", SuiteDefault("200ms", "500ms", "2"),
                                         "fio ramp_time= before each run, same form as runtime");

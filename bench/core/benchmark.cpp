@@ -28,8 +28,9 @@ Benchmark::Benchmark()
 
 double loop_estimate_s(double min_time, double op_s) {
   if (!(op_s >= 0)) op_s = 0;
-  // The loop measures loop_min_time(): a long operation is repeated kMinSamples times and more.
-  return op_s + std::max(0.3 * min_time, op_s) + 1.6 * loop_min_time(min_time, op_s);
+  // A long operation is timed exactly kMinSamples times, without a warm-up (fixed_iterations).
+  if (op_s > min_time / 20 && fixed_iterations(min_time, op_s)) return op_s + kMinSamples * op_s;
+  return op_s + std::max(0.3 * min_time, op_s) + std::max(1.6 * min_time, op_s);
 }
 
 std::vector<double> rate_reps(double work, const std::vector<double>& seconds) {

@@ -187,8 +187,9 @@ class Benchmark : public KnobOwner {
 
 /// Seconds the measurement loop (CaseRun::exec) takes for an operation of `op_s` seconds:
 /// one calibration operation, Google Benchmark's warm-up (min_time / 5) and its tries up to
-/// the loop's measurement time T = loop_min_time(min_time, op_s) (iterations grow by at most
-/// 10x, the last try ~1.4 x T): op_s + max(0.3 min_time, op_s) + 1.6 T.
+/// min_time (iterations grow by at most 10x, the last try ~1.4 x min_time): op_s + max(0.3
+/// min_time, op_s) + max(1.6 min_time, op_s); or, when kMinSamples operations fill min_time,
+/// exactly that many without a warm-up (fixed_iterations): op_s + 5 op_s.
 double loop_estimate_s(double min_time, double op_s);
 
 /// Seconds of measurement per case of benchmark `id`: --set ID.min_time, else the suite's

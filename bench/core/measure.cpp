@@ -100,9 +100,7 @@ struct Loop {
 
 }  // namespace
 
-double loop_min_time(double min_time, double batch_s) {
-  return std::max(min_time, 1.2 * kMinSamples * batch_s);
-}
+bool fixed_iterations(double min_time, double op_s) { return kMinSamples * op_s >= min_time; }
 
 LoopResult measure(const LoopSpec& spec, const ReduceMax& reduce_max,
                    benchmark::BenchmarkReporter& reporter,
@@ -116,17 +114,21 @@ LoopResult measure(const LoopSpec& spec, const ReduceMax& reduce_max,
   reduce_max(nv);
   loop.n = static_cast<long long>(nv[0]);
   // A batch of several operations is about min_time / 20: some 20 fit. One operation longer
-  // than that is a batch of its own: the slowest rank's decides how long to measure (every
-  // rank must measure for the same time).
+  // than that is a batch of its own, and when 5 of them fill min_time the loop runs exactly 5:
+  // the slowest rank's operation decides, so that every rank decides the same.
   std::vector<double> slowest_op = {t1};
   reduce_max(slowest_op);
-  const double min_time = loop_min_time(spec.min_time, loop.n == 1 ? slowest_op[0] : 0);
+  const bool fixed = loop.n == 1 && fixed_iterations(spec.min_time, slowest_op[0]);
 
   auto* reg =
       benchmark::RegisterBenchmark(spec.name.c_str(), [&loop](benchmark::State& st) { loop(st); });
   reg->UseManualTime();
   // Microseconds: Google Benchmark's compare.py prints times as integers of the file's unit.
-  reg->MinTime(min_time)->MinWarmUpTime(spec.min_time / 5)->Unit(benchmark::kMicrosecond);
+  reg->Unit(benchmark::kMicrosecond);
+  if (fixed)  // the calibration operation was its warm-up (Google Benchmark allows none here)
+    reg->Iterations(kMinSamples);
+  else
+    reg->MinTime(spec.min_time)->MinWarmUpTime(spec.min_time / 5);
   // Unregistered however the loop ends (AbortRun leaves through Google Benchmark): a later loop
   // must not run this one's entry, whose state is gone.
   struct Unregister {

@@ -36,15 +36,16 @@ struct LoopResult {
 /// Fewest samples a loop keeps: the repetitions a compare needs (docs/compare.md).
 inline constexpr int kMinSamples = 5;
 
-/// Seconds of measurement of a loop whose one timed batch takes `batch_s`: the suite's
-/// `min_time`, raised so that at least kMinSamples batches fit with room for Google Benchmark's
-/// growth steps (1.2 x kMinSamples batches).
-double loop_min_time(double min_time, double batch_s);
+/// Whether a loop whose one operation takes `op_s` (a batch of its own) runs exactly
+/// kMinSamples timed iterations instead of measuring for `min_time`: when kMinSamples of them
+/// take at least min_time, so that the suite's time would keep fewer samples.
+bool fixed_iterations(double min_time, double op_s);
 
 /// Runs the loop. `batch(n)` performs n operations and returns the seconds it measured itself,
 /// or a negative value for steady_clock. The batch size n makes one batch about min_time / 20,
 /// from one calibration operation (the slowest rank's); an operation longer than that runs
-/// alone, and the loop measures loop_min_time() so that it keeps at least kMinSamples. `paired(n)`,
+/// alone, and one so long that kMinSamples of them fill min_time runs exactly kMinSamples times
+/// (fixed_iterations), so that every loop keeps at least kMinSamples samples. `paired(n)`,
 /// when given, runs after each timed batch, outside the timing. An exception in `batch` or `paired`
 /// on this rank stops every rank and is rethrown here; a peer's failure throws
 /// std::runtime_error("a peer rank failed this case (see its record)"). AbortRun (core/error.hpp: a

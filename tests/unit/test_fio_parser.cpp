@@ -162,7 +162,7 @@ TEST(FioKnobs, SuiteDefaultsAndChecks) {
   std::string shown;
   for (const auto* k : b->knob_specs()) shown += clusterbench::describe_knob(b->id(), *k) + "\n";
   EXPECT_NE(shown.find("--set io.fio.size=16M/1G/4G  (size, B)"), std::string::npos) << shown;
-  EXPECT_NE(shown.find("--set io.fio.runtime=300ms/2/12  (text)"), std::string::npos) << shown;
+  EXPECT_NE(shown.find("--set io.fio.runtime=300ms/1500ms/12  (text)"), std::string::npos) << shown;
   EXPECT_NE(shown.find("--set io.fio.ramp=200ms/500ms/2  (text)"), std::string::npos) << shown;
   EXPECT_EQ(plan_error("io.fio.runtime=-1"), "--set io.fio.runtime: must be a positive value");
   EXPECT_EQ(plan_error("io.fio.runtime=0"), "--set io.fio.runtime: must be a positive value");

@@ -51,18 +51,22 @@ TEST(Measure, BatchIsCalibratedToATwentiethOfMinTime) {
 }
 
 TEST(Measure, ALongOperationStillGetsFiveSamples) {
-  // 20 ms operations against min_time 50 ms: one per batch, and the loop measures
-  // max(0.05, 1.2 x 5 x 0.02) = 0.12 s, so Google Benchmark's last try (1 batch, then
-  // min(10, 0.12 x 1.4 / 0.02) = 8) keeps 8 samples instead of the 3 that 0.05 s allows.
-  EXPECT_DOUBLE_EQ(loop_min_time(0.05, 0.02), 0.12);
-  EXPECT_DOUBLE_EQ(loop_min_time(0.05, 0.0025), 0.05);
+  // 20 ms operations against min_time 50 ms: one per batch, and 5 of them (0.1 s) fill
+  // min_time, so the loop runs exactly 5 timed iterations instead of the 3 that 0.05 s allows.
+  EXPECT_TRUE(fixed_iterations(0.05, 0.02));
+  EXPECT_TRUE(fixed_iterations(0.05, 0.01));
+  EXPECT_FALSE(fixed_iterations(0.05, 0.005));
   GbenchCollector reporter(false);
   FakeBatch op{0.02};
   LoopResult r = measure(spec_of("t/long"), kAlone, reporter, std::ref(op));
   EXPECT_EQ(r.batch, 1);
-  EXPECT_GE(r.stats.n, kMinSamples);
-  EXPECT_EQ(r.samples.size(), static_cast<size_t>(r.stats.n));
+  EXPECT_EQ(r.stats.n, kMinSamples);
+  EXPECT_EQ(r.samples.size(), static_cast<size_t>(kMinSamples));
   EXPECT_DOUBLE_EQ(r.samples.front(), 0.02);
+  // 5 ms operations: 5 of them (25 ms) do not fill 50 ms; Google Benchmark's tries keep more.
+  FakeBatch shorter{0.005};
+  EXPECT_GE(measure(spec_of("t/shorter"), kAlone, reporter, std::ref(shorter)).stats.n,
+            kMinSamples);
 }
 
 TEST(Measure, SlowestRankTimeWithCombineMaxOwnTimeOtherwise) {
