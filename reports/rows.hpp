@@ -3,6 +3,7 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -71,6 +72,12 @@ std::string format_number(double v);
 
 /// Formats a judged value with its unit: "12.3 GB/s", "\"performance\"", "-" for null.
 std::string format_value(const json& v, const std::string& unit);
+
+/// An env value that may be unknown, with its unit: "79.6 GiB", "18", or "unknown" for null.
+template <typename T>
+std::string format_known(const std::optional<T>& v, const std::string& unit) {
+  return v ? format_value(json(*v), unit) : "unknown";
+}
 
 /// The requirement as text: "min >= 10 GB/s", "each in [\"a\",\"b\"]".
 std::string format_requirement(const Requirement& req);

@@ -481,7 +481,12 @@ std::vector<NicInfo> ib_ports(const std::string& fs_root) {
       n.link_layer = read_or_empty(p + "/link_layer");
       n.state = strip_state_number(read_or_empty(p + "/state"));
       n.phys_state = strip_state_number(read_or_empty(p + "/phys_state"));
-      n.rate_gbps = parse_rate_gbps(read_or_empty(p + "/rate"));
+      std::string rate = read_or_empty(p + "/rate");
+      if (double gbps = parse_rate_gbps(rate); gbps > 0)
+        n.rate_gbps = gbps;
+      else
+        set_unknown(n.rate_gbps, n.unknown, "rate_gbps",
+                    "cannot read a rate from " + p + "/rate ('" + rate + "')");
       n.firmware = fw;
       nic_pci_location(d + "/device", n);
       long long port_index = parse_ll(port).value_or(1) - 1;
@@ -495,6 +500,39 @@ std::vector<NicInfo> ib_ports(const std::string& fs_root) {
     }
   }
   return out;
+}
+
+/// An Ethernet interface's rate from its sysfs speed (Mb/s). Unknown when the speed is -1 (the
+/// link is down, or the driver does not report it) or cannot be read (EINVAL while down).
+void ethernet_rate(const std::string& dir, NicInfo& n) {
+  std::string why;
+  auto text = read_text(dir + "/speed", &why);
+  auto speed = text ? parse_ll(*text) : std::nullopt;
+  if (speed && *speed > 0) {
+    n.rate_gbps = static_cast<double>(*speed) / 1000.0;
+    return;
+  }
+  std::string reason =
+      !text    ? "cannot read " + dir + "/speed: " + why
+      : !speed ? dir + "/speed is not a number ('" + *text + "')"
+               : "sysfs speed " + *text + " (link down, or the driver does not report its speed)";
+  set_unknown(n.rate_gbps, n.unknown, "rate_gbps", reason);
+}
+
+/// A physical Ethernet interface (it has a `device` link).
+NicInfo ethernet_iface(const std::string& fs_root, const std::string& d,
+                       const std::string& ifname) {
+  NicInfo n;
+  n.name = ifname;
+  n.kind = "ethernet";
+  n.link_layer = "Ethernet";
+  n.state = read_or_empty(d + "/operstate");
+  ethernet_rate(d, n);
+  n.mtu = static_cast<int>(read_ll(d + "/mtu").value_or(0));
+  n.netdev = ifname;
+  nic_pci_location(d + "/device", n);
+  if (is_live(fs_root)) n.firmware = ethtool_firmware(ifname);
+  return n;
 }
 
 std::vector<NicInfo> ethernet_ifaces(const std::string& fs_root,
@@ -511,18 +549,7 @@ std::vector<NicInfo> ethernet_ifaces(const std::string& fs_root,
     std::string d = cls + "/" + ifname;
     if (!exists(d + "/device")) continue;                  // virtual: lo, bridges, veth, bonds
     if (read_ll(d + "/type").value_or(-1) != 1) continue;  // ARPHRD_ETHER only
-    NicInfo n;
-    n.name = ifname;
-    n.kind = "ethernet";
-    n.link_layer = "Ethernet";
-    n.state = read_or_empty(d + "/operstate");
-    long long speed = read_ll(d + "/speed").value_or(-1);  // EINVAL while the link is down
-    n.rate_gbps = speed > 0 ? static_cast<double>(speed) / 1000.0 : 0.0;
-    n.mtu = static_cast<int>(read_ll(d + "/mtu").value_or(0));
-    n.netdev = ifname;
-    nic_pci_location(d + "/device", n);
-    if (is_live(fs_root)) n.firmware = ethtool_firmware(ifname);
-    out.push_back(std::move(n));
+    out.push_back(ethernet_iface(fs_root, d, ifname));
   }
   return out;
 }
@@ -582,8 +609,12 @@ std::optional<std::uint64_t> dmi_memory_device_bytes(std::string_view raw) {
 
 MemoryInfo collect_memory(const std::string& fs_root, std::vector<std::string>& warnings) {
   MemoryInfo m;
+  const size_t first_warning = warnings.size();
   auto total = mem_total(fs_root, warnings);
-  if (total) m.usable_gib = static_cast<double>(*total) / kGiB;
+  if (total)
+    m.usable_gib = static_cast<double>(*total) / kGiB;
+  else
+    set_unknown(m.usable_gib, m.unknown, "usable_gib", warnings.back());
   // Every source that fails says why in a warning, so a reader sees why e.g. "memory_blocks"
   // was used instead of "dmi".
   if (auto dmi = dmi_installed(fs_root, warnings)) {
@@ -595,6 +626,11 @@ MemoryInfo collect_memory(const std::string& fs_root, std::vector<std::string>& 
   } else if (total) {
     m.installed_gib = m.usable_gib;
     m.source = "meminfo";
+  } else {
+    std::string why = "no source worked";
+    for (size_t i = first_warning; i < warnings.size(); ++i)
+      why += (i == first_warning ? ": " : "; ") + warnings[i];
+    set_unknown(m.installed_gib, m.unknown, "installed_gib", why);
   }
   return m;
 }
@@ -829,20 +865,26 @@ std::string kernel_version(const std::string& root, std::vector<std::string>& w)
   return "";
 }
 
+/// GPUs known from the PCI bus alone: what only NVML can tell (memory, NVLink) is unknown, with
+/// why NVML could not be used.
+void add_pci_gpus(EnvRecord& r, std::vector<GpuInfo> on_pci, const std::string& nvml_status) {
+  r.gpu_status.nvml = nvml_status;
+  r.gpus = std::move(on_pci);
+  std::string why =
+      nvml_status == "not queried" ? "NVML not queried" : "NVML not loaded: " + nvml_status;
+  for (auto& g : r.gpus) {
+    set_unknown(g.memory_gib, g.unknown, "memory_gib", why);
+    set_unknown(g.nvlink_links_up, g.unknown, "nvlink_links_up", why);
+  }
+}
+
 /// The GPUs: NVML's list where it works (NUMA nodes it cannot give taken from the PCI bus),
 /// else the PCI bus's, with why in gpu_status.nvml.
 void add_gpus(EnvRecord& r, std::vector<GpuInfo> on_pci, bool query_nvml) {
-  if (!query_nvml) {
-    r.gpu_status.nvml = "not queried";
-    r.gpus = std::move(on_pci);
-    return;
-  }
+  if (!query_nvml) return add_pci_gpus(r, std::move(on_pci), "not queried");
   NvmlInventory nv = query_nvml_inventory();
-  if (!nv.ok) {
-    r.gpu_status.nvml = nv.status.empty() ? "NVML unavailable" : nv.status;
-    r.gpus = std::move(on_pci);
-    return;
-  }
+  if (!nv.ok)
+    return add_pci_gpus(r, std::move(on_pci), nv.status.empty() ? "NVML unavailable" : nv.status);
   r.gpu_status.nvml = "ok";
   r.versions.driver = nv.driver_version;
   r.versions.cuda_driver = nv.cuda_driver;

@@ -461,6 +461,20 @@ std::vector<std::pair<std::string, json>> expand_pointer(const json& doc,
   return found;
 }
 
+std::string unknown_reason(const json& doc, const std::string& pointer) {
+  // From the field's own object upwards: the nearest `unknown` map that names the rest of the path.
+  for (size_t cut = pointer.rfind('/'); cut != std::string::npos && cut > 0;
+       cut = pointer.rfind('/', cut - 1)) {
+    auto owner = expand_pointer(doc, pointer.substr(0, cut));
+    if (owner.empty() || !owner.front().second.is_object()) continue;
+    auto unknown = owner.front().second.find("unknown");
+    if (unknown == owner.front().second.end() || !unknown->is_object()) continue;
+    auto why = unknown->find(pointer.substr(cut + 1));
+    if (why != unknown->end() && why->is_string()) return why->get<std::string>();
+  }
+  return "";
+}
+
 bool glob_match(const std::string& pattern, const std::string& text) {
   return ::fnmatch(pattern.c_str(), text.c_str(), 0) == 0;
 }

@@ -30,25 +30,35 @@ TEST(PortsInventory, DegradedTreeReadsRateStateAndOperstate) {
   ASSERT_TRUE(good);
   EXPECT_EQ(good->state, "ACTIVE");
   EXPECT_EQ(good->phys_state, "LinkUp");
-  EXPECT_DOUBLE_EQ(good->rate_gbps, 200);
+  EXPECT_DOUBLE_EQ(good->rate_gbps.value_or(-1), 200);
   EXPECT_EQ(good->netdev, "ib0");
   EXPECT_EQ(good->mtu, 4092);
   const NicInfo* slow = nic(nics, "mlx5_1/1");
   ASSERT_TRUE(slow);
   EXPECT_EQ(slow->state, "ACTIVE");
-  EXPECT_DOUBLE_EQ(slow->rate_gbps, 100);
+  EXPECT_DOUBLE_EQ(slow->rate_gbps.value_or(-1), 100);
   const NicInfo* down = nic(nics, "mlx5_2/1");
   ASSERT_TRUE(down);
   EXPECT_EQ(down->state, "DOWN");
   EXPECT_EQ(down->phys_state, "Polling");
-  EXPECT_DOUBLE_EQ(down->rate_gbps, 10);
+  EXPECT_DOUBLE_EQ(down->rate_gbps.value_or(-1), 10);
   const NicInfo* eno2 = nic(nics, "eno2");
   ASSERT_TRUE(eno2);
   EXPECT_EQ(eno2->state, "down");
-  EXPECT_DOUBLE_EQ(eno2->rate_gbps, 0);  // speed -1 while the link is down
+  EXPECT_FALSE(eno2->rate_gbps.has_value());  // speed -1 while the link is down: unknown
   EXPECT_EQ(eno2->mtu, 1500);
   EXPECT_EQ(nic(nics, "eno1")->mtu, 9000);
-  EXPECT_DOUBLE_EQ(nic(nics, "eno1")->rate_gbps, 10);
+  EXPECT_DOUBLE_EQ(nic(nics, "eno1")->rate_gbps.value_or(-1), 10);
+}
+
+TEST(PortsInventory, DownPortSpeedIsUnknownWithTheReason) {
+  std::vector<std::string> warnings;
+  auto nics = collect_nics(kDegraded, warnings);
+  const NicInfo* eno2 = nic(nics, "eno2");
+  ASSERT_TRUE(eno2);
+  EXPECT_EQ(eno2->unknown.at("rate_gbps"),
+            "sysfs speed -1 (link down, or the driver does not report its speed)");
+  EXPECT_TRUE(json(*eno2).at("rate_gbps").is_null());
 }
 
 TEST(NcclIfname, PrefixListMatchesByPrefix) {

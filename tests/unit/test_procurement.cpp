@@ -103,7 +103,7 @@ TEST(Procurement, NicFirmwareAndAffinity) {
   EXPECT_EQ(nics[0].pci_bus_id, "0000:18:00.0");
   EXPECT_EQ(nics[0].numa_node, 0);
   EXPECT_EQ(nics[0].netdev, "ib0");
-  EXPECT_DOUBLE_EQ(nics[0].rate_gbps, 400.0);
+  EXPECT_DOUBLE_EQ(nics[0].rate_gbps.value_or(-1), 400.0);
   EXPECT_EQ(nics[1].name, "mlx5_1/1");
   EXPECT_EQ(nics[1].link_layer, "Ethernet");
   EXPECT_EQ(nics[1].firmware, "28.39.2048");
