@@ -24,6 +24,13 @@ struct ItemResult {
   std::string message;
 };
 
+/// An env value that a row needed but that could not be read: null in the EnvRecord, with why.
+struct UnknownValue {
+  std::string host;     ///< the node whose EnvRecord holds it
+  std::string pointer;  ///< the concrete pointer, e.g. "/gpus/3/memory_gib"
+  std::string reason;   ///< its `unknown` entry, e.g. "NVML not loaded: Driver Not Loaded"
+};
+
 /// One judged requirement.
 struct RowResult {
   Requirement req;
@@ -33,6 +40,8 @@ struct RowResult {
   std::string message;                ///< e.g. "min 12.3 GB/s on node01 (>= 10 GB/s)"
   std::vector<std::string> evidence;  ///< case keys of every record used by the row
   std::vector<ItemResult> items;
+  /// Env rows: the unknown values that left an item MISSING (make_report lists them as warnings).
+  std::vector<UnknownValue> unknown;
 };
 
 /// Judges every row of `spec` over `run` (run.json env + plan, records.jsonl), in table order.
@@ -55,7 +64,12 @@ struct RowResult {
 /// "host/disk[name]"); other aggregates reduce the matches per node, or over all nodes at
 /// cluster scope. `count` counts known matches (no match is 0); a node where the pointer matches
 /// nothing is MISSING for the other aggregates. Empty strings and nulls in env fields are
-/// unknown: such an item is MISSING. Health rows judge `health`'s values of select.health.
+/// unknown: such an item is MISSING, for a null with the reason its EnvRecord gives
+/// (unknown_reason()), unless the known values decide the item whatever the unknown ones are:
+/// `max` passing `>=` or failing `<=`, `min` failing `>=` or passing `<=`, a `count` whose
+/// outcome is the same for every number of unknown matches. A `where` condition on a null value
+/// leaves its match undecided, treated the same way. Health rows judge `health`'s values of
+/// select.health.
 ///
 /// Throws InputError (exit 2) when a record metric's unit differs from a row's unit, naming the
 /// spec file, row id and field, or when a row's env pointer or health metric names no known

@@ -3,6 +3,7 @@
 // net.* rows of reports/specs/base.json judged over those NICs.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
 #include <tuple>
 
@@ -184,6 +185,31 @@ TEST_F(BaseRows, NcclIfnameOnDownOrAbsentInterfaceFails) {
   EXPECT_EQ(item(nccl, "c")->outcome, kPass);
   EXPECT_EQ(item(nccl, "d")->value, 0);
   EXPECT_EQ(item(nccl, "e")->value, 3);  // ib0, ib1 (ACTIVE), eno1 (up)
+}
+
+TEST_F(BaseRows, UnknownSpeedOfADownPortDoesNotDecideTheRate) {
+  // degraded: mlx5_0/1 at 200 known, eno2's speed -1 unknown: the fastest port passes anyway.
+  Report r = make_report(run_of({{"n1", kDegraded, ""}}), spec);
+  const auto& rate = row(r, "host.network_rate");
+  EXPECT_EQ(rate.outcome, kPass) << rate.message;
+  EXPECT_EQ(rate.value, 200);
+  EXPECT_NE(rate.message.find("not needed to decide: /nics/4/rate_gbps unknown: sysfs speed -1"),
+            std::string::npos)
+      << rate.message;
+  // Without the IB ports, eno1's 10 Gb/s no longer decides: eno2 may be the fast one.
+  RunDir rd = run_of({{"n1", kDegraded, ""}});
+  auto& nics = rd.run.env[0].nics;
+  nics.erase(nics.begin(), nics.begin() + 3);
+  Report slow = make_report(rd, spec);
+  const auto& unknown = row(slow, "host.network_rate");
+  EXPECT_EQ(unknown.outcome, kMissing);  // was FAIL "0 Gb/s"
+  EXPECT_EQ(unknown.message,
+            "n1: /nics/1/rate_gbps unknown: sysfs speed -1 (link down, or the driver does not "
+            "report its speed)");
+  EXPECT_NE(std::find(slow.warnings.begin(), slow.warnings.end(),
+                      "n1: /nics/1/rate_gbps unknown: sysfs speed -1 (link down, or the driver "
+                      "does not report its speed)"),
+            slow.warnings.end());
 }
 
 TEST(WhereFilter, RejectsUnknownFieldsAndOps) {
