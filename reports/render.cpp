@@ -85,9 +85,9 @@ void env_summary(std::ostringstream& md, const EnvRecord& e) {
   }
   if (e.nics.empty()) md << "- NICs: none\n";
   for (const auto& n : e.nics)
-    md << "- NIC " << n.name << " (" << n.kind << ", " << n.link_layer
-       << "): " << format_known(n.rate_gbps, "Gb/s") << ", " << n.state << ", firmware "
-       << or_unknown(n.firmware) << "\n";
+    md << "- NIC " << n.name << " (" << n.kind << (n.is_virtual ? ", virtual" : "") << ", "
+       << n.link_layer << "): " << format_known(n.rate_gbps, "Gb/s") << ", " << n.state
+       << ", firmware " << or_unknown(n.firmware) << "\n";
   if (e.block_devices.empty()) md << "- Block devices: none\n";
   for (const auto& b : e.block_devices)
     md << "- Disk " << b.name << ": " << or_unknown(b.model) << ", " << format_number(b.capacity_tb)

@@ -441,10 +441,11 @@ void nic_pci_location(const std::string& device_link, NicInfo& n) {
   n.numa_node = static_cast<int>(read_ll(device_link + "/numa_node").value_or(-1));
 }
 
-/// ethtool's firmware version of a live interface (SIOCETHTOOL GDRVINFO), "" when unavailable.
-std::string ethtool_firmware(const std::string& ifname) {
+/// ethtool's driver information of a live interface (SIOCETHTOOL GDRVINFO); nullopt when
+/// unavailable.
+std::optional<ethtool_drvinfo> ethtool_info(const std::string& ifname) {
   int fd = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return "";
+  if (fd < 0) return std::nullopt;
   ethtool_drvinfo info{};
   info.cmd = ETHTOOL_GDRVINFO;
   ifreq ifr{};
@@ -452,9 +453,16 @@ std::string ethtool_firmware(const std::string& ifname) {
   ifr.ifr_data = reinterpret_cast<char*>(&info);
   int rc = ::ioctl(fd, SIOCETHTOOL, &ifr);
   ::close(fd);
-  if (rc != 0) return "";
+  if (rc != 0) return std::nullopt;
+  return info;
+}
+
+/// ethtool's firmware version of a live interface, "" when unavailable.
+std::string ethtool_firmware(const std::string& ifname) {
+  auto info = ethtool_info(ifname);
+  if (!info) return "";
   std::string fw =
-      trim(std::string(info.fw_version, strnlen(info.fw_version, sizeof info.fw_version)));
+      trim(std::string(info->fw_version, strnlen(info->fw_version, sizeof info->fw_version)));
   return fw == "N/A" ? "" : fw;
 }
 
@@ -535,9 +543,51 @@ NicInfo ethernet_iface(const std::string& fs_root, const std::string& d,
   return n;
 }
 
+/// What a virtual interface is: ethtool's driver on the live system, else what sysfs shows (the
+/// uevent's DEVTYPE, a bridge/, bonding/ or tun_flags entry, a veth's iflink naming its peer).
+std::string virtual_kind(const std::string& fs_root, const std::string& d,
+                         const std::string& ifname) {
+  if (auto info = is_live(fs_root) ? ethtool_info(ifname) : std::nullopt) {
+    std::string driver(info->driver, strnlen(info->driver, sizeof info->driver));
+    if (driver == "bonding") return "bond";
+    if (driver == "802.1Q VLAN Support") return "vlan";
+    if (!driver.empty()) return driver;
+  }
+  std::istringstream uevent(read_or_empty(d + "/uevent"));
+  for (std::string line; std::getline(uevent, line);)
+    if (line.rfind("DEVTYPE=", 0) == 0) return line.substr(8);
+  if (exists(d + "/bridge")) return "bridge";
+  if (exists(d + "/bonding")) return "bond";
+  if (exists(d + "/tun_flags")) return "tun";
+  auto names = list_dir(d);
+  bool lower = std::any_of(names.begin(), names.end(),
+                           [](const std::string& x) { return x.rfind("lower_", 0) == 0; });
+  auto iflink = read_ll(d + "/iflink"), ifindex = read_ll(d + "/ifindex");
+  if (!lower && iflink && ifindex && *iflink > 0 && *iflink != *ifindex) return "veth";
+  return "virtual";
+}
+
+/// A virtual Ethernet interface (no `device` link: veth, bridge, macvlan, bond, vlan, ...). It has
+/// no physical link rate, so rate_gbps is unknown.
+NicInfo virtual_iface(const std::string& fs_root, const std::string& d, const std::string& ifname) {
+  NicInfo n;
+  n.name = ifname;
+  n.kind = virtual_kind(fs_root, d, ifname);
+  n.link_layer = "Ethernet";
+  n.state = read_or_empty(d + "/operstate");
+  set_unknown(n.rate_gbps, n.unknown, "rate_gbps",
+              "virtual interface (" + n.kind + "): no physical link rate");
+  n.mtu = static_cast<int>(read_ll(d + "/mtu").value_or(0));
+  n.netdev = ifname;
+  n.is_virtual = true;
+  return n;
+}
+
+/// Ethernet interfaces (type 1, ARPHRD_ETHER) of /sys/class/net: physical ones first, then
+/// virtual ones, each sorted by name. Loopback and other types (IPoIB, tunnels) are left out.
 std::vector<NicInfo> ethernet_ifaces(const std::string& fs_root,
                                      std::vector<std::string>& warnings) {
-  std::vector<NicInfo> out;
+  std::vector<NicInfo> out, virtuals;
   std::string cls = under(fs_root, "/sys/class/net");
   std::string why;
   auto names = list_dir(cls, &why);
@@ -547,10 +597,13 @@ std::vector<NicInfo> ethernet_ifaces(const std::string& fs_root,
   }
   for (const auto& ifname : names) {
     std::string d = cls + "/" + ifname;
-    if (!exists(d + "/device")) continue;                  // virtual: lo, bridges, veth, bonds
     if (read_ll(d + "/type").value_or(-1) != 1) continue;  // ARPHRD_ETHER only
-    out.push_back(ethernet_iface(fs_root, d, ifname));
+    if (exists(d + "/device"))
+      out.push_back(ethernet_iface(fs_root, d, ifname));
+    else
+      virtuals.push_back(virtual_iface(fs_root, d, ifname));
   }
+  for (auto& n : virtuals) out.push_back(std::move(n));
   return out;
 }
 

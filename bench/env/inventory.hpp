@@ -74,7 +74,8 @@ std::vector<GpuInfo> collect_pci_gpus(const std::string& fs_root,
 /// 16 -> 4, 32 -> 5, 64 -> 6; 0 when unknown ("Unknown", empty).
 int pcie_gen_from_speed(std::string_view speed);
 
-/// NICs, IB/RoCE ports first, then Ethernet interfaces, each group sorted by name.
+/// NICs: IB/RoCE ports first, then physical Ethernet interfaces, then virtual ones, each group
+/// sorted by name.
 ///   ib_port:  /sys/class/infiniband/<dev>/ports/<n>: name "<dev>/<n>", rate_gbps from rate
 ///             ("200 Gb/sec (4X HDR)" -> 200; unknown when unreadable), state / phys_state
 ///             without their number ("4: ACTIVE" -> "ACTIVE"), link_layer, firmware =
@@ -86,8 +87,12 @@ int pcie_gen_from_speed(std::string_view speed);
 ///             fw_version, on the live system only.
 ///   Both:     pci_bus_id = the last PCI address in the resolved `device` path; numa_node = the
 ///             device's numa_node (-1 unknown).
-///             Interfaces without a device link (lo, bridges, veth, docker0, bonds) and other
-///             types (IPoIB is the IB port's netdev) are left out.
+///   virtual:  type 1 interfaces without a device link (veth, bridge, macvlan, bond, vlan,
+///             docker0): is_virtual, kind = the type (ethtool's driver on the live system, else
+///             from sysfs; "virtual" when it cannot be told), rate_gbps unknown, state =
+///             operstate, netdev = the name. They may carry MPI/NCCL traffic (netns clusters,
+///             containers); rows about physical NICs leave them out with `"/virtual": false`.
+///   Left out: loopback and other types (IPoIB is the IB port's netdev; tunnels, tun).
 std::vector<NicInfo> collect_nics(const std::string& fs_root, std::vector<std::string>& warnings);
 
 /// Whole block devices (/sys/class/block without a `partition` file), sorted by name, capacity in

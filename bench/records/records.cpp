@@ -150,12 +150,14 @@ void from_json(const json& j, GpuInfo& v) {
 void to_json(json& j, const NicInfo& v) {
   CB_TO(name), CB_TO(kind), CB_TO(link_layer), CB_TO(state), CB_TO(phys_state), CB_TO(rate_gbps),
       CB_TO(firmware), CB_TO(mtu), CB_TO(netdev), CB_TO(pci_bus_id), CB_TO(numa_node);
+  j["virtual"] = v.is_virtual;
   put_unknown(j, v.unknown);
 }
 void from_json(const json& j, NicInfo& v) {
   CB_FROM(name), CB_FROM(kind), CB_FROM(link_layer), CB_FROM(state), CB_FROM(phys_state),
       CB_FROM(rate_gbps), CB_FROM(firmware), CB_FROM(mtu), CB_FROM(netdev), CB_FROM(pci_bus_id),
       CB_FROM(numa_node), CB_FROM(unknown);
+  opt(j, "virtual", v.is_virtual);
 }
 void to_json(json& j, const BlockDevice& v) {
   CB_TO(name), CB_TO(model), CB_TO(serial), CB_TO(firmware), CB_TO(capacity_tb), CB_TO(nvme),

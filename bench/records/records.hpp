@@ -17,8 +17,8 @@ using json = nlohmann::json;
 
 /// Schema identifiers written into every document (DESIGN.md "Schemas").
 inline constexpr const char* kRunSchema = "clusterbench.run/1";
-/// env/2: a value that could not be read is null, with the reason in its object's `unknown`
-/// (docs/records.md "Unknown values").
+/// env/2: a value that could not be read is null, with the reason in its object's `unknown`;
+/// `nics` holds virtual interfaces too, flagged `virtual` (docs/records.md "EnvRecord").
 inline constexpr const char* kEnvSchema = "clusterbench.env/2";
 /// env/1 records are still read; their "not read" zeros become unknown when read (docs/records.md
 /// "EnvRecord").
@@ -96,17 +96,22 @@ struct GpuInfo {
 };
 
 struct NicInfo {
-  std::string name;        ///< "mlx5_0/1" for IB/RoCE ports, interface name for Ethernet
-  std::string kind;        ///< "ib_port" or "ethernet"
+  std::string name;  ///< "mlx5_0/1" for IB/RoCE ports, interface name for Ethernet
+  /// "ib_port", "ethernet", or for a virtual interface its type: "veth", "bridge", "macvlan",
+  /// "bond", "vlan", ... ("virtual" when it cannot be told)
+  std::string kind;
   std::string link_layer;  ///< "InfiniBand", "Ethernet"
   std::string state, phys_state;
-  std::optional<double> rate_gbps;  ///< Gb/s; null when unknown (sysfs speed -1: link down)
+  std::optional<double> rate_gbps;  ///< Gb/s; null when unknown (link down, virtual)
   std::string firmware;
   int mtu = 0;
   std::string netdev;      ///< associated interface, if any
   std::string pci_bus_id;  ///< the PCI function behind it ("0000:1a:00.0"), "" if virtual
   int numa_node = -1;      ///< its device's numa_node, -1 if unknown
-  UnknownFields unknown;   ///< why rate_gbps is null
+  /// A virtual interface (no device behind it: veth, bridge, macvlan, ...); JSON `virtual`.
+  /// Such interfaces may carry MPI/NCCL traffic, but are not physical NICs.
+  bool is_virtual = false;
+  UnknownFields unknown;  ///< why rate_gbps is null
 };
 
 struct BlockDevice {

@@ -50,6 +50,7 @@ const std::map<std::string, std::string>& env_units() {
       {"/nics/*/rate_gbps", "Gb/s"},
       {"/nics/*/mtu", "B"},
       {"/nics/*/netdev", ""},
+      {"/nics/*/virtual", ""},
       {"/block_devices/*", "count"},
       {"/block_devices/*/capacity_tb", "TB"},
       {"/block_devices/*/nvme", ""},

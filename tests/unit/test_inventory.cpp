@@ -235,8 +235,9 @@ TEST(InventoryGpu, NoPciBusGivesNoGpus) {
 TEST(InventoryNics, InfinibandPortsAndEthernet) {
   std::vector<std::string> w;
   auto nics = collect_nics(kTwoSocket, w);
-  // mlx5_0/1, mlx5_1/1, eno1, eno2; lo and docker0 are virtual, ib0/ib1 are the ports' netdevs.
-  ASSERT_EQ(nics.size(), 4u) << joined(w);
+  // mlx5_0/1, mlx5_1/1, eno1, eno2, then docker0 (virtual); lo is loopback, ib0/ib1 are the
+  // ports' netdevs.
+  ASSERT_EQ(nics.size(), 5u) << joined(w);
   for (int i = 0; i < 2; ++i) {
     const NicInfo& n = nics[i];
     EXPECT_EQ(n.name, "mlx5_" + std::to_string(i) + "/1");
@@ -248,6 +249,7 @@ TEST(InventoryNics, InfinibandPortsAndEthernet) {
     EXPECT_EQ(n.firmware, "20.39.1002");
     EXPECT_EQ(n.netdev, "ib" + std::to_string(i));
     EXPECT_EQ(n.mtu, 4092);
+    EXPECT_FALSE(n.is_virtual);
   }
   EXPECT_EQ(nics[2].name, "eno1");
   EXPECT_EQ(nics[2].kind, "ethernet");
@@ -262,6 +264,9 @@ TEST(InventoryNics, InfinibandPortsAndEthernet) {
   EXPECT_FALSE(nics[3].rate_gbps.has_value());
   EXPECT_NE(nics[3].unknown["rate_gbps"].find("sysfs speed -1"), std::string::npos)
       << nics[3].unknown["rate_gbps"];
+  EXPECT_EQ(nics[4].name, "docker0");
+  EXPECT_TRUE(nics[4].is_virtual);
+  EXPECT_FALSE(nics[4].rate_gbps.has_value());
   EXPECT_TRUE(w.empty()) << joined(w);
 }
 
@@ -364,7 +369,7 @@ TEST(InventoryEnv, TwoSocketRecord) {
   EXPECT_EQ(r.gpu_status.on_pci, 1);
   EXPECT_EQ(r.gpu_status.nvml, "not queried");
   EXPECT_EQ(r.gpus[0].unknown.at("memory_gib"), "NVML not queried");
-  EXPECT_EQ(r.nics.size(), 4u);
+  EXPECT_EQ(r.nics.size(), 5u);
   EXPECT_EQ(r.block_devices.size(), 2u);
   EXPECT_EQ(r.tuning.nr_hugepages, 8192);
   EXPECT_EQ(r.collected_at.size(), 20u);  // 2026-11-30T08:45:00Z

@@ -272,6 +272,23 @@ TEST(RoundTrip, UnknownEnvValuesAreNullWithTheirReason) {
   EXPECT_FALSE(json(known_nic).contains("unknown"));
 }
 
+TEST(RoundTrip, VirtualInterfaceFlag) {
+  NicInfo veth;
+  veth.name = veth.netdev = "to2";
+  veth.kind = "veth";
+  veth.is_virtual = true;
+  set_unknown(veth.rate_gbps, veth.unknown, "rate_gbps", "virtual interface (veth)");
+  json j = veth;
+  EXPECT_EQ(j["virtual"], true);
+  EXPECT_TRUE(j["rate_gbps"].is_null());
+  NicInfo back = j.get<NicInfo>();
+  EXPECT_TRUE(back.is_virtual);
+  EXPECT_EQ(json(back), j);
+  EXPECT_EQ(json(NicInfo{})["virtual"], false);
+  // A NIC written without the field (env/1) is physical.
+  EXPECT_FALSE(json({{"name", "eno1"}, {"rate_gbps", 25}}).get<NicInfo>().is_virtual);
+}
+
 TEST(RoundTrip, EnvV1NotReadZerosBecomeUnknown) {
   // clusterbench.env/1 wrote 0 for what it could not read; those zeros are not judged.
   json j = json::parse(R"({"schema": "clusterbench.env/1", "host": "n1",
@@ -294,6 +311,7 @@ TEST(RoundTrip, EnvV1NotReadZerosBecomeUnknown) {
   EXPECT_FALSE(e.nics[0].rate_gbps.has_value());
   EXPECT_NE(e.nics[0].unknown.at("rate_gbps").find("clusterbench.env/1"), std::string::npos);
   EXPECT_EQ(e.nics[1].rate_gbps, 200);
+  EXPECT_FALSE(e.nics[1].is_virtual);  // env/1 listed physical NICs only
   // An env/2 record's numbers are what they say.
   j["schema"] = "clusterbench.env/2";
   EXPECT_EQ(j.get<EnvRecord>().nics[0].rate_gbps, 0.0);
