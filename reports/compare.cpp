@@ -76,7 +76,8 @@ std::vector<std::pair<std::string, std::string>> env_fields(const EnvRecord& e) 
       {"tuning tcp_wmem", e.tuning.tcp_wmem},
   };
   for (const auto& g : e.gpus) f.push_back({"gpu vbios " + g.uuid, g.vbios});
-  for (const auto& n : e.nics) f.push_back({"nic firmware " + n.name, n.firmware});
+  for (const auto& n : e.nics)
+    if (!n.is_virtual) f.push_back({"nic firmware " + n.name, n.firmware});
   for (const auto& d : e.block_devices) f.push_back({"disk firmware " + d.name, d.firmware});
   return f;
 }

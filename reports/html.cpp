@@ -172,8 +172,8 @@ void env_section(std::ostringstream& o, const RunDir& run) {
       gpus += (gpus.empty() ? "" : "; ") + std::to_string(n) + " x " + m;
     const auto& v = e.versions;
     o << "<tr><td>" << h(e.host) << "</td><td>" << h(or_dash(e.cpu.model)) << ", "
-      << e.cpu.physical_cores << " cores</td><td>" << h(format_number(e.memory.installed_gib))
-      << " GiB</td><td>" << h(gpus.empty() ? "none" : gpus) << "</td><td>" << h(or_dash(v.driver))
+      << e.cpu.physical_cores << " cores</td><td>" << h(format_known(e.memory.installed_gib, "GiB"))
+      << "</td><td>" << h(gpus.empty() ? "none" : gpus) << "</td><td>" << h(or_dash(v.driver))
       << "</td><td>" << h(or_dash(v.cuda_runtime)) << "</td><td>" << h(or_dash(v.cublas))
       << "</td><td>" << h(or_dash(v.nccl)) << "</td><td>" << h(or_dash(v.mpi)) << "</td><td>"
       << h(or_dash(v.kernel)) << "</td><td>" << h(or_dash(v.fio)) << "</td><td>"
@@ -190,13 +190,14 @@ void env_section(std::ostringstream& o, const RunDir& run) {
       o << "<tr><td>" << g.index << "</td><td>" << h(g.name) << "</td><td>" << h(or_dash(g.uuid))
         << "</td><td>" << h(or_dash(g.pci_bus_id)) << "</td><td>" << h(or_dash(g.vbios))
         << "</td><td>gen " << g.pcie.gen_current << "/" << g.pcie.gen_max << " x"
-        << g.pcie.width_current << "/" << g.pcie.width_max << "</td><td>" << g.nvlink_links_up
-        << "</td><td>" << h(or_dash(g.ecc_mode)) << "</td></tr>\n";
+        << g.pcie.width_current << "/" << g.pcie.width_max << "</td><td>"
+        << h(format_known(g.nvlink_links_up, "count")) << "</td><td>" << h(or_dash(g.ecc_mode))
+        << "</td></tr>\n";
     for (const auto& n : e.nics)
       o << "<tr><td>NIC</td><td>" << h(n.name) << " (" << h(n.link_layer) << ")</td><td>"
         << h(n.state) << "</td><td>" << h(or_dash(n.netdev)) << "</td><td>"
-        << h(or_dash(n.firmware)) << "</td><td>" << h(format_number(n.rate_gbps))
-        << " Gb/s</td><td>-</td><td>MTU " << n.mtu << "</td></tr>\n";
+        << h(or_dash(n.firmware)) << "</td><td>" << h(format_known(n.rate_gbps, "Gb/s"))
+        << "</td><td>-</td><td>MTU " << n.mtu << "</td></tr>\n";
     o << "</table>\n</details>\n";
   }
 }

@@ -56,7 +56,7 @@ std::string counts_text(const Report& r) {
 
 std::string or_unknown(const std::string& s) { return s.empty() ? "unknown" : s; }
 
-std::string gib(double v) { return format_number(v) + " GiB"; }
+std::string gib(const std::optional<double>& v) { return format_known(v, "GiB"); }
 
 void env_summary(std::ostringstream& md, const EnvRecord& e) {
   md << "### " << e.host << "\n\n";
@@ -79,14 +79,15 @@ void env_summary(std::ostringstream& md, const EnvRecord& e) {
     for (const auto& g : e.gpus)
       md << "  - gpu" << g.index << " " << or_unknown(g.uuid) << " " << g.pci_bus_id
          << ": PCIe gen " << g.pcie.gen_current << "/" << g.pcie.gen_max << " x"
-         << g.pcie.width_current << "/" << g.pcie.width_max << ", NVLink up " << g.nvlink_links_up
-         << ", ECC " << or_unknown(g.ecc_mode) << ", source " << g.source << "\n";
+         << g.pcie.width_current << "/" << g.pcie.width_max << ", NVLink up "
+         << format_known(g.nvlink_links_up, "count") << ", ECC " << or_unknown(g.ecc_mode)
+         << ", source " << g.source << "\n";
   }
   if (e.nics.empty()) md << "- NICs: none\n";
   for (const auto& n : e.nics)
-    md << "- NIC " << n.name << " (" << n.kind << ", " << n.link_layer
-       << "): " << format_number(n.rate_gbps) << " Gb/s, " << n.state << ", firmware "
-       << or_unknown(n.firmware) << "\n";
+    md << "- NIC " << n.name << " (" << n.kind << (n.is_virtual ? ", virtual" : "") << ", "
+       << n.link_layer << "): " << format_known(n.rate_gbps, "Gb/s") << ", " << n.state
+       << ", firmware " << or_unknown(n.firmware) << "\n";
   if (e.block_devices.empty()) md << "- Block devices: none\n";
   for (const auto& b : e.block_devices)
     md << "- Disk " << b.name << ": " << or_unknown(b.model) << ", " << format_number(b.capacity_tb)

@@ -2,6 +2,8 @@
 #include "reports/report.hpp"
 
 #include <set>
+#include <string_view>
+#include <unordered_map>
 #include <unordered_set>
 
 namespace clusterbench::report {
@@ -65,6 +67,47 @@ void collect_warnings(const RunDir& run, const Spec& spec, Report& rep) {
   check_spec_sha(run, spec, rep);
 }
 
+/// "/gpus/3/memory_gib" -> "/gpus/*/memory_gib": one warning for a field over many GPUs or NICs.
+std::string pointer_pattern(const std::string& pointer) {
+  std::string out;
+  size_t pos = 0;
+  while (pos < pointer.size()) {
+    size_t next = pointer.find('/', pos + 1);
+    std::string seg = pointer.substr(pos + 1, next == std::string::npos ? next : next - pos - 1);
+    bool index = !seg.empty() && seg.find_first_not_of("0123456789") == std::string::npos;
+    out += '/';
+    out += index ? std::string_view("*") : std::string_view(seg);
+    if (next == std::string::npos) break;
+    pos = next;
+  }
+  return out;
+}
+
+/// One warning per host, field and reason for the unknown env values that left items MISSING:
+/// "node01: /gpus/*/memory_gib unknown (8 values): NVML not loaded: ...".
+void unknown_warnings(const std::vector<RowResult>& rows, Report& rep) {
+  struct Group {
+    std::string host, pattern, reason;
+    std::set<std::string> pointers;
+  };
+  std::vector<Group> groups;  // first-seen order
+  std::unordered_map<std::string, size_t> at;
+  for (const auto& row : rows)
+    for (const auto& u : row.unknown) {
+      std::string pattern = pointer_pattern(u.pointer);
+      auto [it, fresh] = at.try_emplace(u.host + '\n' + pattern + '\n' + u.reason, groups.size());
+      if (fresh) groups.push_back({u.host, pattern, u.reason, {}});
+      groups[it->second].pointers.insert(u.pointer);
+    }
+  for (const auto& g : groups) {
+    std::string what = g.pointers.size() == 1 ? *g.pointers.begin() + " unknown"
+                                              : g.pattern + " unknown (" +
+                                                    std::to_string(g.pointers.size()) + " values)";
+    rep.warnings.push_back(g.host + ": " + what + ": " +
+                           (g.reason.empty() ? "null in the env record" : g.reason));
+  }
+}
+
 bool selects_health(const Spec& spec) {
   for (const auto& req : spec.requirements)
     if (!req.select.health.empty()) return true;
@@ -89,6 +132,7 @@ Report make_report(std::shared_ptr<const RunDir> run_ptr, const Spec& spec) {
   rep.soaks = find_soaks(run, spec.families);
   if (selects_health(spec)) rep.health = node_health(run.run.env);
   rep.rows = evaluate_rows(run, spec, rep.hosts, rep.health);
+  unknown_warnings(rep.rows, rep);
   for (Outcome o : kOutcomeOrder) rep.counts[o] = 0;
   for (const auto& row : rep.rows) ++rep.counts[row.outcome];
   rep.fleet = fleet_view(run, rep.rows, rep.hosts, spec.families);

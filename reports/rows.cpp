@@ -164,7 +164,9 @@ struct Item {
   std::vector<std::string> missing_keys;  ///< planned case keys without a record
   // Env rows.
   std::vector<json> values;
-  std::vector<std::string> unknown;  ///< concrete pointers whose value is "" or null
+  std::vector<std::string> unknown;     ///< concrete pointers whose value is "" (health: null)
+  std::vector<UnknownValue> nulls;      ///< selected values that are null (unknown), with why
+  std::vector<UnknownValue> undecided;  ///< matches whose `where` reads a null value
   bool env_no_match = false;
   std::vector<std::string> notes;   ///< health rows: the evidence of each value (start -> end)
   std::vector<std::string> absent;  ///< health rows: hardware not on the node (WAIVED)
@@ -358,6 +360,7 @@ class RowEvaluator {
     }
     summarize(row);
     note_not_wire(row);
+    row.unknown = std::move(unknown_);
     return row;
   }
 
@@ -404,49 +407,52 @@ class RowEvaluator {
     return {env.host + ":" + ptr, env.host + ":" + ptr};
   }
 
-  static bool unknown_value(const json& v) {
-    return v.is_null() || (v.is_string() && v.get<std::string>().empty());
-  }
-
   void collect_env() {
     try {
       env_field_unit(req_.select.env);
     } catch (const InputError& e) {
       throw InputError(where_ + ": field 'select.env': " + e.what());
     }
-    const std::string& ptr = req_.select.env;
-    bool wildcard = ptr.find('*') != std::string::npos;
-    bool per_match = req_.aggregate == "each" && wildcard;
-    for (size_t e = 0; e < run_.run.env.size(); ++e) {
-      const EnvRecord& env = run_.run.env[e];
-      const json& doc = index_.env_docs[e];
-      auto matches = expand_pointer(doc, ptr);
-      if (!req_.select.where.empty())
-        matches.erase(
-            std::remove_if(matches.begin(), matches.end(),
-                           [&](const auto& m) { return !where_holds(doc, env, m.first); }),
-            matches.end());
-      if (per_match) {
-        if (matches.empty()) {
-          Item& item = items_.get(env.host, env.host);
-          item.env_no_match = true;
-        }
-        for (const auto& [concrete, value] : matches) {
-          auto [key, name] = env_item(env, concrete);
-          add_env_value(items_.get(key, name), concrete, value);
-        }
-        continue;
-      }
-      std::string key = req_.scope == "cluster" ? "cluster" : env.host;
-      Item& item = items_.get(key, key);
-      if (matches.empty() && req_.aggregate != "count") item.env_no_match = true;
-      for (const auto& [concrete, value] : matches)
-        add_env_value(item, env.host + ":" + concrete, value);
-    }
+    for (size_t e = 0; e < run_.run.env.size(); ++e)
+      collect_env_node(run_.run.env[e], index_.env_docs[e]);
   }
 
-  /// select.where over the element of `concrete` (the prefix the last `*` of select.env names).
-  bool where_holds(const json& doc, const EnvRecord& env, const std::string& concrete) const {
+  /// One node's matches of select.env, after select.where, into their items.
+  void collect_env_node(const EnvRecord& env, const json& doc) {
+    const std::string& ptr = req_.select.env;
+    const bool per_match = req_.aggregate == "each" && ptr.find('*') != std::string::npos;
+    std::string key = req_.scope == "cluster" ? "cluster" : env.host;
+    bool none = true;
+    for (const auto& [concrete, value] : expand_pointer(doc, ptr)) {
+      std::string null_at;
+      Tri in = where_state(doc, env, concrete, null_at);
+      if (in == Tri::no) continue;
+      none = false;
+      auto [k, name] = per_match ? env_item(env, concrete) : std::make_pair(key, key);
+      Item& item = items_.get(k, name);
+      if (in == Tri::unknown)
+        item.undecided.push_back({env.host, null_at, unknown_reason(doc, null_at)});
+      else if (value.is_null())
+        item.nulls.push_back({env.host, concrete, unknown_reason(doc, concrete)});
+      else if (value.is_string() && value.get<std::string>().empty())
+        item.unknown.push_back(per_match ? concrete : env.host + ":" + concrete);
+      else
+        item.values.push_back(value);
+    }
+    if (none && (per_match || req_.aggregate != "count"))
+      items_.get(per_match ? env.host : key, per_match ? env.host : key).env_no_match = true;
+    else if (none)
+      items_.get(key, key);  // counted: 0
+  }
+
+  enum class Tri { no, yes, unknown };
+
+  /// select.where over the element of `concrete` (the prefix the last `*` of select.env names):
+  /// no when a condition fails, unknown when none fails but one reads a null value (`null_at`
+  /// names it), else yes.
+  Tri where_state(const json& doc, const EnvRecord& env, const std::string& concrete,
+                  std::string& null_at) const {
+    if (req_.select.where.empty()) return Tri::yes;
     const std::string& ptr = req_.select.env;
     size_t segments =
         std::count(ptr.begin(), ptr.begin() + static_cast<long>(ptr.rfind("/*") + 2), '/');
@@ -454,14 +460,20 @@ class RowEvaluator {
     for (size_t i = 0; i < segments && end != std::string::npos; ++i)
       end = concrete.find('/', end + 1);
     std::string element = concrete.substr(0, end);
+    Tri state = Tri::yes;
     for (const auto& [key, cond] : req_.select.where.items()) {
       auto found = expand_pointer(doc, element + key);
+      if (!found.empty() && found.front().second.is_null()) {
+        if (state == Tri::yes) null_at = element + key;
+        state = Tri::unknown;
+        continue;
+      }
       json v = found.empty() ? json(nullptr) : found.front().second;
       std::string op = cond.is_object() ? cond.begin().key() : "==";
       const json& target = cond.is_object() ? cond.begin().value() : cond;
-      if (!condition_holds(op, v, target, env)) return false;
+      if (!condition_holds(op, v, target, env)) return Tri::no;
     }
-    return true;
+    return state;
   }
 
   static bool condition_holds(const std::string& op, const json& v, const json& target,
@@ -487,22 +499,12 @@ class RowEvaluator {
     return std::regex_search(string_form(v), std::regex(target.get<std::string>()));  // matches
   }
 
-  static void add_env_value(Item& item, const std::string& where, const json& value) {
-    if (unknown_value(value))
-      item.unknown.push_back(where);
-    else
-      item.values.push_back(value);
-  }
-
   ItemResult judge_env_item(const Item& item) {
     ItemResult r;
     r.item = item.name;
-    if (req_.aggregate == "count") {
-      // Unknown values are not counted: an unreadable GPU name is not a GPU we can vouch for.
-      r.value = item.values.size();
-      return judged(r, {r.value}, "count ");
-    }
-    if (item.env_no_match && item.values.empty() && item.unknown.empty()) {
+    const size_t unknowns = item.nulls.size() + item.undecided.size();
+    if (req_.aggregate == "count") return judge_env_count(r, item);
+    if (item.env_no_match && item.values.empty() && item.unknown.empty() && unknowns == 0) {
       r.outcome = kMissing;
       r.message = item.name + ": " + req_.select.env + " matches nothing in the env record";
       return r;
@@ -512,7 +514,8 @@ class RowEvaluator {
       r.message = item.name + ": unknown (empty) value at " + join(item.unknown, ", ");
       return r;
     }
-    if (req_.aggregate == "each") return judged(r, item.values, "");
+    if (req_.aggregate == "each")
+      return unknowns ? unknown_missing(r, item) : judged(r, item.values, "");
     std::vector<double> xs;
     for (const auto& v : item.values) {
       if (!v.is_number())
@@ -520,8 +523,65 @@ class RowEvaluator {
                          "' needs numbers, but " + req_.select.env + " has " + v.dump());
       xs.push_back(v.get<double>());
     }
+    if (xs.empty()) return unknown_missing(r, item);
     r.value = aggregate_numbers(xs, req_.aggregate);
-    return judged(r, {r.value}, req_.aggregate + " ");
+    r = judged(r, {r.value}, req_.aggregate + " ");
+    if (unknowns == 0) return r;
+    return decided_without_unknowns(r) ? noted(r, item) : unknown_missing(r, item);
+  }
+
+  /// `count`: the known matches, and the unknown ones (null values, undecided `where`) that
+  /// could each count or not. Decided when every possible count gives the same outcome.
+  ItemResult judge_env_count(ItemResult r, const Item& item) {
+    // Unknown (empty) values are not counted: an unreadable GPU name is not a GPU we can vouch for.
+    const size_t known = item.values.size();
+    const size_t unknowns = item.nulls.size() + item.undecided.size();
+    r = judged(r, {json(known)}, "count ");
+    bool same = true;
+    for (size_t k = known + 1; k <= known + unknowns && same; ++k)
+      same = judge_.passes(json(k)) == (r.outcome == kPass);
+    if (unknowns == 0) return r;
+    return same ? noted(r, item) : unknown_missing(r, item);
+  }
+
+  /// Whether a min/max item judged on its known values keeps its outcome whatever its unknown
+  /// values are: more values only raise a max (a `>=` pass and a `<=` failure stand) and only
+  /// lower a min (a `>=` failure and a `<=` pass stand).
+  bool decided_without_unknowns(const ItemResult& r) const {
+    const bool passes = r.outcome == kPass;
+    if (req_.aggregate == "max") return req_.op == ">=" ? passes : req_.op == "<=" && !passes;
+    if (req_.aggregate == "min") return req_.op == ">=" ? !passes : req_.op == "<=" && passes;
+    return false;
+  }
+
+  /// The first unknown value of an item: its pointer and why.
+  static const UnknownValue& first_unknown(const Item& item) {
+    return item.nulls.empty() ? item.undecided.front() : item.nulls.front();
+  }
+
+  static std::string unknown_text(const UnknownValue& u) {
+    return u.pointer + " unknown: " + (u.reason.empty() ? "null in the env record" : u.reason);
+  }
+
+  /// An item decided by its known values: its message names the unknown ones it did not need.
+  static ItemResult noted(ItemResult r, const Item& item) {
+    const size_t n = item.nulls.size() + item.undecided.size();
+    r.message += "; not needed to decide: " + unknown_text(first_unknown(item));
+    if (n > 1) r.message += " (and " + std::to_string(n - 1) + " more unknown)";
+    return r;
+  }
+
+  /// MISSING for an item whose unknown values could change its outcome, naming the first and why;
+  /// every unknown value goes into the row's list (report warnings).
+  ItemResult unknown_missing(ItemResult r, const Item& item) {
+    const size_t n = item.nulls.size() + item.undecided.size();
+    r.outcome = kMissing;
+    r.value = nullptr;
+    r.message = item.name + ": " + unknown_text(first_unknown(item));
+    if (n > 1) r.message += " (and " + std::to_string(n - 1) + " more unknown)";
+    unknown_.insert(unknown_.end(), item.nulls.begin(), item.nulls.end());
+    unknown_.insert(unknown_.end(), item.undecided.begin(), item.undecided.end());
+    return r;
   }
 
   /// Compares every value; the item takes the worst one (a failing one before any passing one).
@@ -873,6 +933,7 @@ class RowEvaluator {
   std::string where_;
   Judge judge_;
   Items items_;
+  std::vector<UnknownValue> unknown_;  ///< of the items left MISSING by unknown values
 };
 
 }  // namespace

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -28,6 +29,13 @@ struct ItemResult {
   std::string measured;  ///< select.describe over the judged records ("" without one)
 };
 
+/// An env value that a row needed but that could not be read: null in the EnvRecord, with why.
+struct UnknownValue {
+  std::string host;     ///< the node whose EnvRecord holds it
+  std::string pointer;  ///< the concrete pointer, e.g. "/gpus/3/memory_gib"
+  std::string reason;   ///< its `unknown` entry, e.g. "NVML not loaded: Driver Not Loaded"
+};
+
 /// One judged requirement.
 struct RowResult {
   Requirement req;
@@ -39,6 +47,8 @@ struct RowResult {
   std::string measured;               ///< the worst item's `measured`
   std::vector<std::string> evidence;  ///< case keys of every record used by the row
   std::vector<ItemResult> items;
+  /// Env rows: the unknown values that left an item MISSING (make_report lists them as warnings).
+  std::vector<UnknownValue> unknown;
 };
 
 /// Judges every row of `spec` over `run` (run.json env + plan, records.jsonl), in table order.
@@ -68,7 +78,12 @@ struct RowResult {
 /// "host/disk[name]"); other aggregates reduce the matches per node, or over all nodes at
 /// cluster scope. `count` counts known matches (no match is 0); a node where the pointer matches
 /// nothing is MISSING for the other aggregates. Empty strings and nulls in env fields are
-/// unknown: such an item is MISSING. Health rows judge `health`'s values of select.health.
+/// unknown: such an item is MISSING, for a null with the reason its EnvRecord gives
+/// (unknown_reason()), unless the known values decide the item whatever the unknown ones are:
+/// `max` passing `>=` or failing `<=`, `min` failing `>=` or passing `<=`, a `count` whose
+/// outcome is the same for every number of unknown matches. A `where` condition on a null value
+/// leaves its match undecided, treated the same way. Health rows judge `health`'s values of
+/// select.health.
 ///
 /// Throws InputError (exit 2) when a record metric's unit differs from a row's unit, naming the
 /// spec file, row id and field, or when a row's env pointer or health metric names no known
@@ -92,6 +107,12 @@ std::string format_number(double v);
 
 /// Formats a judged value with its unit: "12.3 GB/s", "\"performance\"", "-" for null.
 std::string format_value(const json& v, const std::string& unit);
+
+/// An env value that may be unknown, with its unit: "79.6 GiB", "18", or "unknown" for null.
+template <typename T>
+std::string format_known(const std::optional<T>& v, const std::string& unit) {
+  return v ? format_value(json(*v), unit) : "unknown";
+}
 
 /// The requirement as text: "min >= 10 GB/s", "each in [\"a\",\"b\"]".
 std::string format_requirement(const Requirement& req);

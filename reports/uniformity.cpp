@@ -95,10 +95,12 @@ std::string bios(const EnvRecord& e) {
   return e.dmi.bios_version + (e.dmi.bios_date.empty() ? "" : " (" + e.dmi.bios_date + ")");
 }
 
+/// Physical NICs' firmware (virtual interfaces have none).
 std::string nic_firmware(const EnvRecord& e) {
   std::vector<std::string> v;
-  for (const auto& n : e.nics) v.push_back(n.firmware);
-  return distinct(v, e.nics.empty() ? "no NICs" : kUnknown);
+  for (const auto& n : e.nics)
+    if (!n.is_virtual) v.push_back(n.firmware);
+  return distinct(v, v.empty() ? "no NICs" : kUnknown);
 }
 
 std::string nvme_firmware(const EnvRecord& e) {

@@ -157,6 +157,18 @@ probe_link() {
   [[ $out == *"Connection refused"* ]]
 }
 
+# Waits up to 10 s for interface $2 in namespace $1 to have operstate UP. The kernel sets the
+# operstate (RFC 2863; what /sys/class/net/IF/operstate and `ip link` show) after the carrier, in
+# deferred work: a veth can carry packets while it still reads "down" for a second or more.
+wait_operstate_up() {
+  local _
+  for _ in $(seq 100); do
+    ip -n "$1" -o link show dev "$2" 2>/dev/null | grep -q ' state UP ' && return 0
+    sleep 0.1
+  done
+  return 1
+}
+
 healthy_cluster() {
   [[ -r $STATE ]] || return 1
   [[ $(awk '$1 == "count" {print $2}' "$STATE") == "$1" ]] || return 1
@@ -259,10 +271,13 @@ cmd_up() {
   } >"$STATE.tmp"
   mv "$STATE.tmp" "$STATE"
 
-  # Every link must carry packets both ways before the cluster counts as up.
-  while read -r _ _ na _ aa nb _ ab _; do
+  # Every link must carry packets both ways before the cluster counts as up, and both ends must
+  # read up (a node's inventory reads the operstate; the NCCL interface row judges it).
+  while read -r _ _ na ia aa nb ib ab _; do
     probe_link "$na" "$ab" || die "$na cannot reach $nb at $ab"
     probe_link "$nb" "$aa" || die "$nb cannot reach $na at $aa"
+    wait_operstate_up "$na" "$ia" || die "$na/$ia: operstate is not up after 10 s"
+    wait_operstate_up "$nb" "$ib" || die "$nb/$ib: operstate is not up after 10 s"
   done < <(state_links)
   trap - EXIT INT TERM HUP
   say "cluster '$PREFIX' is up: $count nodes, ${#links[@]} links, state in $STATE"

@@ -441,10 +441,11 @@ void nic_pci_location(const std::string& device_link, NicInfo& n) {
   n.numa_node = static_cast<int>(read_ll(device_link + "/numa_node").value_or(-1));
 }
 
-/// ethtool's firmware version of a live interface (SIOCETHTOOL GDRVINFO), "" when unavailable.
-std::string ethtool_firmware(const std::string& ifname) {
+/// ethtool's driver information of a live interface (SIOCETHTOOL GDRVINFO); nullopt when
+/// unavailable.
+std::optional<ethtool_drvinfo> ethtool_info(const std::string& ifname) {
   int fd = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return "";
+  if (fd < 0) return std::nullopt;
   ethtool_drvinfo info{};
   info.cmd = ETHTOOL_GDRVINFO;
   ifreq ifr{};
@@ -452,9 +453,16 @@ std::string ethtool_firmware(const std::string& ifname) {
   ifr.ifr_data = reinterpret_cast<char*>(&info);
   int rc = ::ioctl(fd, SIOCETHTOOL, &ifr);
   ::close(fd);
-  if (rc != 0) return "";
+  if (rc != 0) return std::nullopt;
+  return info;
+}
+
+/// ethtool's firmware version of a live interface, "" when unavailable.
+std::string ethtool_firmware(const std::string& ifname) {
+  auto info = ethtool_info(ifname);
+  if (!info) return "";
   std::string fw =
-      trim(std::string(info.fw_version, strnlen(info.fw_version, sizeof info.fw_version)));
+      trim(std::string(info->fw_version, strnlen(info->fw_version, sizeof info->fw_version)));
   return fw == "N/A" ? "" : fw;
 }
 
@@ -481,7 +489,12 @@ std::vector<NicInfo> ib_ports(const std::string& fs_root) {
       n.link_layer = read_or_empty(p + "/link_layer");
       n.state = strip_state_number(read_or_empty(p + "/state"));
       n.phys_state = strip_state_number(read_or_empty(p + "/phys_state"));
-      n.rate_gbps = parse_rate_gbps(read_or_empty(p + "/rate"));
+      std::string rate = read_or_empty(p + "/rate");
+      if (double gbps = parse_rate_gbps(rate); gbps > 0)
+        n.rate_gbps = gbps;
+      else
+        set_unknown(n.rate_gbps, n.unknown, "rate_gbps",
+                    "cannot read a rate from " + p + "/rate ('" + rate + "')");
       n.firmware = fw;
       nic_pci_location(d + "/device", n);
       long long port_index = parse_ll(port).value_or(1) - 1;
@@ -497,9 +510,84 @@ std::vector<NicInfo> ib_ports(const std::string& fs_root) {
   return out;
 }
 
+/// An Ethernet interface's rate from its sysfs speed (Mb/s). Unknown when the speed is -1 (the
+/// link is down, or the driver does not report it) or cannot be read (EINVAL while down).
+void ethernet_rate(const std::string& dir, NicInfo& n) {
+  std::string why;
+  auto text = read_text(dir + "/speed", &why);
+  auto speed = text ? parse_ll(*text) : std::nullopt;
+  if (speed && *speed > 0) {
+    n.rate_gbps = static_cast<double>(*speed) / 1000.0;
+    return;
+  }
+  std::string reason =
+      !text    ? "cannot read " + dir + "/speed: " + why
+      : !speed ? dir + "/speed is not a number ('" + *text + "')"
+               : "sysfs speed " + *text + " (link down, or the driver does not report its speed)";
+  set_unknown(n.rate_gbps, n.unknown, "rate_gbps", reason);
+}
+
+/// A physical Ethernet interface (it has a `device` link).
+NicInfo ethernet_iface(const std::string& fs_root, const std::string& d,
+                       const std::string& ifname) {
+  NicInfo n;
+  n.name = ifname;
+  n.kind = "ethernet";
+  n.link_layer = "Ethernet";
+  n.state = read_or_empty(d + "/operstate");
+  ethernet_rate(d, n);
+  n.mtu = static_cast<int>(read_ll(d + "/mtu").value_or(0));
+  n.netdev = ifname;
+  nic_pci_location(d + "/device", n);
+  if (is_live(fs_root)) n.firmware = ethtool_firmware(ifname);
+  return n;
+}
+
+/// What a virtual interface is: ethtool's driver on the live system, else what sysfs shows (the
+/// uevent's DEVTYPE, a bridge/, bonding/ or tun_flags entry, a veth's iflink naming its peer).
+std::string virtual_kind(const std::string& fs_root, const std::string& d,
+                         const std::string& ifname) {
+  if (auto info = is_live(fs_root) ? ethtool_info(ifname) : std::nullopt) {
+    std::string driver(info->driver, strnlen(info->driver, sizeof info->driver));
+    if (driver == "bonding") return "bond";
+    if (driver == "802.1Q VLAN Support") return "vlan";
+    if (!driver.empty()) return driver;
+  }
+  std::istringstream uevent(read_or_empty(d + "/uevent"));
+  for (std::string line; std::getline(uevent, line);)
+    if (line.rfind("DEVTYPE=", 0) == 0) return line.substr(8);
+  if (exists(d + "/bridge")) return "bridge";
+  if (exists(d + "/bonding")) return "bond";
+  if (exists(d + "/tun_flags")) return "tun";
+  auto names = list_dir(d);
+  bool lower = std::any_of(names.begin(), names.end(),
+                           [](const std::string& x) { return x.rfind("lower_", 0) == 0; });
+  auto iflink = read_ll(d + "/iflink"), ifindex = read_ll(d + "/ifindex");
+  if (!lower && iflink && ifindex && *iflink > 0 && *iflink != *ifindex) return "veth";
+  return "virtual";
+}
+
+/// A virtual Ethernet interface (no `device` link: veth, bridge, macvlan, bond, vlan, ...). It has
+/// no physical link rate, so rate_gbps is unknown.
+NicInfo virtual_iface(const std::string& fs_root, const std::string& d, const std::string& ifname) {
+  NicInfo n;
+  n.name = ifname;
+  n.kind = virtual_kind(fs_root, d, ifname);
+  n.link_layer = "Ethernet";
+  n.state = read_or_empty(d + "/operstate");
+  set_unknown(n.rate_gbps, n.unknown, "rate_gbps",
+              "virtual interface (" + n.kind + "): no physical link rate");
+  n.mtu = static_cast<int>(read_ll(d + "/mtu").value_or(0));
+  n.netdev = ifname;
+  n.is_virtual = true;
+  return n;
+}
+
+/// Ethernet interfaces (type 1, ARPHRD_ETHER) of /sys/class/net: physical ones first, then
+/// virtual ones, each sorted by name. Loopback and other types (IPoIB, tunnels) are left out.
 std::vector<NicInfo> ethernet_ifaces(const std::string& fs_root,
                                      std::vector<std::string>& warnings) {
-  std::vector<NicInfo> out;
+  std::vector<NicInfo> out, virtuals;
   std::string cls = under(fs_root, "/sys/class/net");
   std::string why;
   auto names = list_dir(cls, &why);
@@ -509,21 +597,13 @@ std::vector<NicInfo> ethernet_ifaces(const std::string& fs_root,
   }
   for (const auto& ifname : names) {
     std::string d = cls + "/" + ifname;
-    if (!exists(d + "/device")) continue;                  // virtual: lo, bridges, veth, bonds
     if (read_ll(d + "/type").value_or(-1) != 1) continue;  // ARPHRD_ETHER only
-    NicInfo n;
-    n.name = ifname;
-    n.kind = "ethernet";
-    n.link_layer = "Ethernet";
-    n.state = read_or_empty(d + "/operstate");
-    long long speed = read_ll(d + "/speed").value_or(-1);  // EINVAL while the link is down
-    n.rate_gbps = speed > 0 ? static_cast<double>(speed) / 1000.0 : 0.0;
-    n.mtu = static_cast<int>(read_ll(d + "/mtu").value_or(0));
-    n.netdev = ifname;
-    nic_pci_location(d + "/device", n);
-    if (is_live(fs_root)) n.firmware = ethtool_firmware(ifname);
-    out.push_back(std::move(n));
+    if (exists(d + "/device"))
+      out.push_back(ethernet_iface(fs_root, d, ifname));
+    else
+      virtuals.push_back(virtual_iface(fs_root, d, ifname));
   }
+  for (auto& n : virtuals) out.push_back(std::move(n));
   return out;
 }
 
@@ -582,8 +662,12 @@ std::optional<std::uint64_t> dmi_memory_device_bytes(std::string_view raw) {
 
 MemoryInfo collect_memory(const std::string& fs_root, std::vector<std::string>& warnings) {
   MemoryInfo m;
+  const size_t first_warning = warnings.size();
   auto total = mem_total(fs_root, warnings);
-  if (total) m.usable_gib = static_cast<double>(*total) / kGiB;
+  if (total)
+    m.usable_gib = static_cast<double>(*total) / kGiB;
+  else
+    set_unknown(m.usable_gib, m.unknown, "usable_gib", warnings.back());
   // Every source that fails says why in a warning, so a reader sees why e.g. "memory_blocks"
   // was used instead of "dmi".
   if (auto dmi = dmi_installed(fs_root, warnings)) {
@@ -595,6 +679,11 @@ MemoryInfo collect_memory(const std::string& fs_root, std::vector<std::string>& 
   } else if (total) {
     m.installed_gib = m.usable_gib;
     m.source = "meminfo";
+  } else {
+    std::string why = "no source worked";
+    for (size_t i = first_warning; i < warnings.size(); ++i)
+      why += (i == first_warning ? ": " : "; ") + warnings[i];
+    set_unknown(m.installed_gib, m.unknown, "installed_gib", why);
   }
   return m;
 }
@@ -829,20 +918,26 @@ std::string kernel_version(const std::string& root, std::vector<std::string>& w)
   return "";
 }
 
+/// GPUs known from the PCI bus alone: what only NVML can tell (memory, NVLink) is unknown, with
+/// why NVML could not be used.
+void add_pci_gpus(EnvRecord& r, std::vector<GpuInfo> on_pci, const std::string& nvml_status) {
+  r.gpu_status.nvml = nvml_status;
+  r.gpus = std::move(on_pci);
+  std::string why =
+      nvml_status == "not queried" ? "NVML not queried" : "NVML not loaded: " + nvml_status;
+  for (auto& g : r.gpus) {
+    set_unknown(g.memory_gib, g.unknown, "memory_gib", why);
+    set_unknown(g.nvlink_links_up, g.unknown, "nvlink_links_up", why);
+  }
+}
+
 /// The GPUs: NVML's list where it works (NUMA nodes it cannot give taken from the PCI bus),
 /// else the PCI bus's, with why in gpu_status.nvml.
 void add_gpus(EnvRecord& r, std::vector<GpuInfo> on_pci, bool query_nvml) {
-  if (!query_nvml) {
-    r.gpu_status.nvml = "not queried";
-    r.gpus = std::move(on_pci);
-    return;
-  }
+  if (!query_nvml) return add_pci_gpus(r, std::move(on_pci), "not queried");
   NvmlInventory nv = query_nvml_inventory();
-  if (!nv.ok) {
-    r.gpu_status.nvml = nv.status.empty() ? "NVML unavailable" : nv.status;
-    r.gpus = std::move(on_pci);
-    return;
-  }
+  if (!nv.ok)
+    return add_pci_gpus(r, std::move(on_pci), nv.status.empty() ? "NVML unavailable" : nv.status);
   r.gpu_status.nvml = "ok";
   r.versions.driver = nv.driver_version;
   r.versions.cuda_driver = nv.cuda_driver;

@@ -30,7 +30,8 @@ struct InventoryOptions {
 /// at its default and explained in `warnings`. Never throws for a missing file.
 /// GPUs: NVML's list when opt.query_nvml and NVML works (source "nvml"; a GPU whose NUMA node
 /// NVML left at -1 takes the one of the same bus id on PCI), else the PCI list, with NVML's
-/// reason in gpu_status.nvml ("not queried" when opt.query_nvml is false). gpu_status.on_pci
+/// reason in gpu_status.nvml ("not queried" when opt.query_nvml is false) and memory_gib and
+/// nvlink_links_up unknown ("NVML not loaded: <reason>", "NVML not queried"). gpu_status.on_pci
 /// counts the PCI list either way. versions.driver / cuda_driver come from NVML; versions.kernel
 /// from /proc/sys/kernel/osrelease; versions.fio from `fio --version` without its "fio-" prefix.
 /// versions.mpi, cuda_runtime, cublas, nccl and clusterbench are left to the caller.
@@ -51,7 +52,8 @@ CpuInfo collect_cpu(const std::string& fs_root, std::vector<std::string>& warnin
 ///   "memory_blocks": /sys/devices/system/memory/block_size_bytes (hex) x memoryN blocks whose
 ///                    state is "online" (a block without a state file counts),
 ///   "meminfo":       MemTotal of /proc/meminfo.
-/// usable: MemTotal. `source` names the installed source ("" if none worked).
+/// usable: MemTotal. `source` names the installed source. When no source works, installed_gib
+/// is unknown (null) with every source's failure in `unknown`; so is usable_gib without MemTotal.
 MemoryInfo collect_memory(const std::string& fs_root, std::vector<std::string>& warnings);
 
 /// Size of one SMBIOS type 17 (Memory Device) structure, in bytes (DSP0134 7.18.5): the Size WORD
@@ -72,18 +74,25 @@ std::vector<GpuInfo> collect_pci_gpus(const std::string& fs_root,
 /// 16 -> 4, 32 -> 5, 64 -> 6; 0 when unknown ("Unknown", empty).
 int pcie_gen_from_speed(std::string_view speed);
 
-/// NICs, IB/RoCE ports first, then Ethernet interfaces, each group sorted by name.
+/// NICs: IB/RoCE ports first, then physical Ethernet interfaces, then virtual ones, each group
+/// sorted by name.
 ///   ib_port:  /sys/class/infiniband/<dev>/ports/<n>: name "<dev>/<n>", rate_gbps from rate
-///             ("200 Gb/sec (4X HDR)" -> 200), state / phys_state without their number
-///             ("4: ACTIVE" -> "ACTIVE"), link_layer, firmware = <dev>/fw_ver, netdev = the
-///             interface in <dev>/device/net whose dev_port is n-1 (its mtu is the port's).
+///             ("200 Gb/sec (4X HDR)" -> 200; unknown when unreadable), state / phys_state
+///             without their number ("4: ACTIVE" -> "ACTIVE"), link_layer, firmware =
+///             <dev>/fw_ver, netdev = the interface in <dev>/device/net whose dev_port is n-1
+///             (its mtu is the port's).
 ///   ethernet: /sys/class/net/<if> with a `device` link (physical) and type 1 (ARPHRD_ETHER):
-///             rate_gbps = speed (Mb/s) / 1000, 0 when -1 or unreadable; state = operstate.
-///             firmware: ethtool's GDRVINFO fw_version, on the live system only.
+///             rate_gbps = speed (Mb/s) / 1000, unknown (null, with why in `unknown`) when the
+///             speed is -1 or unreadable; state = operstate. firmware: ethtool's GDRVINFO
+///             fw_version, on the live system only.
 ///   Both:     pci_bus_id = the last PCI address in the resolved `device` path; numa_node = the
 ///             device's numa_node (-1 unknown).
-///             Interfaces without a device link (lo, bridges, veth, docker0, bonds) and other
-///             types (IPoIB is the IB port's netdev) are left out.
+///   virtual:  type 1 interfaces without a device link (veth, bridge, macvlan, bond, vlan,
+///             docker0): is_virtual, kind = the type (ethtool's driver on the live system, else
+///             from sysfs; "virtual" when it cannot be told), rate_gbps unknown, state =
+///             operstate, netdev = the name. They may carry MPI/NCCL traffic (netns clusters,
+///             containers); rows about physical NICs leave them out with `"/virtual": false`.
+///   Left out: loopback and other types (IPoIB is the IB port's netdev; tunnels, tun).
 std::vector<NicInfo> collect_nics(const std::string& fs_root, std::vector<std::string>& warnings);
 
 /// Whole block devices (/sys/class/block without a `partition` file), sorted by name, capacity in

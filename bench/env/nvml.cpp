@@ -354,15 +354,20 @@ class GpuReader {
 
   template <class Fn, class... Args>
   bool call(Fn fn, const char* name, Args... args) {
-    if (!fn) return false;
+    if (!fn) {
+      last_error_ = std::string(name) + ": not in " + nvml_.library();
+      return false;
+    }
     const nvmlReturn_t rc = fn(args...);
     if (rc == NVML_SUCCESS) return true;
-    if (rc != NVML_ERROR_NOT_SUPPORTED && rc != NVML_ERROR_FUNCTION_NOT_FOUND && warnings_) {
-      warnings_->push_back("gpu " + std::to_string(index_) + ": " + name + ": " +
-                           nvml_.error_string(rc));
-    }
+    last_error_ = std::string(name) + ": " + nvml_.error_string(rc);
+    if (rc != NVML_ERROR_NOT_SUPPORTED && rc != NVML_ERROR_FUNCTION_NOT_FOUND && warnings_)
+      warnings_->push_back("gpu " + std::to_string(index_) + ": " + last_error_);
     return false;
   }
+
+  /// "<call>: <NVML's text>" of the last call that failed.
+  const std::string& last_error() const { return last_error_; }
 
   template <class Fn>
   std::string text(Fn fn, const char* name, nvmlDevice_t dev, unsigned size) {
@@ -382,6 +387,7 @@ class GpuReader {
   const Nvml& nvml_;
   int index_;
   std::vector<std::string>* warnings_;
+  std::string last_error_;
 };
 
 std::string cuda_version_text(int v) {
@@ -416,18 +422,29 @@ PcieLink read_pcie(const Nvml::Api& a, GpuReader& r, nvmlDevice_t dev) {
   return p;
 }
 
-/// NVLink links up. Links past the device's count answer Invalid Argument, a GPU without NVLink
-/// Not Supported: neither is worth a warning, so these calls bypass the reader.
-int nvlink_links_up(const Nvml::Api& a, nvmlDevice_t dev) {
+/// NVLink links up into g.nvlink_links_up. Links past the device's count answer Invalid Argument,
+/// a GPU without NVLink Not Supported (0 links up): neither is worth a warning, so these calls
+/// bypass the reader. An absent entry point or another error leaves the count unknown.
+void read_nvlink_links_up(const Nvml& nvml, nvmlDevice_t dev, GpuInfo& g) {
+  const Nvml::Api& a = nvml.api();
+  if (!a.device_get_nvlink_state) {
+    set_unknown(g.nvlink_links_up, g.unknown, "nvlink_links_up",
+                "nvmlDeviceGetNvLinkState: not in " + nvml.library());
+    return;
+  }
   int up = 0;
-  if (!a.device_get_nvlink_state) return up;
   for (unsigned link = 0; link < NVML_NVLINK_MAX_LINKS; ++link) {
     nvmlEnableState_t active = NVML_FEATURE_DISABLED;
-    if (a.device_get_nvlink_state(dev, link, &active) == NVML_SUCCESS &&
-        active == NVML_FEATURE_ENABLED)
-      ++up;
+    nvmlReturn_t rc = a.device_get_nvlink_state(dev, link, &active);
+    if (rc == NVML_SUCCESS && active == NVML_FEATURE_ENABLED) ++up;
+    if (rc != NVML_SUCCESS && rc != NVML_ERROR_NOT_SUPPORTED && rc != NVML_ERROR_INVALID_ARGUMENT) {
+      set_unknown(
+          g.nvlink_links_up, g.unknown, "nvlink_links_up",
+          "nvmlDeviceGetNvLinkState(link " + std::to_string(link) + "): " + nvml.error_string(rc));
+      return;
+    }
   }
-  return up;
+  g.nvlink_links_up = up;
 }
 
 /// The nearest NUMA node: the lowest node in the GPU's memory affinity mask; -1 unknown.
@@ -476,8 +493,10 @@ GpuInfo read_gpu(const Nvml& nvml, int index, nvmlDevice_t dev, const std::strin
   nvmlMemory_t mem{};
   if (r.call(a.device_get_memory_info, "nvmlDeviceGetMemoryInfo", dev, &mem))
     g.memory_gib = static_cast<double>(mem.total) / (1ULL << 30);
+  else
+    set_unknown(g.memory_gib, g.unknown, "memory_gib", r.last_error());
   g.pcie = read_pcie(a, r, dev);
-  g.nvlink_links_up = nvlink_links_up(a, dev);
+  read_nvlink_links_up(nvml, dev, g);
   nvmlEnableState_t ecc_current = NVML_FEATURE_DISABLED, ecc_pending = NVML_FEATURE_DISABLED;
   if (r.call(a.device_get_ecc_mode, "nvmlDeviceGetEccMode", dev, &ecc_current, &ecc_pending))
     g.ecc_mode = ecc_current == NVML_FEATURE_ENABLED ? "enabled" : "disabled";
@@ -524,9 +543,11 @@ NvmlInventory query_nvml_inventory() {
       g.index = index;
       g.source = "nvml";
       g.driver = inv.driver_version;
+      std::string why = "nvmlDeviceGetHandleByIndex: " + nvml.error_string(hrc);
+      set_unknown(g.memory_gib, g.unknown, "memory_gib", why);
+      set_unknown(g.nvlink_links_up, g.unknown, "nvlink_links_up", why);
       inv.gpus.push_back(g);
-      inv.warnings.push_back("gpu " + std::to_string(i) +
-                             ": nvmlDeviceGetHandleByIndex: " + nvml.error_string(hrc));
+      inv.warnings.push_back("gpu " + std::to_string(i) + ": " + why);
       continue;
     }
     inv.gpus.push_back(read_gpu(nvml, index, dev, inv.driver_version, &inv.warnings));

@@ -30,7 +30,9 @@ struct NvmlInventory {
 
 /// Loads NVML (once per process), initialises it, and reads every GPU's inventory fields.
 /// Never throws: failures are in `status` ("nvmlInit: Driver Not Loaded", or dlerror()'s text,
-/// which names the library). A field NVML cannot give stays at its default ("" / 0 / -1).
+/// which names the library). A field NVML cannot give stays at its default ("" / 0 / -1), except
+/// memory_gib and nvlink_links_up: those are unknown (null), with the failing call and NVML's
+/// text in the GPU's `unknown` ("nvmlDeviceGetMemoryInfo: GPU is lost").
 /// Compiled to ok = false, status "NVML support compiled out (nvml.h not found at build time)"
 /// when CLUSTERBENCH_HAVE_NVML is 0.
 NvmlInventory query_nvml_inventory();

@@ -102,9 +102,30 @@ void opt(const json& j, const char* key, T& out) {
   auto it = j.find(key);
   if (it != j.end() && !it->is_null()) it->get_to(out);
 }
+/// An unknown value: null reads as nullopt, a number as itself.
+template <typename T>
+void opt(const json& j, const char* key, std::optional<T>& out) {
+  auto it = j.find(key);
+  if (it == j.end() || it->is_null())
+    out.reset();
+  else
+    out = it->get<T>();
+}
+template <typename T>
+void put(json& j, const char* key, const T& v) {
+  j[key] = v;
+}
+template <typename T>
+void put(json& j, const char* key, const std::optional<T>& v) {
+  j[key] = v ? json(*v) : json(nullptr);
+}
+/// An object's `unknown` map, written only when something is unknown.
+void put_unknown(json& j, const UnknownFields& v) {
+  if (!v.empty()) j["unknown"] = v;
+}
 }  // namespace
 
-#define CB_TO(field) j[#field] = v.field
+#define CB_TO(field) put(j, #field, v.field)
 #define CB_FROM(field) opt(j, #field, v.field)
 
 void to_json(json& j, const CpuInfo& v) {
@@ -117,9 +138,10 @@ void from_json(const json& j, CpuInfo& v) {
 }
 void to_json(json& j, const MemoryInfo& v) {
   CB_TO(installed_gib), CB_TO(usable_gib), CB_TO(source);
+  put_unknown(j, v.unknown);
 }
 void from_json(const json& j, MemoryInfo& v) {
-  CB_FROM(installed_gib), CB_FROM(usable_gib), CB_FROM(source);
+  CB_FROM(installed_gib), CB_FROM(usable_gib), CB_FROM(source), CB_FROM(unknown);
 }
 void to_json(json& j, const PcieLink& v) {
   CB_TO(gen_current), CB_TO(gen_max), CB_TO(width_current), CB_TO(width_max);
@@ -132,21 +154,25 @@ void to_json(json& j, const GpuInfo& v) {
       CB_TO(driver), CB_TO(pci_device_id), CB_TO(memory_gib), CB_TO(pcie), CB_TO(nvlink_links_up),
       CB_TO(ecc_mode), CB_TO(numa_node), CB_TO(source), CB_TO(board_part_number),
       CB_TO(persistence_mode), CB_TO(mig_mode);
+  put_unknown(j, v.unknown);
 }
 void from_json(const json& j, GpuInfo& v) {
   CB_FROM(index), CB_FROM(name), CB_FROM(uuid), CB_FROM(serial), CB_FROM(pci_bus_id),
       CB_FROM(vbios), CB_FROM(driver), CB_FROM(pci_device_id), CB_FROM(memory_gib), CB_FROM(pcie),
       CB_FROM(nvlink_links_up), CB_FROM(ecc_mode), CB_FROM(numa_node), CB_FROM(source),
-      CB_FROM(board_part_number), CB_FROM(persistence_mode), CB_FROM(mig_mode);
+      CB_FROM(board_part_number), CB_FROM(persistence_mode), CB_FROM(mig_mode), CB_FROM(unknown);
 }
 void to_json(json& j, const NicInfo& v) {
   CB_TO(name), CB_TO(kind), CB_TO(link_layer), CB_TO(state), CB_TO(phys_state), CB_TO(rate_gbps),
       CB_TO(firmware), CB_TO(mtu), CB_TO(netdev), CB_TO(pci_bus_id), CB_TO(numa_node);
+  j["virtual"] = v.is_virtual;
+  put_unknown(j, v.unknown);
 }
 void from_json(const json& j, NicInfo& v) {
   CB_FROM(name), CB_FROM(kind), CB_FROM(link_layer), CB_FROM(state), CB_FROM(phys_state),
       CB_FROM(rate_gbps), CB_FROM(firmware), CB_FROM(mtu), CB_FROM(netdev), CB_FROM(pci_bus_id),
-      CB_FROM(numa_node);
+      CB_FROM(numa_node), CB_FROM(unknown);
+  opt(j, "virtual", v.is_virtual);
 }
 void to_json(json& j, const BlockDevice& v) {
   CB_TO(name), CB_TO(model), CB_TO(serial), CB_TO(firmware), CB_TO(capacity_tb), CB_TO(nvme),
@@ -200,12 +226,38 @@ void to_json(json& j, const EnvRecord& v) {
       CB_TO(tuning), CB_TO(dmi), CB_TO(gpudirect), CB_TO(environment), CB_TO(warnings);
   if (!v.health.empty()) CB_TO(health);
 }
+namespace {
+constexpr const char* kV1NotRead = "not read (0 in a clusterbench.env/1 record)";
+
+/// An env/1 record wrote 0 for what it could not read (DESIGN.md "Unknown is not zero"): a GPU
+/// seen on the PCI bus only (no memory, no NVLink from NVML), installed memory with no source,
+/// a NIC rate of -1 or unreadable. Those zeros are made unknown, so that no row judges them.
+void env_v1_unknowns(EnvRecord& v) {
+  for (auto& g : v.gpus) {
+    if (g.source == "pci") {
+      std::string why = "not read: GPU seen on the PCI bus only (NVML: " + v.gpu_status.nvml + ")";
+      set_unknown(g.memory_gib, g.unknown, "memory_gib", why);
+      set_unknown(g.nvlink_links_up, g.unknown, "nvlink_links_up", why);
+    } else if (g.memory_gib == 0.0) {
+      set_unknown(g.memory_gib, g.unknown, "memory_gib", kV1NotRead);
+    }
+  }
+  MemoryInfo& m = v.memory;
+  if (m.installed_gib == 0.0)
+    set_unknown(m.installed_gib, m.unknown, "installed_gib", "not read: no source worked");
+  if (m.usable_gib == 0.0) set_unknown(m.usable_gib, m.unknown, "usable_gib", kV1NotRead);
+  for (auto& n : v.nics)
+    if (n.rate_gbps == 0.0) set_unknown(n.rate_gbps, n.unknown, "rate_gbps", kV1NotRead);
+}
+}  // namespace
+
 void from_json(const json& j, EnvRecord& v) {
   CB_FROM(schema), CB_FROM(host), CB_FROM(collected_at), CB_FROM(fs_root), CB_FROM(cpu),
       CB_FROM(memory), CB_FROM(gpus), CB_FROM(gpu_status), CB_FROM(nics), CB_FROM(block_devices),
       CB_FROM(versions), CB_FROM(tuning), CB_FROM(dmi), CB_FROM(gpudirect), CB_FROM(environment),
       CB_FROM(warnings);
   CB_FROM(health);
+  if (v.schema == kEnvSchemaV1) env_v1_unknowns(v);
 }
 void to_json(json& j, const Metric& v) {
   CB_TO(name), CB_TO(value), CB_TO(unit), CB_TO(higher_is_better);

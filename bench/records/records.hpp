@@ -18,7 +18,12 @@ using json = nlohmann::json;
 
 /// Schema identifiers written into every document (DESIGN.md "Schemas").
 inline constexpr const char* kRunSchema = "clusterbench.run/1";
-inline constexpr const char* kEnvSchema = "clusterbench.env/1";
+/// env/2: a value that could not be read is null, with the reason in its object's `unknown`;
+/// `nics` holds virtual interfaces too, flagged `virtual` (docs/records.md "EnvRecord").
+inline constexpr const char* kEnvSchema = "clusterbench.env/2";
+/// env/1 records are still read; their "not read" zeros become unknown when read (docs/records.md
+/// "EnvRecord").
+inline constexpr const char* kEnvSchemaV1 = "clusterbench.env/1";
 inline constexpr const char* kResultSchema = "clusterbench.result/1";
 /// Spec tables: /2 adds `families` (docs/records.md "Spec table"); /1 tables still load.
 inline constexpr const char* kSpecSchema = "clusterbench.spec/3";
@@ -41,6 +46,19 @@ bool is_known_unit(const std::string& unit);
 // ---------------------------------------------------------------------------------------------
 // EnvRecord: one per node.
 
+/// Fields of one env object that could not be read, by path relative to the object ("memory_gib",
+/// "pcie/width_current"), each with why ("NVML not loaded: Driver Not Loaded"). Such a field is
+/// null in JSON; a spec row over it is MISSING with this reason (DESIGN.md "Unknown is not zero").
+using UnknownFields = std::map<std::string, std::string>;
+
+/// Makes `field` unknown: it becomes null in JSON, and `unknown[name]` says `why`.
+template <typename T>
+void set_unknown(std::optional<T>& field, UnknownFields& unknown, const std::string& name,
+                 const std::string& why) {
+  field.reset();
+  unknown[name] = why;
+}
+
 struct CpuInfo {
   std::string model;
   int sockets = 0;
@@ -51,9 +69,10 @@ struct CpuInfo {
 };
 
 struct MemoryInfo {
-  double installed_gib = 0;  ///< GiB installed, from `source`
-  double usable_gib = 0;     ///< GiB usable (MemTotal)
-  std::string source;        ///< "dmi" (type 17), "memory_blocks" or "meminfo"
+  std::optional<double> installed_gib;  ///< GiB installed, from `source`; null: no source worked
+  std::optional<double> usable_gib;     ///< GiB usable (MemTotal); null: MemTotal not read
+  std::string source;                   ///< "dmi" (type 17), "memory_blocks", "meminfo" or ""
+  UnknownFields unknown;                ///< why installed_gib / usable_gib are null
 };
 
 struct PcieLink {
@@ -65,29 +84,36 @@ struct GpuInfo {
   int index = 0;     ///< NVML index, or order on the PCI bus
   std::string name;  ///< NVML name, or "NVIDIA <pci device id>" when seen on PCI only
   std::string uuid, serial, pci_bus_id, vbios, driver;
-  std::string pci_device_id;  ///< e.g. "0x2330"
-  double memory_gib = 0;
+  std::string pci_device_id;         ///< e.g. "0x2330"
+  std::optional<double> memory_gib;  ///< NVML memory.total / 2^30; null when not read
   PcieLink pcie;
-  int nvlink_links_up = 0;
-  std::string ecc_mode;  ///< "enabled", "disabled" or "" (unknown)
+  std::optional<int> nvlink_links_up;  ///< NVLink links active; null when not read
+  std::string ecc_mode;                ///< "enabled", "disabled" or "" (unknown)
   int numa_node = -1;
   std::string source;             ///< "nvml" or "pci"
   std::string board_part_number;  ///< nvmlDeviceGetBoardPartNumber, "" unknown
   std::string persistence_mode;   ///< "enabled", "disabled" or "" (unknown)
   std::string mig_mode;           ///< current MIG mode: "enabled", "disabled" or "" (unsupported)
+  UnknownFields unknown;          ///< why memory_gib / nvlink_links_up are null
 };
 
 struct NicInfo {
-  std::string name;        ///< "mlx5_0/1" for IB/RoCE ports, interface name for Ethernet
-  std::string kind;        ///< "ib_port" or "ethernet"
+  std::string name;  ///< "mlx5_0/1" for IB/RoCE ports, interface name for Ethernet
+  /// "ib_port", "ethernet", or for a virtual interface its type: "veth", "bridge", "macvlan",
+  /// "bond", "vlan", ... ("virtual" when it cannot be told)
+  std::string kind;
   std::string link_layer;  ///< "InfiniBand", "Ethernet"
   std::string state, phys_state;
-  double rate_gbps = 0;  ///< Gb/s
+  std::optional<double> rate_gbps;  ///< Gb/s; null when unknown (link down, virtual)
   std::string firmware;
   int mtu = 0;
   std::string netdev;      ///< associated interface, if any
   std::string pci_bus_id;  ///< the PCI function behind it ("0000:1a:00.0"), "" if virtual
   int numa_node = -1;      ///< its device's numa_node, -1 if unknown
+  /// A virtual interface (no device behind it: veth, bridge, macvlan, ...); JSON `virtual`.
+  /// Such interfaces may carry MPI/NCCL traffic, but are not physical NICs.
+  bool is_virtual = false;
+  UnknownFields unknown;  ///< why rate_gbps is null
 };
 
 struct BlockDevice {

@@ -50,6 +50,7 @@ const std::map<std::string, std::string>& env_units() {
       {"/nics/*/rate_gbps", "Gb/s"},
       {"/nics/*/mtu", "B"},
       {"/nics/*/netdev", ""},
+      {"/nics/*/virtual", ""},
       {"/block_devices/*", "count"},
       {"/block_devices/*/capacity_tb", "TB"},
       {"/block_devices/*/nvme", ""},
@@ -563,6 +564,20 @@ std::string fill_template(const std::string& text, const json& doc) {
     pos = close + 1;
   }
   return out + text.substr(pos);
+}
+
+std::string unknown_reason(const json& doc, const std::string& pointer) {
+  // From the field's own object upwards: the nearest `unknown` map that names the rest of the path.
+  for (size_t cut = pointer.rfind('/'); cut != std::string::npos && cut > 0;
+       cut = pointer.rfind('/', cut - 1)) {
+    auto owner = expand_pointer(doc, pointer.substr(0, cut));
+    if (owner.empty() || !owner.front().second.is_object()) continue;
+    auto unknown = owner.front().second.find("unknown");
+    if (unknown == owner.front().second.end() || !unknown->is_object()) continue;
+    auto why = unknown->find(pointer.substr(cut + 1));
+    if (why != unknown->end() && why->is_string()) return why->get<std::string>();
+  }
+  return "";
 }
 
 bool glob_match(const std::string& pattern, const std::string& text) {

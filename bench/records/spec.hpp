@@ -136,6 +136,11 @@ std::vector<std::pair<std::string, json>> expand_pointer(const json& doc,
 /// null. A `{` not followed by `/` is kept as written.
 std::string fill_template(const std::string& text, const json& doc);
 
+/// Why the env value at the concrete `pointer` ("/gpus/3/memory_gib") is unknown: the entry of
+/// the nearest enclosing object's `unknown` map that names the rest of the path ("memory_gib" in
+/// /gpus/3, or "pcie/width_current" in /gpus/3); "" when none says.
+std::string unknown_reason(const json& doc, const std::string& pointer);
+
 /// Glob match with `*` and `?` (used for --only and benchmark ids).
 bool glob_match(const std::string& pattern, const std::string& text);
 

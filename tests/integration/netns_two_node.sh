@@ -4,7 +4,8 @@
 # Asserts: two EnvRecords whose hosts are the two namespace names; ok records from both hosts;
 # each rank ran in its own namespace (its /proc/self/ns/net is that namespace's); and the veth
 # counters grew by at least the bytes node 2 must have sent to rank 0 (its EnvRecord and its
-# record lines, which rank 0 gathers as JSON text).
+# record lines, which rank 0 gathers as JSON text); the veth is in each EnvRecord as a virtual
+# interface and report.json's net.nccl_socket_ifname_up PASSes on both nodes over it.
 # Environment (from ctest): CB_BIN, CB_SOURCE_DIR, CB_HAVE_MPI. Exit 77 = skipped (and why).
 set -euo pipefail
 
@@ -127,6 +128,24 @@ print(f"{n2} EnvRecord {env2_bytes} B + {len(rec2)} record lines {rec2_bytes} B 
 print(f"veth counters during the run: {n2} tx {tx2} B, {n1} rx {rx1} B, {n1} tx {tx1} B")
 check(tx2 >= need, f"{n2} tx bytes {tx2} >= {need}")
 check(rx1 >= need, f"{n1} rx bytes {rx1} >= {need}")
+
+# The veth that carried the run is in each EnvRecord as a virtual interface (no link rate), and
+# the NCCL interface row counts it; it is no physical NIC for the rate row.
+for e in run["env"]:
+    veths = [n for n in e["nics"] if n["kind"] == "veth"]
+    check(len(veths) == 1 and veths[0]["virtual"] is True and veths[0]["rate_gbps"] is None
+          and veths[0]["state"] == "up",
+          f"{e['host']}: one veth, virtual, rate null, up (nics: {[(n['name'], n['kind']) for n in e['nics']]})")
+rep = json.load(open(os.path.join(out, "report.json")))
+rows = {r["id"]: r for r in rep["rows"]}
+nccl = rows["net.nccl_socket_ifname_up"]
+check(nccl["outcome"] == "PASS", f"net.nccl_socket_ifname_up PASS (got {nccl['outcome']}: {nccl['message']})")
+check(sorted(i["item"] for i in nccl["items"]) == sorted([n1, n2])
+      and all(i["outcome"] == "PASS" and i["value"] >= 1 for i in nccl["items"]),
+      f"net.nccl_socket_ifname_up: both nodes PASS with >= 1 interface up ({nccl['items']})")
+rate = rows["host.network_rate"]
+check(rate["outcome"] == "MISSING" and "matches nothing" in rate["message"],
+      f"host.network_rate does not judge the veth (got {rate['outcome']}: {rate['message']})")
 sys.exit(1 if errors else 0)
 EOF
 echo "PASS netns_two_node"

@@ -123,9 +123,9 @@ TEST(InventoryMemory, DmiExceedsMemTotal) {
   std::vector<std::string> w;
   MemoryInfo m = collect_memory(kRoot + "dmi-exceeds-memtotal", w);
   EXPECT_EQ(m.source, "dmi");
-  EXPECT_DOUBLE_EQ(m.installed_gib, 512.0);
-  EXPECT_NEAR(m.usable_gib, kMemTotal512, 1e-9);
-  EXPECT_NEAR(m.usable_gib, 503.49, 0.01);
+  EXPECT_DOUBLE_EQ(m.installed_gib.value_or(-1), 512.0);
+  EXPECT_NEAR(m.usable_gib.value_or(-1), kMemTotal512, 1e-9);
+  EXPECT_NEAR(m.usable_gib.value_or(-1), 503.49, 0.01);
   EXPECT_TRUE(w.empty()) << joined(w);
 }
 
@@ -134,8 +134,8 @@ TEST(InventoryMemory, MemoryBlocksWithoutDmi) {
   std::vector<std::string> w;
   MemoryInfo m = collect_memory(kRoot + "memory-blocks-exceed-memtotal", w);
   EXPECT_EQ(m.source, "memory_blocks");
-  EXPECT_DOUBLE_EQ(m.installed_gib, 512.0);
-  EXPECT_NEAR(m.usable_gib, kMemTotal512, 1e-9);
+  EXPECT_DOUBLE_EQ(m.installed_gib.value_or(-1), 512.0);
+  EXPECT_NEAR(m.usable_gib.value_or(-1), kMemTotal512, 1e-9);
   EXPECT_TRUE(has_warning(w, "dmi/entries")) << joined(w);
 }
 
@@ -143,8 +143,8 @@ TEST(InventoryMemory, MemTotalWhenNothingElse) {
   std::vector<std::string> w;
   MemoryInfo m = collect_memory(kRoot + "meminfo-only", w);
   EXPECT_EQ(m.source, "meminfo");
-  EXPECT_NEAR(m.installed_gib, kMemTotal512, 1e-9);
-  EXPECT_NEAR(m.usable_gib, kMemTotal512, 1e-9);
+  EXPECT_NEAR(m.installed_gib.value_or(-1), kMemTotal512, 1e-9);
+  EXPECT_NEAR(m.usable_gib.value_or(-1), kMemTotal512, 1e-9);
   EXPECT_TRUE(has_warning(w, "dmi/entries")) << joined(w);
   EXPECT_TRUE(has_warning(w, "block_size_bytes")) << joined(w);
 }
@@ -154,24 +154,38 @@ TEST(InventoryMemory, TwoSocketFromDmi) {
   std::vector<std::string> w;
   MemoryInfo m = collect_memory(kTwoSocket, w);
   EXPECT_EQ(m.source, "dmi");
-  EXPECT_DOUBLE_EQ(m.installed_gib, 256.0);
-  EXPECT_NEAR(m.usable_gib, 263716776.0 / (1024 * 1024), 1e-9);
+  EXPECT_DOUBLE_EQ(m.installed_gib.value_or(-1), 256.0);
+  EXPECT_NEAR(m.usable_gib.value_or(-1), 263716776.0 / (1024 * 1024), 1e-9);
 }
 
 TEST(InventoryMemory, MissingRootWarns) {
   std::vector<std::string> w;
   MemoryInfo m = collect_memory(kRoot + "does-not-exist", w);
   EXPECT_EQ(m.source, "");
-  EXPECT_EQ(m.installed_gib, 0.0);
-  EXPECT_EQ(m.usable_gib, 0.0);
+  // Nothing was read: unknown, not 0, and each source's failure is the reason.
+  EXPECT_FALSE(m.installed_gib.has_value());
+  EXPECT_FALSE(m.usable_gib.has_value());
   EXPECT_TRUE(has_warning(w, "meminfo")) << joined(w);
+  const std::string& why = m.unknown["installed_gib"];
+  EXPECT_EQ(why.rfind("no source worked: ", 0), 0u) << why;
+  EXPECT_NE(why.find("dmi/entries"), std::string::npos) << why;
+  EXPECT_NE(why.find("block_size_bytes"), std::string::npos) << why;
+  EXPECT_NE(why.find("/proc/meminfo"), std::string::npos) << why;
+  EXPECT_NE(m.unknown["usable_gib"].find("/proc/meminfo"), std::string::npos);
+  // In JSON: null with the reason beside it.
+  json j = m;
+  EXPECT_TRUE(j.at("installed_gib").is_null()) << j.dump();
+  EXPECT_TRUE(j.at("usable_gib").is_null()) << j.dump();
+  EXPECT_EQ(j.at("unknown").at("installed_gib"), why);
 }
 
 TEST(InventoryMemory, LiveSystem) {
   std::vector<std::string> w;
   MemoryInfo m = collect_memory("/", w);
-  EXPECT_GT(m.usable_gib, 0.0);
-  EXPECT_GE(m.installed_gib, m.usable_gib * 0.9);
+  ASSERT_TRUE(m.usable_gib && m.installed_gib);
+  EXPECT_GT(*m.usable_gib, 0.0);
+  EXPECT_GE(*m.installed_gib, *m.usable_gib * 0.9);
+  EXPECT_TRUE(m.unknown.empty());
   EXPECT_FALSE(m.source.empty());
 }
 
@@ -221,8 +235,9 @@ TEST(InventoryGpu, NoPciBusGivesNoGpus) {
 TEST(InventoryNics, InfinibandPortsAndEthernet) {
   std::vector<std::string> w;
   auto nics = collect_nics(kTwoSocket, w);
-  // mlx5_0/1, mlx5_1/1, eno1, eno2; lo and docker0 are virtual, ib0/ib1 are the ports' netdevs.
-  ASSERT_EQ(nics.size(), 4u) << joined(w);
+  // mlx5_0/1, mlx5_1/1, eno1, eno2, then docker0 (virtual); lo is loopback, ib0/ib1 are the
+  // ports' netdevs.
+  ASSERT_EQ(nics.size(), 5u) << joined(w);
   for (int i = 0; i < 2; ++i) {
     const NicInfo& n = nics[i];
     EXPECT_EQ(n.name, "mlx5_" + std::to_string(i) + "/1");
@@ -230,21 +245,28 @@ TEST(InventoryNics, InfinibandPortsAndEthernet) {
     EXPECT_EQ(n.link_layer, "InfiniBand");
     EXPECT_EQ(n.state, "ACTIVE");
     EXPECT_EQ(n.phys_state, "LinkUp");
-    EXPECT_DOUBLE_EQ(n.rate_gbps, 200.0);
+    EXPECT_DOUBLE_EQ(n.rate_gbps.value_or(-1), 200.0);
     EXPECT_EQ(n.firmware, "20.39.1002");
     EXPECT_EQ(n.netdev, "ib" + std::to_string(i));
     EXPECT_EQ(n.mtu, 4092);
+    EXPECT_FALSE(n.is_virtual);
   }
   EXPECT_EQ(nics[2].name, "eno1");
   EXPECT_EQ(nics[2].kind, "ethernet");
   EXPECT_EQ(nics[2].link_layer, "Ethernet");
   EXPECT_EQ(nics[2].state, "up");
-  EXPECT_DOUBLE_EQ(nics[2].rate_gbps, 10.0);  // speed 10000 Mb/s
+  EXPECT_DOUBLE_EQ(nics[2].rate_gbps.value_or(-1), 10.0);  // speed 10000 Mb/s
   EXPECT_EQ(nics[2].mtu, 9000);
   EXPECT_EQ(nics[3].name, "eno2");
   EXPECT_EQ(nics[3].state, "down");
-  EXPECT_DOUBLE_EQ(nics[3].rate_gbps, 0.0);  // speed -1
   EXPECT_EQ(nics[3].mtu, 1500);
+  // Speed -1: unknown, not 0 Gb/s, with the reason.
+  EXPECT_FALSE(nics[3].rate_gbps.has_value());
+  EXPECT_NE(nics[3].unknown["rate_gbps"].find("sysfs speed -1"), std::string::npos)
+      << nics[3].unknown["rate_gbps"];
+  EXPECT_EQ(nics[4].name, "docker0");
+  EXPECT_TRUE(nics[4].is_virtual);
+  EXPECT_FALSE(nics[4].rate_gbps.has_value());
   EXPECT_TRUE(w.empty()) << joined(w);
 }
 
@@ -340,13 +362,14 @@ TEST(InventoryEnv, TwoSocketRecord) {
   EXPECT_EQ(r.cpu.physical_cores, 8);
   EXPECT_EQ(r.cpu.threads, 16);
   EXPECT_EQ(r.memory.source, "dmi");
-  EXPECT_DOUBLE_EQ(r.memory.installed_gib, 256.0);
+  EXPECT_DOUBLE_EQ(r.memory.installed_gib.value_or(-1), 256.0);
   ASSERT_EQ(r.gpus.size(), 1u);
   EXPECT_EQ(r.gpus[0].pci_bus_id, "0000:17:00.0");
   EXPECT_EQ(r.gpus[0].source, "pci");
   EXPECT_EQ(r.gpu_status.on_pci, 1);
   EXPECT_EQ(r.gpu_status.nvml, "not queried");
-  EXPECT_EQ(r.nics.size(), 4u);
+  EXPECT_EQ(r.gpus[0].unknown.at("memory_gib"), "NVML not queried");
+  EXPECT_EQ(r.nics.size(), 5u);
   EXPECT_EQ(r.block_devices.size(), 2u);
   EXPECT_EQ(r.tuning.nr_hugepages, 8192);
   EXPECT_EQ(r.collected_at.size(), 20u);  // 2026-11-30T08:45:00Z
@@ -376,6 +399,16 @@ TEST(InventoryEnv, HostOptionWinsAndNvmlFailureKeepsPciGpus) {
   EXPECT_EQ(r.gpus[0].source, "pci");
   EXPECT_EQ(r.gpu_status.on_pci, 1);
   EXPECT_EQ(r.versions.driver, "");
+  // What only NVML can tell is unknown, with why NVML could not be used; never 0.
+  const GpuInfo& g = r.gpus[0];
+  EXPECT_FALSE(g.memory_gib.has_value());
+  EXPECT_FALSE(g.nvlink_links_up.has_value());
+  EXPECT_EQ(g.unknown.at("memory_gib"), "NVML not loaded: " + r.gpu_status.nvml);
+  EXPECT_EQ(g.unknown.at("nvlink_links_up"), "NVML not loaded: " + r.gpu_status.nvml);
+  json j = r;
+  EXPECT_TRUE(j["gpus"][0]["memory_gib"].is_null()) << j["gpus"][0].dump();
+  EXPECT_TRUE(j["gpus"][0]["nvlink_links_up"].is_null()) << j["gpus"][0].dump();
+  EXPECT_EQ(j["gpus"][0]["pcie"]["width_current"], 16);  // sysfs still gave the PCIe link
 }
 
 TEST(InventoryEnv, MissingRootNeverThrows) {
@@ -386,7 +419,7 @@ TEST(InventoryEnv, MissingRootNeverThrows) {
   EnvRecord r;
   ASSERT_NO_THROW(r = collect_env(opt));
   EXPECT_EQ(r.cpu.physical_cores, 0);
-  EXPECT_EQ(r.memory.usable_gib, 0.0);
+  EXPECT_FALSE(r.memory.usable_gib.has_value());
   EXPECT_TRUE(r.gpus.empty());
   EXPECT_EQ(r.tuning.governor, "no cpufreq driver");
   EXPECT_TRUE(has_warning(r.warnings, "hwloc")) << joined(r.warnings);
@@ -399,7 +432,7 @@ TEST(InventoryEnv, LiveSystem) {
   EnvRecord r = collect_env(opt);
   EXPECT_EQ(r.fs_root, "/");
   EXPECT_GE(r.cpu.physical_cores, 1);
-  EXPECT_GT(r.memory.usable_gib, 0.0);
+  EXPECT_GT(r.memory.usable_gib.value_or(-1), 0.0);
   EXPECT_FALSE(r.host.empty());
   EXPECT_FALSE(r.versions.kernel.empty());
   // `fio --version` prints "fio-3.33"; without fio the field stays empty.

@@ -92,12 +92,13 @@ TEST_F(NvmlTest, H100x8Inventory) {
   EXPECT_EQ(g.pci_bus_id, "0000:18:00.0");  // from "00000000:18:00.0"
   EXPECT_EQ(g.pci_device_id, "0x2330");     // 0x233010de >> 16
   // 85520809984 B = 81559 MiB; / 1024 = 79.6474609375 GiB (exact in binary).
-  EXPECT_DOUBLE_EQ(g.memory_gib, 79.6474609375);
+  EXPECT_DOUBLE_EQ(g.memory_gib.value_or(-1), 79.6474609375);
   EXPECT_EQ(g.pcie.gen_current, 5);
   EXPECT_EQ(g.pcie.gen_max, 5);
   EXPECT_EQ(g.pcie.width_current, 16);
   EXPECT_EQ(g.pcie.width_max, 16);
   EXPECT_EQ(g.nvlink_links_up, 18);
+  EXPECT_TRUE(g.unknown.empty());
   EXPECT_EQ(g.ecc_mode, "enabled");
   EXPECT_EQ(g.vbios, "96.00.74.00.0D");
   EXPECT_EQ(g.driver, "535.161.08");
@@ -224,6 +225,24 @@ TEST_F(NvmlTest, LibraryWithoutNvmlSymbols) {
   EXPECT_EQ(query_nvml_inventory().status, "libm.so.6: lacks nvmlInit_v2");
 }
 
+// A GPU whose memory and NVLink state NVML cannot give (tests/fixtures/nvml/unreadable.json):
+// both unknown with the call and NVML's text, never 0.
+TEST_F(NvmlTest, UnreadableMemoryAndNvlinkAreUnknown) {
+  use_fake("unreadable.json");
+  const NvmlInventory inv = query_nvml_inventory();
+  ASSERT_TRUE(inv.ok) << inv.status;
+  ASSERT_EQ(inv.gpus.size(), 1u);
+  const GpuInfo& g = inv.gpus[0];
+  EXPECT_FALSE(g.memory_gib.has_value());
+  EXPECT_EQ(g.unknown.at("memory_gib"), "nvmlDeviceGetMemoryInfo: GPU is lost");
+  EXPECT_FALSE(g.nvlink_links_up.has_value());
+  EXPECT_EQ(g.unknown.at("nvlink_links_up"), "nvmlDeviceGetNvLinkState(link 0): Unknown Error");
+  json j = g;
+  EXPECT_TRUE(j.at("memory_gib").is_null()) << j.dump();
+  EXPECT_TRUE(j.at("nvlink_links_up").is_null()) << j.dump();
+  EXPECT_EQ(j.at("unknown").size(), 2u);
+}
+
 // A node with one healthy-but-sparse GPU and one lost GPU (tests/fixtures/nvml/partial.json):
 // per-field failures leave fields empty and never fail the query.
 TEST_F(NvmlTest, PartialFieldsAndLostGpu) {
@@ -238,9 +257,9 @@ TEST_F(NvmlTest, PartialFieldsAndLostGpu) {
   EXPECT_EQ(a.name, "NVIDIA A100-SXM4-80GB");
   EXPECT_EQ(a.pci_bus_id, "0001:07:00.0");
   EXPECT_EQ(a.pci_device_id, "0x20b2");
-  EXPECT_DOUBLE_EQ(a.memory_gib, 80.0);  // 85899345920 = 80 * 2^30
-  EXPECT_EQ(a.serial, "");               // Not Supported
-  EXPECT_EQ(a.vbios, "");                // GPU is lost (warned below)
+  EXPECT_DOUBLE_EQ(a.memory_gib.value_or(-1), 80.0);  // 85899345920 = 80 * 2^30
+  EXPECT_EQ(a.serial, "");                            // Not Supported
+  EXPECT_EQ(a.vbios, "");                             // GPU is lost (warned below)
   EXPECT_EQ(a.ecc_mode, "disabled");
   EXPECT_EQ(a.nvlink_links_up, 0);  // Not Supported
   EXPECT_EQ(a.pcie.gen_current, 0);
@@ -253,6 +272,11 @@ TEST_F(NvmlTest, PartialFieldsAndLostGpu) {
   EXPECT_EQ(lost.source, "nvml");
   EXPECT_EQ(lost.name, "");
   EXPECT_EQ(lost.uuid, "");
+  // Nothing of a lost GPU was read: unknown, not 0, with NVML's answer as the reason.
+  EXPECT_FALSE(lost.memory_gib.has_value());
+  EXPECT_FALSE(lost.nvlink_links_up.has_value());
+  EXPECT_EQ(lost.unknown.at("memory_gib"), "nvmlDeviceGetHandleByIndex: GPU is lost");
+  EXPECT_EQ(lost.unknown.at("nvlink_links_up"), "nvmlDeviceGetHandleByIndex: GPU is lost");
 
   EXPECT_EQ(inv.warnings, (Strings{"gpu 0: nvmlDeviceGetVbiosVersion: GPU is lost",
                                    "gpu 1: nvmlDeviceGetHandleByIndex: GPU is lost"}));

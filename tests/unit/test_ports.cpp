@@ -3,6 +3,7 @@
 // net.* rows of reports/specs/base.json judged over those NICs.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
 #include <tuple>
 
@@ -15,6 +16,8 @@ namespace {
 
 const std::string kDegraded = std::string(CB_FIXTURES) + "/fsroot-net/degraded";
 const std::string kTwoSocket = std::string(CB_FIXTURES) + "/fsroot/two-socket";
+// A netns or container node: a veth, a bridge, a macvlan, a down docker0, lo and a tunnel.
+const std::string kVirtual = std::string(CB_FIXTURES) + "/fsroot-net/virtual";
 
 const NicInfo* nic(const std::vector<NicInfo>& nics, const std::string& name) {
   for (const auto& n : nics)
@@ -30,25 +33,60 @@ TEST(PortsInventory, DegradedTreeReadsRateStateAndOperstate) {
   ASSERT_TRUE(good);
   EXPECT_EQ(good->state, "ACTIVE");
   EXPECT_EQ(good->phys_state, "LinkUp");
-  EXPECT_DOUBLE_EQ(good->rate_gbps, 200);
+  EXPECT_DOUBLE_EQ(good->rate_gbps.value_or(-1), 200);
   EXPECT_EQ(good->netdev, "ib0");
   EXPECT_EQ(good->mtu, 4092);
   const NicInfo* slow = nic(nics, "mlx5_1/1");
   ASSERT_TRUE(slow);
   EXPECT_EQ(slow->state, "ACTIVE");
-  EXPECT_DOUBLE_EQ(slow->rate_gbps, 100);
+  EXPECT_DOUBLE_EQ(slow->rate_gbps.value_or(-1), 100);
   const NicInfo* down = nic(nics, "mlx5_2/1");
   ASSERT_TRUE(down);
   EXPECT_EQ(down->state, "DOWN");
   EXPECT_EQ(down->phys_state, "Polling");
-  EXPECT_DOUBLE_EQ(down->rate_gbps, 10);
+  EXPECT_DOUBLE_EQ(down->rate_gbps.value_or(-1), 10);
   const NicInfo* eno2 = nic(nics, "eno2");
   ASSERT_TRUE(eno2);
   EXPECT_EQ(eno2->state, "down");
-  EXPECT_DOUBLE_EQ(eno2->rate_gbps, 0);  // speed -1 while the link is down
+  EXPECT_FALSE(eno2->rate_gbps.has_value());  // speed -1 while the link is down: unknown
   EXPECT_EQ(eno2->mtu, 1500);
   EXPECT_EQ(nic(nics, "eno1")->mtu, 9000);
-  EXPECT_DOUBLE_EQ(nic(nics, "eno1")->rate_gbps, 10);
+  EXPECT_DOUBLE_EQ(nic(nics, "eno1")->rate_gbps.value_or(-1), 10);
+}
+
+TEST(PortsInventory, DownPortSpeedIsUnknownWithTheReason) {
+  std::vector<std::string> warnings;
+  auto nics = collect_nics(kDegraded, warnings);
+  const NicInfo* eno2 = nic(nics, "eno2");
+  ASSERT_TRUE(eno2);
+  EXPECT_EQ(eno2->unknown.at("rate_gbps"),
+            "sysfs speed -1 (link down, or the driver does not report its speed)");
+  EXPECT_TRUE(json(*eno2).at("rate_gbps").is_null());
+}
+
+TEST(PortsInventory, VirtualInterfacesAreFlaggedWithoutARate) {
+  std::vector<std::string> warnings;
+  auto nics = collect_nics(kVirtual, warnings);
+  EXPECT_TRUE(warnings.empty());
+  std::vector<std::string> names;
+  for (const auto& n : nics) names.push_back(n.name);
+  // Sorted by name; lo (loopback) and tunl0 (not Ethernet) left out.
+  EXPECT_EQ(names, (std::vector<std::string>{"br0", "docker0", "mv0", "to2"}));
+  for (const auto& n : nics) {
+    EXPECT_TRUE(n.is_virtual) << n.name;
+    EXPECT_FALSE(n.rate_gbps.has_value()) << n.name;  // a veth's 10000 is no link rate
+    EXPECT_EQ(n.netdev, n.name);
+    EXPECT_EQ(n.pci_bus_id, "");
+    EXPECT_EQ(n.link_layer, "Ethernet");
+  }
+  EXPECT_EQ(nic(nics, "to2")->kind, "veth");  // iflink names its peer
+  EXPECT_EQ(nic(nics, "to2")->state, "up");
+  EXPECT_EQ(nic(nics, "to2")->unknown.at("rate_gbps"),
+            "virtual interface (veth): no physical link rate");
+  EXPECT_EQ(nic(nics, "br0")->kind, "bridge");
+  EXPECT_EQ(nic(nics, "docker0")->state, "down");
+  EXPECT_EQ(nic(nics, "mv0")->kind, "virtual");  // a macvlan: only ethtool names it
+  EXPECT_EQ(json(*nic(nics, "to2")).at("virtual"), true);
 }
 
 TEST(NcclIfname, PrefixListMatchesByPrefix) {
@@ -174,6 +212,78 @@ TEST_F(BaseRows, NcclIfnameOnDownOrAbsentInterfaceFails) {
   EXPECT_EQ(item(nccl, "c")->outcome, kPass);
   EXPECT_EQ(item(nccl, "d")->value, 0);
   EXPECT_EQ(item(nccl, "e")->value, 3);  // ib0, ib1 (ACTIVE), eno1 (up)
+}
+
+TEST_F(BaseRows, VirtualInterfacesCarryNcclButAreNoPhysicalNics) {
+  // A netns-cluster node: its collectives ran over a veth. NCCL_SOCKET_IFNAME unset (NCCL's
+  // default ^docker,lo), then naming the veth, then a name that is not there.
+  Report r = make_report(
+      run_of({{"cbns1", kVirtual, ""}, {"cbns2", kVirtual, "to"}, {"cbns3", kVirtual, "=eth0"}}),
+      spec);
+  const auto& nccl = row(r, "net.nccl_socket_ifname_up");
+  EXPECT_EQ(item(nccl, "cbns1")->outcome, kPass) << item(nccl, "cbns1")->message;
+  EXPECT_EQ(item(nccl, "cbns1")->value, 3);  // to2, br0, mv0 up; docker0 excluded and down
+  EXPECT_EQ(item(nccl, "cbns2")->outcome, kPass);
+  EXPECT_EQ(item(nccl, "cbns2")->value, 1);  // to2
+  EXPECT_EQ(item(nccl, "cbns3")->outcome, kFail);
+  EXPECT_EQ(item(nccl, "cbns3")->value, 0);
+  // No physical NIC: the rate row has nothing to judge, the active-port count is 0.
+  const auto& rate = row(r, "host.network_rate");
+  EXPECT_EQ(item(rate, "cbns1")->outcome, kMissing);
+  EXPECT_EQ(item(rate, "cbns1")->message,
+            "cbns1: /nics/*/rate_gbps matches nothing in the env record");
+  EXPECT_EQ(row(r, "net.ports_active_at_rate").value, 0);
+  EXPECT_EQ(row(r, "net.ports_active_at_rate").outcome, kFail);
+  // Virtual interfaces have no firmware: the uniformity check sees no NICs, not "unknown".
+  for (const auto& f : r.uniformity.fields)
+    if (f.name == "firmware.nic") EXPECT_EQ(f.reference, "no NICs");
+}
+
+TEST_F(BaseRows, VirtualInterfaceRatesNeverPassThePhysicalRows) {
+  // A virtual interface with a rate (a hand-edited or foreign record) is still not a NIC.
+  RunDir rd = run_of({{"n1", kDegraded, ""}});
+  NicInfo fake;
+  fake.name = fake.netdev = "veth9";
+  fake.kind = "veth";
+  fake.state = "up";
+  fake.rate_gbps = 400;
+  fake.is_virtual = true;
+  // Physical NICs left: mlx5_2/1 and eno1, both 10 Gb/s.
+  auto& nics = rd.run.env[0].nics;
+  std::erase_if(nics, [](const NicInfo& n) { return n.name != "mlx5_2/1" && n.name != "eno1"; });
+  ASSERT_EQ(nics.size(), 2u);
+  nics.push_back(fake);
+  Report r = make_report(rd, spec);
+  const auto& rate = row(r, "host.network_rate");
+  EXPECT_EQ(rate.outcome, kFail) << rate.message;
+  EXPECT_EQ(rate.value, 10);
+  EXPECT_EQ(row(r, "net.ports_active_at_rate").value, 0);
+  EXPECT_EQ(row(r, "net.ports_active_at_rate").outcome, kFail);
+}
+
+TEST_F(BaseRows, UnknownSpeedOfADownPortDoesNotDecideTheRate) {
+  // degraded: mlx5_0/1 at 200 known, eno2's speed -1 unknown: the fastest port passes anyway.
+  Report r = make_report(run_of({{"n1", kDegraded, ""}}), spec);
+  const auto& rate = row(r, "host.network_rate");
+  EXPECT_EQ(rate.outcome, kPass) << rate.message;
+  EXPECT_EQ(rate.value, 200);
+  EXPECT_NE(rate.message.find("not needed to decide: /nics/4/rate_gbps unknown: sysfs speed -1"),
+            std::string::npos)
+      << rate.message;
+  // Without the IB ports, eno1's 10 Gb/s no longer decides: eno2 may be the fast one.
+  RunDir rd = run_of({{"n1", kDegraded, ""}});
+  auto& nics = rd.run.env[0].nics;
+  nics.erase(nics.begin(), nics.begin() + 3);
+  Report slow = make_report(rd, spec);
+  const auto& unknown = row(slow, "host.network_rate");
+  EXPECT_EQ(unknown.outcome, kMissing);  // was FAIL "0 Gb/s"
+  EXPECT_EQ(unknown.message,
+            "n1: /nics/1/rate_gbps unknown: sysfs speed -1 (link down, or the driver does not "
+            "report its speed)");
+  EXPECT_NE(std::find(slow.warnings.begin(), slow.warnings.end(),
+                      "n1: /nics/1/rate_gbps unknown: sysfs speed -1 (link down, or the driver "
+                      "does not report its speed)"),
+            slow.warnings.end());
 }
 
 TEST(WhereFilter, RejectsUnknownFieldsAndOps) {

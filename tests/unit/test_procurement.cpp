@@ -103,7 +103,7 @@ TEST(Procurement, NicFirmwareAndAffinity) {
   EXPECT_EQ(nics[0].pci_bus_id, "0000:18:00.0");
   EXPECT_EQ(nics[0].numa_node, 0);
   EXPECT_EQ(nics[0].netdev, "ib0");
-  EXPECT_DOUBLE_EQ(nics[0].rate_gbps, 400.0);
+  EXPECT_DOUBLE_EQ(nics[0].rate_gbps.value_or(-1), 400.0);
   EXPECT_EQ(nics[1].name, "mlx5_1/1");
   EXPECT_EQ(nics[1].link_layer, "Ethernet");
   EXPECT_EQ(nics[1].firmware, "28.39.2048");
@@ -119,7 +119,9 @@ TEST(Procurement, NicFirmwareAndAffinity) {
 
   // The foundation's tree: the HCAs' bus ids and NUMA nodes.
   auto two = collect_nics(kTwoSocket, w);
-  ASSERT_EQ(two.size(), 4u);
+  ASSERT_EQ(two.size(), 5u);  // and docker0, virtual: no bus id
+  EXPECT_EQ(two[4].pci_bus_id, "");
+  EXPECT_EQ(two[4].numa_node, -1);
   EXPECT_EQ(two[0].pci_bus_id, "0000:1a:00.0");
   EXPECT_EQ(two[0].numa_node, 0);
   EXPECT_EQ(two[1].pci_bus_id, "0000:9a:00.0");

@@ -207,7 +207,7 @@ TEST(RoundTrip, RunRecordWithEnv) {
   const EnvRecord& e = back.env[0];
   EXPECT_EQ(e.host, "gpu01");
   EXPECT_EQ(e.cpu.physical_cores, 112);
-  EXPECT_DOUBLE_EQ(e.memory.installed_gib, 2048);
+  EXPECT_DOUBLE_EQ(e.memory.installed_gib.value_or(-1), 2048);
   ASSERT_EQ(e.gpus.size(), 8u);
   EXPECT_EQ(e.gpus[3].pcie.gen_current, 4);
   EXPECT_EQ(e.gpus[7].uuid, "GPU-5d2f8a3c-71e4-4b09-8c6a-0e9b1f2a3c47");
@@ -229,6 +229,92 @@ TEST(RoundTrip, OldFilesWithoutNewFieldsStillRead) {
   EXPECT_EQ(e.cpu.physical_cores, 0);
   EXPECT_EQ(e.tuning.nr_hugepages, -1);
   EXPECT_TRUE(e.gpus.empty());
+}
+
+TEST(RoundTrip, UnknownEnvValuesAreNullWithTheirReason) {
+  EnvRecord e;
+  e.host = "n1";
+  GpuInfo g;
+  g.source = "pci";
+  set_unknown(g.memory_gib, g.unknown, "memory_gib", "NVML not loaded: Driver Not Loaded");
+  g.nvlink_links_up = 0;  // a real 0 (no NVLink) stays a number
+  e.gpus.push_back(g);
+  NicInfo eno2;
+  eno2.name = "eno2";
+  set_unknown(eno2.rate_gbps, eno2.unknown, "rate_gbps", "sysfs speed -1");
+  e.nics.push_back(eno2);
+  set_unknown(e.memory.installed_gib, e.memory.unknown, "installed_gib", "no source worked");
+  e.memory.usable_gib = 503.5;
+
+  json j = e;
+  EXPECT_EQ(j["schema"], "clusterbench.env/2");
+  EXPECT_TRUE(j["gpus"][0]["memory_gib"].is_null());
+  EXPECT_EQ(j["gpus"][0]["nvlink_links_up"], 0);
+  EXPECT_EQ(j["gpus"][0]["unknown"], json({{"memory_gib", "NVML not loaded: Driver Not Loaded"}}));
+  EXPECT_TRUE(j["nics"][0]["rate_gbps"].is_null());
+  EXPECT_EQ(j["nics"][0]["unknown"]["rate_gbps"], "sysfs speed -1");
+  EXPECT_TRUE(j["memory"]["installed_gib"].is_null());
+  EXPECT_EQ(j["memory"]["usable_gib"], 503.5);
+  EXPECT_FALSE(j["memory"]["unknown"].contains("usable_gib"));
+
+  EnvRecord back = j.get<EnvRecord>();
+  EXPECT_FALSE(back.gpus[0].memory_gib.has_value());
+  EXPECT_EQ(back.gpus[0].nvlink_links_up, 0);
+  EXPECT_EQ(back.gpus[0].unknown.at("memory_gib"), "NVML not loaded: Driver Not Loaded");
+  EXPECT_FALSE(back.nics[0].rate_gbps.has_value());
+  EXPECT_EQ(json(back), j);
+  // Known values write no `unknown` map at all.
+  GpuInfo known_gpu;
+  known_gpu.memory_gib = 80.0;
+  EXPECT_FALSE(json(known_gpu).contains("unknown"));
+  NicInfo known_nic;
+  known_nic.rate_gbps = 400.0;
+  EXPECT_FALSE(json(known_nic).contains("unknown"));
+}
+
+TEST(RoundTrip, VirtualInterfaceFlag) {
+  NicInfo veth;
+  veth.name = veth.netdev = "to2";
+  veth.kind = "veth";
+  veth.is_virtual = true;
+  set_unknown(veth.rate_gbps, veth.unknown, "rate_gbps", "virtual interface (veth)");
+  json j = veth;
+  EXPECT_EQ(j["virtual"], true);
+  EXPECT_TRUE(j["rate_gbps"].is_null());
+  NicInfo back = j.get<NicInfo>();
+  EXPECT_TRUE(back.is_virtual);
+  EXPECT_EQ(json(back), j);
+  EXPECT_EQ(json(NicInfo{})["virtual"], false);
+  // A NIC written without the field (env/1) is physical.
+  EXPECT_FALSE(json({{"name", "eno1"}, {"rate_gbps", 25}}).get<NicInfo>().is_virtual);
+}
+
+TEST(RoundTrip, EnvV1NotReadZerosBecomeUnknown) {
+  // clusterbench.env/1 wrote 0 for what it could not read; those zeros are not judged.
+  json j = json::parse(R"({"schema": "clusterbench.env/1", "host": "n1",
+    "gpu_status": {"nvml": "nvmlInit: Driver Not Loaded"},
+    "memory": {"installed_gib": 0, "usable_gib": 0, "source": ""},
+    "gpus": [{"index": 0, "source": "pci", "memory_gib": 0, "nvlink_links_up": 0},
+             {"index": 1, "source": "nvml", "memory_gib": 79.6, "nvlink_links_up": 0}],
+    "nics": [{"name": "eno2", "kind": "ethernet", "rate_gbps": 0},
+             {"name": "mlx5_0/1", "kind": "ib_port", "rate_gbps": 200}]})");
+  EnvRecord e = j.get<EnvRecord>();
+  EXPECT_EQ(e.schema, "clusterbench.env/1");
+  EXPECT_FALSE(e.gpus[0].memory_gib.has_value());
+  EXPECT_FALSE(e.gpus[0].nvlink_links_up.has_value());
+  EXPECT_EQ(e.gpus[0].unknown.at("memory_gib"),
+            "not read: GPU seen on the PCI bus only (NVML: nvmlInit: Driver Not Loaded)");
+  EXPECT_EQ(e.gpus[1].memory_gib, 79.6);
+  EXPECT_EQ(e.gpus[1].nvlink_links_up, 0);  // NVML answered: no NVLink
+  EXPECT_FALSE(e.memory.installed_gib.has_value());
+  EXPECT_FALSE(e.memory.usable_gib.has_value());
+  EXPECT_FALSE(e.nics[0].rate_gbps.has_value());
+  EXPECT_NE(e.nics[0].unknown.at("rate_gbps").find("clusterbench.env/1"), std::string::npos);
+  EXPECT_EQ(e.nics[1].rate_gbps, 200);
+  EXPECT_FALSE(e.nics[1].is_virtual);  // env/1 listed physical NICs only
+  // An env/2 record's numbers are what they say.
+  j["schema"] = "clusterbench.env/2";
+  EXPECT_EQ(j.get<EnvRecord>().nics[0].rate_gbps, 0.0);
 }
 
 // --- files --------------------------------------------------------------------------------------

@@ -583,6 +583,142 @@ TEST(Render, MarkdownHasVerdictTableFindingsAndEnvironment) {
   EXPECT_EQ(count_of(md, "\n### compute."), 1);
 }
 
+// --- unknown env values (DESIGN.md "Unknown is not zero") ----------------------------------------
+
+/// An env/2 node whose GPUs were seen on the PCI bus only (NVML not loaded) and whose memory
+/// no source could read, as collect_env writes it: nulls, with the reasons beside them.
+RunDir unknown_env_run() {
+  json gpu = {
+      {"index", 0},
+      {"name", "NVIDIA 0x2330"},
+      {"pci_device_id", "0x2330"},
+      {"source", "pci"},
+      {"memory_gib", nullptr},
+      {"nvlink_links_up", nullptr},
+      {"pcie", {{"gen_current", 5}, {"gen_max", 5}, {"width_current", 16}, {"width_max", 16}}},
+      {"unknown",
+       {{"memory_gib", "NVML not loaded: nvmlInit: Driver Not Loaded"},
+        {"nvlink_links_up", "NVML not loaded: nvmlInit: Driver Not Loaded"}}}};
+  json env = {{"schema", "clusterbench.env/2"},
+              {"host", "node01"},
+              {"memory",
+               {{"installed_gib", nullptr},
+                {"usable_gib", 1007.4},
+                {"source", ""},
+                {"unknown", {{"installed_gib", "no source worked: memory: no DMI entries"}}}}},
+              {"gpus", json::array()},
+              {"gpu_status", {{"on_pci", 8}, {"nvml", "nvmlInit: Driver Not Loaded"}}}};
+  for (int i = 0; i < 8; ++i) {
+    gpu["index"] = i;
+    env["gpus"].push_back(gpu);
+  }
+  RunDir run;
+  run.run.run_id = "unknown";
+  run.run.finished_at = "2026-11-30T09:00:00Z";
+  run.run.env.push_back(env.get<EnvRecord>());
+  run.run.hosts = {"node01"};
+  return run;
+}
+
+TEST(Unknown, PciOnlyGpusAndUnreadMemoryAreMissingWithTheReason) {
+  Spec spec = load_spec(std::string(CB_SOURCE_DIR) + "/reports/specs/h100-sxm-80g-8x.json");
+  Report r = make_report(unknown_env_run(), spec);
+
+  const RowResult& memory = find_row(r, "gpu.memory");
+  EXPECT_EQ(memory.outcome, kMissing);  // was FAIL "0 GiB"
+  EXPECT_TRUE(memory.value.is_null());
+  EXPECT_EQ(
+      memory.message,
+      "node01/gpu0: /gpus/0/memory_gib unknown: NVML not loaded: nvmlInit: Driver Not Loaded; "
+      "8 items: 8 MISSING");
+  const RowResult& links = find_row(r, "gpu.nvlink_links");
+  EXPECT_EQ(links.outcome, kMissing);
+  EXPECT_EQ(find_item(links, "node01/gpu7").message,
+            "node01/gpu7: /gpus/7/nvlink_links_up unknown: NVML not loaded: nvmlInit: Driver Not "
+            "Loaded");
+  const RowResult& installed = find_row(r, "host.memory_installed");
+  EXPECT_EQ(installed.outcome, kMissing);  // was FAIL "0 GiB"
+  EXPECT_EQ(installed.message,
+            "node01: /memory/installed_gib unknown: no source worked: memory: no DMI entries");
+  // What was read is still judged: the PCIe link passes.
+  EXPECT_EQ(find_row(r, "gpu.pcie_width").outcome, kPass);
+
+  // report.json lists each unknown value a row needed, one line per host, field and reason.
+  json j = render_json(r);
+  const json& w = j["warnings"];
+  auto has = [&](const std::string& text) {
+    return std::find(w.begin(), w.end(), text) != w.end();
+  };
+  EXPECT_TRUE(
+      has("node01: /gpus/*/memory_gib unknown (8 values): NVML not loaded: nvmlInit: "
+          "Driver Not Loaded"))
+      << w.dump(2);
+  EXPECT_TRUE(
+      has("node01: /gpus/*/nvlink_links_up unknown (8 values): NVML not loaded: nvmlInit: "
+          "Driver Not Loaded"))
+      << w.dump(2);
+  EXPECT_TRUE(
+      has("node01: /memory/installed_gib unknown: no source worked: memory: no DMI entries"))
+      << w.dump(2);
+  EXPECT_EQ(w.size(), 3u) << w.dump(2);
+}
+
+TEST(Unknown, AggregatesDecideOnKnownValuesOnlyWhenTheUnknownCannotChangeThem) {
+  json nics = json::array();
+  auto nic = [&](const std::string& name, json rate) {
+    json n = {{"name", name}, {"kind", "ethernet"}, {"state", "up"}, {"rate_gbps", rate}};
+    if (rate.is_null()) n["unknown"] = {{"rate_gbps", "sysfs speed -1 (link down)"}};
+    return n;
+  };
+  json fast = {{"schema", "clusterbench.env/2"},
+               {"host", "fast"},
+               {"nics", {nic("eno1", 400), nic("eno2", nullptr)}}};
+  json slow = {{"schema", "clusterbench.env/2"},
+               {"host", "slow"},
+               {"nics", {nic("eno1", 10), nic("eno2", nullptr)}}};
+  json none = {
+      {"schema", "clusterbench.env/2"}, {"host", "none"}, {"nics", {nic("eno1", nullptr)}}};
+  RunDir run;
+  run.run.run_id = "agg";
+  for (const json& e : {fast, slow, none}) run.run.env.push_back(e.get<EnvRecord>());
+  json rows = json::array(
+      {row("max", {{"env", "/nics/*/rate_gbps"}},
+           {{"aggregate", "max"}, {"value", 200}, {"unit", "Gb/s"}}),
+       row("min", {{"env", "/nics/*/rate_gbps"}},
+           {{"aggregate", "min"}, {"value", 200}, {"unit", "Gb/s"}}),
+       row("count", {{"env", "/nics/*/name"}, {"where", {{"/rate_gbps", {{">=", 200}}}}}},
+           {{"aggregate", "count"}, {"value", 1}, {"unit", "count"}})});
+  Report r = make_report(run, spec_of("agg", rows));
+  const RowResult& max = r.rows[0];
+  // fast: 400 known decides max >= 200 whatever eno2 is; slow: eno2 might be the fast one.
+  EXPECT_EQ(find_item(max, "fast").outcome, kPass);
+  EXPECT_EQ(find_item(max, "fast").message,
+            "max 400 Gb/s on fast (>= 200 Gb/s); not needed to decide: /nics/1/rate_gbps unknown: "
+            "sysfs speed -1 (link down)");
+  EXPECT_EQ(find_item(max, "slow").outcome, kMissing);
+  EXPECT_EQ(find_item(max, "slow").message,
+            "slow: /nics/1/rate_gbps unknown: sysfs speed -1 (link down)");
+  EXPECT_EQ(find_item(max, "none").outcome, kMissing);
+  // min >= 200: a known 10 fails whatever the rest is; 400 known with one unknown does not decide.
+  const RowResult& min = r.rows[1];
+  EXPECT_EQ(find_item(min, "slow").outcome, kFail);
+  EXPECT_EQ(find_item(min, "fast").outcome, kMissing);
+  // count of ports >= 200 (>= 1): fast has one for sure; slow and none may or may not.
+  const RowResult& count = r.rows[2];
+  EXPECT_EQ(find_item(count, "fast").outcome, kPass);
+  EXPECT_EQ(find_item(count, "fast").value, 1);
+  EXPECT_EQ(find_item(count, "slow").outcome, kMissing);
+  EXPECT_EQ(find_item(count, "slow").message,
+            "slow: /nics/1/rate_gbps unknown: sysfs speed -1 (link down)");
+  // Warnings: only the unknowns that left items MISSING.
+  EXPECT_EQ(std::count_if(r.warnings.begin(), r.warnings.end(),
+                          [](const std::string& w) { return w.rfind("fast:", 0) == 0; }),
+            1);  // min's item on fast
+  EXPECT_NE(std::find(r.warnings.begin(), r.warnings.end(),
+                      "slow: /nics/1/rate_gbps unknown: sysfs speed -1 (link down)"),
+            r.warnings.end());
+}
+
 TEST(Render, MarkdownOfAnIncompleteRun) {
   RunDir run = fixture_run("gpu-killed");
   Report r = make_report(run, load_spec(kSpecs + "h100-sxm-80g-8x.json"));

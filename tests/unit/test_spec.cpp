@@ -409,6 +409,23 @@ TEST(ExpandPointer, WildcardsOverArraysAndObjects) {
   EXPECT_EQ(expand_pointer(doc, "/gpus/*").size(), 2u);
 }
 
+TEST(UnknownReason, NearestEnclosingUnknownMap) {
+  json doc = {
+      {"gpus",
+       {{{"memory_gib", nullptr},
+         {"pcie", {{"width_current", nullptr}}},
+         {"unknown",
+          {{"memory_gib", "NVML not loaded: Driver Not Loaded"},
+           {"pcie/width_current", "cannot read current_link_width"}}}},
+        {{"memory_gib", nullptr}}}},
+      {"memory", {{"installed_gib", nullptr}, {"unknown", {{"installed_gib", "no source"}}}}}};
+  EXPECT_EQ(unknown_reason(doc, "/gpus/0/memory_gib"), "NVML not loaded: Driver Not Loaded");
+  EXPECT_EQ(unknown_reason(doc, "/gpus/0/pcie/width_current"), "cannot read current_link_width");
+  EXPECT_EQ(unknown_reason(doc, "/memory/installed_gib"), "no source");
+  EXPECT_EQ(unknown_reason(doc, "/gpus/1/memory_gib"), "");  // a null nobody explained
+  EXPECT_EQ(unknown_reason(doc, "/gpus/7/memory_gib"), "");
+}
+
 TEST(GlobMatch, BenchmarkIds) {
   EXPECT_TRUE(glob_match("collectives.*", "collectives.all_reduce"));
   EXPECT_FALSE(glob_match("collectives.*", "compute.gemm"));
