@@ -7,19 +7,20 @@ F=$CB_FIXTURES/results
 # A driver upgrade: 4 regressed (STREAM triad -12%, GEMM bf16 -10% on GPU A, GEMM fp16 -3%,
 # STREAM add missing), 2 improved, 2 unchanged, 1 new, 1 not compared.
 expect_rc 1 "$CB_BIN" compare "$F/compare-baseline" "$F/compare-current" --out "$TMP/cmp"
-expect_out "^REGRESSED compute.memory_bandwidth \{\"kernel\":\"triad\",\"threads\":64\} node01; bandwidth 300 -> 264 GB/s \(-12%\)$"
+expect_out "^REGRESSED compute.memory_bandwidth \{\"kernel\":\"triad\",\"threads\":64\} node01; bandwidth 300 -> 264 GB/s \(-12%, p = 0.000582751, n = 7/7\)$"
 expect_out "^REGRESSED compute.memory_bandwidth \{\"kernel\":\"add\",\"threads\":64\} node01: case missing from CURRENT$"
 expect_out "^env driver: 535.161.08 -> 550.54.15 on node01$"
 expect_out "^COMPARE: REGRESSED \(exit 1\): 4 regressed, 2 improved, 1 new, 1 not_compared, 2 unchanged$"
 py '
 d = sys.argv[1]
 j = json.load(open(d + "/compare.json"))
-assert j["schema"] == "clusterbench.compare/1" and j["exit_code"] == 1
+assert j["schema"] == "clusterbench.compare/2" and j["exit_code"] == 1
 v = {(c["benchmark"], json.dumps(c["params"], sort_keys=True), c["item"]): c for c in j["cases"]}
 a = "node01/gpu1[GPU-c0de0001-0000-4000-8000-000000000000]"
 g = v[("compute.gemm", json.dumps({"dtype": "bf16", "k": 8192, "m": 8192, "n": 8192}), a)]
 m = g["metrics"][0]
 assert (m["baseline"], m["current"], round(m["change_pct"], 9), m["verdict"]) == (700, 630, -10, "regressed"), m
+assert m["baseline_n"] == m["current_n"] == 7 and 0 < m["p_value"] < 0.05, m
 assert {e["field"]: (e["baseline"], e["current"]) for e in j["env_changes"]}["driver"] == ("535.161.08", "550.54.15")
 x = open(d + "/compare.junit.xml").read()
 assert x.count("<failure") == 4 and x.count("<skipped") == 1, x
