@@ -6,6 +6,7 @@
 #include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
+#include <iostream>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -315,6 +316,9 @@ class Soak {
     // Test only (docs/burnin.md): set-up takes this many seconds longer, so that a test can
     // signal the burn-in during its set-up.
     setup_delay_ = test_rank("CLUSTERBENCH_TEST_BURNIN_SETUP_DELAY_S");
+    if (setup_delay_ > 0)
+      std::cerr << "clusterbench: burn-in: test set-up delay of " << setup_delay_
+                << " s begins (CLUSTERBENCH_TEST_BURNIN_SETUP_DELAY_S)" << std::endl;
     for (auto until = Clock::now() + std::chrono::seconds(std::max(0, setup_delay_));
          Clock::now() < until && !run_.signal_received();)
       std::this_thread::sleep_for(std::chrono::milliseconds(20));

@@ -34,6 +34,10 @@ class BurninCommand : public Command {
     cmd->add_option("--results", o_.results_root, "where default run directories go");
     cmd->add_option("--fs-root", o_.fs_root, "read /sys, /proc, /dev below this root")
         ->check(CLI::ExistingDirectory);
+    cmd->add_option("--phase-timeout", o_.phase_timeout_s,
+                    "seconds before a phase that is not the soak (start-up, set-up, report) is "
+                    "declared hung (default 300)")
+        ->check(seconds_validator());
     cmd->add_option("--dtype", dtype_, "GEMM dtype (default bf16 on GPUs, fp32 on CPUs)");
     cmd->add_option("--shape", shape_, "GEMM cube size (default 8192 on GPUs, 256 on CPUs)");
     cmd->add_option("--allreduce-bytes", allreduce_bytes_,
@@ -48,6 +52,7 @@ class BurninCommand : public Command {
     return cmd;
   }
   bool needs_mpi() const override { return true; }
+  double phase_timeout_s() const override { return o_.phase_timeout_s; }
   int run(int argc, char** argv) override {
     check_options();
     o_.argv.assign(argv, argv + argc);

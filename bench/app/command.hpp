@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "core/run_options.hpp"
+
 namespace clusterbench {
 
 class Command {
@@ -17,6 +19,8 @@ class Command {
   virtual CLI::App* add(CLI::App& app) = 0;
   /// Whether the command starts MPI (Context::init) before run().
   virtual bool needs_mpi() const { return false; }
+  /// The deadline of MPI start-up and finalisation (the run's --phase-timeout), in seconds.
+  virtual double phase_timeout_s() const { return kDefaultPhaseTimeoutS; }
   /// Runs the parsed command with the program's arguments; returns the exit code. Throws
   /// InputError for bad input (exit 2).
   virtual int run(int argc, char** argv) = 0;

@@ -6,6 +6,7 @@
 #include "app/command.hpp"
 #include "core/context.hpp"
 #include "core/version.hpp"
+#include "core/watchdog.hpp"
 #include "records/records.hpp"
 
 using namespace clusterbench;
@@ -22,11 +23,22 @@ std::string parsed_path(CLI::App& app) {
   return where;
 }
 
+/// MPI_Init and the host exchange under the start-up deadline: a rank that never starts, or is
+/// stopped, ends this one with exit 3 and a message naming the phase and the world size expected.
+void start_mpi(const Command& cmd, int& argc, char**& argv) {
+  test_stop_point("start-up", -1);
+  ProcessDeadline startup("start-up", cmd.phase_timeout_s(),
+                          launcher_world_text() +
+                              "; MPI_Init and the host exchange wait for every rank: one did not "
+                              "start, is stopped or cannot reach this one; no run directory made");
+  Context::init(&argc, &argv);
+}
+
 /// Runs the parsed command; InputError is exit 2, any other error exit 3.
 int dispatch(Command& cmd, int argc, char** argv) {
   int code = 0;
   try {
-    if (cmd.needs_mpi()) Context::init(&argc, &argv);
+    if (cmd.needs_mpi()) start_mpi(cmd, argc, argv);
     code = cmd.run(argc, argv);
   } catch (const InputError& e) {
     std::cerr << "clusterbench: " << e.what() << std::endl;
@@ -35,7 +47,11 @@ int dispatch(Command& cmd, int argc, char** argv) {
     std::cerr << "clusterbench: error: " << e.what() << std::endl;
     code = 3;
   }
-  if (cmd.needs_mpi()) Context::finalize();
+  if (cmd.needs_mpi()) {
+    ProcessDeadline finish("MPI_Finalize", cmd.phase_timeout_s(),
+                           "it waits for every rank; one is stopped or gone");
+    Context::finalize();
+  }
   return code;
 }
 

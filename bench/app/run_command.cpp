@@ -25,6 +25,10 @@ class RunCommand : public Command {
                      "seconds before a case is declared hung (default: 300 ci, 1200 quick, 3600 "
                      "full, or twice the case's estimate plus 60 when longer)")
         ->check(seconds_validator());
+    cmd_->add_option("--phase-timeout", o_.phase_timeout_s,
+                     "seconds before a phase that is not a case (start-up, set-up, recording, "
+                     "between cases, report, finish) is declared hung (default 300)")
+        ->check(seconds_validator());
     cmd_->add_option("--resume", o_.resume_dir,
                      "complete an earlier run directory: rerun its failed and missing cases");
     cmd_->add_flag("--dry-run", o_.dry_run, "print the plan with estimated durations; run nothing");
@@ -38,6 +42,7 @@ class RunCommand : public Command {
     return cmd_;
   }
   bool needs_mpi() const override { return true; }
+  double phase_timeout_s() const override { return o_.phase_timeout_s; }
   int run(int argc, char** argv) override {
     o_.argv.assign(argv, argv + argc);
     o_.suite_given = cmd_->count("--suite") > 0;

@@ -111,40 +111,48 @@ struct ProgressChannel::Impl {
   Impl(const Context& c, std::function<void(const std::string&)> f)
       : ctx(c), on_peer_abort(std::move(f)) {}
 
-  // The thread: other ranks answer rank 0's question; rank 0 listens for a peer's abort.
+  // The thread: every rank answers "where are you?" (from rank 0, or from a rank whose deadline
+  // passed and that asks whether rank 0 still runs); rank 0 also listens for a peer's abort.
   // Errors here must never end the run: a broken channel only loses the names.
   void loop() {
     while (!stop.load()) {
       std::this_thread::sleep_for(kPoll);
-      int flag = 0;
-      MPI_Status st;
-      if (ctx.is_root()) {
-        if (MPI_Iprobe(MPI_ANY_SOURCE, kTagAbort, comm, &flag, &st) != MPI_SUCCESS || !flag)
-          continue;
-        int len = 0;
-        MPI_Get_count(&st, MPI_CHAR, &len);
-        std::string text(static_cast<size_t>(std::max(0, len)), '\0');
-        if (MPI_Recv(text.data(), len, MPI_CHAR, st.MPI_SOURCE, kTagAbort, comm,
-                     MPI_STATUS_IGNORE) != MPI_SUCCESS ||
-            peer_aborted)
-          continue;
-        peer_aborted = true;
-        const auto& hosts = ctx.rank_hosts();
-        std::string host = st.MPI_SOURCE < static_cast<int>(hosts.size())
-                               ? hosts[static_cast<size_t>(st.MPI_SOURCE)]
-                               : "?";
-        on_peer_abort("rank " + std::to_string(st.MPI_SOURCE) + " on " + host +
-                      " aborted: " + text);
-      } else {
-        if (MPI_Iprobe(0, kTagAsk, comm, &flag, MPI_STATUS_IGNORE) != MPI_SUCCESS || !flag)
-          continue;
-        int id = 0;
-        if (MPI_Recv(&id, 1, MPI_INT, 0, kTagAsk, comm, MPI_STATUS_IGNORE) != MPI_SUCCESS) continue;
-        RankProgress p = progress::mine(ctx.world_rank());
-        long long msg[4] = {id, p.case_index, p.started, p.finished};
-        MPI_Send(msg, 4, MPI_LONG_LONG, 0, kTagState, comm);  // eager: rank 0 is listening
-      }
+      if (ctx.is_root()) receive_abort();
+      answer_asks();
     }
+  }
+
+  void receive_abort() {
+    int flag = 0;
+    MPI_Status st;
+    if (MPI_Iprobe(MPI_ANY_SOURCE, kTagAbort, comm, &flag, &st) != MPI_SUCCESS || !flag) return;
+    int len = 0;
+    MPI_Get_count(&st, MPI_CHAR, &len);
+    std::string text(static_cast<size_t>(std::max(0, len)), '\0');
+    if (MPI_Recv(text.data(), len, MPI_CHAR, st.MPI_SOURCE, kTagAbort, comm, MPI_STATUS_IGNORE) !=
+            MPI_SUCCESS ||
+        peer_aborted)
+      return;
+    peer_aborted = true;
+    const auto& hosts = ctx.rank_hosts();
+    std::string host = st.MPI_SOURCE < static_cast<int>(hosts.size())
+                           ? hosts[static_cast<size_t>(st.MPI_SOURCE)]
+                           : "?";
+    on_peer_abort("rank " + std::to_string(st.MPI_SOURCE) + " on " + host + " aborted: " + text);
+  }
+
+  void answer_asks() {
+    int flag = 0;
+    MPI_Status st;
+    if (MPI_Iprobe(MPI_ANY_SOURCE, kTagAsk, comm, &flag, &st) != MPI_SUCCESS || !flag) return;
+    int id = 0;
+    if (MPI_Recv(&id, 1, MPI_INT, st.MPI_SOURCE, kTagAsk, comm, MPI_STATUS_IGNORE) != MPI_SUCCESS)
+      return;
+    RankProgress p = progress::mine(ctx.world_rank());
+    long long msg[4] = {id, p.case_index, p.started, p.finished};
+    MPI_Request req;  // the asker is listening, and may stop: never wait on it
+    if (MPI_Isend(msg, 4, MPI_LONG_LONG, st.MPI_SOURCE, kTagState, comm, &req) == MPI_SUCCESS)
+      MPI_Request_free(&req);
   }
 };
 
@@ -211,6 +219,33 @@ std::vector<RankProgress> ProgressChannel::collect(double seconds) {
   return all;
 }
 
+bool ProgressChannel::answers(int rank, double seconds) {
+  const Context& ctx = impl_->ctx;
+  if (rank == ctx.world_rank() || !impl_->threaded) return true;
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  int id = ++impl_->asked;
+  MPI_Request req;
+  if (MPI_Isend(&impl_->asked, 1, MPI_INT, rank, kTagAsk, impl_->comm, &req) != MPI_SUCCESS)
+    return true;  // a broken channel knows nothing: assume it runs
+  MPI_Request_free(&req);
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  while (std::chrono::steady_clock::now() < deadline) {
+    int flag = 0;
+    if (MPI_Iprobe(rank, kTagState, impl_->comm, &flag, MPI_STATUS_IGNORE) != MPI_SUCCESS)
+      return true;
+    if (!flag) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      continue;
+    }
+    long long msg[4] = {0, 0, 0, 0};
+    if (MPI_Recv(msg, 4, MPI_LONG_LONG, rank, kTagState, impl_->comm, MPI_STATUS_IGNORE) !=
+        MPI_SUCCESS)
+      return true;
+    if (msg[0] == id) return true;
+  }
+  return false;
+}
+
 void ProgressChannel::post_abort(const std::string& reason) {
   const Context& ctx = impl_->ctx;
   if (ctx.is_root() || !impl_->threaded) return;
@@ -243,6 +278,7 @@ ProgressChannel::~ProgressChannel() { g_channel = nullptr; }
 std::vector<RankProgress> ProgressChannel::collect(double) {
   return {progress::mine(impl_->ctx.world_rank())};
 }
+bool ProgressChannel::answers(int, double) { return true; }
 void ProgressChannel::post_abort(const std::string&) {}
 
 #endif

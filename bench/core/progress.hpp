@@ -71,6 +71,10 @@ class ProgressChannel {
   /// Rank 0, any thread: asks every rank where it is and waits up to `seconds` for the answers.
   /// One entry per rank, by rank; ranks that did not answer have `answered` false.
   std::vector<RankProgress> collect(double seconds);
+  /// Any rank, any thread: asks rank `rank` where it is and waits up to `seconds` for the
+  /// answer; false when none came (the process is stopped or its node is down). True without a
+  /// working channel (nothing is known).
+  bool answers(int rank, double seconds);
   /// Another rank: tells rank 0 that this rank aborts the run and why (no-op on rank 0).
   void post_abort(const std::string& reason);
 

@@ -10,6 +10,10 @@
 
 namespace clusterbench {
 
+/// The default deadline of every phase of a run that is not a case (start-up, plan, set-up,
+/// recording, between cases, finish, report), in seconds (--phase-timeout).
+constexpr double kDefaultPhaseTimeoutS = 300;
+
 /// Options of a run (`clusterbench run`; `clusterbench burnin` sets suite "burnin").
 struct RunOptions {
   std::string suite = "ci";
@@ -22,6 +26,8 @@ struct RunOptions {
   std::vector<std::string> argv;
   double case_timeout_s =
       0;  ///< 0: the suite's (300/1200/3600 s), or 2 x estimate + 60 s when longer
+  /// --phase-timeout: the deadline of each phase that is not a case (kDefaultPhaseTimeoutS).
+  double phase_timeout_s = kDefaultPhaseTimeoutS;
   /// --resume DIR: complete that earlier run (its failed and missing cases), appending to it.
   std::string resume_dir;
   bool dry_run = false;            ///< --dry-run: print the plan with estimates; run nothing

@@ -28,6 +28,10 @@ namespace clusterbench {
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
+/// How long an abort waits for the record writer (core/sink.hpp) before the process ends: what is
+/// still queued is written by the writer process after this one is gone.
+constexpr double kAbortWaitS = 5;
+
 std::string specs_dir() {
   if (const char* d = std::getenv("CLUSTERBENCH_SPECS_DIR"); d && *d) return d;
   return std::string(CLUSTERBENCH_SOURCE_DIR) + "/reports/specs";
@@ -72,7 +76,7 @@ struct RunSession::State {
   // Cases.
   GbenchCollector reporter;
   std::mutex mu;                          // run, in_progress, abort_recorded, signal handler
-  std::vector<ResultRecord> in_progress;  // rank 0: what a hang records as failed
+  std::vector<ResultRecord> in_progress;  // what a hang records as failed (every rank)
   bool abort_recorded = false;
   std::function<std::optional<std::string>(const std::string&)> signal_handler;
   // Held while a case's signal handler runs on the watchdog's thread, and to set or clear the
@@ -80,6 +84,8 @@ struct RunSession::State {
   std::mutex handler_mu;
   std::optional<Watchdog> watchdog;
   std::optional<ProgressChannel> channel;
+  std::string run_dir;    // every rank: rank 0's run directory once set up ("" before)
+  std::string case_what;  // every rank: the case in progress ("" outside a case)
   bool refused = false;
   bool stopped_at_limit = false;
   size_t stop_index = 0;
@@ -100,14 +106,21 @@ struct RunSession::State {
   bool past_time_limit(size_t index);
   CaseEnv case_env();
   bool on_watchdog(const WatchdogEvent& e);
-  void record_abort(const std::string& reason);
+  void record_abort(const std::string& reason, double stopped_s = 0);
   void mark_aborted(const std::string& reason);
-  void write_run_or_warn();
+  void write_run_or_warn(double wait_s = Sink::kWaitForever);
   void append(const ResultRecord& rec);
   void end_health();
   void note_time_limit();
   int make_report();
   double case_timeout(const PlannedEntry& p) const;
+  void watch();
+  void phase(const std::string& what, const std::string& hint = kPeerHint);
+  void start_in_progress(const PlannedEntry& p);
+  void write_case_lines(const PlannedEntry& p, const std::vector<std::string>& gathered);
+  void record_abort_for_silent_root(const std::string& reason);
+
+  static constexpr const char* kPeerHint = "(a peer did not arrive: stopped, dead or hung?)";
 };
 
 // --- plan ----------------------------------------------------------------------------------------
@@ -279,6 +292,10 @@ void RunSession::State::apply_resume() {
 void RunSession::State::open_run_dir(const std::string& dir) {
   if (!opt.prometheus_path.empty())  // checked before any case runs, not after the suite
     hooks.check_output(opt.prometheus_path, "--prometheus", dir);
+  if (resume.active) {  // the earlier run's abort was recorded; this run's may be too
+    std::error_code ec;
+    fs::remove(dir + "/.abort-recorded", ec);
+  }
   sink = std::make_unique<Sink>(dir);
   if (resume.active) {
     // Each resume appends to "resumes": when, how, what it reran, and how the run had ended.
@@ -330,9 +347,10 @@ void RunSession::State::write_run_dir() {
 
 /// Rewrites run.json (mu held); a failure is printed, not thrown: the run is ending already, and
 /// what it measured is in records.jsonl.
-void RunSession::State::write_run_or_warn() {
+void RunSession::State::write_run_or_warn(double wait_s) {
+  if (!sink) return;
   try {
-    sink->write_run(run);
+    sink->write_run(run, wait_s);
   } catch (const std::exception& e) {
     std::cerr << "clusterbench: " << e.what() << std::endl;
   }
@@ -345,7 +363,7 @@ void RunSession::State::mark_aborted(const std::string& reason) {
   run.abort_reason = reason;
   run.finished_at = utc_now_iso();
   run.exit_code = 3;
-  write_run_or_warn();
+  write_run_or_warn(kAbortWaitS);
 }
 
 void RunSession::State::append(const ResultRecord& rec) {
@@ -357,10 +375,21 @@ void RunSession::State::append(const ResultRecord& rec) {
   }
 }
 
-void RunSession::State::record_abort(const std::string& reason) {
+void RunSession::State::record_abort(const std::string& reason, double stopped_s) {
+  if (stopped_s > 0) {
+    // This process is the one its peers waited for: it names no one, and leaves the record to
+    // the rank that saw it stop (or to rank 0's report of the signal mpirun sends).
+    std::cerr << "clusterbench: " << ctx.host() << " rank " << ctx.world_rank() << ": " << reason
+              << "; this process was stopped for " << static_cast<int>(stopped_s)
+              << " s just before" << std::endl;
+    if (!ctx.is_root() || !sink) return;
+  }
   if (!ctx.is_root()) {
     std::cerr << "clusterbench: " << ctx.host() << " rank " << ctx.world_rank() << ": " << reason
               << std::endl;
+    // Rank 0 writes the records; when it does not answer (stopped, its node down), this rank
+    // writes what it can where it sees the run directory.
+    if (channel && !channel->answers(0, 2.0)) return record_abort_for_silent_root(reason);
     // Every rank's deadline passes at about the same time: give rank 0 time to write the failed
     // record and run.json before this rank's MPI_Abort kills it.
     std::this_thread::sleep_for(std::chrono::seconds(3));
@@ -369,16 +398,25 @@ void RunSession::State::record_abort(const std::string& reason) {
   // The ranks and hosts that did not finish (core/progress.hpp), asked before the lock; not
   // after a signal: mpirun is ending the job (a rank died) and kills us soon after.
   const bool signalled = reason.rfind("terminated by signal", 0) == 0;
-  const Unfinished who = signalled ? Unfinished{} : who_did_not_finish(ctx);
+  Unfinished who = signalled || stopped_s > 0 ? Unfinished{} : who_did_not_finish(ctx);
+  if (stopped_s > 0)
+    who.text = "; this rank (0 on " + ctx.host() + ") was stopped for " +
+               std::to_string(static_cast<int>(stopped_s)) + " s just before";
   std::lock_guard<std::mutex> lock(mu);
   if (abort_recorded) return;  // the deadline and a peer's abort raced
   abort_recorded = true;
+  std::cerr << "clusterbench: run aborted: " << reason << who.text << std::endl;
+  if (!sink) return;              // before the run directory: the message is all there is
+  if (!sink->claim_abort(0.5)) {  // another rank saw this one stopped, and recorded it
+    std::cerr << "clusterbench: another rank recorded the abort in " << sink->dir() << std::endl;
+    return;
+  }
   for (auto& rec : in_progress) {
     rec.status = Status::failed;
     rec.message = "aborted: " + reason + who.text;
     if (!who.ranks.empty()) rec.extra["ranks"] = who.ranks;
     try {
-      sink->append(rec);
+      sink->append(rec, 0);  // queued; run.json's write below waits for all of them
     } catch (const std::exception& e) {
       std::cerr << "clusterbench: " << e.what() << std::endl;
     }
@@ -387,15 +425,50 @@ void RunSession::State::record_abort(const std::string& reason) {
   run.abort_reason = reason + who.text;
   run.finished_at = utc_now_iso();
   run.exit_code = 3;
-  write_run_or_warn();
-  std::cerr << "clusterbench: run aborted: " << reason << std::endl;
+  write_run_or_warn(kAbortWaitS);
+}
+
+void RunSession::State::record_abort_for_silent_root(const std::string& reason) {
+  const std::string root_host = ctx.rank_hosts().empty() ? "?" : ctx.rank_hosts()[0];
+  const std::string text = reason + "; did not finish: rank 0 on " + root_host +
+                           " (no answer: process stopped or its node is down); recorded by rank " +
+                           std::to_string(ctx.world_rank()) + " on " + ctx.host();
+  std::cerr << "clusterbench: run aborted: " << text << std::endl;
+  std::error_code ec;
+  if (run_dir.empty() || !fs::exists(run_dir + "/run.json", ec)) {
+    std::cerr << "clusterbench: rank 0's run directory "
+              << (run_dir.empty() ? "is not known yet" : run_dir + " is not visible here")
+              << ": nothing recorded" << std::endl;
+    return;
+  }
+  json ranks = json::array({{{"rank", 0}, {"host", root_host}, {"state", "silent"}}});
+  std::vector<std::string> lines;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    for (auto& rec : in_progress) {
+      rec.status = Status::failed;
+      rec.message = "aborted: " + text;
+      rec.extra["ranks"] = ranks;
+      lines.push_back(json(rec).dump());
+    }
+  }
+  try {
+    if (!claim_abort_marker(run_dir)) {
+      std::cerr << "clusterbench: rank 0 recorded the abort in " << run_dir << std::endl;
+      return;
+    }
+    append_record_lines(run_dir, lines);
+    mark_run_json_aborted(run_dir, text);
+  } catch (const std::exception& e) {
+    std::cerr << "clusterbench: " << e.what() << std::endl;
+  }
 }
 
 bool RunSession::State::on_watchdog(const WatchdogEvent& e) {
   std::unique_lock<std::mutex> running(handler_mu);
   if (e.kind != WatchdogEvent::Kind::signal || !signal_handler) {
     running.unlock();
-    record_abort(e.reason);
+    record_abort(e.reason, e.stopped_s);
     return true;
   }
   mark_aborted(e.reason);  // a kill right after this still leaves an aborted run.json
@@ -444,40 +517,66 @@ bool RunSession::State::past_time_limit(size_t index) {
   return true;
 }
 
+void RunSession::State::start_in_progress(const PlannedEntry& p) {
+  // Every rank knows the records the case should produce: whichever rank sees the abort (rank 0,
+  // or another when rank 0 is stopped) can record them as failed.
+  std::vector<ExpectedCase> expected =
+      ctx.is_root() ? p.expected : expected_cases(*p.bench, p.params, settings, ctx, envs);
+  std::lock_guard<std::mutex> lock(mu);
+  in_progress.clear();
+  for (const auto& e : expected)
+    for (const auto& scope : e.scopes) {
+      ResultRecord rec;
+      rec.run_id = run.run_id;
+      rec.benchmark = p.bench->id();
+      rec.params = e.params;
+      rec.scope = scope;
+      rec.case_key = make_case_key(rec.benchmark, e.params, scope);
+      rec.started_at = utc_now_iso();
+      in_progress.push_back(rec);
+    }
+}
+
 void RunSession::State::run_one(size_t index) {
   const PlannedEntry& p = plan[index];
   const std::string what = p.bench->id() + " " + p.params.dump();
-  if (ctx.is_root()) {
-    std::lock_guard<std::mutex> lock(mu);
-    in_progress.clear();
-    for (const auto& e : p.expected)
-      for (const auto& scope : e.scopes) {
-        ResultRecord rec;
-        rec.run_id = run.run_id;
-        rec.benchmark = p.bench->id();
-        rec.params = e.params;
-        rec.scope = scope;
-        rec.case_key = make_case_key(rec.benchmark, e.params, scope);
-        rec.started_at = utc_now_iso();
-        in_progress.push_back(rec);
-      }
-  }
+  start_in_progress(p);
+  case_what = what;
   progress::next_case();
   watchdog->arm(what, case_timeout(p));
+  test_stop_point("case:" + p.bench->id(), ctx.world_rank());
   CaseEnv ce = case_env();
   CaseResult r = run_case(*p.bench, p.params, ce);
   refused = refused || r.refused;
   std::vector<std::string> gathered = ctx.gather(r.lines);
-  watchdog->disarm();
-  if (!ctx.is_root()) return;
-  std::lock_guard<std::mutex> lock(mu);
-  in_progress.clear();
-  if (abort_recorded) return;  // once an abort is recorded, the case's record is its
+  // Writing the records, then agreeing to go on, has the phase deadline: a frozen or full output
+  // filesystem ends the run instead of holding it. A rank other than 0 leaves the gather at once
+  // (it only sends) and may wait here while rank 0 still measures: its deadline is the case's
+  // plus the phase's.
+  watchdog->arm("recording " + what, (ctx.is_root() ? 0 : case_timeout(p)) + given.phase_timeout_s,
+                "phase", "(the output filesystem takes no writes: frozen, full or gone?)");
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    in_progress.clear();
+    case_what.clear();
+  }
+  if (ctx.is_root()) write_case_lines(p, gathered);
+}
+
+void RunSession::State::write_case_lines(const PlannedEntry& p,
+                                         const std::vector<std::string>& gathered) {
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    if (abort_recorded) return;  // once an abort is recorded, the case's record is its
+  }
+  // Not under `mu`: a write the filesystem holds must not keep the watchdog from recording.
+  const std::string what = p.bench->id() + " " + p.params.dump();
   try {
     for (const auto& l : lines_to_write(p.bench->case_level(p.params), gathered))
       sink->append_line(l);
   } catch (const std::exception& e) {
     std::cerr << "clusterbench: cannot record " << what << ": " << e.what() << std::endl;
+    std::lock_guard<std::mutex> lock(mu);
     run.aborted = true;
     run.abort_reason = std::string("cannot write records: ") + e.what();
   }
@@ -557,10 +656,25 @@ RunSession::RunSession(const Context& ctx, RunOptions opt, RunHooks hooks, const
 
 RunSession::~RunSession() = default;
 
-void RunSession::plan() { s_->plan_cases(); }
+void RunSession::State::watch() {
+  if (!watchdog) watchdog.emplace([this](const WatchdogEvent& e) { return on_watchdog(e); });
+}
+
+void RunSession::State::phase(const std::string& what, const std::string& hint) {
+  watch();
+  watchdog->arm(what, given.phase_timeout_s, "phase", hint);
+}
+
+void RunSession::plan() {
+  s_->phase("plan");  // --resume reads the earlier run on rank 0 and broadcasts it
+  s_->plan_cases();
+}
 
 int RunSession::setup() {
   State& s = *s_;
+  s.phase("set-up");
+  if (!s.channel) s.channel.emplace(s.ctx, [&s](const std::string& r) { s.watchdog->trip(r); });
+  test_stop_point("set-up", s.ctx.world_rank());
   if (int rc = s.inventory_and_gpus()) return rc;
   if (int rc = s.check_cases()) return rc;
   if (s.opt.dry_run) {
@@ -578,6 +692,7 @@ int RunSession::setup() {
   }
   if (setup_failed(s.ctx, error)) return 2;
   s.run.run_id = s.ctx.bcast(s.run.run_id);
+  s.run_dir = s.ctx.bcast(s.sink ? s.sink->dir() : "");
   std::string mask;
   for (const auto& p : s.plan) mask += p.to_run ? '1' : '0';
   mask = s.ctx.bcast(mask);
@@ -589,10 +704,11 @@ bool RunSession::dry_run_done() const { return s_->dry_run_done; }
 
 void RunSession::run_cases() {
   State& s = *s_;
-  s.watchdog.emplace([&s](const WatchdogEvent& e) { return s.on_watchdog(e); });
-  s.channel.emplace(s.ctx, [&s](const std::string& reason) { s.watchdog->trip(reason); });
+  s.watch();
+  if (!s.channel) s.channel.emplace(s.ctx, [&s](const std::string& r) { s.watchdog->trip(r); });
   for (size_t i = 0; i < s.plan.size(); ++i) {
     if (!s.plan[i].to_run) continue;  // --resume: done in the earlier run
+    s.phase("the start of case " + std::to_string(i + 1) + " of " + std::to_string(s.plan.size()));
     if (s.past_time_limit(i)) break;
     s.run_one(i);
     // A record that cannot be written, or a case stopped in order by a signal, ends the run.
@@ -603,20 +719,23 @@ void RunSession::run_cases() {
     }
     if (s.ctx.allreduce_sum(aborted ? 1 : 0) > 0) break;
   }
-  s.channel.reset();
-  s.watchdog.reset();
 }
 
 int RunSession::finish() {
   State& s = *s_;
+  s.phase("finish (end of run, health counters)");
   for (const Benchmark* b : s.benchmarks) b->end_run();
   s.end_health();
   const long long refused = s.ctx.allreduce_sum(s.refused ? 1 : 0);
   if (s.ctx.is_root() && refused > 0)
     std::cerr << "clusterbench: " << refused << " case(s) refused (see their records)\n";
   s.note_time_limit();
+  test_stop_point("report", s.ctx.world_rank());
+  s.phase("report", "(rank 0 writes the report; a peer did not arrive: stopped, dead or hung?)");
   int code = s.ctx.is_root() ? s.make_report() : 0;
-  return static_cast<int>(s.ctx.allreduce_sum(code));
+  code = static_cast<int>(s.ctx.allreduce_sum(code));
+  s.watchdog->disarm();
+  return code;
 }
 
 int RunSession::run() {

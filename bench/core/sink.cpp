@@ -2,14 +2,147 @@
 #include "core/sink.hpp"
 
 #include <fcntl.h>
+#include <poll.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
+#include <csignal>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <stdexcept>
 
 namespace clusterbench {
+
+namespace {
+
+constexpr char kAppend = 'A', kRunJson = 'R', kClaimAbort = 'X';
+constexpr const char* kAbortMarker = "/.abort-recorded";
+constexpr size_t kHeader = 5, kAck = 12;  // op + u32 length; u64 seq + i32 errno
+
+bool read_full(int fd, void* buf, size_t n) {
+  auto* p = static_cast<char*>(buf);
+  while (n > 0) {
+    ssize_t r = ::read(fd, p, n);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) return false;
+    p += r;
+    n -= static_cast<size_t>(r);
+  }
+  return true;
+}
+
+bool send_full(int fd, const char* p, size_t n) {
+  while (n > 0) {
+    ssize_t r = ::send(fd, p, n, MSG_NOSIGNAL);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) return false;
+    p += r;
+    n -= static_cast<size_t>(r);
+  }
+  return true;
+}
+
+/// run.json by a temporary file, fsync and rename, without exceptions (the writer is a fork of
+/// a threaded process): the errno of a failure, 0 when written.
+int write_atomic(const std::string& path, const std::string& tmp, const char* data, size_t n) {
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return errno;
+  int err = 0;
+  for (size_t off = 0; off < n && !err;) {
+    ssize_t w = ::write(fd, data + off, n - off);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0)
+      err = w < 0 ? errno : ENOSPC;
+    else
+      off += static_cast<size_t>(w);
+  }
+  if (!err && ::fsync(fd) != 0) err = errno;
+  if (::close(fd) != 0 && !err) err = errno;
+  if (!err && ::rename(tmp.c_str(), path.c_str()) != 0) err = errno;
+  if (err) ::unlink(tmp.c_str());
+  return err;
+}
+
+/// The writer process: requests in order from `sock`, each confirmed with its sequence number and
+/// errno; ends when the run's end of the socket is closed and every request is done.
+[[noreturn]] void writer_main(int sock, int records_fd, const std::string& run_path,
+                              const std::string& tmp_path, const std::string& marker) {
+  for (int sig : {SIGTERM, SIGINT, SIGHUP}) std::signal(sig, SIG_DFL);
+  std::signal(SIGPIPE, SIG_IGN);
+  sigset_t none;
+  sigemptyset(&none);
+  sigprocmask(SIG_SETMASK, &none, nullptr);
+  prctl(PR_SET_NAME, "cb-record-writer");
+  std::string buf;
+  bool dropping = false;  // another rank recorded the abort: write nothing more
+  bool claimed = false;   // this writer created the marker
+  for (uint64_t seq = 1;; ++seq) {
+    char hdr[kHeader];
+    uint32_t len = 0;
+    if (!read_full(sock, hdr, kHeader)) _exit(0);
+    std::memcpy(&len, hdr + 1, 4);
+    buf.resize(len + 1);
+    if (!read_full(sock, buf.data(), len)) _exit(0);
+    int err = 0;
+    // Another rank recorded the abort (this one was stopped meanwhile): its run.json stands.
+    if (!dropping && !claimed && ::access(marker.c_str(), F_OK) == 0) dropping = true;
+    if (dropping) {
+      err = ECANCELED;
+    } else if (hdr[0] == kClaimAbort) {
+      int fd = ::open(marker.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+      err = fd < 0 ? errno : 0;
+      if (fd >= 0) ::close(fd);
+      dropping = err == EEXIST;
+      claimed = err == 0;
+    } else if (hdr[0] == kAppend) {
+      buf[len] = '\n';
+      // One write(2) on an O_APPEND descriptor: a reader never sees two records interleaved.
+      ssize_t w = ::write(records_fd, buf.data(), len + 1);
+      err = w == static_cast<ssize_t>(len + 1) ? 0 : w < 0 ? errno : ENOSPC;
+      if (!err) ::fdatasync(records_fd);
+    } else {
+      err = write_atomic(run_path, tmp_path, buf.data(), len);
+    }
+    char ack[kAck];
+    std::memcpy(ack, &seq, 8);
+    std::memcpy(ack + 8, &err, 4);
+    send_full(sock, ack, kAck);  // the run may be gone: the write is done all the same
+  }
+}
+
+/// Forks the writer (twice: it belongs to no one's process group and leaves no zombie), with only
+/// `sock` and `records_fd` open and its stdio on /dev/null (a launcher waits for its ranks' output
+/// to close). Returns false when fork failed.
+bool start_writer(int sock, int records_fd, const std::string& dir) {
+  const std::string run_path = dir + "/run.json";
+  const std::string tmp_path = run_path + ".tmp." + std::to_string(::getpid()) + "w";
+  pid_t first = ::fork();
+  if (first < 0) return false;
+  if (first == 0) {
+    ::setsid();
+    if (::fork() != 0) _exit(0);
+    int null_fd = ::open("/dev/null", O_RDWR);
+    for (int fd = 0; fd < 3; ++fd)
+      if (null_fd >= 0 && null_fd != fd) ::dup2(null_fd, fd);
+    int lo = std::min(sock, records_fd), hi = std::max(sock, records_fd);
+    if (lo > 3) ::close_range(3, static_cast<unsigned>(lo - 1), 0);
+    if (hi > lo + 1) ::close_range(static_cast<unsigned>(lo + 1), static_cast<unsigned>(hi - 1), 0);
+    ::close_range(static_cast<unsigned>(hi + 1), ~0U, 0);
+    writer_main(sock, records_fd, run_path, tmp_path, dir + kAbortMarker);
+  }
+  int status = 0;
+  while (::waitpid(first, &status, 0) < 0 && errno == EINTR) {
+  }
+  return true;
+}
+
+}  // namespace
 
 Sink::Sink(std::string dir) : dir_(std::move(dir)) {
   std::error_code ec;
@@ -17,38 +150,161 @@ Sink::Sink(std::string dir) : dir_(std::move(dir)) {
   if (ec)
     throw std::runtime_error(dir_ + ": cannot create the results directory (" + ec.message() + ")");
   std::string path = dir_ + "/records.jsonl";
-  fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-  if (fd_ < 0) throw std::runtime_error(path + ": open: " + std::strerror(errno));
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (fd < 0) throw std::runtime_error(path + ": open: " + std::strerror(errno));
+  int sv[2];
+  if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) {
+    int err = errno;
+    ::close(fd);
+    throw std::runtime_error(dir_ + ": record writer: socketpair: " + std::strerror(err));
+  }
+  // Room for many records, so that a run rarely waits to queue one.
+  int bytes = 8 << 20;
+  if (::setsockopt(sv[0], SOL_SOCKET, SO_SNDBUFFORCE, &bytes, sizeof bytes) != 0)
+    ::setsockopt(sv[0], SOL_SOCKET, SO_SNDBUF, &bytes, sizeof bytes);
+  const bool started = start_writer(sv[1], fd, dir_);
+  int err = errno;
+  ::close(sv[1]);
+  ::close(fd);
+  if (!started) {
+    ::close(sv[0]);
+    throw std::runtime_error(dir_ + ": record writer: fork: " + std::strerror(err));
+  }
+  sock_ = sv[0];
 }
 
 Sink::~Sink() {
-  if (fd_ >= 0) ::close(fd_);
+  if (sock_ >= 0) ::close(sock_);
 }
 
-void Sink::write_run(const RunRecord& run) {
-  std::lock_guard<std::mutex> lock(mu_);
+uint64_t Sink::send(char op, const std::string& payload) {
+  std::lock_guard<std::mutex> lock(send_mu_);
+  char hdr[kHeader];
+  hdr[0] = op;
+  uint32_t len = static_cast<uint32_t>(payload.size());
+  std::memcpy(hdr + 1, &len, 4);
+  if (!send_full(sock_, hdr, kHeader) || !send_full(sock_, payload.data(), payload.size()))
+    throw std::runtime_error(dir_ + ": the record writer process is gone (" + std::strerror(errno) +
+                             ")");
+  return ++sent_;
+}
+
+int Sink::wait(uint64_t seq, double wait_s) {
+  if (wait_s == 0) return 0;  // queued: the writer writes it whether or not anyone waits
+  using Clock = std::chrono::steady_clock;
+  const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                           std::chrono::duration<double>(std::max(0.0, wait_s)));
+  std::unique_lock<std::timed_mutex> lock(ack_mu_, std::defer_lock);
+  if (wait_s < 0)
+    lock.lock();
+  else if (!lock.try_lock_until(deadline))
+    return ETIMEDOUT;
+  while (acked_ < seq) {
+    int ms = -1;
+    if (wait_s >= 0) {
+      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+      if (left.count() <= 0) return ETIMEDOUT;
+      ms = static_cast<int>(left.count()) + 1;
+    }
+    pollfd pfd{sock_, POLLIN, 0};
+    if (::poll(&pfd, 1, ms) <= 0) continue;  // EINTR or the time ran out: checked above
+    char ack[kAck];
+    if (!read_full(sock_, ack, kAck)) return EPIPE;
+    int err = 0;
+    std::memcpy(&acked_, ack, 8);
+    std::memcpy(&err, ack + 8, 4);
+    if (err) failed_[acked_] = err;
+  }
+  auto it = failed_.find(seq);
+  if (it == failed_.end()) return 0;
+  int err = it->second;
+  failed_.erase(it);
+  return err;
+}
+
+void Sink::check(int err, double wait_s, const std::string& file) const {
+  if (err == 0) return;
+  std::string path = dir_ + "/" + file;
+  if (err == ETIMEDOUT) {
+    char text[160];
+    std::snprintf(text, sizeof text,
+                  ": not confirmed within %g s (the output filesystem takes no writes: frozen or "
+                  "hung?); it stays queued",
+                  wait_s);
+    throw std::runtime_error(path + text);
+  }
+  if (err == EPIPE) throw std::runtime_error(path + ": the record writer process ended");
+  if (err == ECANCELED)
+    throw std::runtime_error(path +
+                             ": not written: another rank recorded the run's abort there "
+                             "while this one was stopped");
+  throw std::runtime_error(path + ": write: " + std::strerror(err));
+}
+
+bool Sink::claim_abort(double wait_s) {
+  int err = wait(send(kClaimAbort, ""), wait_s);
+  return err != EEXIST && err != ECANCELED;
+}
+
+void Sink::write_run(const RunRecord& run, double wait_s) {
   json j = run;
-  for (const auto& [k, v] : run_fields_.items()) j[k] = v;
-  write_file_atomic(dir_ + "/run.json", j.dump(2) + "\n");
+  {
+    std::lock_guard<std::mutex> lock(fields_mu_);
+    for (const auto& [k, v] : run_fields_.items()) j[k] = v;
+  }
+  check(wait(send(kRunJson, j.dump(2) + "\n"), wait_s), wait_s, "run.json");
 }
 
 void Sink::set_run_field(const std::string& key, json value) {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<std::mutex> lock(fields_mu_);
   run_fields_[key] = std::move(value);
 }
 
-void Sink::append(const ResultRecord& rec) { append_line(json(rec).dump()); }
+void Sink::append(const ResultRecord& rec, double wait_s) { append_line(json(rec).dump(), wait_s); }
 
-void Sink::append_line(const std::string& line) {
-  std::lock_guard<std::mutex> lock(mu_);
-  std::string buf = line + "\n";
-  // One write(2) on an O_APPEND descriptor: a reader never sees two records interleaved.
-  ssize_t n = ::write(fd_, buf.data(), buf.size());
-  if (n != static_cast<ssize_t>(buf.size())) {
-    int err = n < 0 ? errno : ENOSPC;
-    throw std::runtime_error(dir_ + "/records.jsonl: write: " + std::strerror(err));
+void Sink::append_line(const std::string& line, double wait_s) {
+  check(wait(send(kAppend, line), wait_s), wait_s, "records.jsonl");
+}
+
+bool claim_abort_marker(const std::string& dir) {
+  const std::string path = dir + kAbortMarker;
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    if (errno == EEXIST) return false;
+    throw std::runtime_error(path + ": create: " + std::strerror(errno));
   }
-  ::fdatasync(fd_);
+  ::close(fd);
+  return true;
+}
+
+void append_record_lines(const std::string& dir, const std::vector<std::string>& lines) {
+  const std::string path = dir + "/records.jsonl";
+  int fd = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC);
+  if (fd < 0) throw std::runtime_error(path + ": open: " + std::strerror(errno));
+  for (const auto& l : lines) {
+    std::string buf = l + "\n";
+    if (::write(fd, buf.data(), buf.size()) != static_cast<ssize_t>(buf.size())) {
+      int err = errno;
+      ::close(fd);
+      throw std::runtime_error(path + ": write: " + std::strerror(err));
+    }
+  }
+  ::fdatasync(fd);
+  ::close(fd);
+}
+
+void mark_run_json_aborted(const std::string& dir, const std::string& reason) {
+  const std::string path = dir + "/run.json";
+  std::ifstream in(path);
+  std::stringstream text;
+  if (in) text << in.rdbuf();
+  json j = json::parse(text.str(), nullptr, false);
+  if (!j.is_object()) throw std::runtime_error(path + ": cannot read it to mark the abort");
+  j["aborted"] = true;
+  j["abort_reason"] = reason;
+  j["exit_code"] = 3;
+  j["finished_at"] = utc_now_iso();
+  write_file_atomic(path, j.dump(2) + "\n");
 }
 
 void update_latest_link(const std::string& root, const std::string& run_dir) {

@@ -1,9 +1,20 @@
 // The record sink of rank 0: run.json rewritten atomically, records.jsonl appended one write and
-// one flush per record, so a killed run loses nothing already measured.
+// one fdatasync per record, so a killed run loses nothing already measured.
+//
+// The writes are made by a writer process of their own (forked once, in its own session, its
+// stdio on /dev/null): the run's process never waits inside the filesystem. A frozen or hung
+// output filesystem then holds the writer, not the rank, so the run's deadlines can still end the
+// job (mpirun waits for its ranks, which must be able to exit); what the writer holds is written
+// once the filesystem thaws, and the writer ends when the run has ended and its queue is empty.
 #pragma once
 
+#include <sys/types.h>
+
+#include <cstdint>
+#include <map>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "records/records.hpp"
 
@@ -11,30 +22,69 @@ namespace clusterbench {
 
 class Sink {
  public:
-  /// Creates `dir` (and parents). Throws std::runtime_error naming the directory on failure.
+  /// wait_s of a call that waits until the writer confirms the write.
+  static constexpr double kWaitForever = -1;
+
+  /// Creates `dir` (and parents), opens records.jsonl and starts the writer process. Throws
+  /// std::runtime_error naming the directory on failure.
   explicit Sink(std::string dir);
+  /// Closes the channel: the writer finishes what it holds, then ends.
   ~Sink();
   Sink(const Sink&) = delete;
   Sink& operator=(const Sink&) = delete;
 
   const std::string& dir() const { return dir_; }
-  /// Rewrites run.json: temporary file, fsync, rename. Thread-safe.
-  void write_run(const RunRecord& run);
+  /// Rewrites run.json: temporary file, fsync, rename. Thread-safe. Waits up to `wait_s` seconds
+  /// (kWaitForever: no limit; 0: queue it and return) for the writer to confirm; throws
+  /// std::runtime_error naming the file and the errno text when the write failed, or the wait ran
+  /// out (the write stays queued).
+  void write_run(const RunRecord& run, double wait_s = kWaitForever);
   /// A top-level run.json field beyond RunRecord's ("resumes", "time_limit", "shared_gpus"),
   /// written with every later write_run. Thread-safe.
   void set_run_field(const std::string& key, json value);
-  /// Appends one record as one line with a single write(2), then fdatasync. Thread-safe.
-  /// Throws std::runtime_error (naming the file and errno text, e.g. "No space left on device").
-  void append(const ResultRecord& rec);
+  /// Appends one record as one line with a single write(2), then fdatasync. Thread-safe; waits
+  /// and throws as write_run does (e.g. "records.jsonl: write: No space left on device").
+  void append(const ResultRecord& rec, double wait_s = kWaitForever);
   /// Appends an already serialised record line (no trailing newline).
-  void append_line(const std::string& line);
+  void append_line(const std::string& line, double wait_s = kWaitForever);
+  /// At an abort: claims the right to record it (creates DIR/.abort-recorded, exclusively). False
+  /// when another rank recorded it first (claim_abort_marker): the writer then drops every later
+  /// write. True when claimed, or not confirmed within `wait_s` (the writes are queued anyway and
+  /// dropped by the writer if the claim fails later).
+  bool claim_abort(double wait_s);
 
  private:
+  uint64_t send(char op, const std::string& payload);
+  /// Waits up to `wait_s` (kWaitForever: no limit) for the confirmation of request `seq`: 0, the
+  /// errno of the failed write, ETIMEDOUT, or EPIPE when the writer is gone.
+  int wait(uint64_t seq, double wait_s);
+  /// Throws for `err` from wait() on `file` (nothing for 0).
+  void check(int err, double wait_s, const std::string& file) const;
   std::string dir_;
-  int fd_ = -1;
-  std::mutex mu_;
+  int sock_ = -1;  // our end of the writer's socket pair: requests out, confirmations in
+  std::mutex send_mu_;
+  std::timed_mutex ack_mu_;
+  uint64_t sent_ = 0;               // under send_mu_
+  uint64_t acked_ = 0;              // under ack_mu_
+  std::map<uint64_t, int> failed_;  // under ack_mu_: seq -> errno of a failed write
+  std::mutex fields_mu_;
   json run_fields_ = json::object();
 };
+
+/// A rank other than 0 at an abort, before it writes to DIR: creates DIR/.abort-recorded
+/// exclusively. False when it exists (rank 0 recorded the abort first). Throws
+/// std::runtime_error naming the file when it cannot be created for another reason.
+bool claim_abort_marker(const std::string& dir);
+
+/// Appends `lines` (serialised records, no newline) to DIR/records.jsonl, one write(2) each on
+/// an O_APPEND descriptor, then fdatasync: how a rank other than 0 records an abort when rank 0 is
+/// stopped. Throws std::runtime_error naming the file.
+void append_record_lines(const std::string& dir, const std::vector<std::string>& lines);
+
+/// Marks DIR/run.json aborted with `reason` (aborted, abort_reason, exit_code 3, finished_at),
+/// rewriting it atomically. Throws std::runtime_error naming the file when it cannot be read,
+/// parsed or written.
+void mark_run_json_aborted(const std::string& dir, const std::string& reason);
 
 /// Points `<root>/latest` at `run_dir` (a relative symlink, replaced atomically).
 void update_latest_link(const std::string& root, const std::string& run_dir);

@@ -11,7 +11,14 @@ for _ in $(seq 1 100); do
   sleep 0.1
 done
 [ -f "$TMP/run/run.json" ] || { kill -9 "$pid"; fail "run.json never appeared"; }
-sleep 15  # inside the second interval (10 to 20 s)
+# The soak appends a snapshot at each interval's end: 5 s after the first, inside the second
+# (10 to 20 s), whatever the load of the machine.
+for _ in $(seq 1 300); do
+  grep -q '"series"' "$TMP/run/records.jsonl" 2>/dev/null && break
+  sleep 0.1
+done
+grep -q '"series"' "$TMP/run/records.jsonl" || { kill -9 "$pid"; fail "no first interval in 30 s"; }
+sleep 5
 kill -TERM "$pid"
 start=$(date +%s)
 wait "$pid"
@@ -41,9 +48,13 @@ for _ in $(seq 1 100); do
   sleep 0.1
 done
 [ -f "$TMP/setup/run.json" ] || { kill -9 "$pid"; fail "run.json never appeared"; }
-# run.json appears before the inventory; the soak's set-up (20 s here) begins after it. A signal
-# before the case starts takes the run's own path (a loaded CI machine took over 0.5 s).
-sleep 3
+# The signal once the soak's set-up (20 s here) has begun: one before it takes the run's own path.
+for _ in $(seq 1 300); do
+  grep -q "test set-up delay of 20 s begins" "$TMP/out" && break
+  sleep 0.1
+done
+grep -q "test set-up delay of 20 s begins" "$TMP/out" || { kill -9 "$pid"; fail "no set-up delay"; }
+sleep 0.5
 kill -INT "$pid"
 start=$(date +%s)
 wait "$pid"

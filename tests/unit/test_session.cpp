@@ -11,6 +11,7 @@
 
 #include "core/error.hpp"
 #include "core/session.hpp"
+#include "core/sink.hpp"
 #include "core/watchdog.hpp"
 #include "records/spec.hpp"
 
@@ -268,12 +269,84 @@ TEST(Watchdog, DeadlineTripAndSignalReachTheHandlerOnce) {
   ASSERT_EQ(events.size(), 3u);
   EXPECT_EQ(events[0].kind, WatchdogEvent::Kind::deadline);
   EXPECT_EQ(events[0].reason,
-            "case deadline of 0 s passed during test.case {} (hung collective or dead peer?)");
+            "case deadline of 0.05 s passed during test.case {} (hung collective or dead peer?)");
+  EXPECT_EQ(events[0].stopped_s, 0);  // the process was not stopped
   EXPECT_EQ(events[1].kind, WatchdogEvent::Kind::trip);
   EXPECT_EQ(events[1].reason, "rank 1 on node08 aborted: communicator failed");
   EXPECT_EQ(events[2].kind, WatchdogEvent::Kind::signal);
   EXPECT_EQ(events[2].reason,
             "terminated by signal SIGTERM (a rank died, or the job was cancelled)");
+}
+
+TEST(Watchdog, APhaseDeadlineNamesThePhaseAndItsHint) {
+  Context::init_local("node07");
+  std::mutex mu;
+  std::vector<WatchdogEvent> events;
+  {
+    Watchdog w([&](const WatchdogEvent& e) {
+      std::lock_guard<std::mutex> lock(mu);
+      events.push_back(e);
+      return false;
+    });
+    w.arm("report", 0.1, "phase", "(rank 0 writes the report)");
+    std::this_thread::sleep_for(std::chrono::milliseconds(400));
+  }
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_EQ(events[0].reason,
+            "phase deadline of 0.1 s passed during report (rank 0 writes the report)");
+}
+
+// The record writer process writes in order and confirms each write; once another rank has
+// recorded the abort (.abort-recorded), it writes nothing more, and its claim fails.
+TEST(Sink, TheWriterProcessWritesInOrderAndStopsAfterAnotherRanksAbort) {
+  const std::string dir = testing::TempDir() + "sink-" + std::to_string(::getpid());
+  fs::remove_all(dir);
+  {
+    Sink sink(dir);
+    sink.append_line(R"({"n":1})");
+    sink.append_line(R"({"n":2})");
+    RunRecord run;
+    run.run_id = "r1";
+    sink.set_run_field("resumes", json::array({1}));
+    sink.write_run(run);
+    std::ifstream in(dir + "/records.jsonl");
+    std::string all((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    EXPECT_EQ(all, "{\"n\":1}\n{\"n\":2}\n");
+    json j = json::parse(std::ifstream(dir + "/run.json"));
+    EXPECT_EQ(j["run_id"], "r1");
+    EXPECT_EQ(j["resumes"], json::array({1}));
+    // Another rank records the abort first: this writer must not write over it.
+    EXPECT_TRUE(claim_abort_marker(dir));
+    EXPECT_FALSE(claim_abort_marker(dir));
+    EXPECT_FALSE(sink.claim_abort(5));
+    EXPECT_THROW(sink.append_line(R"({"n":3})"), std::runtime_error);
+  }
+  std::ifstream in(dir + "/records.jsonl");
+  std::string all((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(all, "{\"n\":1}\n{\"n\":2}\n");
+  mark_run_json_aborted(dir, "deadline; recorded by rank 1");
+  json j = json::parse(std::ifstream(dir + "/run.json"));
+  EXPECT_TRUE(j["aborted"].get<bool>());
+  EXPECT_EQ(j["exit_code"], 3);
+  EXPECT_EQ(j["abort_reason"], "deadline; recorded by rank 1");
+  EXPECT_EQ(j["run_id"], "r1");  // the rest is kept
+  fs::remove_all(dir);
+}
+
+// A write the writer fails is reported to the caller with the file and the errno text.
+TEST(Sink, AFailedWriteIsReportedWithTheFile) {
+  const std::string dir = testing::TempDir() + "sink-fail-" + std::to_string(::getpid());
+  fs::remove_all(dir);
+  Sink sink(dir);
+  fs::create_directory(dir + "/run.json");  // rename(2) over a directory fails: EISDIR
+  try {
+    sink.write_run(RunRecord{});
+    ADD_FAILURE() << "no error";
+  } catch (const std::runtime_error& e) {
+    EXPECT_EQ(std::string(e.what()), dir + "/run.json: write: Is a directory");
+  }
+  sink.append_line("{}");  // the writer goes on
+  fs::remove_all(dir);
 }
 
 TEST(Watchdog, CleanupsRunNewestFirstAndOnlyWhileRegistered) {

@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# Issue 20: the output filesystem frozen (fsfreeze) in the middle of a run, on a loop-mounted
+# ext4 image. The rank that writes the records never waits inside the filesystem (a writer
+# process does: core/sink.hpp), so mpirun still ends with exit 3 within the phase deadline + 30 s,
+# naming the phase; once the filesystem thaws, the writer puts down what it held: the case
+# measured before the abort, and run.json marked aborted. Budget: about 20 s.
+source "$(dirname "$0")/lib.sh"
+: "${CB_TESTBIN:?}"
+[ "${CB_HAVE_MPI:-1}" = "1" ] || { echo "SKIP: built without MPI"; exit 77; }
+for t in mpirun fsfreeze mkfs.ext4 losetup; do
+  command -v $t >/dev/null || fail "$t not installed (scripts/setup.sh installs it)"
+done
+
+MNT=$TMP/mnt
+mkdir -p "$MNT"
+truncate -s 64M "$TMP/fs.img"
+mkfs.ext4 -q -F "$TMP/fs.img" || fail "mkfs.ext4"
+mount -o loop "$TMP/fs.img" "$MNT" || fail "cannot loop-mount a scratch image"
+trap 'fsfreeze -u "$MNT" 2>/dev/null; umount "$MNT" 2>/dev/null; rm -rf "$TMP"' EXIT
+
+cat >"$TMP/spec.json" <<'J'
+{"schema": "clusterbench.spec/1", "name": "fsfreeze", "requirements": [
+ {"id": "quick", "title": "quick case ran", "source": "test", "severity": "fail",
+  "select": {"benchmark": "test.quick", "metric": "rate"}, "scope": "cluster", "aggregate": "each",
+  "op": ">=", "value": 1, "unit": "count"}]}
+J
+deadline=5
+start=$(date +%s)
+# test.hang with rank 0 pausing 20 ms per batch: about a second, time to freeze after test.quick.
+timeout 120 "${MPIRUN[@]}" -np 2 "$CB_TESTBIN" run --suite ci --only test.quick --only test.hang \
+  --set test.hang.seconds=0.02 --spec "$TMP/spec.json" --case-timeout 60 \
+  --phase-timeout $deadline --out "$MNT/run" >"$TMP/out" 2>&1 &
+job=$!
+for _ in $(seq 1 300); do
+  grep -q '"test.quick"' "$MNT/run/records.jsonl" 2>/dev/null && break
+  sleep 0.1
+done
+grep -q '"test.quick"' "$MNT/run/records.jsonl" || { kill $job; fail "no first record in 30 s"; }
+fsfreeze -f "$MNT" || fail "fsfreeze -f"
+wait $job
+rc=$?
+took=$(($(date +%s) - start))
+[ "$rc" -eq 3 ] || { cat "$TMP/out" >&2; fsfreeze -u "$MNT"; fail "frozen output: expected exit 3, got $rc"; }
+[ "$took" -le $((deadline + 30 + 5)) ] || fail "took $took s (phase deadline $deadline s + 30)"
+expect_out "phase deadline of $deadline s passed during recording test.hang .*output filesystem"
+# Still frozen: the job is over, the record of test.hang is not on disk yet.
+grep -q '"test.hang"' "$MNT/run/records.jsonl" && fail "test.hang's record is on a frozen filesystem?"
+ok "output filesystem frozen: mpirun ended with exit 3 in $took s, naming the recording phase"
+
+fsfreeze -u "$MNT" || fail "fsfreeze -u"
+for _ in $(seq 1 100); do
+  grep -q '"aborted": true' "$MNT/run/run.json" 2>/dev/null && break
+  sleep 0.1
+done
+py "
+d = sys.argv[1]
+run = json.load(open(d + '/run.json'))
+assert run['aborted'] and run['exit_code'] == 3, run
+assert 'recording test.hang' in run['abort_reason'], run['abort_reason']
+recs = [json.loads(l) for l in open(d + '/records.jsonl')]
+assert [r['benchmark'] for r in recs] == ['test.quick', 'test.hang'], recs
+assert all(r['status'] == 'ok' for r in recs), recs
+" "$MNT/run"
+ok "thawed: the held record and the aborted run.json are written"
+echo "PASS ($PASSES checks)"
