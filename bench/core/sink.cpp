@@ -9,6 +9,8 @@
 #include <filesystem>
 #include <stdexcept>
 
+#include "records/utf8.hpp"
+
 namespace clusterbench {
 
 Sink::Sink(std::string dir) : dir_(std::move(dir)) {
@@ -29,7 +31,7 @@ void Sink::write_run(const RunRecord& run) {
   std::lock_guard<std::mutex> lock(mu_);
   json j = run;
   for (const auto& [k, v] : run_fields_.items()) j[k] = v;
-  write_file_atomic(dir_ + "/run.json", j.dump(2) + "\n");
+  write_file_atomic(dir_ + "/run.json", dump_json(j, 2) + "\n");
 }
 
 void Sink::set_run_field(const std::string& key, json value) {
@@ -37,7 +39,7 @@ void Sink::set_run_field(const std::string& key, json value) {
   run_fields_[key] = std::move(value);
 }
 
-void Sink::append(const ResultRecord& rec) { append_line(json(rec).dump()); }
+void Sink::append(const ResultRecord& rec) { append_line(dump_json(json(rec))); }
 
 void Sink::append_line(const std::string& line) {
   std::lock_guard<std::mutex> lock(mu_);
