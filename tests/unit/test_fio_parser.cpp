@@ -148,7 +148,7 @@ TEST(FioParser, BytesThatAreNotUtf8BecomeReplacementCharacters) {
     parse_fio_json(std::string(199, 'x') + "\xC3\xBC no JSON");
     ADD_FAILURE() << "text without JSON parsed";
   } catch (const FioParseError& e) {
-    EXPECT_NO_THROW((void)json(e.what()).dump());
+    EXPECT_NO_THROW((void)clusterbench::json(e.what()).dump());
   }
 }
 
