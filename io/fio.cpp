@@ -21,6 +21,7 @@
 #include "core/watchdog.hpp"
 #include "io/scratch.hpp"
 #include "process/process.hpp"
+#include "records/utf8.hpp"
 
 namespace clusterbench::io {
 
@@ -180,7 +181,7 @@ void throw_if_failed(const Attempt& a, const std::string& job_file) {
   }
   if (a.proc.exit_code == 0 && a.parsed) return;
   std::string text = fio_error_text(a.proc.out, a.proc.err);
-  if (text.empty()) text = a.proc.err.substr(0, 500);
+  if (text.empty()) text = valid_utf8(a.proc.err.substr(0, 500));  // not cut inside a character
   if (a.proc.out.empty()) text += std::string(text.empty() ? "" : "; ") + "no output on stdout";
   if (!a.parse_error.empty()) text += std::string(text.empty() ? "" : "; ") + a.parse_error;
   const char* sig = a.proc.signal ? sigabbrev_np(a.proc.signal) : nullptr;

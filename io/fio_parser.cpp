@@ -5,6 +5,8 @@
 #include <cstdlib>
 #include <sstream>
 
+#include "records/utf8.hpp"
+
 namespace clusterbench::io {
 
 namespace {
@@ -66,13 +68,16 @@ FioDirection direction(const json& d, bool fio2) {
 
 }  // namespace
 
-FioOutput parse_fio_json(const std::string& text) {
+FioOutput parse_fio_json(const std::string& raw) {
+  // fio's bytes (a job or file name, a warning) need not be UTF-8; stored text must be.
+  const std::string text = valid_utf8(raw);
   // The document starts with a '{' at the start of a line; a warning line may hold braces itself.
   auto start = text.rfind('{', 0) == 0 ? 0 : text.find("\n{");
   if (start != std::string::npos && start > 0) ++start;
   if (start == std::string::npos) start = text.find('{');
   if (start == std::string::npos)
-    throw FioParseError("fio output holds no JSON document (no '{'): " + text.substr(0, 200));
+    throw FioParseError("fio output holds no JSON document (no '{'): " +
+                        valid_utf8(text.substr(0, 200)));
   FioOutput out;
   out.preamble = text.substr(0, start);
   json doc;

@@ -49,10 +49,11 @@ class FioParseError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-/// Parses fio's JSON output from its first `{` to the matching end. Optional sections
+/// Parses fio's JSON output from its first `{` to the matching end. Bytes that are not UTF-8
+/// become U+FFFD first (records/utf8.hpp), so every string of the result is valid UTF-8. Optional sections
 /// (`disk_util`, `global options`, `job options`, `percentile`) may be absent. Throws
 /// FioParseError with what is missing.
-FioOutput parse_fio_json(const std::string& text);
+FioOutput parse_fio_json(const std::string& raw);
 
 /// The lines of fio's own error text for a failed job: lines of `preamble` and `stderr_text` that
 /// start with "fio:" or contain "err=", joined by "; " (at most `max_lines`). Empty if none.

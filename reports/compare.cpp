@@ -16,6 +16,7 @@
 #include <unordered_map>
 
 #include "records/spec.hpp"
+#include "records/utf8.hpp"
 #include "reports/render.hpp"
 
 namespace clusterbench::report {
@@ -806,7 +807,7 @@ void write_compare(const Comparison& c, const std::string& dir) {
   std::filesystem::create_directories(dir, ec);
   if (ec) throw std::runtime_error(dir + ": cannot create directory (" + ec.message() + ")");
   write_file_atomic(dir + "/compare.md", render_compare_markdown(c));
-  write_file_atomic(dir + "/compare.json", render_compare_json(c).dump(2) + "\n");
+  write_file_atomic(dir + "/compare.json", dump_json(render_compare_json(c), 2) + "\n");
   write_file_atomic(dir + "/compare.junit.xml", render_compare_junit(c));
 }
 

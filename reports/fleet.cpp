@@ -40,12 +40,24 @@ double outlier_tolerance(const std::vector<ToleranceRule>& rules,
   return resolve_family(families, benchmark).outlier_tolerance.value_or(kDefaultOutlierTolerance);
 }
 
+/// The host a row item names: the longest of `known` that is the item or is followed in it by
+/// '/' ("node01/gpu3[...]" -> node01). A host name may hold a '/' itself ("rack1/n3/gpu0" ->
+/// rack1/n3 when that host is known), so the item is not cut at its first '/'.
+template <class Known>
+std::string item_host(const std::string& item, const Known& known) {
+  for (size_t end = item.size(); end != std::string::npos && end > 0;
+       end = item.rfind('/', end - 1))
+    if (known.count(item.substr(0, end))) return item.substr(0, end);
+  return item.substr(0, item.find('/'));
+}
+
 /// The hosts an item of a report row belongs to: "node01/gpu3[...]" -> node01, "a<->b" -> a, b.
-std::vector<std::string> item_hosts(const std::string& item) {
+template <class Known>
+std::vector<std::string> item_hosts(const std::string& item, const Known& known) {
   if (item == "cluster") return {};
   auto link = item.find("<->");
   if (link != std::string::npos) return {item.substr(0, link), item.substr(link + 3)};
-  return {item.substr(0, item.find('/'))};
+  return {item_host(item, known)};
 }
 
 struct Group {
@@ -195,7 +207,7 @@ std::map<std::string, std::set<std::string>> count_items(
   std::map<std::string, std::set<std::string>> failed_rows;
   for (const auto& row : rows)
     for (const auto& it : row.items)
-      for (const auto& h : item_hosts(it.item)) {
+      for (const auto& h : item_hosts(it.item, nodes)) {
         auto n = nodes.find(h);
         if (n == nodes.end()) continue;
         ++n->second.items[it.outcome];

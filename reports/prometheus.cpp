@@ -9,6 +9,7 @@
 #include <set>
 #include <sstream>
 
+#include "records/utf8.hpp"
 #include "reports/families.hpp"
 
 namespace clusterbench::report {
@@ -28,9 +29,10 @@ struct Family {
   }
 };
 
-std::string escape_label(const std::string& v) {
+/// A label value as the text exposition format wants it: UTF-8, with \\, \" and \n escaped.
+std::string escape_label(const std::string& raw) {
   std::string out;
-  for (char c : v) {
+  for (char c : valid_utf8(raw)) {
     if (c == '\\')
       out += "\\\\";
     else if (c == '"')
@@ -43,9 +45,9 @@ std::string escape_label(const std::string& v) {
   return out;
 }
 
-std::string escape_help(const std::string& v) {
+std::string escape_help(const std::string& raw) {
   std::string out;
-  for (char c : v) {
+  for (char c : valid_utf8(raw)) {
     if (c == '\\')
       out += "\\\\";
     else if (c == '\n')
@@ -69,6 +71,32 @@ std::string label_name(const std::string& key) {
 std::string param_value(const json& v) {
   if (v.is_string()) return v.get<std::string>();
   return v.dump();
+}
+
+/// The labels of `params` (in key order), named by label_name() and unique among themselves and
+/// the `used` names (the fixed labels): a key that is a valid name already keeps it, and a later
+/// one that maps onto a taken name gets the first free suffix _2, _3, ... ("a-b" beside "a_b"
+/// becomes a_b_2).
+Labels param_labels(const json& params, std::set<std::string> used) {
+  std::vector<std::string> names(params.size());
+  std::vector<bool> exact(params.size());
+  size_t i = 0;
+  for (const auto& [k, v] : params.items()) {
+    names[i] = label_name(k);
+    exact[i] = names[i] == k;
+    ++i;
+  }
+  for (int pass = 0; pass < 2; ++pass)  // exact names first, so that they keep theirs
+    for (i = 0; i < names.size(); ++i) {
+      if (exact[i] != (pass == 0)) continue;
+      std::string name = names[i];
+      for (int n = 2; used.count(name); ++n) name = names[i] + "_" + std::to_string(n);
+      used.insert(names[i] = name);
+    }
+  Labels out;
+  i = 0;
+  for (const auto& [k, v] : params.items()) out.push_back({names[i++], param_value(v)});
+  return out;
 }
 
 std::string render_labels(const Labels& labels) {
@@ -133,7 +161,9 @@ Labels record_labels(const ResultRecord& r, const PrometheusGauge& gauge,
     labels.push_back({"pci_bus_id", bus});
   }
   if (is_dcgm(gauge.name)) labels.push_back({"benchmark", r.benchmark});
-  for (const auto& [k, v] : r.params.items()) labels.push_back({label_name(k), param_value(v)});
+  std::set<std::string> used;
+  for (const auto& l : labels) used.insert(l.first);
+  for (auto& l : param_labels(r.params, used)) labels.push_back(std::move(l));
   return labels;
 }
 

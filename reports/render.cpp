@@ -12,6 +12,7 @@
 #include <map>
 #include <sstream>
 
+#include "records/utf8.hpp"
 #include "reports/charts.hpp"
 #include "reports/html.hpp"
 
@@ -111,13 +112,30 @@ std::string metrics_text(const ResultRecord& r) {
   return join(parts, ", ");
 }
 
+/// Whether the code point of the UTF-8 sequence `seq` is a Char of XML 1.0 (section 2.2):
+/// #x9 | #xA | #xD | [#x20-#xD7FF] | [#xE000-#xFFFD] | [#x10000-#x10FFFF]. Surrogates cannot
+/// occur in valid UTF-8, so below U+10000 only the C0 controls and U+FFFE/U+FFFF are out.
+bool xml_char(std::string_view seq) {
+  const auto c = static_cast<unsigned char>(seq[0]);
+  if (seq.size() == 1) return c >= 0x20 || c == '\t' || c == '\n' || c == '\r';
+  return !(seq == "\xEF\xBF\xBE" || seq == "\xEF\xBF\xBF");
+}
+
+size_t utf8_length(unsigned char lead) {
+  return lead < 0x80 ? 1 : lead < 0xE0 ? 2 : lead < 0xF0 ? 3 : 4;
+}
+
 }  // namespace
 
-std::string xml_escape(const std::string& text) {
+std::string xml_escape(const std::string& raw) {
+  const std::string text = valid_utf8(raw);  // bytes that are not UTF-8 become U+FFFD
   std::string out;
   out.reserve(text.size());
-  for (unsigned char c : text) {
-    switch (c) {
+  for (size_t i = 0; i < text.size();) {
+    const size_t n = utf8_length(static_cast<unsigned char>(text[i]));
+    const std::string_view seq(text.data() + i, n);
+    i += n;
+    switch (seq[0]) {
       case '&':
         out += "&amp;";
         break;
@@ -134,11 +152,12 @@ std::string xml_escape(const std::string& text) {
         out += "&apos;";
         break;
       default:
-        // XML 1.0 allows only tab, newline and carriage return below 0x20.
-        if (c < 0x20 && c != '\t' && c != '\n' && c != '\r')
-          out += '?';
+        // A character XML 1.0 forbids (even as a reference) would make the document not
+        // well formed.
+        if (xml_char(seq))
+          out += seq;
         else
-          out += static_cast<char>(c);
+          out += '?';
     }
   }
   return out;
@@ -462,7 +481,7 @@ void write_reports(const Report& r, const std::string& dir) {
   auto charts =
       std::async(std::launch::async, [&] { return render_charts_html(r, find_gnuplot()); });
   write_file_atomic(dir + "/report.md", render_markdown(r));
-  write_file_atomic(dir + "/report.json", render_json(r).dump(2) + "\n");
+  write_file_atomic(dir + "/report.json", dump_json(render_json(r), 2) + "\n");
   write_file_atomic(dir + "/junit.xml", render_junit(r));
   write_file_atomic(dir + "/failing-hosts.txt", render_failing_hosts(r.fleet));
   const std::string charts_html = charts.get();

@@ -62,7 +62,9 @@ void write_reports(const Report& report, const std::string& dir);
 void check_output_file(const std::string& path, const std::string& option,
                        const std::string& run_dir = "");
 
-/// XML 1.0 escaping of text and attribute values (& < > " ').
-std::string xml_escape(const std::string& text);
+/// XML 1.0 escaping of text and attribute values (& < > " '). The result is always well formed:
+/// bytes that are not UTF-8 become U+FFFD (records/utf8.hpp), and characters XML 1.0 forbids (C0
+/// controls but tab, LF and CR; U+FFFE, U+FFFF) become '?'.
+std::string xml_escape(const std::string& raw);
 
 }  // namespace clusterbench::report

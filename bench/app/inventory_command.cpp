@@ -5,6 +5,7 @@
 #include "core/context.hpp"
 #include "core/version.hpp"
 #include "env/inventory.hpp"
+#include "records/utf8.hpp"
 
 namespace clusterbench {
 
@@ -31,12 +32,12 @@ class InventoryCommand : public Command {
       env.versions.mpi = ctx.mpi_version();
       env.versions.clusterbench = clusterbench_version();
     }
-    auto gathered = ctx.gather(ctx.is_leader() ? json(env).dump() : "");
+    auto gathered = ctx.gather(ctx.is_leader() ? dump_json(json(env)) : "");
     if (!ctx.is_root()) return 0;
     json out = json::array();
     for (const auto& g : gathered)
       if (!g.empty()) out.push_back(json::parse(g));
-    std::cout << (all_ || out.size() != 1 ? out : out[0]).dump(2) << std::endl;
+    std::cout << dump_json(all_ || out.size() != 1 ? out : out[0], 2) << std::endl;
     return 0;
   }
 

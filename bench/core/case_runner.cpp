@@ -13,6 +13,7 @@
 #include "core/progress.hpp"
 #include "core/watchdog.hpp"
 #include "records/spec.hpp"
+#include "records/utf8.hpp"
 
 namespace clusterbench {
 
@@ -213,14 +214,14 @@ std::string record_lines(const Benchmark& b, const RankCase& rc, ResultRecord& r
                          std::vector<ResultRecord>& more, const CaseEnv& ce) {
   if (!rc.in_domain) return "";
   if (rc.level == Level::cluster && ce.ctx.world_rank() != 0 && rec.status == Status::ok) return "";
-  std::string lines = json(rec).dump();
+  std::string lines = dump_json(json(rec));
   if (rec.status != Status::ok || rc.level != Level::cluster) return lines;
   for (auto& m : more) {  // JSON text holds no raw newline: one record per line
     m.run_id = rec.run_id, m.benchmark = rec.benchmark, m.params = rec.params;
     m.combine = rec.combine, m.status = Status::ok, m.started_at = rec.started_at;
     m.duration_s = rec.duration_s;
     m.case_key = make_case_key(b.id(), rec.params, m.scope);
-    lines += "\n" + json(m).dump();
+    lines += "\n" + dump_json(json(m));
   }
   return lines;
 }

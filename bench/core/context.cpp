@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "core/error.hpp"
+#include "records/utf8.hpp"
 
 #if CLUSTERBENCH_HAVE_MPI
 #include "core/mpi_check.hpp"
@@ -22,10 +23,11 @@ bool g_finalized = false;
 }  // namespace
 
 std::string local_hostname() {
-  if (const char* h = std::getenv("CLUSTERBENCH_HOSTNAME"); h && *h) return h;
+  // A host name is bytes: it goes into every record, so it is kept as valid UTF-8.
+  if (const char* h = std::getenv("CLUSTERBENCH_HOSTNAME"); h && *h) return valid_utf8(h);
   char buf[256] = {0};
   if (gethostname(buf, sizeof buf - 1) != 0) return "localhost";
-  return buf;
+  return valid_utf8(buf);
 }
 
 std::vector<std::string> Context::hosts() const {

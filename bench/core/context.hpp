@@ -100,7 +100,8 @@ class Context {
   void* leaders_comm_ = nullptr;  // MPI_Comm*, null on non-leaders
 };
 
-/// This machine's host name: $CLUSTERBENCH_HOSTNAME when set, else gethostname().
+/// This machine's host name: $CLUSTERBENCH_HOSTNAME when set, else gethostname(); as valid UTF-8
+/// (bytes that are not become U+FFFD, records/utf8.hpp).
 std::string local_hostname();
 
 }  // namespace clusterbench

@@ -10,6 +10,7 @@
 #include <set>
 
 #include "core/error.hpp"
+#include "records/utf8.hpp"
 
 namespace clusterbench {
 
@@ -174,7 +175,7 @@ void merge_earlier_entries(const std::string& path, const json& earlier) {
     if (!names.count(b.value("name", ""))) merged.push_back(b);
   for (const auto& b : now["benchmarks"]) merged.push_back(b);
   now["benchmarks"] = std::move(merged);
-  write_file_atomic(path, now.dump(2) + "\n");
+  write_file_atomic(path, dump_json(now, 2) + "\n");
 }
 
 }  // namespace

@@ -13,6 +13,7 @@
 
 #include "core/version.hpp"
 #include "env/nvml.hpp"
+#include "records/utf8.hpp"
 
 namespace clusterbench {
 
@@ -300,7 +301,7 @@ std::vector<BusyGpu> other_gpu_processes(const Context& ctx, std::string* error)
     }
   }
   std::vector<BusyGpu> out;
-  for (const auto& g : ctx.allgather(ctx.is_leader() ? list.dump() : ""))
+  for (const auto& g : ctx.allgather(ctx.is_leader() ? dump_json(list) : ""))
     if (!g.empty())
       for (const auto& b : json::parse(g)) out.push_back(b.get<BusyGpu>());
   return out;

@@ -22,6 +22,7 @@
 #include "env/health.hpp"
 #include "env/inventory.hpp"
 #include "records/spec.hpp"
+#include "records/utf8.hpp"
 
 namespace clusterbench {
 
@@ -156,7 +157,7 @@ int RunSession::State::inventory_and_gpus() {
   gpu = rank_gpu_disposition(*my_env, ctx);
   // The EnvRecords of run.json carry the plugin's facts (each leader's view).
   if (ctx.is_leader()) add_plugin_facts(env);
-  std::vector<std::string> gathered = ctx.gather(ctx.is_leader() ? json(env).dump() : "");
+  std::vector<std::string> gathered = ctx.gather(ctx.is_leader() ? dump_json(json(env)) : "");
   if (ctx.is_root())
     for (const auto& g : gathered)
       if (!g.empty()) run.env.push_back(json::parse(g).get<EnvRecord>());
@@ -449,7 +450,7 @@ void RunSession::State::record_abort_for_silent_root(const std::string& reason) 
       rec.status = Status::failed;
       rec.message = "aborted: " + text;
       rec.extra["ranks"] = ranks;
-      lines.push_back(json(rec).dump());
+      lines.push_back(dump_json(json(rec)));
     }
   }
   try {
@@ -591,7 +592,7 @@ void RunSession::State::end_health() {
   if (ctx.is_leader()) {
     json end = health::read_counters(opt.fs_root);
     end["xid_watch"] = xid_watcher.stop();
-    end_health = json{{"host", ctx.host()}, {"end", std::move(end)}}.dump();
+    end_health = dump_json(json{{"host", ctx.host()}, {"end", std::move(end)}});
   }
   std::vector<std::string> ends = ctx.gather(end_health);
   if (!ctx.is_root()) return;
@@ -784,7 +785,7 @@ EnvRecord collect_run_env(const Context& ctx, const std::string& fs_root) {
 
 std::vector<EnvRecord> allgather_envs(const Context& ctx, const EnvRecord& leader_env) {
   std::vector<EnvRecord> envs;
-  for (const auto& g : ctx.allgather(ctx.is_leader() ? json(leader_env).dump() : ""))
+  for (const auto& g : ctx.allgather(ctx.is_leader() ? dump_json(json(leader_env)) : ""))
     if (!g.empty()) envs.push_back(json::parse(g).get<EnvRecord>());
   return envs;
 }

@@ -17,6 +17,8 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "records/utf8.hpp"
+
 namespace clusterbench {
 
 namespace {
@@ -252,7 +254,7 @@ void Sink::write_run(const RunRecord& run, double wait_s) {
     std::lock_guard<std::mutex> lock(fields_mu_);
     for (const auto& [k, v] : run_fields_.items()) j[k] = v;
   }
-  check(wait(send(kRunJson, j.dump(2) + "\n"), wait_s), wait_s, "run.json");
+  check(wait(send(kRunJson, dump_json(j, 2) + "\n"), wait_s), wait_s, "run.json");
 }
 
 void Sink::set_run_field(const std::string& key, json value) {
@@ -260,7 +262,9 @@ void Sink::set_run_field(const std::string& key, json value) {
   run_fields_[key] = std::move(value);
 }
 
-void Sink::append(const ResultRecord& rec, double wait_s) { append_line(json(rec).dump(), wait_s); }
+void Sink::append(const ResultRecord& rec, double wait_s) {
+  append_line(dump_json(json(rec)), wait_s);
+}
 
 void Sink::append_line(const std::string& line, double wait_s) {
   check(wait(send(kAppend, line), wait_s), wait_s, "records.jsonl");
@@ -304,7 +308,7 @@ void mark_run_json_aborted(const std::string& dir, const std::string& reason) {
   j["abort_reason"] = reason;
   j["exit_code"] = 3;
   j["finished_at"] = utc_now_iso();
-  write_file_atomic(path, j.dump(2) + "\n");
+  write_file_atomic(path, dump_json(j, 2) + "\n");
 }
 
 void update_latest_link(const std::string& root, const std::string& run_dir) {

@@ -23,6 +23,7 @@
 #include <sstream>
 
 #include "env/nvml.hpp"
+#include "records/utf8.hpp"
 
 extern char** environ;
 
@@ -67,11 +68,12 @@ std::optional<std::string> read_raw(const std::string& path, std::string* why = 
   return ss.str();
 }
 
-/// File text with surrounding whitespace trimmed (sysfs values end in "\n").
+/// File text with surrounding whitespace trimmed (sysfs values end in "\n"), as valid UTF-8 (a
+/// DMI string or a host name is bytes).
 std::optional<std::string> read_text(const std::string& path, std::string* why = nullptr) {
   auto raw = read_raw(path, why);
   if (!raw) return std::nullopt;
-  return trim(*raw);
+  return valid_utf8(trim(*raw));
 }
 
 /// As read_text, "" when unreadable (optional attributes such as a disk's serial).
@@ -620,13 +622,13 @@ std::string probe_fio_version() {
   if (status != 0) return "";
   out = trim(out);
   if (out.rfind("fio-", 0) == 0) out = out.substr(4);
-  return out;
+  return valid_utf8(out);
 }
 
 std::string local_hostname() {
   char buf[256] = {0};
   if (gethostname(buf, sizeof buf - 1) != 0) return "";
-  return buf;
+  return valid_utf8(buf);
 }
 
 }  // namespace
@@ -817,7 +819,7 @@ DmiInfo collect_dmi(const std::string& fs_root, std::vector<std::string>& warnin
     }
     std::ostringstream ss;
     ss << in.rdbuf();
-    *field = trim(ss.str());
+    *field = valid_utf8(trim(ss.str()));
   }
   return d;
 }
@@ -898,7 +900,7 @@ std::map<std::string, std::string> collect_environment() {
     std::string_view key = kv.substr(0, eq);
     for (std::string_view prefix : {"NCCL_", "CUDA_", "UCX_", "OMPI_"}) {
       if (key.substr(0, prefix.size()) == prefix) {
-        env.emplace(std::string(key), std::string(kv.substr(eq + 1)));
+        env.emplace(valid_utf8(key), valid_utf8(kv.substr(eq + 1)));
         break;
       }
     }
@@ -953,6 +955,15 @@ void add_gpus(EnvRecord& r, std::vector<GpuInfo> on_pci, bool query_nvml) {
                          " GPU(s), the PCI bus " + std::to_string(on_pci.size()));
 }
 
+/// Every string of `r` as valid UTF-8: besides the values read_text cleans, names listed from
+/// directories (an interface or a disk) and hwloc's and NVML's strings are bytes. Rebuilt only
+/// when some string was not.
+void make_valid_utf8(EnvRecord& r) {
+  json j = r;
+  json clean = valid_utf8_json(j);
+  if (clean != j) r = clean.get<EnvRecord>();
+}
+
 }  // namespace
 
 EnvRecord collect_env(const InventoryOptions& opt) {
@@ -984,6 +995,7 @@ EnvRecord collect_env(const InventoryOptions& opt) {
   r.versions.kernel = kernel_version(root, w);
   if (opt.probe_tools && is_live(root)) r.versions.fio = probe_fio_version();
   add_gpus(r, std::move(on_pci), opt.query_nvml);
+  make_valid_utf8(r);
   return r;
 }
 

@@ -19,6 +19,8 @@
 #include <sstream>
 #include <thread>
 
+#include "records/utf8.hpp"
+
 extern char** environ;
 
 namespace clusterbench {
@@ -154,8 +156,9 @@ ProcessResult wait_process(const Child& child, const std::string& capture_dir, d
   kill_child(child);
   r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   r.signal = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
-  r.out = slurp(capture_dir + "/stdout");
-  r.err = slurp(capture_dir + "/stderr");
+  // A tool's bytes are not text: what it printed is kept as valid UTF-8 (records/utf8.hpp).
+  r.out = valid_utf8(slurp(capture_dir + "/stdout"));
+  r.err = valid_utf8(slurp(capture_dir + "/stderr"));
   return r;
 }
 

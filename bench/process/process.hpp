@@ -17,7 +17,8 @@ struct ProcessResult {
                            ///< the program could not be executed, -1 when no child was started
   int signal = 0;          ///< the signal that killed it, 0 when it exited
   bool timed_out = false;  ///< killed (SIGKILL, its whole group) because it ran past the timeout
-  std::string out, err;    ///< everything it wrote to stdout and stderr
+  std::string out, err;    ///< everything it wrote to stdout and stderr, as valid UTF-8 (bytes
+                           ///< that are not become U+FFFD: records/utf8.hpp)
 };
 
 /// Full path of an executable: `name` itself when it holds a '/', else the first match on $PATH.

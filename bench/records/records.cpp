@@ -24,6 +24,8 @@
 #include <thread>
 #include <unordered_map>
 
+#include "records/utf8.hpp"
+
 namespace clusterbench {
 
 bool is_known_unit(const std::string& unit) {
@@ -89,8 +91,9 @@ std::string scope_item(const Scope& s) {
 }
 
 std::string make_case_key(const std::string& benchmark, const json& params, const Scope& s) {
-  // nlohmann's object type is a std::map: dump() already sorts keys, so this is canonical.
-  return benchmark + "|" + params.dump() + "|" + scope_item(s);
+  // nlohmann's object type is a std::map: dump() already sorts keys, so this is canonical. A
+  // param's bytes that are not UTF-8 (a path given on the command line) become U+FFFD.
+  return benchmark + "|" + dump_json(params) + "|" + valid_utf8(scope_item(s));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -694,7 +697,7 @@ void parse_lines(const std::string& buf, const std::vector<std::pair<size_t, siz
       else  // the ordinary way: it accepts what the fast path did not know, or says what is wrong
         out.records.push_back(json::parse(line).get<ResultRecord>());
     } catch (const std::exception& e) {
-      out.failed_at = i, out.error = e.what();
+      out.failed_at = i, out.error = valid_utf8(e.what());  // it may quote the bad bytes
       return;
     }
   }

@@ -8,6 +8,8 @@
 #   segv: die by SIGSEGV; silent: print nothing and exit 0.
 #   enospc: leave a file in the scratch directory and print fio 3.33's real output of a job that
 #           hit ENOSPC (tests/fixtures/fio/fio-3.33-enospc.json), exit 1 as fio does.
+#   badbytes: run the real fio, with bytes that are not UTF-8 (\xff\xfe) in a warning line before
+#           its JSON, in its job names, and on its stderr.
 set -u
 case "${FAKE_FIO_MODE:-}" in
 einval)
@@ -46,6 +48,12 @@ orphan)
   (cd "$CB_FIO_DIR" && exec sleep 31.4159) &
   exec fio "$@"
   ;;
+badbytes)
+  set -o pipefail
+  printf 'fio: warning \xff\xfe\n'
+  printf 'fio: note \xff\xfe\n' >&2
+  fio "$@" | sed 's/"jobname" : "\([^"]*\)"/"jobname" : "\1\xff\xfe"/'
+  ;;
 segv) kill -SEGV $$ ;;
 silent) exit 0 ;;
 enospc)
@@ -55,7 +63,7 @@ enospc)
   exit 1
   ;;
 *)
-  echo "fake_fio.sh: FAKE_FIO_MODE must be einval, orphan, segv, silent or enospc" >&2
+  echo "fake_fio.sh: FAKE_FIO_MODE must be einval, orphan, segv, silent, enospc or badbytes" >&2
   exit 2
   ;;
 esac

@@ -31,3 +31,22 @@ cp -r "$CB_FIXTURES/results/truncated-last" "$TMP/tl"
 expect_rc 2 "$CB_BIN" report "$TMP/tl"
 expect_out "run.json: names no spec table; pass --spec FILE"
 ok "malformed and spec-less fixtures: exit 2 with the file named"
+
+# Bytes that are not UTF-8 in records.jsonl: in a truncated last line, ignored with a warning as
+# any truncated last line is (the verdict of the lines before it stands); in a middle line, an
+# input error naming file and line. Never a crash (exit 3) writing the warning into report.json.
+cp -r "$CB_FIXTURES/results/cpu-pass" "$TMP/bb"
+rm -f "$TMP/bb"/report.*
+printf '{"schema":"clusterbench.result/1","message":"\xff\xfe' >>"$TMP/bb/records.jsonl"
+want=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["exit_code"])' \
+  "$G/cpu-pass.report.json")
+expect_rc "$want" "$CB_BIN" report "$TMP/bb"
+expect_out "records.jsonl:7: truncated last record ignored"
+py "
+r = json.loads(open(sys.argv[1], encoding='utf-8', errors='strict').read())
+assert any('records.jsonl:7: truncated last record ignored' in w for w in r['warnings']), r['warnings']
+" "$TMP/bb/report.json"
+printf '"}\n%s\n' "$(head -n 1 "$TMP/bb/records.jsonl")" >>"$TMP/bb/records.jsonl"
+expect_rc 2 "$CB_BIN" report "$TMP/bb"
+expect_out "records.jsonl:7: "
+ok "bytes that are not UTF-8 in records.jsonl: a truncated last line warns, a middle one is exit 2"

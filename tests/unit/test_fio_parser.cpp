@@ -131,6 +131,27 @@ TEST(FioParser, BracesInAWarningLineDoNotStartTheDocument) {
   EXPECT_DOUBLE_EQ(f.jobs.at(0).read.bw_bytes_per_s, 2000);
 }
 
+// fio's bytes need not be UTF-8 (a job or file name, a warning): the result holds them as
+// U+FFFD, so its JSON can be written; before, nlohmann's parser refused the document.
+TEST(FioParser, BytesThatAreNotUtf8BecomeReplacementCharacters) {
+  const std::string fffd = "\xEF\xBF\xBD";
+  std::string text =
+      "fio: warning \xff\xfe\n{\"fio version\":\"fio-3.33\",\"jobs\":[{\"jobname\":"
+      "\"a\xff\xfe\",\"error\":0,\"read\":{\"bw_bytes\":2000,\"iops\":3,\"io_bytes\":6000},"
+      "\"write\":{}}]}\n";
+  FioOutput f = parse_fio_json(text);
+  EXPECT_EQ(f.preamble, "fio: warning " + fffd + fffd + "\n");
+  EXPECT_EQ(f.jobs.at(0).name, "a" + fffd + fffd);
+  EXPECT_EQ(f.document["jobs"][0]["jobname"], "a" + fffd + fffd);
+  EXPECT_NO_THROW((void)f.document.dump());
+  try {  // a message quoting the text stays UTF-8 too
+    parse_fio_json(std::string(199, 'x') + "\xC3\xBC no JSON");
+    ADD_FAILURE() << "text without JSON parsed";
+  } catch (const FioParseError& e) {
+    EXPECT_NO_THROW((void)clusterbench::json(e.what()).dump());
+  }
+}
+
 TEST(FioParser, DirectRefusalDetection) {
   EXPECT_TRUE(looks_like_direct_refused(
       "fio: pid=7, err=22/file:filesetup.c:805, func=open(/x/a.0.0), error=Invalid argument", "",

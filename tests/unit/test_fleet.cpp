@@ -181,3 +181,40 @@ TEST(Fleet, FamiliesResolveByTheLastMatchingGlob) {
   EXPECT_FALSE(resolve_family({area, gemm}, "io.fio").outlier_tolerance);
   EXPECT_FALSE(resolve_family({area, gemm}, "io.fio").prometheus);
 }
+
+// A host name is kept whole: "rack/02" (a '/' in it) keeps its row items, its spec FAIL and its
+// line in failing-hosts.txt; items are not cut at their first '/'.
+TEST(Fleet, AHostNameWithASlashIsKeptWhole) {
+  RunDir run = fx().run;
+  auto rename = [](std::string& s) {
+    for (size_t at = s.find("node02"); at != std::string::npos; at = s.find("node02", at))
+      s.replace(at, 6, "rack/02");
+  };
+  for (auto& r : run.records.records) {
+    rename(r.scope.host);
+    rename(r.case_key);
+    if (r.benchmark == "io.fio" && r.scope.host == "rack/02") {
+      r.status = Status::failed;
+      r.metrics.clear();
+      r.message = "fio exited 1";
+    }
+  }
+  for (auto& e : run.run.env) rename(e.host);
+  for (auto& h : run.run.hosts) rename(h);
+  Report rep =
+      make_report(run, load_spec(std::string(CB_FIXTURES) + "/results/fleet-4x8/spec.json"));
+  const FleetView& fv = rep.fleet;
+  ASSERT_EQ(fv.nodes.size(), 4u);
+  const FleetNode& n = fv.nodes[1];
+  ASSERT_EQ(n.host, "rack/02");
+  int items = 0;
+  for (const auto& [o, count] : n.items) items += count;
+  EXPECT_EQ(items, 26);  // as node01's: 8 GPUs x 3 gpu rows + 2 node rows
+  EXPECT_EQ(n.items.at(kFail), 1);
+  ASSERT_FALSE(n.reasons.empty());
+  EXPECT_EQ(n.reasons[0], "spec FAIL: io.seq_read");
+  EXPECT_EQ(fv.failing_hosts, (std::vector<std::string>{"rack/02", "node03", "node04"}));
+  EXPECT_EQ(render_failing_hosts(fv), "rack/02\nnode03\nnode04\n");
+  EXPECT_NE(render_fleet_markdown(fv).find("| rack/02 | 25 | 0 | 1 |"), std::string::npos)
+      << render_fleet_markdown(fv);
+}

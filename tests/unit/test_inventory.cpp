@@ -411,6 +411,31 @@ TEST(InventoryEnv, HostOptionWinsAndNvmlFailureKeepsPciGpus) {
   EXPECT_EQ(j["gpus"][0]["pcie"]["width_current"], 16);  // sysfs still gave the PCIe link
 }
 
+// Host names, sysfs values and directory names are bytes: the record holds them as valid UTF-8
+// (U+FFFD for each bad subsequence), so its JSON can be written (nlohmann throws type_error.316
+// on a string that is not UTF-8).
+TEST(InventoryEnv, BytesThatAreNotUtf8BecomeReplacementCharacters) {
+  const std::string fffd = "\xEF\xBF\xBD";  // U+FFFD
+  InventoryOptions opt;
+  opt.fs_root = kRoot + "bad-bytes";
+  opt.query_nvml = false;
+  opt.probe_tools = false;
+  setenv("NCCL_BAD_BYTES", "a\xff", 1);
+  EnvRecord r = collect_env(opt);
+  unsetenv("NCCL_BAD_BYTES");
+  EXPECT_EQ(r.host, "node" + fffd + fffd + "-1");
+  EXPECT_EQ(r.versions.kernel, "6.1.0-" + fffd);
+  EXPECT_EQ(r.dmi.product_name, "Server " + fffd + fffd + fffd + " X");
+  ASSERT_EQ(r.nics.size(), 1u);
+  EXPECT_EQ(r.nics[0].name, "veth" + fffd + fffd);
+  EXPECT_EQ(r.nics[0].state, "up" + fffd);
+  EXPECT_EQ(r.nics[0].mtu, 1500);  // read through the raw name
+  EXPECT_EQ(r.environment.at("NCCL_BAD_BYTES"), "a" + fffd);
+  std::string text;
+  ASSERT_NO_THROW(text = json(r).dump());
+  EXPECT_EQ(json::parse(text).get<EnvRecord>().host, r.host);
+}
+
 TEST(InventoryEnv, MissingRootNeverThrows) {
   InventoryOptions opt;
   opt.fs_root = kRoot + "does-not-exist";

@@ -147,6 +147,21 @@ TEST(Prometheus, ParamLabelsAreValidNamesAndValuesAreEscaped) {
       << t;
 }
 
+// Label names are unique and valid whatever the params are called: "a-b" beside "a_b", a param
+// "host" beside the fixed label and beside a param "param_host"; values are UTF-8.
+TEST(Prometheus, ParamLabelNamesAreUniqueAndValuesUtf8) {
+  std::string t = render(run_of(
+      {gpu_rec("n1", 0, {{"tflops", 1.5, "TFLOP/s", true}},
+               {{"a-b", "1"}, {"a_b", "2"}, {"host", "h"}, {"param_host", "p"}, {"v", "x\xff"}})}));
+  // Key order: a-b, a_b, host, param_host, v; a name that is valid as it is keeps it.
+  EXPECT_NE(
+      t.find(",a_b_2=\"1\",a_b=\"2\",param_host_2=\"h\",param_host=\"p\",v=\"x\xEF\xBF\xBD\"} "
+             "1.5\n"),
+      std::string::npos)
+      << t;
+  EXPECT_EQ(t.find('\xff'), std::string::npos);
+}
+
 TEST(Prometheus, NodeAndRunSeries) {
   std::string t = render(run_of({}));
   EXPECT_NE(t.find("clusterbench_node_failing{host=\"n1\"} 1\n"), std::string::npos) << t;

@@ -345,6 +345,25 @@ TEST(ReadRecords, MalformedMiddleLineIsAnInputErrorNamingFileAndLine) {
   EXPECT_NE(m.find("parse error"), std::string::npos) << m;
 }
 
+// Bytes that are not UTF-8: a truncated last line holding them is ignored with a warning like any
+// truncated last line, a middle one is an input error naming file and line; either message is
+// valid UTF-8 (nlohmann's quotes the bad bytes), so report.json can hold it.
+TEST(ReadRecords, BytesThatAreNotUtf8InALine) {
+  std::string path = temp_dir("badbytes") + "/records.jsonl";
+  const std::string good = json(gemm_record()).dump();
+  std::ofstream(path) << good << "\n{\"schema\":\"clusterbench.result/1\",\"message\":\"\xff\xfe";
+  RecordsFile f = read_records(path);
+  EXPECT_EQ(f.records.size(), 1u);
+  ASSERT_EQ(f.warnings.size(), 1u);
+  EXPECT_NE(f.warnings[0].find(path + ":2: truncated last record ignored"), std::string::npos)
+      << f.warnings[0];
+  EXPECT_NO_THROW((void)json(f.warnings[0]).dump());
+  std::ofstream(path) << good << "\n{\"message\":\"\xff\xfe\"}\n" << good << "\n";
+  std::string m = input_error([&] { read_records(path); });
+  EXPECT_EQ(m.rfind(path + ":2: ", 0), 0u) << m;
+  EXPECT_NO_THROW((void)json(m).dump());
+}
+
 TEST(ReadRecords, BadFieldInAMiddleLineNamesTheField) {
   std::string path = temp_dir("badfield") + "/records.jsonl";
   json good = gemm_record();

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -755,6 +756,26 @@ TEST(Render, JunitHasOneTestcasePerRowAndEscapes) {
   EXPECT_NE(x.find("<system-out>WARN: "), std::string::npos);
   EXPECT_EQ(x.find('\x01'), std::string::npos);
   EXPECT_EQ(xml_escape("<&>\"'"), "&lt;&amp;&gt;&quot;&apos;");
+}
+
+// junit.xml stays well formed whatever the text holds: characters XML 1.0 forbids (C0 controls
+// but tab/LF/CR, U+FFFE, U+FFFF) become '?', bytes that are not UTF-8 (a lone surrogate's
+// encoding included) U+FFFD. xmllint (libxml2-utils, scripts/setup.sh) parses the file.
+TEST(Render, JunitIsWellFormedWhateverTheTextHolds) {
+  RunDir run = fixture_run("gpu-killed");
+  Report r = make_report(run, load_spec(kSpecs + "h100-sxm-80g-8x.json"));
+  r.rows[0].outcome = kFail;
+  r.rows[0].message = "m \xEF\xBF\xBE \xEF\xBF\xBF \x01\x1f \xff\xfe \xed\xa0\x80 ok\t\xC3\xBC";
+  const std::string fffd = "\xEF\xBF\xBD";
+  std::string x = render_junit(r);
+  EXPECT_NE(x.find("m ? ? ?? " + fffd + fffd + " " + fffd + fffd + fffd + " ok\t\xC3\xBC"),
+            std::string::npos)
+      << x;
+  EXPECT_EQ(x.find("\xEF\xBF\xBE"), std::string::npos);
+  std::string path = std::string(::testing::TempDir()) + "junit-forbidden.xml";
+  std::ofstream(path) << x;
+  ASSERT_EQ(std::system("command -v xmllint >/dev/null"), 0) << "xmllint: run scripts/setup.sh";
+  EXPECT_EQ(std::system(("xmllint --noout " + path).c_str()), 0) << x;
 }
 
 TEST(Render, JsonCarriesVerdictRowsAndCounts) {

@@ -1,0 +1,89 @@
+// Bytes to UTF-8 text: see utf8.hpp.
+#include "records/utf8.hpp"
+
+namespace clusterbench {
+
+namespace {
+
+/// Length of the well-formed UTF-8 sequence at s[i], or 0 when the bytes from i on are not one;
+/// `bad` then gets the length of the maximal ill-formed subpart to replace (at least 1). The
+/// second-byte ranges are Table 3-7 of the Unicode Standard.
+size_t sequence_at(std::string_view s, size_t i, size_t& bad) {
+  const auto b = [&](size_t k) { return static_cast<unsigned char>(s[k]); };
+  const unsigned char c = b(i);
+  bad = 1;
+  if (c < 0x80) return 1;
+  size_t len = 0;
+  unsigned char lo = 0x80, hi = 0xBF;
+  if (c >= 0xC2 && c <= 0xDF) {
+    len = 2;
+  } else if (c >= 0xE0 && c <= 0xEF) {
+    len = 3;
+    if (c == 0xE0) lo = 0xA0;  // no overlong forms
+    if (c == 0xED) hi = 0x9F;  // no surrogates
+  } else if (c >= 0xF0 && c <= 0xF4) {
+    len = 4;
+    if (c == 0xF0) lo = 0x90;  // no overlong forms
+    if (c == 0xF4) hi = 0x8F;  // nothing past U+10FFFF
+  } else {
+    return 0;  // a continuation byte alone, C0, C1, F5..FF
+  }
+  for (size_t k = 1; k < len; ++k) {
+    if (i + k >= s.size()) return 0;
+    unsigned char x = b(i + k);
+    if (k == 1 ? (x < lo || x > hi) : (x < 0x80 || x > 0xBF)) return 0;
+    bad = k + 1;  // the subpart so far is a valid prefix: replace it as one
+  }
+  return len;
+}
+
+}  // namespace
+
+bool is_valid_utf8(std::string_view bytes) {
+  size_t bad = 0;
+  for (size_t i = 0; i < bytes.size();) {
+    size_t n = sequence_at(bytes, i, bad);
+    if (n == 0) return false;
+    i += n;
+  }
+  return true;
+}
+
+std::string valid_utf8(std::string_view bytes) {
+  if (is_valid_utf8(bytes)) return std::string(bytes);
+  std::string out;
+  out.reserve(bytes.size() + 8);
+  size_t bad = 0;
+  for (size_t i = 0; i < bytes.size();) {
+    size_t n = sequence_at(bytes, i, bad);
+    if (n == 0) {
+      out += kReplacementChar;
+      i += bad;
+    } else {
+      out.append(bytes.substr(i, n));
+      i += n;
+    }
+  }
+  return out;
+}
+
+nlohmann::json valid_utf8_json(const nlohmann::json& j) {
+  if (j.is_string()) return valid_utf8(j.get_ref<const std::string&>());
+  if (j.is_array()) {
+    nlohmann::json out = nlohmann::json::array();
+    for (const auto& v : j) out.push_back(valid_utf8_json(v));
+    return out;
+  }
+  if (j.is_object()) {
+    nlohmann::json out = nlohmann::json::object();
+    for (const auto& [k, v] : j.items()) out.emplace(valid_utf8(k), valid_utf8_json(v));
+    return out;
+  }
+  return j;
+}
+
+std::string dump_json(const nlohmann::json& j, int indent) {
+  return j.dump(indent, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+}  // namespace clusterbench
