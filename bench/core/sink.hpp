@@ -11,7 +11,8 @@ namespace clusterbench {
 
 class Sink {
  public:
-  /// Creates `dir` (and parents). Throws std::runtime_error naming the directory on failure.
+  /// Creates `dir` (and parents) and takes its run lock (acquire_run_lock: InputError when a
+  /// live run holds it). Throws std::runtime_error naming the directory on failure.
   explicit Sink(std::string dir);
   ~Sink();
   Sink(const Sink&) = delete;
