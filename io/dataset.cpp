@@ -10,6 +10,7 @@
 #include <random>
 
 #include "core/error.hpp"
+#include "io/scratch.hpp"
 
 namespace fs = std::filesystem;
 
@@ -96,7 +97,7 @@ std::vector<SampleFile> list_dataset(const std::string& dir) {
   std::vector<SampleFile> out;
   std::error_code ec;
   for (const auto& e : fs::directory_iterator(dir, ec))
-    if (e.is_regular_file())
+    if (e.is_regular_file() && e.path().filename() != kScratchOwnerFile)  // ScratchDir's own
       out.push_back({e.path().string(), static_cast<long long>(e.file_size())});
   if (ec) throw InputError("dataloader: cannot list dataset " + dir + ": " + ec.message());
   if (out.empty()) throw InputError("dataloader: dataset " + dir + " holds no files");

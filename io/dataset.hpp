@@ -48,7 +48,8 @@ struct SampleFile {
   long long bytes = 0;
 };
 
-/// The regular files of `dir`, sorted by name. Throws InputError when none.
+/// The regular files of `dir` (not a ScratchDir's owner file), sorted by name. Throws
+/// InputError when none.
 std::vector<SampleFile> list_dataset(const std::string& dir);
 
 /// Drops the page cache of every file (posix_fadvise POSIX_FADV_DONTNEED; clean pages only, so

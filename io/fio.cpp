@@ -3,6 +3,7 @@
 // safety rules: docs/fio.md "Safety".
 #include "io/fio.hpp"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -214,6 +215,86 @@ void refuse_if_too_full(const FioJob& job, const std::string& dir) {
                   " B free");
 }
 
+/// `path` with every symlink resolved (realpath), so that the checks and fio see the same file;
+/// `path` itself when it does not exist (the checks then say so).
+std::string resolved_path(const std::string& path) {
+  std::error_code ec;
+  std::string r = std::filesystem::canonical(path, ec).string();
+  return ec ? path : r;
+}
+
+/// Refused unless fio may be handed `path` (fio_path_refusal), before and after its symlinks
+/// are resolved; returns the resolved path.
+std::string checked_fio_path(const std::string& path, const std::string& what) {
+  std::string why = fio_path_refusal(path, what);
+  const std::string real = resolved_path(path);
+  if (why.empty()) why = fio_path_refusal(real, what + " (resolved)");
+  if (!why.empty()) throw Refused(why);
+  return real;
+}
+
+/// True when a job file's `value` stays in fio's scratch directory: ${CB_FIO_DIR}, a path below
+/// it, or a relative path (fio runs in that directory), with no '$' after it and no "..".
+bool inside_scratch(const std::string& value) {
+  std::string rest = value;
+  const std::string dir = "${CB_FIO_DIR}";
+  if (rest.rfind(dir, 0) == 0) {
+    rest = rest.substr(dir.size());
+    if (!rest.empty() && rest[0] != '/') return false;
+    rest = "." + rest;
+  }
+  if (rest.empty() || rest[0] == '/' || rest.find('$') != std::string::npos) return false;
+  for (const auto& part : std::filesystem::path(rest))
+    if (part == "..") return false;
+  return true;
+}
+
+/// A job file's file or directory outside fio's scratch directory, refused unless
+/// allow_destructive_device is given and it passes a device's checks: named by its resolved
+/// path, fio may be handed it, and (a block device) raw_device_refusal, (any) no other writer.
+void check_outside_target(const std::string& where, const std::string& value, bool allowed,
+                          const std::vector<Mount>& mounts) {
+  if (value.find('$') != std::string::npos || value.find('\\') != std::string::npos)
+    throw Refused("refused: " + where + " cannot be checked (fio expands '$' and '\\' there); " +
+                  "name the path itself, or use ${CB_FIO_DIR}");
+  if (!allowed)
+    throw Refused("refused: " + where + " is outside fio's scratch directory: writing it may " +
+                  "destroy data. Pass --set io.fio.allow_destructive_device=true to allow it");
+  const std::string real = checked_fio_path(value, where);
+  if (real != value)
+    throw Refused("refused: " + where + " is a symlink or not a normalised path (it resolves to " +
+                  real + "); name " + real + " itself");
+  struct stat st {};
+  if (::stat(real.c_str(), &st) == 0 && S_ISBLK(st.st_mode)) {
+    std::string why = raw_device_refusal(real, allowed, mounts);
+    if (!why.empty()) throw Refused(why + " (" + where + ")");
+  }
+  refuse_if_written(real, where + ":");
+}
+
+/// Refused unless every file and directory the job file names (job_file_targets) is fio's
+/// scratch directory or passes check_outside_target; an include directive cannot be checked.
+void check_job_targets(const std::string& job_file, const std::string& text, bool allowed,
+                       const std::vector<Mount>& mounts) {
+  for (const auto& t : job_file_targets(text)) {
+    const std::string where =
+        job_file + " line " + std::to_string(t.line) + " " + t.key + "=" + t.value;
+    if (t.key == "include")
+      throw Refused("refused: " + job_file + " line " + std::to_string(t.line) + " includes " +
+                    t.value + ", whose targets cannot be checked; inline it");
+    // fio splits filename= and directory= on ':' into several names.
+    std::vector<std::string> names;
+    if (t.key == "filename" || t.key == "directory") {
+      std::istringstream in(t.value);
+      for (std::string n; std::getline(in, n, ':');) names.push_back(n);
+    } else {
+      names.push_back(t.value);
+    }
+    for (const auto& n : names)
+      if (!inside_scratch(n)) check_outside_target(where, n, allowed, mounts);
+  }
+}
+
 class Fio : public Benchmark {
  public:
   std::string id() const override { return "io.fio"; }
@@ -266,6 +347,7 @@ class Fio : public Benchmark {
     if (bin.empty()) throw Waived("fio not found");
     const FioJob job = load_job(o, bin, run.params().at("profile"));
     auto mounts = read_mountinfo();
+    check_job_targets(job.job_file, job.job_text, o.allow_destructive, mounts);
     if (o.on_device) {
       run_on_device(run, job, o, mounts);
       return;
@@ -329,6 +411,7 @@ class Fio : public Benchmark {
     const std::string& dir = t.where.dir;
     const std::string origin = o.named ? "--set " + id() + ".scratch" : t.where.reason;
     if (dir.empty()) throw Refused("refused: " + origin + " names no directory (it is empty)");
+    t.where.dir = checked_fio_path(dir, origin);  // checks and fio on the resolved path
     std::error_code ec;
     if (!std::filesystem::is_directory(dir, ec))
       throw Refused("refused: " + origin + " " + dir + " is not a directory" +
@@ -349,9 +432,12 @@ class Fio : public Benchmark {
   /// gets its own region (offset_increment = size).
   void run_on_device(CaseRun& run, const FioJob& job, const FioOptions& o,
                      const std::vector<Mount>& mounts) const {
-    std::string why = raw_device_refusal(o.device, o.allow_destructive, mounts);
-    if (!why.empty()) throw Refused(why);
-    refuse_if_written(o.device, "device");
+    // Every check, and fio, on the resolved path: a symlink to a mounted or busy device is that
+    // device.
+    const std::string device = checked_fio_path(o.device, "--set io.fio.device");
+    std::string why = raw_device_refusal(device, o.allow_destructive, mounts);
+    if (!why.empty()) throw Refused(why + (device != o.device ? " (" + o.device + ")" : ""));
+    refuse_if_written(device, "device");
     ScratchDir capture(system_tmpdir(), "fio-output");
     FioJob device_job = job;
     std::string& text = device_job.job_text;
@@ -359,12 +445,12 @@ class Fio : public Benchmark {
     CHECK_MSG(pos != std::string::npos, "clusterbench",
               job.job_file + " has no directory=${CB_FIO_DIR} line to point at the device");
     text.replace(pos, std::string("directory=${CB_FIO_DIR}").size(),
-                 "filename=" + o.device + "\noffset_increment=${CB_FIO_SIZE}");
+                 "filename=" + device + "\noffset_increment=${CB_FIO_SIZE}");
     device_job.job_file = capture.path() + "/" + job.profile + ".fio";
     std::ofstream(device_job.job_file) << text;
     FioTarget t{capture.path(),
                 capture.path(),
-                {o.device, "--set io.fio.device (allow_destructive_device=true)"},
+                {device, "--set io.fio.device (allow_destructive_device=true)"},
                 "raw block device"};
     execute(run, device_job, t);
   }

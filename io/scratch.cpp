@@ -13,6 +13,8 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
+#include <iterator>
 #include <sstream>
 
 #include "core/error.hpp"
@@ -383,7 +385,74 @@ ScratchChoice default_scratch(const std::vector<BlockDevice>& /*devices*/,
   return default_scratch(mounts, tmpdir, free, "/");
 }
 
+namespace {
+
+/// Field 22 of /proc/PID/stat (the start time in clock ticks since boot); "" when `pid` does
+/// not run.
+std::string process_start(long pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  auto rp = stat.rfind(')');
+  if (rp == std::string::npos) return "";
+  std::istringstream rest(stat.substr(rp + 1));
+  std::string field;
+  for (int i = 3; i <= 22 && rest >> field; ++i) {  // fields 3.. follow the command name
+  }
+  return field;
+}
+
+}  // namespace
+
+std::string scratch_host() {
+  char buf[256] = {};
+  if (::gethostname(buf, sizeof buf - 1) != 0) return "unknown";
+  return buf;
+}
+
+std::string scratch_owner_line() {
+  const long pid = static_cast<long>(::getpid());
+  return "pid=" + std::to_string(pid) + " host=" + scratch_host() + " start=" + process_start(pid);
+}
+
+bool scratch_owner_gone(const std::string& line, const std::string& host) {
+  std::istringstream in(line);
+  std::string word, owner_host, start;
+  long pid = 0;
+  while (in >> word) {
+    if (starts_with(word, "pid=")) pid = std::atol(word.c_str() + 4);
+    if (starts_with(word, "host=")) owner_host = word.substr(5);
+    if (starts_with(word, "start=")) start = word.substr(6);
+  }
+  if (pid <= 0 || owner_host.empty() || owner_host != host) return false;
+  const std::string now = process_start(pid);
+  return now.empty() || (!start.empty() && now != start);
+}
+
+std::vector<std::string> sweep_dead_scratch(const std::string& parent, const std::string& host) {
+  std::vector<std::string> removed;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(parent, ec)) {
+    const fs::path dir = e.path();
+    std::error_code st_ec;
+    if (!starts_with(dir.filename().string(), "cb-") ||
+        !fs::is_directory(fs::symlink_status(dir, st_ec)))
+      continue;
+    const fs::path owner = dir / kScratchOwnerFile;
+    if (!fs::is_regular_file(fs::symlink_status(owner, st_ec))) continue;
+    std::ifstream in(owner);
+    std::string line;
+    std::getline(in, line);
+    if (!scratch_owner_gone(line, host)) continue;
+    std::error_code rm_ec;
+    fs::remove_all(dir, rm_ec);
+    if (!rm_ec) removed.push_back(dir.string());
+  }
+  return removed;
+}
+
 ScratchDir::ScratchDir(const std::string& parent, const std::string& tag) {
+  for (const auto& d : sweep_dead_scratch(parent))
+    std::cerr << "clusterbench: removed " << d << ", left by a run that is gone" << std::endl;
   std::string tmpl = parent + "/cb-" + tag + "-XXXXXX";
   std::vector<char> buf(tmpl.begin(), tmpl.end());
   buf.push_back('\0');
@@ -392,6 +461,7 @@ ScratchDir::ScratchDir(const std::string& parent, const std::string& tag) {
     throw_call_error("libc", std::to_string(e), std::strerror(e), "mkdtemp", __FILE__, __LINE__);
   }
   path_ = buf.data();
+  std::ofstream(path_ + "/" + kScratchOwnerFile) << scratch_owner_line() << "\n";
   remove_on_abort_ = std::make_unique<AbortCleanup>([p = path_] {
     std::error_code ec;
     fs::remove_all(p, ec);
@@ -449,6 +519,52 @@ std::string raw_device_refusal(const std::string& device, bool allowed,
   std::string sig = block_signature(head);
   if (!sig.empty()) return "refused: " + device + " holds a " + sig + " signature";
   return "";
+}
+
+std::string fio_path_refusal(const std::string& path, const std::string& what) {
+  const std::string head = "refused: " + what + " '" + path + "'";
+  if (path.empty()) return head + " is empty";
+  for (char c : path) {
+    if (std::iscntrl(static_cast<unsigned char>(c)))
+      return head + " holds a control character, which would start a fio job-file line";
+    if (std::string(":$;#\\").find(c) != std::string::npos)
+      return head + " holds '" + std::string(1, c) + "', which fio reads specially (" +
+             (c == ':'    ? "it splits file and directory names on ':', so another file would be "
+                            "written"
+              : c == '$'  ? "it expands $ in job files"
+              : c == '\\' ? "it escapes with \\"
+                          : "it starts a comment") +
+             "); choose a path without it";
+  }
+  if (std::isspace(static_cast<unsigned char>(path.front())) ||
+      std::isspace(static_cast<unsigned char>(path.back())))
+    return head + " starts or ends with a blank, which fio strips";
+  return "";
+}
+
+std::vector<JobFileTarget> job_file_targets(const std::string& text) {
+  std::vector<JobFileTarget> out;
+  std::istringstream in(text);
+  std::string line;
+  auto trim = [](std::string v) {
+    const char* ws = " \t\r";
+    auto b = v.find_first_not_of(ws);
+    return b == std::string::npos ? "" : v.substr(b, v.find_last_not_of(ws) - b + 1);
+  };
+  for (int n = 1; std::getline(in, line); ++n) {
+    line = trim(line);
+    if (line.empty() || line[0] == ';' || line[0] == '#' || line[0] == '[') continue;
+    if (starts_with(line, "include ") || starts_with(line, "include\t")) {
+      out.push_back({"include", trim(line.substr(8)), n});
+      continue;
+    }
+    auto eq = line.find('=');
+    if (eq == std::string::npos) continue;
+    std::string key = trim(line.substr(0, eq));
+    if (key == "filename" || key == "directory" || key == "filename_format" || key == "opendir")
+      out.push_back({key, trim(line.substr(eq + 1)), n});
+  }
+  return out;
 }
 
 std::vector<OpenWriter> open_writers(const std::string& target, int* unreadable,

@@ -111,8 +111,32 @@ std::string system_tmpdir();
 /// -1 when statvfs fails.
 long long free_bytes(const std::string& dir);
 
+/// The owner file of a ScratchDir: "<dir>/.cb-owner".
+inline constexpr const char* kScratchOwnerFile = ".cb-owner";
+
+/// The owner line this process writes: "pid=P host=H start=S" (S: the process's start time,
+/// field 22 of /proc/P/stat, so that a reused pid is not taken for the owner).
+std::string scratch_owner_line();
+
+/// Whether the owner named by `line` (scratch_owner_line's format) is gone: its host is `host`
+/// and no process `pid` with that start time runs here. False for another host's owner (its
+/// pid means nothing here) and for a line that does not parse.
+bool scratch_owner_gone(const std::string& line, const std::string& host);
+
+/// This host's name (gethostname), as the owner lines record it.
+std::string scratch_host();
+
+/// Removes what runs that died (SIGKILL, power loss) left in `parent`: every directory
+/// "cb-*" (not a symlink) whose owner file names a process of this host that is gone
+/// (scratch_owner_gone). A directory without an owner file, or whose owner lives or is on another
+/// host, is never touched. Returns the removed directories.
+std::vector<std::string> sweep_dead_scratch(const std::string& parent,
+                                            const std::string& host = scratch_host());
+
 /// A directory this process created below `parent` (mkdtemp "cb-<tag>-XXXXXX"), removed with
-/// everything in it when destroyed: on success and on failure alike. Throws CallError when the
+/// everything in it when destroyed: on success and on failure alike. It holds an owner file
+/// (kScratchOwnerFile, scratch_owner_line) and, before it is made, `parent` is swept of what dead
+/// runs left (sweep_dead_scratch; each removal named on stderr). Throws CallError when the
 /// directory cannot be created.
 class ScratchDir {
  public:
@@ -139,6 +163,23 @@ std::string block_signature(const std::string& head);
 /// below /sys/class/block/NAME), or holds a signature (block_signature).
 std::string raw_device_refusal(const std::string& device, bool allowed,
                                const std::vector<Mount>& mounts, const std::string& fs_root = "/");
+
+/// Why `path` may not be handed to fio as a file or directory name (`what` names where it came
+/// from), or "" when it may: fio splits filename= and directory= on ':' (so "victim.dat:x" is
+/// two files), expands '$' in job files, starts comments at ';' and '#', escapes with '\\', and
+/// strips surrounding blanks; a control character would start a job-file line of its own.
+std::string fio_path_refusal(const std::string& path, const std::string& what);
+
+/// A file or directory a fio job file names: `key` is filename, directory, filename_format,
+/// opendir or include (fio's include directive), `value` as written, `line` 1-based.
+struct JobFileTarget {
+  std::string key, value;
+  int line = 0;
+};
+
+/// The JobFileTargets of a fio job file's text (blanks around '=' allowed; ';' and '#' lines
+/// are comments).
+std::vector<JobFileTarget> job_file_targets(const std::string& text);
 
 /// A process holding a file open for writing.
 struct OpenWriter {

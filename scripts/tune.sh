@@ -13,6 +13,9 @@
 # `apply` needs --yes, writes the backup file (every named setting's current value) before it
 # changes anything, refuses when a backup already exists (revert first), and changes only the
 # named settings. `revert` writes back exactly what the backup holds, then removes it.
+# The backup's first line records where apply ran (host and network namespace, the inode of
+# /proc/self/ns/net): revert elsewhere is refused (exit 2) and the backup kept, since the values
+# it would find there are another namespace's.
 # net.ipv4.tcp_[rw]mem live per network namespace: run under `ip netns exec NS` to change only
 # that namespace's. net.core.[rw]mem_max are global on this kernel (6.18): read-only inside a
 # namespace, so apply there fails for them (exit 2) and revert finds them unchanged. --root DIR reads and writes DIR/proc, DIR/sys (tests).
@@ -32,7 +35,7 @@ die() {
   exit 2
 }
 
-usage() { sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//'; }
 
 # Paths of a setting (several for the governor: one per CPU).
 paths() {
@@ -65,6 +68,9 @@ complies() {
   esac
 }
 
+# Where this runs: "host=NAME netns=net:[INODE]" (net.ipv4.* live per network namespace).
+origin() { echo "host=$(uname -n) netns=$(readlink /proc/self/ns/net 2>/dev/null || echo unknown)"; }
+
 read_value() { tr -s ' \t' '  ' <"$1" | sed 's/ *$//'; }
 
 cmd_check() {
@@ -96,7 +102,7 @@ cmd_apply() {
   for name in $names; do paths "$name" >/dev/null; done # unknown names fail before any change
   mkdir -p "$(dirname "$BACKUP")"
   local tmp=$BACKUP.tmp.$$
-  : >"$tmp"
+  printf '# clusterbench tune.sh backup: %s\n' "$(origin)" >"$tmp"
   for name in $names; do
     for p in $(paths "$name"); do
       [[ -r $p ]] || continue
@@ -113,13 +119,24 @@ cmd_apply() {
       continue
     fi
     echo "tune.sh: $name: $p = $(read_value "$p")"
-  done <"$BACKUP"
+  done < <(grep -v '^#' "$BACKUP")
   echo "tune.sh: old values saved in $BACKUP"
   ((failed == 0)) || exit 2
 }
 
+# Refuses (exit 2, backup kept) when the backup was written on another host or in another
+# network namespace. A backup without the origin line (an older tune.sh) is accepted.
+check_origin() {
+  local saved here
+  saved=$(sed -n 's/^# clusterbench tune.sh backup: //p' "$BACKUP" | head -n 1)
+  here=$(origin)
+  [[ -z $saved || $saved == "$here" ]] ||
+    die "refused: $BACKUP was written by apply on $saved, this is $here; run revert where apply ran (e.g. ip netns exec NS); the backup is kept"
+}
+
 cmd_revert() {
   [[ -r $BACKUP ]] || die "no backup at $BACKUP: nothing to revert"
+  check_origin
   local name p value failed=0
   while IFS=$'\t' read -r name p value; do
     if [[ $(read_value "$p") == "$(echo "$value" | tr -s ' \t' '  ' | sed 's/ *$//')" ]]; then
@@ -130,7 +147,7 @@ cmd_revert() {
       echo "tune.sh: cannot restore $p to '$value'" >&2
       failed=1
     fi
-  done <"$BACKUP"
+  done < <(grep -v '^#' "$BACKUP")
   ((failed == 0)) || die "some settings were not restored; $BACKUP is kept"
   rm -f "$BACKUP"
 }

@@ -9,6 +9,7 @@ cb_integration_test(operations_evidence TIMEOUT 60)
 # Issue 9 parts 3-5 (resumable and bounded runs, busy GPUs and files, no shared filesystem).
 cb_unit_test(test_open_writers clusterbench_core cb_io)
 cb_integration_test(ops_resume TIMEOUT 180)
+cb_integration_test(ops_resume_live TIMEOUT 120)
 cb_integration_test(ops_time_limit TIMEOUT 240)
 cb_integration_test(ops_dry_run TIMEOUT 300)
 cb_integration_test(ops_busy_gpu TIMEOUT 120)

@@ -11,6 +11,7 @@
 #include <map>
 #include <sstream>
 
+#include "core/run_lock.hpp"
 #include "core/version.hpp"
 #include "env/nvml.hpp"
 #include "records/utf8.hpp"
@@ -113,7 +114,8 @@ RunOptions resolve_resume(const RunOptions& given, const Context& ctx, ResumeSta
       std::stringstream ss;
       ss << in.rdbuf();
       json j = json::parse(ss.str());
-      (void)j.get<RunRecord>();  // validates the schema and fields
+      (void)j.get<RunRecord>();            // validates the schema and fields
+      acquire_run_lock(given.resume_dir);  // a run still going is refused, naming pid and host
       text = j.dump();
     } catch (const std::exception& e) {
       error = std::string("--resume ") + given.resume_dir + ": " + e.what();
@@ -241,6 +243,37 @@ bool needs_rerun(const PlannedCase& pc, const ResumeState& state) {
   if (!state.active) return true;
   return std::any_of(pc.case_keys.begin(), pc.case_keys.end(),
                      [&](const std::string& k) { return !state.done_keys.count(k); });
+}
+
+json spec_chain_json(const std::vector<std::string>& chain) {
+  json out = json::array();
+  for (const auto& f : chain) {
+    const std::string path = std::filesystem::absolute(f).lexically_normal().string();
+    out.push_back({{"path", path}, {"sha256", sha256_file(path)}});
+  }
+  return out;
+}
+
+std::vector<std::string> spec_chain_differences(const json& earlier, const json& now) {
+  std::vector<std::string> out;
+  if (!earlier.is_array() || !now.is_array()) return out;
+  auto sha_of = [](const json& chain, const std::string& path) -> std::string {
+    for (const auto& f : chain)
+      if (f.value("path", "") == path) return f.value("sha256", "");
+    return "";
+  };
+  for (const auto& f : earlier) {
+    const std::string path = f.value("path", ""), was = f.value("sha256", "");
+    const std::string is = sha_of(now, path);
+    if (is.empty())
+      out.push_back("spec chain: " + path + " (sha256 " + was + ") is no longer extended");
+    else if (is != was)
+      out.push_back("spec chain: " + path + " changed: earlier sha256 " + was + ", now " + is);
+  }
+  for (const auto& f : now)
+    if (sha_of(earlier, f.value("path", "")).empty())
+      out.push_back("spec chain: " + f.value("path", "") + " is extended now, not earlier");
+  return out;
 }
 
 // ---------------------------------------------------------------------------------------------

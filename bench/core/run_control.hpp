@@ -44,6 +44,16 @@ std::vector<std::string> plan_differences(const RunRecord& earlier, const RunRec
 /// record in the earlier run.
 bool needs_rerun(const PlannedCase& pc, const ResumeState& state);
 
+/// Every file of a spec's `extends` chain (Spec::extends_chain, base first) with its sha256:
+/// [{"path": absolute path, "sha256": hex}]. Written to run.json as "spec_chain", so that a
+/// resume notices an edited parent table, which the top file's sha256 does not cover.
+json spec_chain_json(const std::vector<std::string>& chain);
+
+/// What differs between the earlier run's "spec_chain" and this one's, one line per file
+/// ("spec chain: ... changed/added/removed"); empty when they agree or `earlier` is not an array
+/// (a run.json written before spec_chain existed).
+std::vector<std::string> spec_chain_differences(const json& earlier, const json& now);
+
 /// One planned case as --dry-run shows it.
 struct CaseEstimate {
   std::string benchmark;

@@ -73,6 +73,7 @@ struct RunSession::State {
   // Rank 0's run directory.
   RunRecord run;
   std::unique_ptr<Sink> sink;
+  json spec_chain;  // run.json "spec_chain": every file of the spec's extends chain + sha256
 
   // Cases.
   GbenchCollector reporter;
@@ -246,6 +247,7 @@ void RunSession::State::choose_spec() {
   run.spec.path = fs::absolute(run.spec.path).lexically_normal().string();
   run.spec.name = spec.name;
   run.spec.sha256 = sha256_file(run.spec.path);
+  spec_chain = spec_chain_json(spec.extends_chain);
 }
 
 void RunSession::State::plan_rows() {
@@ -272,6 +274,9 @@ void RunSession::State::apply_resume() {
       diffs.push_back("spec: earlier " + resume.run.spec.path + " (sha256 " +
                       resume.run.spec.sha256 + "), now " + run.spec.path + " (sha256 " +
                       run.spec.sha256 + ")");
+    for (const auto& d : spec_chain_differences(resume.run_json.value("spec_chain", json()),
+                                                spec_chain))
+      diffs.push_back(d);
     if (!diffs.empty()) {
       std::string msg = "--resume " + resume.dir + ": this run differs from the earlier one:";
       for (const auto& d : diffs) msg += "\n  " + d;
@@ -314,6 +319,7 @@ void RunSession::State::open_run_dir(const std::string& dir) {
     std::cout << "clusterbench: resuming " << dir << ": " << reruns << " of " << plan.size()
               << " planned case(s) to run\n";
   }
+  sink->set_run_field("spec_chain", spec_chain);
   if (!busy.empty()) sink->set_run_field("shared_gpus", busy);
   sink->write_run(run);
   if (opt.out_dir.empty() && !resume.active) update_latest_link(opt.results_root, dir);

@@ -17,6 +17,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "core/run_lock.hpp"
 #include "records/utf8.hpp"
 
 namespace clusterbench {
@@ -151,6 +152,7 @@ Sink::Sink(std::string dir) : dir_(std::move(dir)) {
   std::filesystem::create_directories(dir_, ec);
   if (ec)
     throw std::runtime_error(dir_ + ": cannot create the results directory (" + ec.message() + ")");
+  acquire_run_lock(dir_);  // one live run per directory (a resume of a running run is refused)
   std::string path = dir_ + "/records.jsonl";
   int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
   if (fd < 0) throw std::runtime_error(path + ": open: " + std::strerror(errno));

@@ -25,7 +25,8 @@ class Sink {
   /// wait_s of a call that waits until the writer confirms the write.
   static constexpr double kWaitForever = -1;
 
-  /// Creates `dir` (and parents), opens records.jsonl and starts the writer process. Throws
+  /// Creates `dir` (and parents), takes its run lock (acquire_run_lock: InputError when a live
+  /// run holds it), opens records.jsonl and starts the writer process. Throws
   /// std::runtime_error naming the directory on failure.
   explicit Sink(std::string dir);
   /// Closes the channel: the writer finishes what it holds, then ends.

@@ -4,6 +4,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -76,10 +77,15 @@ Child start_process(const std::vector<std::string>& argv,
   for (const auto& e : envs) cenv.push_back(const_cast<char*>(e.c_str()));
   cenv.push_back(nullptr);
 
+  const pid_t parent = ::getpid();
   pid_t pid = fork();
   if (pid < 0) return child;
   if (pid == 0) {
     setpgid(0, 0);  // the tool and its helpers (fio's job processes): one group, killed together
+    // Dies with us, even when we are SIGKILLed. SIGTERM, not SIGKILL: fio stops its job
+    // processes (own sessions, and not covered by this) on SIGTERM, but leaves them running
+    // when it is SIGKILLed. The parent may have died before prctl: then go at once.
+    if (::prctl(PR_SET_PDEATHSIG, SIGTERM) != 0 || ::getppid() != parent) _exit(126);
     int o = ::open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
     int e = ::open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
     if (o < 0 || e < 0 || dup2(o, 1) < 0 || dup2(e, 2) < 0) _exit(126);

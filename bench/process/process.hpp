@@ -36,8 +36,10 @@ struct Child {
 /// plus `env` (which wins) plus the child's tag. Its stdout and stderr go to the files
 /// `capture_dir`/stdout and `capture_dir`/stderr, so a tool that prints a lot cannot block on a
 /// pipe; stdin is /dev/null. The child gets no other descriptor of ours (not MPI's sockets and
-/// pipes) and leads its own process group. pid -1 with errno set when fork fails; an exec failure
-/// is the child's exit 127 with the reason on its stderr.
+/// pipes) and leads its own process group. It gets SIGTERM when the thread that started it ends,
+/// so it dies with us even when we are SIGKILLed (PR_SET_PDEATHSIG; SIGTERM makes fio stop its
+/// job processes too): start it from a thread that outlives it. pid -1 with errno set when fork
+/// fails; an exec failure is the child's exit 127 with the reason on its stderr.
 Child start_process(const std::vector<std::string>& argv,
                     const std::map<std::string, std::string>& env, const std::string& cwd,
                     const std::string& capture_dir);

@@ -48,7 +48,7 @@ diff -r "$WORK/before" "$R" >/dev/null || fail "a refused apply changed somethin
 
 "$TUNE" apply --yes --root "$R" --backup "$B" --only vm.nr_hugepages --hugepages 4
 [[ $(cat "$R/proc/sys/vm/nr_hugepages") == 4 ]] || fail "hugepages not set to 4"
-[[ $(wc -l <"$B") == 1 ]] || fail "backup should hold one setting: $(cat "$B")"
+[[ $(grep -vc '^#' "$B") == 1 ]] || fail "backup should hold one setting: $(cat "$B")"
 [[ $(cat "$R/proc/sys/net/core/rmem_max") == 212992 ]] || fail "--only changed rmem_max"
 "$TUNE" apply --yes --root "$R" --backup "$B" && fail "a second apply over a backup must refuse"
 "$TUNE" revert --root "$R" --backup "$B"
@@ -59,7 +59,7 @@ out=$("$TUNE" check --root "$R" --hugepages 4) || fail "check after apply should
 [[ $(cat "$R/sys/devices/system/cpu/cpu1/cpufreq/scaling_governor") == performance ]] ||
   fail "governor not applied"
 [[ $(cat "$R/proc/sys/net/ipv4/tcp_wmem") == "4096 65536 2147483647" ]] || fail "tcp_wmem"
-[[ $(wc -l <"$B") == 7 ]] || fail "backup should hold 7 values"
+[[ $(grep -vc '^#' "$B") == 7 ]] || fail "backup should hold 7 values"
 "$TUNE" revert --root "$R" --backup "$B"
 diff -r "$WORK/before" "$R" || fail "full revert did not restore the tree exactly"
 [[ ! -e $B ]] || fail "revert should remove the backup"
@@ -82,6 +82,17 @@ ns_applied=$(ip netns exec "$NS" bash -c "$(declare -f snap); snap")
 [[ $(snap) == "$host_before" ]] || fail "applying in $NS changed the host's values"
 grep -qP '^ipv4/tcp_rmem=4096\t87380\t2147483647$' <<<"$ns_applied" || fail "tcp_rmem in $NS"
 grep -qP '^ipv4/tcp_wmem=4096\t65536\t2147483647$' <<<"$ns_applied" || fail "tcp_wmem in $NS"
+# Revert outside the namespace apply ran in: refused (exit 2), the backup kept, nothing written.
+set +e
+err=$("$TUNE" revert --backup "$B" 2>&1)
+rc=$?
+set -e
+[[ $rc == 2 ]] || fail "revert in another namespace: expected exit 2, got $rc: $err"
+grep -q 'refused: .* was written by apply on host=.* netns=net:\[' <<<"$err" || fail "text: $err"
+[[ -e $B ]] || fail "a refused revert removed the backup"
+[[ $(snap) == "$host_before" ]] || fail "a refused revert changed the host's values"
+[[ $(ip netns exec "$NS" bash -c "$(declare -f snap); snap") == "$ns_applied" ]] ||
+  fail "a refused revert changed $NS's values"
 ip netns exec "$NS" "$TUNE" revert --backup "$B"
 [[ $(ip netns exec "$NS" bash -c "$(declare -f snap); snap") == "$ns_before" ]] ||
   fail "revert in $NS did not restore its values"
@@ -97,5 +108,5 @@ ip netns exec "$NS" "$TUNE" revert --backup "$B"
 [[ $(ip netns exec "$NS" bash -c "$(declare -f snap); snap") == "$ns_before" ]] ||
   fail "revert of rmem_max in $NS did not restore its value"
 [[ $(snap) == "$host_before" ]] || fail "the host's values changed"
-echo "ok   namespace $NS: applied there only, reverted exactly"
+echo "ok   namespace $NS: applied there only, revert elsewhere refused, reverted exactly"
 echo "PASS network_tune"

@@ -3,8 +3,10 @@
 // tests/fixtures/fsroot-scratch/node, cleanup on success and failure, and the raw-device refusals
 // (docs/fio.md "Safety" and "What was measured").
 #include <gtest/gtest.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -275,4 +277,100 @@ TEST(Scratch, RawDeviceRefusals) {
     std::string why = raw_device_refusal(mt.source, true, read_mountinfo());
     EXPECT_NE(why.find("is mounted"), std::string::npos) << why;
   }
+}
+
+namespace {
+
+/// A pid that ran and is gone: a child that exited and was reaped.
+pid_t dead_pid() {
+  pid_t p = fork();
+  if (p == 0) _exit(0);
+  int status = 0;
+  waitpid(p, &status, 0);
+  return p;
+}
+
+}  // namespace
+
+TEST(Scratch, OwnerFileNamesThisProcess) {
+  const std::string line = scratch_owner_line();
+  EXPECT_EQ(
+      line.rfind("pid=" + std::to_string(getpid()) + " host=" + scratch_host() + " start=", 0), 0u)
+      << line;
+  EXPECT_GT(line.size(), line.find("start=") + 6) << "no start time: " << line;
+  EXPECT_FALSE(scratch_owner_gone(line, scratch_host()));
+  EXPECT_FALSE(scratch_owner_gone(line, "other-host"));
+  const std::string dead = "pid=" + std::to_string(dead_pid()) + " host=h start=5";
+  EXPECT_TRUE(scratch_owner_gone(dead, "h"));
+  EXPECT_FALSE(scratch_owner_gone(dead, "another"));  // another host's pid means nothing here
+  // Our pid with another start time: the pid was reused, the owner is gone.
+  EXPECT_TRUE(scratch_owner_gone("pid=" + std::to_string(getpid()) + " host=h start=1", "h"));
+  EXPECT_FALSE(scratch_owner_gone("garbage", "h"));
+}
+
+TEST(Scratch, SweepRemovesOnlyDeadOwnersOfThisHost) {
+  std::string parent = fs::temp_directory_path() / ("cbsweep-" + std::to_string(getpid()));
+  fs::remove_all(parent);
+  fs::create_directories(parent);
+  auto make = [&](const std::string& name, const std::string& owner) {
+    fs::create_directories(parent + "/" + name);
+    std::ofstream(parent + "/" + name + "/data") << "x";
+    if (!owner.empty()) std::ofstream(parent + "/" + name + "/" + kScratchOwnerFile) << owner;
+  };
+  const std::string dead = "pid=" + std::to_string(dead_pid()) + " host=here start=7\n";
+  make("cb-fio-seq_read-dead", dead);
+  make("cb-dataset-dead", dead);
+  make("cb-fio-live", scratch_owner_line());
+  make("cb-fio-other", "pid=" + std::to_string(dead_pid()) + " host=there start=7\n");
+  make("cb-fio-noowner", "");
+  make("not-ours", dead);
+  fs::create_directories(parent + "/target");
+  std::ofstream(parent + "/target/" + kScratchOwnerFile) << dead;
+  fs::create_directory_symlink(parent + "/target", parent + "/cb-fio-link");
+  auto removed = sweep_dead_scratch(parent, "here");
+  std::sort(removed.begin(), removed.end());
+  EXPECT_EQ(removed, (std::vector<std::string>{parent + "/cb-dataset-dead",
+                                               parent + "/cb-fio-seq_read-dead"}));
+  for (const char* kept :
+       {"cb-fio-live", "cb-fio-other", "cb-fio-noowner", "not-ours", "target", "cb-fio-link"})
+    EXPECT_TRUE(fs::exists(fs::symlink_status(parent + "/" + kept))) << kept;
+  EXPECT_TRUE(fs::exists(parent + "/target/" + kScratchOwnerFile));
+  // ScratchDir sweeps its parent before it makes its own directory, which names its owner.
+  make("cb-fio-dead2",
+       "pid=" + std::to_string(dead_pid()) + " host=" + scratch_host() + " start=7");
+  {
+    ScratchDir d(parent, "unit");
+    std::ifstream in(d.path() + "/" + kScratchOwnerFile);
+    std::string line;
+    std::getline(in, line);
+    EXPECT_EQ(line, scratch_owner_line());
+  }
+  EXPECT_FALSE(fs::exists(parent + "/cb-fio-dead2"));
+  fs::remove_all(parent);
+}
+
+TEST(Scratch, FioPathRefusal) {
+  EXPECT_EQ(fio_path_refusal("/mnt/scratch/dir", "x"), "");
+  EXPECT_EQ(fio_path_refusal("/tmp/victim.dat:x", "--set io.fio.device"),
+            "refused: --set io.fio.device '/tmp/victim.dat:x' holds ':', which fio reads specially "
+            "(it splits file and directory names on ':', so another file would be written); "
+            "choose a path without it");
+  for (const char* bad : {"/a$b", "/a;b", "/a#b", "/a\\b", "/a\nfilename=/x", " /a", "/a ", ""})
+    EXPECT_NE(fio_path_refusal(bad, "x"), "") << bad;
+}
+
+TEST(Scratch, JobFileTargets) {
+  auto t = job_file_targets(
+      "; filename=/commented\n[global]\ndirectory=${CB_FIO_DIR}\n[a]\n  filename = /dev/sdb \n"
+      "filename_format=/x/$jobnum\n# opendir=/no\nopendir=/y\ninclude other.fio\nrw=write\n");
+  ASSERT_EQ(t.size(), 5u);
+  EXPECT_EQ(t[0].key, "directory");
+  EXPECT_EQ(t[0].value, "${CB_FIO_DIR}");
+  EXPECT_EQ(t[0].line, 3);
+  EXPECT_EQ(t[1].key, "filename");
+  EXPECT_EQ(t[1].value, "/dev/sdb");
+  EXPECT_EQ(t[2].key, "filename_format");
+  EXPECT_EQ(t[3].key, "opendir");
+  EXPECT_EQ(t[4].key, "include");
+  EXPECT_EQ(t[4].value, "other.fio");
 }

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -158,3 +159,28 @@ TEST(Process, FindOnPath) {
 }
 
 }  // namespace
+
+// A run SIGKILLed while its tool runs: the tool gets SIGTERM (PR_SET_PDEATHSIG) and ends, instead
+// of writing on into a scratch directory nobody will remove.
+TEST(Process, ChildDiesWithItsParent) {
+  Capture c;
+  int fds[2];
+  ASSERT_EQ(::pipe(fds), 0);
+  pid_t parent = fork();
+  if (parent == 0) {  // the "run": starts a long child, says its pid, waits to be killed
+    ::close(fds[0]);
+    auto child = clusterbench::start_process({"/bin/sleep", "60"}, {}, "", c.dir);
+    ::dprintf(fds[1], "%d\n", static_cast<int>(child.pid));
+    ::pause();
+    _exit(0);
+  }
+  ::close(fds[1]);
+  char buf[32] = {};
+  ASSERT_GT(::read(fds[0], buf, sizeof buf - 1), 0);
+  ::close(fds[0]);
+  pid_t child = std::atoi(buf);
+  ASSERT_GT(child, 0);
+  ::kill(parent, SIGKILL);
+  ::waitpid(parent, nullptr, 0);
+  EXPECT_FALSE(still_running(child)) << "sleep " << child << " outlived its SIGKILLed parent";
+}
