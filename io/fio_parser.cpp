@@ -90,7 +90,9 @@ FioOutput parse_fio_json(const std::string& text) {
     throw FioParseError("fio JSON has no \"jobs\" array");
   if (doc.at("jobs").empty())
     throw FioParseError("fio JSON has an empty \"jobs\" array: no job ran");
-  out.version = doc.value("fio version", "");
+  // value() would throw json's type_error on a non-string version: only a string is a version.
+  if (auto v = doc.find("fio version"); v != doc.end() && v->is_string())
+    out.version = v->get<std::string>();
   out.document = doc;
   bool fio2 = out.version.rfind("fio-2.", 0) == 0 || out.version.rfind("fio-1.", 0) == 0;
   if (doc.contains("global options") && doc.at("global options").is_object())
