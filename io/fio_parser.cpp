@@ -1,6 +1,7 @@
 // fio JSON parser: see fio_parser.hpp and docs/fio.md.
 #include "io/fio_parser.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <sstream>
@@ -82,17 +83,21 @@ FioOutput parse_fio_json(const std::string& raw) {
   out.preamble = text.substr(0, start);
   json doc;
   try {
+    // Nesting first: the copies below are recursive (kMaxJsonDepth, records.hpp).
+    check_json_depth(std::string_view(text).substr(start), "", 0);
     // A parser callback is not needed: parse the first complete value and ignore what follows.
     std::istringstream in(text.substr(start));
     in >> doc;
-  } catch (const json::exception& e) {
+  } catch (const std::exception& e) {  // json::exception, or InputError from the depth check
     throw FioParseError(std::string("fio JSON does not parse: ") + e.what());
   }
   if (!doc.is_object() || !doc.contains("jobs") || !doc.at("jobs").is_array())
     throw FioParseError("fio JSON has no \"jobs\" array");
   if (doc.at("jobs").empty())
     throw FioParseError("fio JSON has an empty \"jobs\" array: no job ran");
-  out.version = doc.value("fio version", "");
+  // value() would throw json's type_error on a non-string version: only a string is a version.
+  if (auto v = doc.find("fio version"); v != doc.end() && v->is_string())
+    out.version = v->get<std::string>();
   out.document = doc;
   bool fio2 = out.version.rfind("fio-2.", 0) == 0 || out.version.rfind("fio-1.", 0) == 0;
   if (doc.contains("global options") && doc.at("global options").is_object())
@@ -106,7 +111,9 @@ FioOutput parse_fio_json(const std::string& raw) {
       throw FioParseError(what + " has neither \"read\" nor \"write\"");
     FioJob job;
     job.name = j.at("jobname").is_string() ? j.at("jobname").get<std::string>() : "";
-    job.error = static_cast<int>(num(j, "error"));
+    // Clamped before the cast: a double outside int's range would be undefined behaviour.
+    const double error = num(j, "error");
+    job.error = std::isnan(error) ? 1 : static_cast<int>(std::clamp(error, -1e9, 1e9));
     if (j.contains("read")) job.read = direction(j.at("read"), fio2);
     if (j.contains("write")) job.write = direction(j.at("write"), fio2);
     if (j.contains("job options") && j.at("job options").is_object())

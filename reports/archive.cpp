@@ -15,6 +15,7 @@
 #include <map>
 #include <memory>
 #include <sstream>
+#include <vector>
 
 #include "records/records.hpp"
 #include "reports/render.hpp"
@@ -206,6 +207,9 @@ ReadHandle open_archive(const std::string& path) {
   return a;
 }
 
+/// The largest SHA256SUMS read (the only member held in memory; others are hashed in chunks).
+constexpr size_t kMaxManifestBytes = size_t{64} << 20;
+
 /// What the members of an archive hold.
 struct Members {
   std::map<std::string, std::string> hashes;  ///< relative path -> sha256 of the member
@@ -213,12 +217,24 @@ struct Members {
   bool have_manifest = false, damaged = false;
 };
 
-/// The data of the current member; false (and a problem) when the archive is damaged there.
-bool read_member(ReadHandle& a, const std::string& name, std::string& data, VerifyResult& res) {
-  char buf[64 * 1024];
+/// Reads the current member in chunks: the manifest's bytes into `manifest` (when not null, up
+/// to kMaxManifestBytes), every other member only into its hash `sha`. False (and a problem)
+/// when the archive is damaged there or the manifest is too large.
+bool read_member(ReadHandle& a, const std::string& name, Sha256Stream& sha, std::string* manifest,
+                 VerifyResult& res) {
+  std::vector<char> buf(64 * 1024);
   la_ssize_t n = 0;
-  while ((n = archive_read_data(a.get(), buf, sizeof buf)) > 0)
-    data.append(buf, static_cast<size_t>(n));
+  while ((n = archive_read_data(a.get(), buf.data(), buf.size())) > 0) {
+    if (!manifest) {
+      sha.update(buf.data(), static_cast<size_t>(n));
+    } else if (manifest->size() + static_cast<size_t>(n) > kMaxManifestBytes) {
+      res.problems.push_back(name + ": larger than " + std::to_string(kMaxManifestBytes) +
+                             " bytes, not a clusterbench manifest");
+      return false;
+    } else {
+      manifest->append(buf.data(), static_cast<size_t>(n));
+    }
+  }
   if (n >= 0) return true;
   const char* err = archive_error_string(a.get());
   res.problems.push_back(name +
@@ -259,17 +275,20 @@ Members read_members(ReadHandle& a, const std::string& path, VerifyResult& res) 
     }
     auto [top, rel] = split_prefix(name);
     if (prefix.empty()) prefix = top;
+    const bool inside = top == prefix && !rel.empty();
+    const bool is_manifest = inside && rel == kManifest;
     std::string data;
-    if (!read_member(a, name, data, res)) {
+    Sha256Stream sha;
+    if (!read_member(a, name, sha, is_manifest ? &data : nullptr, res)) {
       m.damaged = true;
       break;
     }
-    if (top != prefix || rel.empty()) {
+    if (!inside) {
       res.problems.push_back(name + ": outside the run directory " + prefix + "/");
-    } else if (rel == kManifest) {
+    } else if (is_manifest) {
       m.manifest = std::move(data);
       m.have_manifest = true;
-    } else if (!m.hashes.emplace(rel, sha256_hex(data)).second) {
+    } else if (!m.hashes.emplace(rel, sha.hex()).second) {
       res.problems.push_back(rel + ": appears twice");
     }
   }

@@ -7,7 +7,6 @@
 #include <cstdio>
 #include <deque>
 #include <optional>
-#include <regex>
 #include <set>
 #include <string_view>
 #include <unordered_map>
@@ -91,13 +90,7 @@ std::string string_form(const json& v) { return v.is_string() ? v.get<std::strin
 class Judge {
  public:
   Judge(const Requirement& req, const std::string& where) : req_(req), where_(where) {
-    if (req.op == "matches") {
-      try {
-        re_ = std::regex(req.value.get<std::string>(), std::regex::ECMAScript);
-      } catch (const std::exception& e) {
-        throw InputError(where + ": field 'value' is not a valid regex (" + e.what() + ")");
-      }
-    }
+    if (req.op == "matches") re_.emplace(req.value.get<std::string>(), where + ": field 'value'");
   }
 
   /// True when `v` satisfies the row. Throws InputError when the types cannot be compared.
@@ -117,7 +110,7 @@ class Judge {
         if (json_equal(v, e)) return true;
       return false;
     }
-    if (op == "matches") return std::regex_search(string_form(v), *re_);
+    if (op == "matches") return re_->search(string_form(v));
     throw InputError(where_ + ": field 'op' is '" + op + "'");
   }
 
@@ -134,7 +127,7 @@ class Judge {
  private:
   const Requirement& req_;
   std::string where_;
-  std::optional<std::regex> re_;
+  std::optional<SpecRegex> re_;
 };
 
 /// min/max/median/sum over numbers (median of an even count: mean of the middle two).
@@ -496,7 +489,8 @@ class RowEvaluator {
         if (json_equal(v, e)) return true;
       return false;
     }
-    return std::regex_search(string_form(v), std::regex(target.get<std::string>()));  // matches
+    return SpecRegex(target.get<std::string>(), "condition 'matches'")  // matches
+        .search(string_form(v));
   }
 
   ItemResult judge_env_item(const Item& item) {

@@ -72,7 +72,7 @@ struct RowResult {
 /// in the noise (row_noise): its message ends ", spread 3%, margin +48%" (", within noise" when
 /// the threshold lies inside the repetitions' range, so that a rerun could change it).
 /// Ops: >= <= on numbers; == != on numbers or strings; `in` (the value array holds the item
-/// value); `matches`: ECMAScript regex with std::regex_search semantics on the string form (the
+/// value); `matches`: RE2 regex (SpecRegex), found anywhere in the string form (the
 /// pattern may match anywhere: anchor it with ^...$ for a full match).
 /// Env rows: `each` over a pointer with `*` makes every match an item (a GPU, "host/nic[name]",
 /// "host/disk[name]"); other aggregates reduce the matches per node, or over all nodes at

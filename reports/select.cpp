@@ -3,7 +3,6 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <regex>
 
 #include "records/spec.hpp"
 
@@ -15,7 +14,7 @@ bool node_has_gpus(const EnvRecord& e) { return !e.gpus.empty() || e.gpu_status.
 
 bool gpu_matches(const SpecMatch& m, const GpuInfo& g) {
   if (g.source == "nvml" && !m.gpu_name.empty())
-    return std::regex_search(g.name, std::regex(m.gpu_name, std::regex::icase));
+    return SpecRegex(m.gpu_name, "field 'match.gpu_name'", true).search(g.name);
   std::string id = g.pci_device_id;
   std::transform(id.begin(), id.end(), id.begin(), ::tolower);
   for (auto want : m.pci_device_ids) {

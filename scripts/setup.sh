@@ -3,7 +3,9 @@
 #   apt: compilers, CMake, OpenMPI, fio, nlohmann-json, simdjson, CLI11, Google Benchmark,
 #        GoogleTest, hwloc, OpenBLAS, gperftools' tcmalloc, iproute2 (and OpenSSL for SHA-256,
 #        pkg-config, python3-pip), universal-ctags (the function_size test), libxml2-utils
-#        (xmllint: the junit.xml tests).
+#        (xmllint: the junit.xml tests), RE2 (spec regexes), clang 14 with libFuzzer (the
+#        fuzz_parsers test), time (/usr/bin/time -v), e2fsprogs and util-linux (mkfs.ext4,
+#        losetup, fsfreeze: the loop-device tests).
 #   pip: nvidia-nvml-dev for nvml.h, into .deps/python of this checkout. Without it NVML support
 #        is compiled out (GPUs are still seen on the PCI bus) and this script says so.
 #        Where nvcc is: the CUDA 12.2 wheels into .deps/cuda12 (the CUDA 12 host check).
@@ -16,6 +18,7 @@ APT_PACKAGES=(
   libgtest-dev libgmock-dev libhwloc-dev hwloc libopenblas-dev libssl-dev iproute2 procps
   gnuplot-nox libarchive-dev libsimdjson-dev libgoogle-perftools-dev
   libbenchmark-tools python3-numpy python3-scipy time universal-ctags libxml2-utils
+  libre2-dev clang libclang-rt-14-dev e2fsprogs util-linux
 )
 
 missing=()

@@ -8,7 +8,9 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
+#include <charconv>
 #include <climits>
 #include <cmath>
 #include <cstring>
@@ -16,13 +18,17 @@
 #include <fstream>
 #include <future>
 #include <iomanip>
+#include <iterator>
+#include <limits>
 #include <numeric>
 #include <optional>
 #include <set>
 #include <sstream>
 #include <string_view>
 #include <thread>
+#include <type_traits>
 #include <unordered_map>
+#include <utility>
 
 #include "records/utf8.hpp"
 
@@ -100,19 +106,75 @@ std::string make_case_key(const std::string& benchmark, const json& params, cons
 // JSON conversion. get_to with defaults keeps older files readable when fields are added.
 
 namespace {
+/// `key` as a JSON pointer token (RFC 6901: "~" is "~0", "/" is "~1").
+std::string pointer_token(std::string_view key) {
+  std::string out;
+  for (char c : key) out += c == '~' ? "~0" : c == '/' ? "~1" : std::string(1, c);
+  return out;
+}
+
+/// Runs `read`, adding "/token" (a key or an index) to the front of the pointer of the
+/// FieldError it throws; a conversion error of the JSON library becomes a FieldError there.
+template <class Read>
+void at_field(const std::string& token, Read read) {
+  try {
+    read();
+  } catch (const FieldError& e) {
+    throw FieldError("/" + token + e.pointer(), e.detail());
+  } catch (const json::exception& e) {
+    throw FieldError("/" + token, e.what());
+  }
+}
+
+template <typename T>
+void read_value(const json& j, T& out) {
+  j.get_to(out);
+}
+/// Whole numbers must fit: the JSON library would cast 2^40 to an int silently.
+template <typename T>
+requires std::is_integral_v<T> &&(!std::is_same_v<T, bool>)void read_value(const json& j, T& out) {
+  const double d = j.is_number_float() ? j.get<double>() : 0.5;
+  const bool fits = j.is_number_unsigned()  ? std::in_range<T>(j.get<uint64_t>())
+                    : j.is_number_integer() ? std::in_range<T>(j.get<int64_t>())
+                                            : d == std::trunc(d) && std::fabs(d) < 9e15 &&
+                                                  std::in_range<T>(static_cast<int64_t>(d));
+  if (!fits)
+    throw FieldError("", "is " + j.dump() + ", expected a whole number from " +
+                             std::to_string(std::numeric_limits<T>::min()) + " to " +
+                             std::to_string(std::numeric_limits<T>::max()));
+  out = j.is_number_unsigned() ? static_cast<T>(j.get<uint64_t>())
+        : j.is_number_float()  ? static_cast<T>(d)
+                               : static_cast<T>(j.get<int64_t>());
+}
+/// Arrays element by element, so that an error names its index.
+template <typename T>
+void read_value(const json& j, std::vector<T>& out) {
+  if (!j.is_array()) throw FieldError("", std::string("must be an array, not ") + j.type_name());
+  std::vector<T> v(j.size());
+  for (size_t i = 0; i < j.size(); ++i)
+    at_field(std::to_string(i), [&] { read_value(j[i], v[i]); });
+  out = std::move(v);
+}
+
+/// Reads field `key` of object `j` into `out` when present and not null.
 template <typename T>
 void opt(const json& j, const char* key, T& out) {
+  if (!j.is_object()) throw FieldError("", std::string("must be an object, not ") + j.type_name());
   auto it = j.find(key);
-  if (it != j.end() && !it->is_null()) it->get_to(out);
+  if (it != j.end() && !it->is_null()) at_field(pointer_token(key), [&] { read_value(*it, out); });
 }
 /// An unknown value: null reads as nullopt, a number as itself.
 template <typename T>
 void opt(const json& j, const char* key, std::optional<T>& out) {
+  if (!j.is_object()) throw FieldError("", std::string("must be an object, not ") + j.type_name());
   auto it = j.find(key);
-  if (it == j.end() || it->is_null())
+  if (it == j.end() || it->is_null()) {
     out.reset();
-  else
-    out = it->get<T>();
+    return;
+  }
+  T v{};
+  at_field(pointer_token(key), [&] { read_value(*it, v); });
+  out = std::move(v);
 }
 template <typename T>
 void put(json& j, const char* key, const T& v) {
@@ -276,7 +338,7 @@ void from_json(const json& j, Metric& v) {
       CB_FROM(work);
   // A non-finite value is written as null by the JSON library: never read it as 0.
   if (!j.contains("value") || !j.at("value").is_number())
-    throw InputError("metric '" + v.name + "': field 'value' is not a finite number");
+    throw FieldError("/value", "of metric '" + v.name + "' is not a finite number");
   v.value = j.at("value").get<double>();
 }
 void to_json(json& j, const TimeStats& v) {
@@ -337,15 +399,14 @@ void to_json(json& j, const ScopeKind& v) { j = scope_kind_name(v); }
 void from_json(const json& j, ScopeKind& v) {
   const std::string text = j.is_string() ? j.get<std::string>() : j.dump();
   if (!j.is_string() || !parse_scope_kind(text, v))
-    throw InputError("scope: field 'kind' is " + text +
-                     ", expected \"gpu\", \"node\", \"rank\", \"link\" or \"cluster\"");
+    throw FieldError(
+        "", "is " + text + ", expected \"gpu\", \"node\", \"rank\", \"link\" or \"cluster\"");
 }
 void to_json(json& j, const Status& v) { j = status_name(v); }
 void from_json(const json& j, Status& v) {
   const std::string text = j.is_string() ? j.get<std::string>() : j.dump();
   if (!j.is_string() || !parse_status(text, v))
-    throw InputError("result record: field 'status' is '" + text +
-                     "', expected ok, failed or waived");
+    throw FieldError("", "is '" + text + "', expected ok, failed or waived");
 }
 
 void to_json(json& j, const Scope& v) {
@@ -383,13 +444,33 @@ void from_json(const json& j, ResultRecord& v) {
   CB_FROM(run_id), CB_FROM(params), CB_FROM(case_key), CB_FROM(message), CB_FROM(metrics),
       CB_FROM(time), CB_FROM(scope), CB_FROM(combine), CB_FROM(started_at), CB_FROM(duration_s),
       CB_FROM(extra);
-  if (j.contains("error")) v.error = j.at("error").get<ErrorInfo>();
+  if (j.contains("error")) at_field("error", [&] { v.error = j.at("error").get<ErrorInfo>(); });
 }
 void to_json(json& j, const PlannedCase& v) {
   CB_TO(benchmark), CB_TO(params), CB_TO(level), CB_TO(case_keys);
 }
+namespace {
+/// Throws FieldError unless the GPU index of a case key's item ("host/gpu3[uuid]") fits an int:
+/// the reports parse it back (reports/rows.cpp parse_item).
+void check_gpu_index(const std::string& case_key) {
+  const size_t bar = case_key.rfind('|');
+  const size_t g = case_key.rfind("/gpu");
+  if (g == std::string::npos || (bar != std::string::npos && g < bar)) return;
+  size_t end = g + 4;
+  while (end < case_key.size() && std::isdigit(static_cast<unsigned char>(case_key[end]))) ++end;
+  if (end == g + 4) return;
+  int index = 0;
+  const auto [ptr, ec] = std::from_chars(case_key.data() + g + 4, case_key.data() + end, index);
+  if (ec != std::errc())
+    throw FieldError("", "'" + case_key + "' has a GPU index out of range (0 to " +
+                             std::to_string(INT_MAX) + ")");
+}
+}  // namespace
+
 void from_json(const json& j, PlannedCase& v) {
   CB_FROM(benchmark), CB_FROM(params), CB_FROM(level), CB_FROM(case_keys);
+  for (size_t i = 0; i < v.case_keys.size(); ++i)
+    at_field("case_keys/" + std::to_string(i), [&] { check_gpu_index(v.case_keys[i]); });
 }
 void to_json(json& j, const SpecChoice& v) {
   CB_TO(path), CB_TO(sha256), CB_TO(name), CB_TO(selected_by);
@@ -420,7 +501,7 @@ void from_json(const json& j, RunRecord& v) {
   CB_FROM(argv), CB_FROM(version), CB_FROM(suite), CB_FROM(only), CB_FROM(set), CB_FROM(spec),
       CB_FROM(world_size), CB_FROM(hosts), CB_FROM(started_at), CB_FROM(finished_at),
       CB_FROM(aborted), CB_FROM(abort_reason), CB_FROM(plan), CB_FROM(env);
-  if (j.contains("exit_code") && !j.at("exit_code").is_null()) v.exit_code = j.at("exit_code");
+  opt(j, "exit_code", v.exit_code);
   if (j.contains("time_limit") && !j.at("time_limit").is_null())
     v.time_limit = require_field<TimeLimitStop>(j, "time_limit", "run.json");
 }
@@ -431,16 +512,146 @@ void from_json(const json& j, RunRecord& v) {
 // ---------------------------------------------------------------------------------------------
 // Files.
 
-json read_json_file(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw InputError(path + ": cannot open (" + std::strerror(errno) + ")");
-  std::stringstream ss;
-  ss << in.rdbuf();
+FieldError::FieldError(std::string pointer, std::string detail)
+    : InputError("field '" + pointer + "' " + detail),
+      pointer_(std::move(pointer)),
+      detail_(std::move(detail)) {}
+
+namespace {
+
+/// Counts the nesting of objects and arrays in JSON text fed to it byte by byte, outside
+/// strings, and throws InputError past kMaxJsonDepth, before the JSON library builds anything.
+class DepthGuard {
+ public:
+  DepthGuard(const std::string& where, int first_line) : where_(where), line_(first_line) {}
+  void feed(char c) {
+    if (done_) return;
+    if (in_string_) {
+      if (escape_)
+        escape_ = false;
+      else if (c == '\\')
+        escape_ = true;
+      else if (c == '"')
+        in_string_ = false;
+    } else if (c == '"') {
+      in_string_ = true;
+    } else if (c == '{' || c == '[') {
+      if (++depth_ > kMaxJsonDepth) fail();
+    } else if ((c == '}' || c == ']') && depth_ > 0) {
+      done_ = --depth_ == 0;  // the first value ends here
+    } else if (c == '\n' && line_ > 0) {
+      ++line_;
+    }
+  }
+
+ private:
+  [[noreturn]] void fail() const {
+    std::string at = where_.empty() ? "" : where_ + ": ";
+    if (line_ > 0) at += "line " + std::to_string(line_) + ": ";
+    throw InputError(at + "JSON nested deeper than " + std::to_string(kMaxJsonDepth) + " levels");
+  }
+  const std::string& where_;
+  int line_;
+  int depth_ = 0;
+  bool in_string_ = false, escape_ = false, done_ = false;
+};
+
+/// An input iterator over a stream that feeds each byte it passes to a DepthGuard, so that a
+/// streamed parse (run.json without its plan) is guarded without holding the text.
+struct GuardedIterator {
+  using iterator_category = std::input_iterator_tag;
+  using value_type = char;
+  using difference_type = std::ptrdiff_t;
+  using pointer = const char*;
+  using reference = char;
+  std::istreambuf_iterator<char> it;
+  DepthGuard* guard = nullptr;
+  char operator*() const { return *it; }
+  GuardedIterator& operator++() {
+    guard->feed(*it);
+    ++it;
+    return *this;
+  }
+  bool operator==(const GuardedIterator& o) const { return it == o.it; }
+  bool operator!=(const GuardedIterator& o) const { return it != o.it; }
+};
+
+std::string by(const std::string& referenced_by) {
+  return referenced_by.empty() ? "" : " (" + referenced_by + ")";
+}
+
+}  // namespace
+
+void require_regular_file(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0)
+    throw InputError(path + ": cannot open (" + std::strerror(errno) + ")");
+  if (!S_ISREG(st.st_mode)) throw InputError(path + ": not a regular file");
+}
+
+std::string read_regular_file(const std::string& path, size_t max_bytes,
+                              const std::string& referenced_by) {
+  auto error = [&](const std::string& why) {
+    return InputError(path + ": " + why + by(referenced_by));
+  };
+  auto errno_text = [] { return std::string(" (") + std::strerror(errno) + ")"; };
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) throw error("cannot open" + errno_text());
+  if (!S_ISREG(st.st_mode)) throw error("not a regular file");
+  // O_NONBLOCK: the file may have become a FIFO since the stat; opening that must not block.
+  int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) throw error("cannot open" + errno_text());
+  std::string out;
   try {
-    return json::parse(ss.str());
+    if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) throw error("not a regular file");
+    const std::string too_large = "larger than " + std::to_string(max_bytes) + " bytes";
+    if (static_cast<uint64_t>(st.st_size) > max_bytes) throw error(too_large);
+    // Read at most limit + 1 bytes: a file that grows past the limit while read is refused too.
+    const size_t limit = std::min(max_bytes, SIZE_MAX - 1);
+    out.resize(std::min(static_cast<size_t>(st.st_size), limit) + 1);
+    size_t got = 0;
+    for (;;) {
+      if (got == out.size()) {
+        if (got > limit) throw error(too_large);
+        out.resize(out.size() > limit / 2 ? limit + 1 : out.size() * 2 + 1);
+      }
+      ssize_t n = ::read(fd, out.data() + got, out.size() - got);
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) throw error("read error" + errno_text());
+      if (n == 0) break;
+      got += static_cast<size_t>(n);
+    }
+    out.resize(got);
+  } catch (...) {
+    ::close(fd);
+    throw;
+  }
+  ::close(fd);
+  return out;
+}
+
+void check_json_depth(std::string_view text, const std::string& where, int first_line) {
+  DepthGuard guard(where, first_line);
+  for (char c : text) guard.feed(c);
+}
+
+json parse_json_text(std::string_view text, const std::string& where, int first_line) {
+  check_json_depth(text, where, first_line);
+  try {
+    return json::parse(text);
   } catch (const json::exception& e) {
     // nlohmann 3.11 reports "parse error at line L, column C: ..." (and number overflows)
-    throw InputError(path + ": " + e.what());
+    throw InputError(where.empty() ? std::string(e.what()) : where + ": " + e.what());
+  }
+}
+
+json read_json_file(const std::string& path, size_t max_bytes, const std::string& referenced_by) {
+  const std::string text = read_regular_file(path, max_bytes, referenced_by);
+  try {
+    return parse_json_text(text, path);
+  } catch (const InputError& e) {
+    if (referenced_by.empty()) throw;
+    throw InputError(e.what() + by(referenced_by));
   }
 }
 
@@ -545,7 +756,7 @@ struct RawObjectCache {
     std::string_view text;
     if (!raw_object(v, text)) return false;
     if (text != raw) {
-      value = json::parse(text);
+      value = parse_json_text(text, "", 0);
       raw.assign(text);
     }
     out = value;
@@ -646,9 +857,11 @@ bool fast_record(od::parser& parser, const char* data, size_t len, size_t capaci
       if (str) return get_string(x, *str);
       if (key == "duration_s") return get_double(x, r.duration_s);
       if (key == "params") return params_cache.get(x, r.params);
-      if (key == "extra") return raw_object(x, text) && (r.extra = json::parse(text), true);
+      if (key == "extra")
+        return raw_object(x, text) && (r.extra = parse_json_text(text, "", 0), true);
       if (key == "error")
-        return raw_object(x, text) && (r.error = json::parse(text).get<ErrorInfo>(), true);
+        return raw_object(x, text) &&
+               (r.error = parse_json_text(text, "", 0).get<ErrorInfo>(), true);
       if (key == "time") return read_time(x, r.time);
       if (key == "scope") return read_scope(x, r.scope);
       if (key == "metrics") {
@@ -695,7 +908,7 @@ void parse_lines(const std::string& buf, const std::vector<std::pair<size_t, siz
       if (fast_record(parser, line.data(), len, buf.size() - off, params_cache, r))
         out.records.push_back(std::move(r));
       else  // the ordinary way: it accepts what the fast path did not know, or says what is wrong
-        out.records.push_back(json::parse(line).get<ResultRecord>());
+        out.records.push_back(parse_json_text(line, "", 0).get<ResultRecord>());
     } catch (const std::exception& e) {
       out.failed_at = i, out.error = valid_utf8(e.what());  // it may quote the bad bytes
       return;
@@ -740,6 +953,7 @@ std::vector<ParsedBatch> parse_chunk(const std::string& buf,
 
 RecordsFile read_records(const std::string& path) {
   RecordsFile out;
+  require_regular_file(path);  // a FIFO would block the read
   std::ifstream in(path, std::ios::binary);
   if (!in) throw InputError(path + ": cannot open (" + std::strerror(errno) + ")");
   // Line by line, in chunks whose lines the cores parse in parallel: a 1,000-node run holds
@@ -843,12 +1057,15 @@ RunDir read_run_dir(const std::string& dir, bool with_plan) {
     try {
       if (plan) return read_json_file(run_path).get<RunRecord>();
       // The plan is most of a large run.json: skipped while parsing, never built.
+      require_regular_file(run_path);  // a FIFO would block the read
       std::ifstream in(run_path);
       if (!in) throw InputError(run_path + ": cannot open (" + std::strerror(errno) + ")");
       auto skip_plan = [](int depth, json::parse_event_t event, json& parsed) {
         return !(depth == 1 && event == json::parse_event_t::key && parsed == "plan");
       };
-      return json::parse(in, skip_plan).get<RunRecord>();
+      DepthGuard guard(run_path, 1);
+      GuardedIterator first{std::istreambuf_iterator<char>(in), &guard}, last{{}, &guard};
+      return json::parse(first, last, skip_plan).get<RunRecord>();
     } catch (const std::exception& e) {
       std::string what = e.what();
       if (what.rfind(run_path, 0) == 0) throw;
@@ -890,12 +1107,39 @@ std::string sha256_hex(const std::string& data) {
   return os.str();
 }
 
+Sha256Stream::Sha256Stream() : ctx_(EVP_MD_CTX_new()) {
+  if (!ctx_ || EVP_DigestInit_ex(static_cast<EVP_MD_CTX*>(ctx_), EVP_sha256(), nullptr) != 1)
+    throw std::runtime_error("OpenSSL: EVP_DigestInit_ex(sha256) failed");
+}
+
+Sha256Stream::~Sha256Stream() { EVP_MD_CTX_free(static_cast<EVP_MD_CTX*>(ctx_)); }
+
+void Sha256Stream::update(const void* data, size_t n) {
+  if (EVP_DigestUpdate(static_cast<EVP_MD_CTX*>(ctx_), data, n) != 1)
+    throw std::runtime_error("OpenSSL: EVP_DigestUpdate failed");
+}
+
+std::string Sha256Stream::hex() {
+  unsigned char md[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  if (EVP_DigestFinal_ex(static_cast<EVP_MD_CTX*>(ctx_), md, &len) != 1)
+    throw std::runtime_error("OpenSSL: EVP_DigestFinal_ex failed");
+  static const char kHex[] = "0123456789abcdef";
+  std::string out;
+  for (unsigned i = 0; i < len; ++i) out += {kHex[md[i] >> 4], kHex[md[i] & 15]};
+  return out;
+}
+
 std::string sha256_file(const std::string& path) {
+  require_regular_file(path);  // a FIFO would block the read
   std::ifstream in(path, std::ios::binary);
   if (!in) throw InputError(path + ": cannot open (" + std::strerror(errno) + ")");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return sha256_hex(ss.str());
+  Sha256Stream sha;
+  std::vector<char> buf(1 << 16);
+  while (in.read(buf.data(), static_cast<std::streamsize>(buf.size())) || in.gcount() > 0)
+    sha.update(buf.data(), static_cast<size_t>(in.gcount()));
+  if (in.bad()) throw InputError(path + ": read error (" + std::strerror(errno) + ")");
+  return sha.hex();
 }
 
 std::string utc_now_iso() {

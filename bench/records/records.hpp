@@ -39,6 +39,25 @@ class InputError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+/// A field of a JSON document that has the wrong type or value; pointer() is where it is, a JSON
+/// pointer relative to the document read ("/metrics/0/value"), filled in as the error passes up
+/// through the enclosing objects. what() reads "field '<pointer>' <detail>".
+class FieldError : public InputError {
+ public:
+  FieldError(std::string pointer, std::string detail);
+  const std::string& pointer() const { return pointer_; }
+  const std::string& detail() const { return detail_; }
+
+ private:
+  std::string pointer_, detail_;
+};
+
+/// The deepest nesting of objects and arrays read from any input document: deeper input is an
+/// InputError (the recursive copies and conversions would otherwise overflow the stack).
+inline constexpr int kMaxJsonDepth = 128;
+/// The largest spec table (and `extends` target) read, in bytes.
+inline constexpr size_t kMaxSpecBytes = size_t{16} << 20;
+
 /// The units clusterbench writes, exactly these ASCII strings (DESIGN.md "Units").
 /// Returns true when `unit` is one of them.
 bool is_known_unit(const std::string& unit);
@@ -395,9 +414,31 @@ void from_json(const json& j, RunRecord& v);
 // ---------------------------------------------------------------------------------------------
 // Files.
 
-/// Parses a whole JSON file. Throws InputError naming the file and line/column on a parse error,
-/// or naming the file when it cannot be opened.
-json read_json_file(const std::string& path);
+/// Parses a whole JSON file of at most `max_bytes` bytes. Throws InputError naming the file and
+/// line/column on a parse error or nesting deeper than kMaxJsonDepth, naming the file when it
+/// cannot be opened, is not a regular file (a FIFO, /dev/zero) or is larger. `referenced_by`, when
+/// not empty, says who named the file ("extended by a.json") and is added to every such error.
+json read_json_file(const std::string& path, size_t max_bytes = SIZE_MAX,
+                    const std::string& referenced_by = "");
+
+/// The bytes of the regular file `path`, at most `max_bytes` of them. It is checked with stat
+/// before it is opened and with fstat after (opened O_NONBLOCK, so a FIFO cannot block the open).
+/// Throws InputError naming the file (and `referenced_by`, when not empty) otherwise.
+std::string read_regular_file(const std::string& path, size_t max_bytes,
+                              const std::string& referenced_by = "");
+
+/// Throws InputError naming `path` unless it is a regular file (stat; no open).
+void require_regular_file(const std::string& path);
+
+/// Throws InputError when the first JSON value in `text` nests objects and arrays deeper than
+/// kMaxJsonDepth, naming `where` (when not empty) and the line counted from `first_line` (0: no
+/// line). Bytes after that first value are not looked at.
+void check_json_depth(std::string_view text, const std::string& where, int first_line = 1);
+
+/// Parses JSON `text`, first checking that it nests no deeper than kMaxJsonDepth. Errors are
+/// InputErrors prefixed with `where` (a file name) when it is not empty; a nesting error names
+/// the line counted from `first_line` (0: no line, for one line of a JSON Lines file).
+json parse_json_text(std::string_view text, const std::string& where, int first_line = 1);
 
 /// Writes `text` to `path` atomically: a temporary file beside it, fsync, rename.
 /// Throws std::runtime_error naming the path and errno text.
@@ -433,6 +474,23 @@ std::string sha256_file(const std::string& path);
 /// Hex SHA-256 of a byte string.
 std::string sha256_hex(const std::string& data);
 
+/// SHA-256 (FIPS 180-4) of bytes fed in pieces: a large file or archive member hashed without
+/// holding it in memory.
+class Sha256Stream {
+ public:
+  Sha256Stream();
+  ~Sha256Stream();
+  Sha256Stream(const Sha256Stream&) = delete;
+  Sha256Stream& operator=(const Sha256Stream&) = delete;
+  /// Adds `n` bytes at `data`.
+  void update(const void* data, size_t n);
+  /// The digest of everything added, as 64 lowercase hex digits; call it once, last.
+  std::string hex();
+
+ private:
+  void* ctx_;  ///< an EVP_MD_CTX (OpenSSL stays out of this header)
+};
+
 /// Current UTC time, ISO 8601 with seconds ("2026-11-30T08:45:00Z").
 std::string utc_now_iso();
 
@@ -444,6 +502,8 @@ T require_field(const json& j, const std::string& name, const std::string& what)
     throw InputError(what + ": missing field '" + name + "'");
   try {
     return j.at(name).get<T>();
+  } catch (const FieldError& e) {
+    throw InputError(what + ": field '/" + name + e.pointer() + "' " + e.detail());
   } catch (const json::exception& e) {
     throw InputError(what + ": field '" + name + "' has the wrong type (" + e.what() + ")");
   }

@@ -2,12 +2,13 @@
 #include "records/spec.hpp"
 
 #include <fnmatch.h>
+#include <re2/re2.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <filesystem>
 #include <map>
-#include <regex>
 #include <set>
 
 namespace clusterbench {
@@ -85,13 +86,9 @@ std::string optional_string(const json& j, const char* key, const std::string& w
   return j.contains(key) ? require_field<std::string>(j, key, where) : std::string();
 }
 
-/// Throws InputError naming `where` when `pattern` is not an ECMAScript regex.
+/// Throws InputError naming `where` when `pattern` is not an RE2 regex.
 void check_regex(const std::string& pattern, const std::string& where) {
-  try {
-    std::regex re(pattern, std::regex::ECMAScript);
-  } catch (const std::regex_error& e) {
-    throw InputError(where + " is not a valid regex '" + pattern + "' (" + e.what() + ")");
-  }
+  SpecRegex check(pattern, where);
 }
 
 /// Validates one condition of select.where or select.require: a value (==) or {OP: value}.
@@ -287,8 +284,13 @@ PrometheusGauge parse_gauge(const json& g, const std::string& where) {
   PrometheusGauge out;
   out.metric = require_field<std::string>(g, "metric", where);
   out.name = require_field<std::string>(g, "name", where);
-  static const std::regex kName("[a-zA-Z_:][a-zA-Z0-9_:]*");
-  if (!std::regex_match(out.name, kName))
+  auto name_char = [](char c, bool first) {
+    return std::isalpha(static_cast<unsigned char>(c)) || c == '_' || c == ':' ||
+           (!first && std::isdigit(static_cast<unsigned char>(c)));
+  };
+  bool valid = !out.name.empty();
+  for (size_t i = 0; i < out.name.size(); ++i) valid = valid && name_char(out.name[i], i == 0);
+  if (!valid)
     throw InputError(where + ": field 'name' '" + out.name + "' is not a Prometheus metric name");
   out.help = require_field<std::string>(g, "help", where);
   out.unit = require_field<std::string>(g, "unit", where);
@@ -466,13 +468,21 @@ void merge_rows(const json& j, const std::string& path, Spec& spec) {
       remove_row(spec, id, path + ": field 'remove' names '" + id + "', which no parent row has");
 }
 
-Spec load_one(const std::string& path, std::set<std::string>& seen) {
+/// One table and its ancestors. `chain` holds the tables that extend this one, nearest last:
+/// every error met in an ancestor says which table extended it.
+Spec load_one(const std::string& path, std::set<std::string>& seen,
+              std::vector<std::string>& chain) {
   // Canonical names, so that "a/../b.json" and "b.json" are seen as one file in a cycle.
   std::error_code ec;
   std::string canonical = std::filesystem::weakly_canonical(path, ec).string();
   if (ec) canonical = path;
-  if (!seen.insert(canonical).second) throw InputError(path + ": 'extends' forms a cycle");
-  json j = read_json_file(path);
+  const std::string by = chain.empty() ? "" : "extended by " + chain.back();
+  if (!seen.insert(canonical).second)
+    throw InputError(path + ": 'extends' forms a cycle (" + by + ")");
+  if (static_cast<int>(chain.size()) >= kMaxExtendsDepth)
+    throw InputError(path + ": 'extends' chain longer than " + std::to_string(kMaxExtendsDepth) +
+                     " tables (" + by + ")");
+  json j = read_json_file(path, kMaxSpecBytes, by);
   if (!j.is_object()) throw InputError(path + ": a spec table must be a JSON object");
   std::string schema = require_field<std::string>(j, "schema", path);
   if (schema != kSpecSchema && schema != kSpecSchemaV2 && schema != kSpecSchemaV1)
@@ -481,16 +491,23 @@ Spec load_one(const std::string& path, std::set<std::string>& seen) {
   Spec spec;
   if (j.contains("extends")) {
     std::string parent = require_field<std::string>(j, "extends", path);
-    spec = load_one(parent.starts_with("/") ? parent : dir_of(path) + "/" + parent, seen);
+    chain.push_back(path);
+    spec = load_one(parent.starts_with("/") ? parent : dir_of(path) + "/" + parent, seen, chain);
+    chain.pop_back();
   }
   spec.schema = schema;
   spec.path = path;
   spec.extends_chain.push_back(path);
-  spec.name = require_field<std::string>(j, "name", path);
-  if (j.contains("title")) spec.title = require_field<std::string>(j, "title", path);
-  parse_match(j, path, spec);
-  merge_rows(j, path, spec);
-  merge_families(j, schema, path, spec);
+  try {
+    spec.name = require_field<std::string>(j, "name", path);
+    if (j.contains("title")) spec.title = require_field<std::string>(j, "title", path);
+    parse_match(j, path, spec);
+    merge_rows(j, path, spec);
+    merge_families(j, schema, path, spec);
+  } catch (const InputError& e) {
+    if (chain.empty()) throw;
+    throw InputError(std::string(e.what()) + " (" + by + ")");
+  }
   return spec;
 }
 
@@ -505,8 +522,50 @@ std::string env_field_unit(const std::string& pointer) {
 
 Spec load_spec(const std::string& path) {
   std::set<std::string> seen;
-  return load_one(path, seen);
+  std::vector<std::string> chain;
+  return load_one(path, seen, chain);
 }
+
+namespace {
+/// How deep `pattern` nests its groups (escapes and bracket expressions skipped).
+int group_depth(const std::string& pattern) {
+  int depth = 0, deepest = 0;
+  bool in_class = false;
+  for (size_t i = 0; i < pattern.size(); ++i) {
+    const char c = pattern[i];
+    if (c == '\\')
+      ++i;
+    else if (in_class)
+      in_class = c != ']';
+    else if (c == '[')
+      in_class = true;
+    else if (c == '(')
+      deepest = std::max(deepest, ++depth);
+    else if (c == ')')
+      --depth;
+  }
+  return deepest;
+}
+}  // namespace
+
+SpecRegex::SpecRegex(const std::string& pattern, const std::string& where, bool icase) {
+  // RE2 itself takes 20,000 nested groups; no spec needs more than a few.
+  if (group_depth(pattern) > kMaxRegexGroupDepth)
+    throw InputError(where + " is not a valid regex: groups nested deeper than " +
+                     std::to_string(kMaxRegexGroupDepth));
+  RE2::Options opt;
+  opt.set_log_errors(false);
+  opt.set_case_sensitive(!icase);
+  auto re = std::make_shared<const RE2>(pattern, opt);
+  // Both cut at 200 characters: the error quotes the pattern, which may be megabytes.
+  auto cut = [](const std::string& s) { return s.size() > 200 ? s.substr(0, 200) + "..." : s; };
+  if (!re->ok())
+    throw InputError(where + " is not a valid regex '" + cut(pattern) + "' (" + cut(re->error()) +
+                     ")");
+  re_ = std::move(re);
+}
+
+bool SpecRegex::search(const std::string& text) const { return RE2::PartialMatch(text, *re_); }
 
 std::vector<std::pair<std::string, json>> expand_pointer(const json& doc,
                                                          const std::string& pointer) {

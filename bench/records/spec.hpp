@@ -2,11 +2,16 @@
 // validation.
 #pragma once
 
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "records/records.hpp"
+
+namespace re2 {
+class RE2;
+}
 
 namespace clusterbench {
 
@@ -55,7 +60,7 @@ struct Requirement {
 /// Auto-selection: which nodes a table is for.
 struct SpecMatch {
   bool no_gpu = false;                      ///< the table for nodes with no NVIDIA GPU
-  std::string gpu_name;                     ///< ECMAScript regex on the NVML name
+  std::string gpu_name;                     ///< RE2 regex on the NVML name (SpecRegex)
   std::vector<std::string> pci_device_ids;  ///< for GPUs seen on the PCI bus only
   int gpu_count = -1;                       ///< -1: any
 };
@@ -116,11 +121,35 @@ struct Spec {
   std::vector<SpecFamily> families;
 };
 
+/// A spec regex (op `matches`, `match.gpu_name`), compiled once by RE2: matching takes time
+/// linear in the text, whatever the pattern ("(.*)*(.*)*x" cannot hang a report). RE2 syntax, a
+/// subset of ECMAScript's without backreferences or lookaround.
+class SpecRegex {
+ public:
+  /// Compiles `pattern`; throws InputError naming `where` (the spec file and field) when RE2
+  /// rejects it (bad syntax, a program over RE2's 8 MiB default) or its groups nest deeper than
+  /// kMaxRegexGroupDepth.
+  SpecRegex(const std::string& pattern, const std::string& where, bool icase = false);
+  /// True when the pattern matches somewhere in `text` (std::regex_search semantics).
+  bool search(const std::string& text) const;
+
+ private:
+  std::shared_ptr<const re2::RE2> re_;
+};
+
+/// The deepest nesting of groups in a SpecRegex pattern.
+inline constexpr int kMaxRegexGroupDepth = 64;
+
+/// The longest chain of `extends` that load_spec follows (a table and 15 ancestors).
+inline constexpr int kMaxExtendsDepth = 16;
+
 /// Loads a spec file, resolving `extends` (relative to the file's directory; rows are inherited
 /// and overridden by id, families by glob). Validates every row: known severity/scope/aggregate/
 /// op, a known unit, env units matching env_field_unit(); and every family: known fields only,
 /// a tolerance >= 0, gauge names valid in Prometheus, known units. Throws InputError naming the
-/// file and the row id or family + field, or the line/column of a JSON syntax error.
+/// file and the row id or family + field, or the line/column of a JSON syntax error. Each file
+/// must be a regular file of at most kMaxSpecBytes, nesting JSON at most kMaxJsonDepth deep, and
+/// the chain at most kMaxExtendsDepth long; an error in a parent names the table(s) extending it.
 Spec load_spec(const std::string& path);
 
 /// The unit of an env field addressed by a pointer with `*` ("/cpu/physical_cores" -> "count").

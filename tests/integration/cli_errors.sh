@@ -73,7 +73,7 @@ lines[1] = lines[1].replace('"status":"ok"', '"status":"maybe"')
 open(p, "w").write("\n".join(lines) + "\n")
 P
 expect_rc 2 "$CB_BIN" report "$TMP/broken"
-expect_out "broken/records.jsonl:2: .*field 'status' is 'maybe'"
+expect_out "broken/records.jsonl:2: .*field '/status' is 'maybe'"
 printf '{"schema": "clusterbench.run/1",\n "run_id": \n' >"$TMP/broken/run.json"
 expect_rc 2 "$CB_BIN" report "$TMP/broken"
 expect_out "broken/run.json: .*line 3, column"
@@ -153,7 +153,7 @@ r = json.loads(lines[0]); r["metrics"][0]["value"] = None; lines[0] = json.dumps
 open(sys.argv[1], "w").write("\n".join(lines) + "\n")
 P
 expect_rc 2 "$CB_BIN" report "$TMP/nullmetric"
-expect_out "records.jsonl:1: metric 'bandwidth': field 'value' is not a finite number"
+expect_out "records.jsonl:1: field '/metrics/0/value' of metric 'bandwidth' is not a finite number"
 ok "a null metric value is an input error"
 
 echo "$PASSES passed, 0 failed"

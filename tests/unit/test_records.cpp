@@ -185,7 +185,7 @@ TEST(RoundTrip, ResultRecord) {
 TEST(RoundTrip, ResultRecordRejectsBadStatusAndSchema) {
   json j = gemm_record();
   j["status"] = "skipped";
-  EXPECT_NE(input_error([&] { j.get<ResultRecord>(); }).find("field 'status' is 'skipped'"),
+  EXPECT_NE(input_error([&] { j.get<ResultRecord>(); }).find("field '/status' is 'skipped'"),
             std::string::npos);
   j["status"] = "ok";
   j["schema"] = "clusterbench.result/9";
@@ -372,7 +372,7 @@ TEST(ReadRecords, BadFieldInAMiddleLineNamesTheField) {
   std::ofstream(path) << good.dump() << "\n" << bad.dump() << "\n" << good.dump() << "\n";
   std::string m = input_error([&] { read_records(path); });
   EXPECT_NE(m.find(path + ":2: "), std::string::npos) << m;
-  EXPECT_NE(m.find("field 'status' is 'done'"), std::string::npos) << m;
+  EXPECT_NE(m.find("field '/status' is 'done'"), std::string::npos) << m;
 }
 
 TEST(ReadRecords, BlankLinesAreSkipped) {
