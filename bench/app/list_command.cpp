@@ -2,6 +2,7 @@
 #include <iostream>
 #include <set>
 
+#include "records/utf8.hpp"
 #include "app/command.hpp"
 #include "core/benchmark.hpp"
 
@@ -25,7 +26,7 @@ void print_benchmark(const Benchmark& b, const std::string& suite) {
   auto cases = here ? b.cases(settings) : std::vector<json>{};
   std::cout << b.id() << "  [" << kinds_of(b, cases) << "]  " << b.description() << "\n";
   std::cout << "    " << cases.size() << " case(s) in suite " << suite;
-  if (!cases.empty()) std::cout << ", e.g. " << cases.front().dump();
+  if (!cases.empty()) std::cout << ", e.g. " << dump_json(cases.front());
   if (!here) std::cout << " (it runs in `clusterbench burnin`)";
   std::cout << "\n";
   for (const KnobSpec* k : b.knob_specs()) std::cout << "    " << describe_knob(b.id(), *k) << "\n";

@@ -69,7 +69,7 @@ class CaseRunImpl : public CaseRun {
   void exec(const std::function<double(long long)>& batch, const std::string& label,
             const std::function<double(long long)>& paired) override {
     LoopSpec spec;
-    spec.name = bench_.id() + "/" + rc_.params.dump() + (label.empty() ? "" : "/" + label);
+    spec.name = bench_.id() + "/" + dump_json(rc_.params) + (label.empty() ? "" : "/" + label);
     spec.min_time = min_time();
     spec.combine_max = rc_.level == Level::cluster;
     const Group& g = group_;
@@ -316,7 +316,7 @@ std::vector<std::string> lines_to_write(Level level, const std::vector<std::stri
     auto j = json::parse(g.substr(0, g.find('\n')));
     if (j.value("status", "ok") != "ok") {
       j["scope"] = json{{"kind", "cluster"}};
-      return {j.dump()};
+      return {dump_json(j)};
     }
   }
   if (!gathered.empty() && !gathered[0].empty())

@@ -69,7 +69,7 @@ std::string render_dry_run(const std::vector<CaseEstimate>& cases, const std::st
     char col[32];
     std::snprintf(col, sizeof col, "  %10s  %-7s  ", seconds_text(c.seconds).c_str(),
                   c.level.c_str());
-    out << col << c.benchmark << " " << c.params.dump();
+    out << col << c.benchmark << " " << dump_json(c.params);
     if (!c.note.empty()) out << "  (" << c.note << ")";
     out << "\n";
   }
@@ -116,7 +116,7 @@ RunOptions resolve_resume(const RunOptions& given, const Context& ctx, ResumeSta
       json j = json::parse(ss.str());
       (void)j.get<RunRecord>();            // validates the schema and fields
       acquire_run_lock(given.resume_dir);  // a run still going is refused, naming pid and host
-      text = j.dump();
+      text = dump_json(j);
     } catch (const std::exception& e) {
       error = std::string("--resume ") + given.resume_dir + ": " + e.what();
     }

@@ -546,7 +546,7 @@ void RunSession::State::start_in_progress(const PlannedEntry& p) {
 
 void RunSession::State::run_one(size_t index) {
   const PlannedEntry& p = plan[index];
-  const std::string what = p.bench->id() + " " + p.params.dump();
+  const std::string what = p.bench->id() + " " + dump_json(p.params);
   start_in_progress(p);
   case_what = what;
   progress::next_case();
@@ -577,7 +577,7 @@ void RunSession::State::write_case_lines(const PlannedEntry& p,
     if (abort_recorded) return;  // once an abort is recorded, the case's record is its
   }
   // Not under `mu`: a write the filesystem holds must not keep the watchdog from recording.
-  const std::string what = p.bench->id() + " " + p.params.dump();
+  const std::string what = p.bench->id() + " " + dump_json(p.params);
   try {
     for (const auto& l : lines_to_write(p.bench->case_level(p.params), gathered))
       sink->append_line(l);
