@@ -448,10 +448,7 @@ class Soak {
       iv["wall_seconds"] = w.wall_seconds;
       iv["rate_tflops"] = w.seconds > 0 ? flop / w.seconds / 1e12 : 0.0;
       iv["rate_wall_tflops"] = w.wall_seconds > 0 ? flop / w.wall_seconds / 1e12 : 0.0;
-      iv["verification"] = {{"samples", v.samples},
-                            {"max_rel_error", v.max_rel_error},
-                            {"bound", v.bound},
-                            {"passed", v.passed()}};
+      iv["verification"] = v.to_json();
       if (!v.passed() && first_error_.empty())
         first_error_ =
             "interval " + std::to_string(i) + ": " + v.failure_message(shape_.dtype, shape_.shape);
