@@ -159,17 +159,31 @@ inline float gemm_round_mantissa(float f, int bits) {
   return f;
 }
 
-/// `v` as the GPU stores an input of `dtype` (fp8_e4m3: 3 mantissa bits, normals from 2^-6, max
+/// How the GPU stores an input of `dtype` (fp8_e4m3: 3 mantissa bits, normals from 2^-6, max
 /// 448; fp16: 10 bits; bf16: 7; tf32: 10 bits in a float; fp32, fp64 unchanged but fp32 as a
-/// float). Inputs of gemm_input_value are normal in every type.
-inline double gemm_round_input(const std::string& dtype, double v) {
-  const float f = static_cast<float>(v);
-  if (dtype == "fp64") return v;
-  if (dtype == "fp32") return f;
-  if (dtype == "tf32" || dtype == "fp16") return gemm_round_mantissa(f, 10);
-  if (dtype == "bf16") return gemm_round_mantissa(f, 7);
-  if (dtype == "fp8_e4m3") return std::fmin(448.0f, std::fmax(-448.0f, gemm_round_mantissa(f, 3)));
+/// float), as a function of the value: resolve the dtype once for a whole matrix. Inputs of
+/// gemm_input_value are normal in every type. Throws std::invalid_argument on an unknown dtype.
+inline double (*gemm_input_rounding(const std::string& dtype))(double) {
+  if (dtype == "fp64") return [](double v) { return v; };
+  if (dtype == "fp32") return [](double v) { return static_cast<double>(static_cast<float>(v)); };
+  if (dtype == "tf32" || dtype == "fp16")
+    return [](double v) {
+      return static_cast<double>(gemm_round_mantissa(static_cast<float>(v), 10));
+    };
+  if (dtype == "bf16")
+    return
+        [](double v) { return static_cast<double>(gemm_round_mantissa(static_cast<float>(v), 7)); };
+  if (dtype == "fp8_e4m3")
+    return [](double v) {
+      return static_cast<double>(
+          std::fmin(448.0f, std::fmax(-448.0f, gemm_round_mantissa(static_cast<float>(v), 3))));
+    };
   throw std::invalid_argument("unknown GEMM dtype '" + dtype + "'");
+}
+
+/// `v` as the GPU stores an input of `dtype` (gemm_input_rounding).
+inline double gemm_round_input(const std::string& dtype, double v) {
+  return gemm_input_rounding(dtype)(v);
 }
 
 /// `v` (a float accumulator) as D of `dtype` stores it: fp16 (10 bits), bf16 (7 bits, also for
