@@ -425,7 +425,7 @@ struct CaseShape {
 };
 
 /// The shape of the case `params` of collective `c` on `be`. Waived when the size holds less than
-/// one element per rank.
+/// one block per rank (an element; alltoall: 16 bytes).
 CaseShape case_shape(const Collective& c, const Backend& be, const json& params,
                      const std::string& id) {
   CaseShape s;
@@ -433,11 +433,12 @@ CaseShape case_shape(const Collective& c, const Backend& be, const json& params,
   s.t = parse_dtype(params.at("dtype"), id);
   s.es = static_cast<long long>(dtype_size(s.t));
   s.requested = params.at("bytes");
-  s.l = c.layout(s.requested / s.es, s.rank, s.n);
+  s.l = c.layout(s.requested / s.es, s.rank, s.n, dtype_size(s.t));
   s.bytes = op_bytes(s.l, s.t);
   if (s.l.block == 0)
-    throw Waived(std::to_string(s.requested) + " B holds less than one " + dtype_name(s.t) +
-                 " per rank of " + std::to_string(s.n));
+    throw Waived(std::to_string(s.requested) + " B holds less than one block of " +
+                 dtype_name(s.t) + " per rank of " + std::to_string(s.n) +
+                 " (a block: one element; alltoall's: 16 bytes, as nccl-tests)");
   s.inplace_count =
       std::max(s.l.send_offset_inplace + s.l.send_count, s.l.recv_offset_inplace + s.l.recv_count);
   s.staging_count = std::max(s.inplace_count, s.l.send_count);

@@ -54,8 +54,9 @@ struct Collective {
   const char* name;  ///< "all_reduce"; the benchmark id is "collectives." + name
   bool rooted;       ///< broadcast, reduce: root 0 (nccl-tests' -r 0)
   bool reduces;      ///< uses the reduction op (sum)
-  /// Counts for `count` = requested bytes / element size on `rank` of `n`.
-  Layout (*layout)(long long count, int rank, int n);
+  /// Counts for `count` = requested bytes / element size on `rank` of `n`, elements of
+  /// `elt_size` bytes (alltoall aligns each peer's block to 16 bytes with it).
+  Layout (*layout)(long long count, int rank, int n, std::size_t elt_size);
   /// busbw = algbw x factor(n) (DESIGN.md / nccl-tests PERFORMANCE.md).
   double (*factor)(int n);
   /// Expected result element i on `rank` of `n` after one operation whose inputs are

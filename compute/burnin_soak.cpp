@@ -133,7 +133,7 @@ class AllReduceLoop {
       return r;
     }
     const auto& c = collectives::kAllReduce;
-    collectives::Layout l = c.layout(count_ + 1, be_->rank(), be_->size());
+    collectives::Layout l = c.layout(count_ + 1, be_->rank(), be_->size(), sizeof(float));
     float* flag_dst = static_cast<float*>(send_) + count_;
     const float* flag_src = static_cast<const float*>(recv_) + count_;
     auto t0 = Clock::now();
