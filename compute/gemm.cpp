@@ -138,9 +138,9 @@ nlohmann::json GemmVerification::to_json() const {
 }
 
 nlohmann::json gemm_op_params(const std::string& dtype, const GemmShape& s, std::uint64_t seed,
-                              int samples, int algos) {
-  return {{"dtype", dtype}, {"m", s.m},       {"n", s.n},          {"k", s.k},
-          {"seed", seed},   {"algos", algos}, {"samples", samples}};
+                              int samples, int algos, bool fast_accum) {
+  return {{"dtype", dtype}, {"m", s.m},       {"n", s.n},           {"k", s.k},
+          {"seed", seed},   {"algos", algos}, {"samples", samples}, {"fast_accum", fast_accum}};
 }
 
 GemmVerification gemm_verification_of(const nlohmann::json& v) {
@@ -204,6 +204,13 @@ double as_double(T v) {
     return static_cast<double>(v);
 }
 
+/// The `fast_accum` values of a case: FP8 on cuBLASLt is measured without and with fast
+/// accumulation (CUBLASLT_MATMUL_DESC_FAST_ACCUM); other cases have no such param ("").
+std::vector<std::string> fast_accum_modes(bool gpu, const std::string& dtype) {
+  if (gpu && dtype == "fp8_e4m3") return {"off", "on"};
+  return {""};
+}
+
 class Gemm : public Benchmark {
  public:
   std::string id() const override { return "compute.gemm"; }
@@ -248,8 +255,12 @@ class Gemm : public Benchmark {
         if (!wanted.empty() && std::find(wanted.begin(), wanted.end(), dtype) == wanted.end())
           continue;
         for (const auto& sh : shapes)
-          out.push_back(
-              {{"backend", backend}, {"dtype", dtype}, {"m", sh.m}, {"n", sh.n}, {"k", sh.k}});
+          for (const auto& fast : fast_accum_modes(gpu, dtype)) {
+            json c = {
+                {"backend", backend}, {"dtype", dtype}, {"m", sh.m}, {"n", sh.n}, {"k", sh.k}};
+            if (!fast.empty()) c["fast_accum"] = fast;
+            out.push_back(std::move(c));
+          }
       }
     }
     return out;
@@ -395,7 +406,8 @@ class Gemm : public Benchmark {
 
   void run_cublaslt(CaseRun& run, const std::string& dtype, const GemmShape& s) const {
     const int algos = static_cast<int>(algos_(run.settings()));
-    GpuCase gpu(run, "gemm", gemm_op_params(dtype, s, seed(run), samples(run), algos),
+    const bool fast_accum = run.params().value("fast_accum", "off") == "on";
+    GpuCase gpu(run, "gemm", gemm_op_params(dtype, s, seed(run), samples(run), algos, fast_accum),
                 {.library = "cuBLASLt"});
     const json& info = gpu.info();
     GemmVerification ver = gemm_verification_of(info.at("verification"));
@@ -409,7 +421,7 @@ class Gemm : public Benchmark {
                               {"compute_capability", info.at("compute_capability")},
                               {"workspace_bytes", info.at("workspace_bytes")}});
     run.set_extra("algorithm", info.at("algorithm"));
-    for (const char* key : {"input_type", "output_type", "compute_type"})
+    for (const char* key : {"input_type", "output_type", "compute_type", "fast_accum"})
       run.set_extra(key, info.at(key));
     run.set_extra("layout", "column-major, D = A^T B (TN), beta = 0");
   }

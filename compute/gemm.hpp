@@ -109,9 +109,10 @@ struct GemmVerification {
 
 /// The params of the GPU plugin's "gemm" operation (compute/gemm_gpu.cpp): an m x n x k product
 /// of `dtype`, inputs drawn from `seed`, the best of the top `algos` heuristic algorithms,
-/// `samples` output elements verified (and every row by checksum).
+/// `samples` output elements verified (and every row by checksum); `fast_accum` (FP8 only:
+/// CUBLASLT_MATMUL_DESC_FAST_ACCUM, checked against gemm_bound(dtype, true)).
 nlohmann::json gemm_op_params(const std::string& dtype, const GemmShape& s, std::uint64_t seed,
-                              int samples, int algos);
+                              int samples, int algos, bool fast_accum = false);
 
 /// The plugin's verification (the "gemm" operation's info()["verification"]: samples,
 /// max_ratio, worst_i, worst_j, checksum_rows, checksum_max_ratio, checksum_worst_row). A ratio

@@ -4,8 +4,11 @@
 // [0.25, 1) with a random sign (compute/gemm.hpp gemm_input_value), drawn on the GPU.
 //   params: {"dtype": "fp16" | "bf16" | "tf32" | "fp32" | "fp8_e4m3", "m", "n", "k",
 //            "algos": top-N heuristic algorithms timed (the fastest is kept),
-//            "samples": output elements verified against a long-double reference, "seed"}
-//   info:   the device's facts, "input_type", "output_type", "compute_type", "workspace_bytes",
+//            "samples": output elements verified against a long-double reference, "seed",
+//            "fast_accum": CUBLASLT_MATMUL_DESC_FAST_ACCUM (optional, default false; FP8's
+//            fast accumulation, checked against gemm_bound(dtype, true))}
+//   info:   the device's facts, "input_type", "output_type", "compute_type", "fast_accum",
+//           "workspace_bytes",
 //           "device_bytes" (A, B, D and the workspace), "algorithm": {"id", "tile", "stages",
 //           "splitk", "swizzle", "reduction_scheme", "heuristic_returned", "tried",
 //           "selection_seconds_per_op"}, "verification": {"samples", "max_ratio", "worst_i",
@@ -139,7 +142,8 @@ class GemmOp : public clusterbench::gpu::Op {
   explicit GemmOp(const json& p)
       : spec_(dtype_spec(p.at("dtype").get<std::string>())),
         s_{p.at("m").get<long long>(), p.at("n").get<long long>(), p.at("k").get<long long>()},
-        bound_(gemm_bound(p.at("dtype").get<std::string>())),
+        fast_accum_(p.value("fast_accum", false)),
+        bound_(gemm_bound(p.at("dtype").get<std::string>(), fast_accum_)),
         samples_(p.at("samples").get<int>()),
         seed_(p.at("seed").get<std::uint64_t>()),
         shape_(p.at("dtype").get<std::string>() + " " + std::to_string(s_.m) + "x" +
@@ -202,6 +206,10 @@ class GemmOp : public clusterbench::gpu::Op {
     cublasOperation_t ta = CUBLAS_OP_T, tb = CUBLAS_OP_N;
     LT_TRY(cublasLtMatmulDescSetAttribute(lt_.op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta));
     LT_TRY(cublasLtMatmulDescSetAttribute(lt_.op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb));
+    const std::int8_t fast = fast_accum_ ? 1 : 0;  // cuBLASLt's default is 0
+    LT_TRY(cublasLtMatmulDescSetAttribute(lt_.op, CUBLASLT_MATMUL_DESC_FAST_ACCUM, &fast,
+                                          sizeof fast));
+    info()["fast_accum"] = fast_accum_;
     LT_TRY(cublasLtMatrixLayoutCreate(&lt_.la, spec_.ab, s_.k, s_.m, s_.k));
     LT_TRY(cublasLtMatrixLayoutCreate(&lt_.lb, spec_.ab, s_.k, s_.n, s_.k));
     LT_TRY(cublasLtMatrixLayoutCreate(&lt_.ld, spec_.d, s_.m, s_.n, s_.m));
@@ -341,6 +349,7 @@ class GemmOp : public clusterbench::gpu::Op {
 
   DtypeSpec spec_;
   GemmShape s_;
+  bool fast_accum_;  ///< CUBLASLT_MATMUL_DESC_FAST_ACCUM (FP8's fast accumulation)
   GemmBound bound_;
   int samples_;
   std::uint64_t seed_;

@@ -220,7 +220,8 @@ void make_gemm(const json& p, FakeOp& op) {
                           {"selection_seconds_per_op", 0.0}};
   const long long pm = p.at("m"), pn = p.at("n"), pk = p.at("k");
   op.small = {std::min(pm, 64LL), std::min(pn, 64LL), pk};
-  op.bound = clusterbench::compute::gemm_bound(d);
+  op.bound = clusterbench::compute::gemm_bound(d, p.value("fast_accum", false));
+  op.info["fast_accum"] = p.value("fast_accum", false);
   op.samples = p.at("samples");
   op.seed = p.at("seed");
   fake_product(d, op);

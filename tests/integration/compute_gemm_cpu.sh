@@ -11,10 +11,11 @@ expect_rc 1 env CLUSTERBENCH_NVML_LIB=/nonexistent.so "$CB_BIN" run --suite ci -
 py "
 recs = [json.loads(l) for l in open(sys.argv[1] + '/records.jsonl')]
 run = json.load(open(sys.argv[1] + '/run.json'))
-assert len(run['plan']) == 14 and len(recs) == 14, (len(run['plan']), len(recs))
+assert len(run['plan']) == 15 and len(recs) == 15, (len(run['plan']), len(recs))
 gpu = [r for r in recs if r['params']['backend'] == 'cublaslt']
 cpu = [r for r in recs if r['params']['backend'] == 'openblas']
-assert sorted(r['params']['dtype'] for r in gpu) == ['bf16', 'fp16', 'fp32', 'fp8_e4m3', 'tf32']
+assert sorted(r['params']['dtype'] for r in gpu) == ['bf16', 'fp16', 'fp32', 'fp8_e4m3', 'fp8_e4m3', 'tf32']
+assert sorted(r['params'].get('fast_accum', '') for r in gpu) == ['', '', '', '', 'off', 'on']
 for r in gpu:
     assert r['status'] == 'waived' and r['message'] == 'no NVIDIA GPU on the PCI bus', r
     assert r['scope']['kind'] == 'gpu' and r['params']['m'] == 8192 and not r['metrics']

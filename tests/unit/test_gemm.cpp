@@ -199,16 +199,42 @@ TEST(Gemm, Bf16WaiverWhenSbgemmIsAbsent) {
             std::string::npos);
 }
 
+// Issue 18 item 11: fast accumulation (CUBLASLT_MATMUL_DESC_FAST_ACCUM) is a case param of FP8
+// on cuBLASLt, off and on; no other case has it; it reaches the plugin's params.
+TEST(Gemm, Fp8CasesWithoutAndWithFastAccumulation) {
+  const Benchmark* b = Registry::get().find("compute.gemm");
+  auto cases = b->cases(Settings("ci", {"compute.gemm.backends=cublaslt"}));
+  std::vector<std::string> fp8;
+  for (const json& c : cases) {
+    if (c.at("dtype") == "fp8_e4m3")
+      fp8.push_back(c.at("fast_accum"));
+    else
+      EXPECT_FALSE(c.contains("fast_accum")) << c;
+  }
+  EXPECT_EQ(fp8, (std::vector<std::string>{"off", "on"}));
+  EXPECT_EQ(cases.back(), json({{"backend", "cublaslt"},
+                                {"dtype", "fp8_e4m3"},
+                                {"fast_accum", "on"},
+                                {"m", 8192},
+                                {"n", 8192},
+                                {"k", 8192}}));
+  EXPECT_EQ(gemm_op_params("fp8_e4m3", {64, 64, 64}, 1, 8, 2, true).at("fast_accum"), true);
+  EXPECT_EQ(gemm_op_params("bf16", {64, 64, 64}, 1, 8, 2).at("fast_accum"), false);
+  for (const json& c : b->cases(Settings("ci", {"compute.gemm.backends=openblas"})))
+    EXPECT_FALSE(c.contains("fast_accum")) << c;
+}
+
 TEST(Gemm, CasePlanBackendsAndLevels) {
   const Benchmark* b = Registry::get().find("compute.gemm");
   ASSERT_NE(b, nullptr);
   auto ci = b->cases(Settings("ci", {}));
-  // cublaslt: 5 dtypes at 8192^3; openblas: 3 dtypes x {256, 512, 1024}.
-  ASSERT_EQ(ci.size(), 5u + 9u);
+  // cublaslt: 5 dtypes at 8192^3, FP8 twice (fast_accum off, on); openblas: 3 dtypes x {256,
+  // 512, 1024}.
+  ASSERT_EQ(ci.size(), 6u + 9u);
   EXPECT_EQ(
       ci[0],
       json({{"backend", "cublaslt"}, {"dtype", "fp16"}, {"m", 8192}, {"n", 8192}, {"k", 8192}}));
-  EXPECT_EQ(ci[5],
+  EXPECT_EQ(ci[6],
             json({{"backend", "openblas"}, {"dtype", "fp32"}, {"m", 256}, {"n", 256}, {"k", 256}}));
   for (const auto& c : ci) {
     if (c["backend"] == "openblas") {

@@ -258,6 +258,15 @@ TEST_F(GpuOperation, BurnInReChecksTheSoakedProduct) {
   }
 }
 
+// Issue 18 item 11: fast accumulation reaches the plugin and comes back in its info.
+TEST_F(GpuOperation, Fp8FastAccumulationIsAnOperationParam) {
+  for (bool fast : {false, true}) {
+    gpu::Operation op("gemm", compute::gemm_op_params("fp8_e4m3", {64, 64, 4096}, 7, 16, 1, fast));
+    EXPECT_EQ(op.info().at("fast_accum"), fast);
+    EXPECT_TRUE(compute::gemm_verification_of(op.info().at("verification")).passed());
+  }
+}
+
 // The fake's D goes through compute/gemm_check.hpp: a zero D fails create's check.
 TEST_F(GpuOperation, FakeGemmZeroProductFailsTheSharedCheck) {
   setenv("FAKE_GPU_GEMM_FAULT", "zero", 1);
