@@ -41,7 +41,7 @@ for r in recs:
     es = size[p["dtype"]]
     count = p["bytes"] // es
     gathering = op in ("all_gather", "reduce_scatter", "alltoall")
-    # alltoall's per-peer block is whole 16-byte units (nccl-tests' alltoall.cu).
+    # alltoall: the per-peer block is whole 16-byte units (as nccl-tests alltoall.cu).
     block = count // n // (16 // es) * (16 // es) if op == "alltoall" else count // n
     if gathering and block == 0:
         assert r["status"] == "waived" and "less than one" in r["message"], r
