@@ -421,8 +421,10 @@ class Gemm : public Benchmark {
                               {"compute_capability", info.at("compute_capability")},
                               {"workspace_bytes", info.at("workspace_bytes")}});
     run.set_extra("algorithm", info.at("algorithm"));
-    for (const char* key : {"input_type", "output_type", "compute_type", "fast_accum"})
+    for (const char* key : {"input_type", "output_type", "compute_type"})
       run.set_extra(key, info.at(key));
+    // What the plugin set; a plugin that predates the param never sets it (false).
+    run.set_extra("fast_accum", info.value("fast_accum", false));
     run.set_extra("layout", "column-major, D = A^T B (TN), beta = 0");
   }
 };
