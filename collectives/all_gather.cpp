@@ -9,7 +9,7 @@
 namespace clusterbench::collectives {
 
 namespace {
-Layout layout(long long c, int rank, int n) {
+Layout layout(long long c, int rank, int n, std::size_t /*elt_size*/) {
   long long block = c / n;
   return {block, block * n, block, rank * block, 0};
 }

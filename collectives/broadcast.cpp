@@ -7,7 +7,9 @@
 namespace clusterbench::collectives {
 
 namespace {
-Layout layout(long long c, int /*rank*/, int /*n*/) { return {c, c, c, 0, 0}; }
+Layout layout(long long c, int /*rank*/, int /*n*/, std::size_t /*elt_size*/) {
+  return {c, c, c, 0, 0};
+}
 double factor(int /*n*/) { return 1.0; }
 double expected(int /*rank*/, int /*n*/, long long i, long long /*block*/, int root) {
   return input_value(root, i);

@@ -54,8 +54,9 @@ struct Collective {
   const char* name;  ///< "all_reduce"; the benchmark id is "collectives." + name
   bool rooted;       ///< broadcast, reduce: root 0 (nccl-tests' -r 0)
   bool reduces;      ///< uses the reduction op (sum)
-  /// Counts for `count` = requested bytes / element size on `rank` of `n`.
-  Layout (*layout)(long long count, int rank, int n);
+  /// Counts for `count` = requested bytes / element size on `rank` of `n`, elements of
+  /// `elt_size` bytes (alltoall aligns each peer's block to 16 bytes with it).
+  Layout (*layout)(long long count, int rank, int n, std::size_t elt_size);
   /// busbw = algbw x factor(n) (DESIGN.md / nccl-tests PERFORMANCE.md).
   double (*factor)(int n);
   /// Expected result element i on `rank` of `n` after one operation whose inputs are
@@ -115,6 +116,10 @@ class Backend {
                      int root, bool inplace, long long ops) = 0;
   /// Whether `c` has an in-place form here (MPI: sendrecv has none, the buffers may not overlap).
   virtual bool supports_inplace(const Collective& c) const = 0;
+  /// Whether the in-place form's result is defined, so that its #wrong may judge the case. False
+  /// where the library runs it but does not promise its result (NCCL: alltoall, sendrecv);
+  /// such a form is timed and its check shown as n/a.
+  virtual bool checks_inplace(const Collective& /*c*/) const { return true; }
   /// Where an in-place result starts in the shared buffer, elements (MPI's in-place
   /// reduce_scatter leaves its block at the start; NCCL's at rank x block).
   virtual long long inplace_result_offset(const Collective& c, const Layout& l) const = 0;
@@ -143,6 +148,11 @@ class Backend {
 /// The MPI backend on host buffers over MPI_COMM_WORLD (collectives/mpi_backend.cpp). Null in a
 /// build without MPI.
 Backend* mpi_backend();
+
+/// Whether NCCL's in-place form of `c` has a defined result: false for alltoall and sendrecv
+/// (grouped ncclSend/ncclRecv on one buffer; nccl-tests' src/alltoall.cu and src/sendrecv.cu set
+/// `reportErrors = in_place ? 0 : 1`), true for the others.
+bool nccl_checks_inplace(const Collective& c);
 
 /// NCCL path presets (`--set collectives.path=...`): the NCCL environment each sets.
 ///  nvlink: NCCL's defaults; network: P2P and SHM off, so traffic goes through the NICs even
@@ -229,7 +239,8 @@ class CollectiveBenchmark : public Benchmark {
       "fault", "", "test-only fault injection: wrong:RANK, hang:RANK:BYTES or abort:RANK:BYTES");
 };
 
-/// nccl-tests' table header (three comment lines) and one row; `inplace_*` < 0 prints "n/a".
+/// nccl-tests' table header (three comment lines) and one row; `inplace_time_us` < 0 prints "n/a"
+/// for the whole in-place form, `inplace_wrong` < 0 for its #wrong alone (a form not checked).
 std::string table_header();
 std::string table_row(long long bytes, long long count, const std::string& type,
                       const std::string& redop, int root, double time_us, double algbw,

@@ -33,6 +33,10 @@ json nccl_env(const json& params) {
   return env;
 }
 
+bool nccl_checks_inplace(const Collective& c) {
+  return std::strcmp(c.name, "alltoall") != 0 && std::strcmp(c.name, "sendrecv") != 0;
+}
+
 namespace {
 
 template <typename F>
@@ -177,6 +181,7 @@ class NcclBackend : public Backend {
     return seconds;
   }
   bool supports_inplace(const Collective&) const override { return true; }
+  bool checks_inplace(const Collective& c) const override { return nccl_checks_inplace(c); }
   long long inplace_result_offset(const Collective&, const Layout& l) const override {
     return l.recv_offset_inplace;
   }

@@ -12,7 +12,9 @@ double sum_over_ranks(int n, long long i) {
   for (int r = 0; r < n; ++r) s += input_value(r, i);
   return s;
 }
-Layout layout(long long c, int /*rank*/, int /*n*/) { return {c, c, c, 0, 0}; }
+Layout layout(long long c, int /*rank*/, int /*n*/, std::size_t /*elt_size*/) {
+  return {c, c, c, 0, 0};
+}
 double factor(int /*n*/) { return 1.0; }
 double expected(int rank, int n, long long i, long long /*block*/, int root) {
   return rank == root ? sum_over_ranks(n, i) : std::nan("");

@@ -14,7 +14,7 @@ double sum_over_ranks(int n, long long i) {
   for (int r = 0; r < n; ++r) s += input_value(r, i);
   return s;
 }
-Layout layout(long long c, int rank, int n) {
+Layout layout(long long c, int rank, int n, std::size_t /*elt_size*/) {
   long long block = c / n;
   return {block * n, block, block, 0, rank * block};
 }

@@ -11,6 +11,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "compute/gemm_check.hpp"
 #include "core/error.hpp"
 #include "core/gpu_case.hpp"
 
@@ -62,11 +63,11 @@ class OpenblasSoak : public SoakGemm {
 
   GemmVerification verify(std::uint64_t seed, bool corrupt) override {
     if (corrupt) c_[0] += static_cast<T>(1);  // C(0,0) is always sampled
-    return verify_gemm(
+    return gemm_check(
         s_, [&](long long i, long long q) { return static_cast<double>(a_[idx(i + q * s_.m)]); },
         [&](long long q, long long j) { return static_cast<double>(b_[idx(q + j * s_.k)]); },
         [&](long long i, long long j) { return static_cast<double>(c_[idx(i + j * s_.m)]); },
-        samples_, seed, gemm_error_bound(dtype_));
+        samples_, seed, gemm_bound(dtype_));
   }
 
   json facts() const override {
@@ -102,8 +103,8 @@ class CublasltSoak : public SoakGemm {
  public:
   CublasltSoak(std::string dtype, const GemmShape& s, std::uint64_t seed, int samples)
       : dtype_(std::move(dtype)), s_(s), samples_(samples), op_(create(seed, 8)) {
-    GemmVerification v = gemm_verification_of(op_.info().at("verification"), dtype_);
-    CHECK_MSG(v.samples > 0 && v.passed(), "cuBLASLt", v.failure_message(dtype_, s_));
+    GemmVerification v = gemm_verification_of(op_.info().at("verification"));
+    CHECK_MSG(v.passed(), "cuBLASLt", v.failure_message(dtype_, s_));
   }
 
   SoakWork run_until(Clock::time_point deadline, double extra_fraction) override {
@@ -124,9 +125,12 @@ class CublasltSoak : public SoakGemm {
     return w;
   }
 
-  GemmVerification verify(std::uint64_t seed, bool corrupt) override {
-    GemmVerification v = gemm_verification_of(create(seed, 1).info().at("verification"), dtype_);
-    if (corrupt) v.max_rel_error = 1.0;  // test fault injection (docs/burnin.md)
+  /// The soaked operation's own last product, re-checked in place (cb_gpu_op_check): the
+  /// sampled elements and every row's checksum (compute/gemm_check.hpp).
+  GemmVerification verify(std::uint64_t, bool corrupt) override {
+    GemmVerification v =
+        gemm_verification_of(gpu_call(kLibrary, [&]() -> json { return op_.check(); }));
+    if (corrupt) v.max_ratio = INFINITY;  // test fault injection (docs/burnin.md)
     return v;
   }
 
@@ -147,7 +151,8 @@ class CublasltSoak : public SoakGemm {
 
  private:
   static constexpr const char* kLibrary = "cuBLASLt";
-  /// A product of the soak's shape from `seed`, the best of `algos` algorithms, verified.
+  /// The soaked product of the soak's shape from `seed`, the best of `algos` algorithms,
+  /// verified.
   gpu::Operation create(std::uint64_t seed, int algos) const {
     return gpu_call(kLibrary, [&] {
       return gpu::Operation("gemm", gemm_op_params(dtype_, s_, seed, samples_, algos));

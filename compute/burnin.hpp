@@ -1,8 +1,8 @@
 // The GEMM side of `clusterbench burnin` (compute/burnin_soak.cpp, docs/burnin.md): one matrix
 // product kept busy back to back for a whole interval, on the GPU through the plugin's "gemm"
 // operation (cuBLASLt, compute/gemm_gpu.cpp) or on the CPU through OpenBLAS, and checked after
-// every interval the way compute.gemm checks (sampled elements against a long-double reference,
-// compute/gemm.hpp). Measures only: the verdicts are made in reports/burnin.hpp.
+// every interval the way compute.gemm checks (compute/gemm_check.hpp). Measures only: the verdicts
+// are made in reports/burnin.hpp.
 #pragma once
 
 #include <chrono>
@@ -33,8 +33,9 @@ class SoakGemm {
   virtual SoakWork run_until(std::chrono::steady_clock::time_point deadline,
                              double extra_fraction) = 0;
   /// Sampled check of a product (compute.gemm's check, `samples` points drawn from `seed`).
-  /// CPU: the last product of run_until. GPU: the plugin cannot re-read the sustained product, so
-  /// a fresh product (inputs drawn from `seed`) is computed and checked on the same, hot GPU.
+  /// Both check the soaked product's own last output (CPU: the last product of run_until; GPU: the
+  /// plugin re-checks the soaked operation's D in place, cb_gpu_op_check), sampled elements and
+  /// every row's checksum (compute/gemm_check.hpp).
   /// `corrupt` is test fault injection: one sampled output element is made wrong first (CPU), or
   /// the check's result is (GPU).
   virtual GemmVerification verify(std::uint64_t seed, bool corrupt) = 0;

@@ -133,7 +133,7 @@ class AllReduceLoop {
       return r;
     }
     const auto& c = collectives::kAllReduce;
-    collectives::Layout l = c.layout(count_ + 1, be_->rank(), be_->size());
+    collectives::Layout l = c.layout(count_ + 1, be_->rank(), be_->size(), sizeof(float));
     float* flag_dst = static_cast<float*>(send_) + count_;
     const float* flag_src = static_cast<const float*>(recv_) + count_;
     auto t0 = Clock::now();
@@ -448,10 +448,7 @@ class Soak {
       iv["wall_seconds"] = w.wall_seconds;
       iv["rate_tflops"] = w.seconds > 0 ? flop / w.seconds / 1e12 : 0.0;
       iv["rate_wall_tflops"] = w.wall_seconds > 0 ? flop / w.wall_seconds / 1e12 : 0.0;
-      iv["verification"] = {{"samples", v.samples},
-                            {"max_rel_error", v.max_rel_error},
-                            {"bound", v.bound},
-                            {"passed", v.passed()}};
+      iv["verification"] = v.to_json();
       if (!v.passed() && first_error_.empty())
         first_error_ =
             "interval " + std::to_string(i) + ": " + v.failure_message(shape_.dtype, shape_.shape);

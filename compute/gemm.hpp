@@ -42,13 +42,6 @@ const std::vector<GemmShape>& transformer_shapes();
 /// (zero or negative sizes, a non-power-of-two range end, unknown words).
 std::vector<GemmShape> parse_gemm_shapes(const std::vector<std::string>& entries);
 
-/// Relative-error bound of the sampled verification per dtype, on the error measure of
-/// gemm_sample_error(). The bound is a few times the output type's unit roundoff plus the
-/// compute type's accumulation error (docs/gemm.md "Verification"): fp64 1e-12, fp32 1e-5,
-/// tf32 5e-3, fp16 5e-3, bf16 2e-2, fp8_e4m3 2e-2. Throws std::invalid_argument on an unknown
-/// dtype.
-double gemm_error_bound(const std::string& dtype);
-
 /// The dtypes of each backend, in case order.
 const std::vector<std::string>& cublaslt_dtypes();  ///< fp16 bf16 tf32 fp32 fp8_e4m3
 const std::vector<std::string>& openblas_dtypes();  ///< fp32 fp64 bf16
@@ -71,23 +64,6 @@ inline double gemm_input_value(std::uint64_t seed, int which, std::uint64_t inde
   double u = static_cast<double>(z >> 11) * 0x1.0p-53;  // [0, 1)
   double mag = 0.25 + 0.75 * u;
   return (z & 1) ? -mag : mag;
-}
-
-/// Error of one output element against a long-double reference:
-/// |c - sum_p a_p b_p| / sum_p |a_p b_p|, where a_p and b_p are the K stored (already rounded)
-/// inputs of that element. Normalising by the absolute sum keeps the measure meaningful when
-/// the sum cancels. Returns +inf for a NaN c.
-template <class GetA, class GetB>
-double gemm_sample_error(long long k, const GetA& a, const GetB& b, double c) {
-  long double ref = 0, abs_sum = 0;
-  for (long long p = 0; p < k; ++p) {
-    long double prod = static_cast<long double>(a(p)) * static_cast<long double>(b(p));
-    ref += prod;
-    abs_sum += std::fabs(prod);
-  }
-  if (std::isnan(c)) return INFINITY;
-  if (abs_sum == 0) return c == 0 ? 0 : INFINITY;
-  return static_cast<double>(std::fabs(static_cast<long double>(c) - ref) / abs_sum);
 }
 
 /// Output elements to sample: (0,0), (M-1,N-1), then pseudo-random (i, j) from `seed`;
@@ -113,36 +89,35 @@ inline std::vector<std::pair<long long, long long>> gemm_sample_points(const Gem
   return out;
 }
 
-/// Result of the sampled verification.
+/// Result of the product check (compute/gemm_check.hpp): the sampled elements' worst
+/// |c - ref| / tolerance and the row checksums' worst ratio; each passes at <= 1.
 struct GemmVerification {
   int samples = 0;
-  double max_rel_error = 0;
+  double max_ratio = 0;  ///< worst sampled element, at C(worst_i, worst_j)
   long long worst_i = 0, worst_j = 0;
-  double bound = 0;
-  bool passed() const { return max_rel_error <= bound; }
-  /// "fp32 1024x1024x1024: sampled relative error 3.1e-01 at C(5,7) exceeds the bound 1e-05
-  /// (64 samples)"; for a failed record's message.
+  long long checksum_rows = 0;    ///< rows of D checked by D 1 = A (B 1)
+  double checksum_max_ratio = 0;  ///< worst row, at checksum_worst_row
+  long long checksum_worst_row = 0;
+  long long checks = 0;  ///< checks of this operation so far (plugin), 0 where not counted
+  bool passed() const { return samples > 0 && max_ratio <= 1 && checksum_max_ratio <= 1; }
+  /// "bf16 1024x1024x28672: sampled error 3.1e+01 x the bound at C(5,7), row checksum 2.0e+00 x
+  /// the bound at row 3 (64 samples, 1024 rows)"; for a failed record's message.
   std::string failure_message(const std::string& dtype, const GemmShape& s) const;
+  /// The record's form: samples, max_ratio, worst [i, j], checksum {rows, max_ratio, worst_row}.
+  nlohmann::json to_json() const;
 };
-
-/// Element accessor of a matrix: (row, column) -> value as stored, widened to double.
-using GemmElement = std::function<double(long long, long long)>;
-
-/// Checks C = A B on gemm_sample_points(s, samples, seed): for each sampled (i, j) the error
-/// gemm_sample_error over row i of A and column j of B. `bound` is gemm_error_bound(dtype).
-GemmVerification verify_gemm(const GemmShape& s, const GemmElement& a, const GemmElement& b,
-                             const GemmElement& c, int samples, std::uint64_t seed, double bound);
 
 /// The params of the GPU plugin's "gemm" operation (compute/gemm_gpu.cpp): an m x n x k product
 /// of `dtype`, inputs drawn from `seed`, the best of the top `algos` heuristic algorithms,
-/// `samples` output elements verified.
+/// `samples` output elements verified (and every row by checksum); `fast_accum` (FP8 only:
+/// CUBLASLT_MATMUL_DESC_FAST_ACCUM, checked against gemm_bound(dtype, true)).
 nlohmann::json gemm_op_params(const std::string& dtype, const GemmShape& s, std::uint64_t seed,
-                              int samples, int algos);
+                              int samples, int algos, bool fast_accum = false);
 
-/// The plugin's sampled verification (the "gemm" operation's info()["verification"]: samples,
-/// max_rel_error, worst_i, worst_j) against gemm_error_bound(dtype). A max_rel_error that is not
-/// a number (JSON has no inf: the plugin writes a non-finite error as null) is +inf.
-GemmVerification gemm_verification_of(const nlohmann::json& v, const std::string& dtype);
+/// The plugin's verification (the "gemm" operation's info()["verification"]: samples,
+/// max_ratio, worst_i, worst_j, checksum_rows, checksum_max_ratio, checksum_worst_row). A ratio
+/// that is not a number (JSON has no inf: the plugin writes a non-finite one as null) is +inf.
+GemmVerification gemm_verification_of(const nlohmann::json& v);
 
 /// BF16 bits of a float, rounded to nearest even (finite inputs), and back.
 std::uint16_t float_to_bf16(float f);

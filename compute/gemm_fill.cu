@@ -43,6 +43,18 @@ __device__ __nv_fp8_e4m3 convert<__nv_fp8_e4m3>(double v) {
   return __nv_fp8_e4m3(v);
 }
 
+/// A float rounded to nearest even at 10 mantissa bits (compute/gemm_check.hpp
+/// gemm_round_mantissa; keep the two identical).
+struct Tf32 {
+  float f;
+};
+template <>
+__device__ Tf32 convert<Tf32>(double v) {
+  unsigned u = __float_as_uint(static_cast<float>(v));
+  u += 0xFFFu + ((u >> 13) & 1u);
+  return Tf32{__uint_as_float(u & ~0x1FFFu)};
+}
+
 template <class T>
 __global__ void fill(T* dst, long long count, std::uint64_t seed, int which) {
   long long stride = static_cast<long long>(gridDim.x) * blockDim.x;
@@ -72,8 +84,120 @@ cudaError_t fill_gemm_input(void* dst, FillType type, long long count, std::uint
       return launch<__nv_bfloat16>(dst, count, seed, which, stream);
     case FillType::fp8_e4m3:
       return launch<__nv_fp8_e4m3>(dst, count, seed, which, stream);
+    case FillType::tf32:
+      return launch<Tf32>(dst, count, seed, which, stream);
   }
   return cudaErrorInvalidValue;
+}
+
+}  // namespace clusterbench::compute::gpu
+
+// --- The row checksum of compute/gemm_check.hpp: two GEMVs and D's row sums, in double -----------
+
+namespace clusterbench::compute::gpu {
+
+namespace {
+
+template <class T>
+__device__ double widen(T v) {
+  return static_cast<double>(static_cast<float>(v));
+}
+
+/// y_p = sum_j B_pj and r_p = ||B_p||_2, one thread per p (B is K x N column-major: coalesced).
+template <class T>
+__global__ void b_rows(const T* b, long long n, long long k, double* y, double* r) {
+  long long p = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x;
+  if (p >= k) return;
+  double s = 0, q = 0;
+  for (long long j = 0; j < n; ++j) {
+    double v = widen(b[p + j * k]);
+    s += v, q += v * v;
+  }
+  y[p] = s, r[p] = sqrt(q);
+}
+
+/// (A^T y)_i and (|A|^T r)_i, one block of 256 per row i (A's column i is contiguous).
+template <class T>
+__global__ void a_gemv(const T* a, long long k, const double* y, const double* r, double* rows) {
+  __shared__ double s1[256], s2[256];
+  const long long i = blockIdx.x;
+  double ref = 0, acc = 0;
+  for (long long p = threadIdx.x; p < k; p += blockDim.x) {
+    double v = widen(a[p + i * k]);
+    ref += v * y[p], acc += fabs(v) * r[p];
+  }
+  s1[threadIdx.x] = ref, s2[threadIdx.x] = acc;
+  __syncthreads();
+  for (unsigned w = blockDim.x / 2; w > 0; w /= 2) {
+    if (threadIdx.x < w)
+      s1[threadIdx.x] += s1[threadIdx.x + w], s2[threadIdx.x] += s2[threadIdx.x + w];
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) rows[4 * i + 2] = s1[0], rows[4 * i + 3] = s2[0];
+}
+
+/// sum_j D_ij and ||D_i||_2, one thread per row (D is M x N column-major: coalesced).
+template <class O>
+__global__ void d_rows(const O* d, long long m, long long n, double* rows) {
+  long long i = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x;
+  if (i >= m) return;
+  double s = 0, q = 0;
+  for (long long j = 0; j < n; ++j) {
+    double v = widen(d[i + j * m]);
+    s += v, q += v * v;
+  }
+  rows[4 * i] = s, rows[4 * i + 1] = sqrt(q);
+}
+
+int blocks_of(long long count) { return static_cast<int>((count + 255) / 256); }
+
+template <class T>
+void launch_inputs(const void* a, const void* b, long long m, long long n, long long k,
+                   double* scratch, double* rows, cudaStream_t s) {
+  b_rows<T><<<blocks_of(k), 256, 0, s>>>(static_cast<const T*>(b), n, k, scratch, scratch + k);
+  a_gemv<T><<<static_cast<unsigned>(m), 256, 0, s>>>(static_cast<const T*>(a), k, scratch,
+                                                     scratch + k, rows);
+}
+
+template <class O>
+void launch_output(const void* d, long long m, long long n, double* rows, cudaStream_t s) {
+  d_rows<O><<<blocks_of(m), 256, 0, s>>>(static_cast<const O*>(d), m, n, rows);
+}
+
+}  // namespace
+
+cudaError_t gemm_row_checksums(const void* a, const void* b, const void* d, FillType in,
+                               FillType out, long long m, long long n, long long k, double* scratch,
+                               double* rows, cudaStream_t stream) {
+  switch (in) {
+    case FillType::f32:
+    case FillType::tf32:
+      launch_inputs<float>(a, b, m, n, k, scratch, rows, stream);
+      break;
+    case FillType::f16:
+      launch_inputs<__half>(a, b, m, n, k, scratch, rows, stream);
+      break;
+    case FillType::bf16:
+      launch_inputs<__nv_bfloat16>(a, b, m, n, k, scratch, rows, stream);
+      break;
+    case FillType::fp8_e4m3:
+      launch_inputs<__nv_fp8_e4m3>(a, b, m, n, k, scratch, rows, stream);
+      break;
+  }
+  switch (out) {
+    case FillType::f32:
+      launch_output<float>(d, m, n, rows, stream);
+      break;
+    case FillType::f16:
+      launch_output<__half>(d, m, n, rows, stream);
+      break;
+    case FillType::bf16:
+      launch_output<__nv_bfloat16>(d, m, n, rows, stream);
+      break;
+    default:
+      return cudaErrorInvalidValue;
+  }
+  return cudaGetLastError();
 }
 
 }  // namespace clusterbench::compute::gpu

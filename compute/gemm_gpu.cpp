@@ -4,12 +4,17 @@
 // [0.25, 1) with a random sign (compute/gemm.hpp gemm_input_value), drawn on the GPU.
 //   params: {"dtype": "fp16" | "bf16" | "tf32" | "fp32" | "fp8_e4m3", "m", "n", "k",
 //            "algos": top-N heuristic algorithms timed (the fastest is kept),
-//            "samples": output elements verified against a long-double reference, "seed"}
-//   info:   the device's facts, "input_type", "output_type", "compute_type", "workspace_bytes",
+//            "samples": output elements verified against a long-double reference, "seed",
+//            "fast_accum": CUBLASLT_MATMUL_DESC_FAST_ACCUM (optional, default false; FP8's
+//            fast accumulation, checked against gemm_bound(dtype, true))}
+//   info:   the device's facts, "input_type", "output_type", "compute_type", "fast_accum",
+//           "workspace_bytes",
 //           "device_bytes" (A, B, D and the workspace), "algorithm": {"id", "tile", "stages",
 //           "splitk", "swizzle", "reduction_scheme", "heuristic_returned", "tried",
-//           "selection_seconds_per_op"}, "verification": {"samples", "max_rel_error" (null when
-//           not finite), "worst_i", "worst_j"}
+//           "selection_seconds_per_op"}, "verification": {"samples", "max_ratio", "worst_i",
+//           "worst_j", "checksum_rows", "checksum_max_ratio", "checksum_worst_row", "checks"}
+//           (ratios |c - ref| / tolerance of compute/gemm_check.hpp, null when not finite;
+//           "checks" counts create's check and each cb_gpu_op_check)
 // CB_GPU_UNSUPPORTED: the GPU lacks the dtype or the memory, or cuBLASLt has no algorithm.
 // The core-side benchmark (compute/gemm.cpp) times it and judges the verification.
 #include "compute/gemm_gpu.hpp"
@@ -26,6 +31,7 @@
 #include <vector>
 
 #include "compute/gemm.hpp"
+#include "compute/gemm_check.hpp"
 #include "gpu/plugin/op.hpp"
 
 namespace clusterbench::compute::gpu {
@@ -63,7 +69,7 @@ DtypeSpec dtype_spec(const std::string& dtype) {
     return {CUDA_R_16BF, CUDA_R_16BF, CUBLAS_COMPUTE_32F,   F::bf16, F::bf16, 2, 2,
             "bf16",      "bf16",      "CUBLAS_COMPUTE_32F", 80};
   if (dtype == "tf32")
-    return {CUDA_R_32F, CUDA_R_32F, CUBLAS_COMPUTE_32F_FAST_TF32,   F::f32, F::f32, 4, 4,
+    return {CUDA_R_32F, CUDA_R_32F, CUBLAS_COMPUTE_32F_FAST_TF32,   F::tf32, F::f32, 4, 4,
             "fp32",     "fp32",     "CUBLAS_COMPUTE_32F_FAST_TF32", 80};
   if (dtype == "fp32")
     return {CUDA_R_32F, CUDA_R_32F, CUBLAS_COMPUTE_32F,   F::f32, F::f32, 4, 4,
@@ -77,7 +83,8 @@ DtypeSpec dtype_spec(const std::string& dtype) {
 /// Widens one stored element to double (host-side decoders of cuda_fp16/bf16/fp8.h).
 double decode(FillType t, const unsigned char* p) {
   switch (t) {
-    case FillType::f32: {
+    case FillType::f32:
+    case FillType::tf32: {
       float f;
       std::memcpy(&f, p, 4);
       return f;
@@ -135,6 +142,10 @@ class GemmOp : public clusterbench::gpu::Op {
   explicit GemmOp(const json& p)
       : spec_(dtype_spec(p.at("dtype").get<std::string>())),
         s_{p.at("m").get<long long>(), p.at("n").get<long long>(), p.at("k").get<long long>()},
+        fast_accum_(p.value("fast_accum", false)),
+        bound_(gemm_bound(p.at("dtype").get<std::string>(), fast_accum_)),
+        samples_(p.at("samples").get<int>()),
+        seed_(p.at("seed").get<std::uint64_t>()),
         shape_(p.at("dtype").get<std::string>() + " " + std::to_string(s_.m) + "x" +
                std::to_string(s_.n) + "x" + std::to_string(s_.k)) {
     const auto seed = p.at("seed").get<std::uint64_t>();
@@ -142,7 +153,7 @@ class GemmOp : public clusterbench::gpu::Op {
     allocate(seed);
     describe_product();
     select_algorithm(heuristics(p.at("algos").get<int>()));
-    verify(p.at("samples").get<int>(), seed);
+    verify();
   }
 
  private:
@@ -195,6 +206,10 @@ class GemmOp : public clusterbench::gpu::Op {
     cublasOperation_t ta = CUBLAS_OP_T, tb = CUBLAS_OP_N;
     LT_TRY(cublasLtMatmulDescSetAttribute(lt_.op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta));
     LT_TRY(cublasLtMatmulDescSetAttribute(lt_.op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb));
+    const std::int8_t fast = fast_accum_ ? 1 : 0;  // cuBLASLt's default is 0
+    LT_TRY(cublasLtMatmulDescSetAttribute(lt_.op, CUBLASLT_MATMUL_DESC_FAST_ACCUM, &fast,
+                                          sizeof fast));
+    info()["fast_accum"] = fast_accum_;
     LT_TRY(cublasLtMatrixLayoutCreate(&lt_.la, spec_.ab, s_.k, s_.m, s_.k));
     LT_TRY(cublasLtMatrixLayoutCreate(&lt_.lb, spec_.ab, s_.k, s_.n, s_.k));
     LT_TRY(cublasLtMatrixLayoutCreate(&lt_.ld, spec_.d, s_.m, s_.n, s_.m));
@@ -270,24 +285,57 @@ class GemmOp : public clusterbench::gpu::Op {
                         out.size(), cudaMemcpyDeviceToHost));
   }
 
-  /// The kept algorithm's product checked on `samples` sampled elements (compute/gemm.hpp).
-  void verify(int samples, std::uint64_t seed) {
+  /// The kept algorithm's product, from a cleared D, checked (check_output).
+  void verify() {
     CUDA_TRY(cudaMemsetAsync(d_.get(), 0, d_bytes(), stream()));
     matmul(algo_);
+    check_output();
+  }
+
+  /// Checks D as the last product left it: `samples` elements against a long-double reference
+  /// and every row by checksum (compute/gemm_check.hpp), into info()["verification"], whose
+  /// "checks" counts the checks of this operation.
+  void check_output() override {
     CUDA_TRY(cudaStreamSynchronize(stream()));
+    json v = sampled_check();
+    DeviceBuffer scratch(static_cast<size_t>(2 * s_.k) * sizeof(double)),
+        rows(static_cast<size_t>(4 * s_.m) * sizeof(double));
+    CUDA_TRY(gemm_row_checksums(a_.get(), b_.get(), d_.get(), spec_.fill, spec_.out_fill, s_.m,
+                                s_.n, s_.k, static_cast<double*>(scratch.get()),
+                                static_cast<double*>(rows.get()), stream()));
+    CUDA_TRY(cudaStreamSynchronize(stream()));
+    std::vector<double> host(static_cast<size_t>(4 * s_.m));
+    CUDA_TRY(
+        cudaMemcpy(host.data(), rows.get(), host.size() * sizeof(double), cudaMemcpyDeviceToHost));
+    double worst = 0;
+    long long worst_row = 0;
+    for (long long i = 0; i < s_.m; ++i) {
+      const double* r = host.data() + 4 * i;
+      double ratio = gemm_row_ratio(r[0], r[1], r[2], r[3], s_.k, bound_);
+      if (i == 0 || !(ratio <= worst)) worst = ratio, worst_row = i;
+    }
+    v["checksum_rows"] = s_.m;
+    v["checksum_max_ratio"] = worst;  // JSON has no inf: a non-finite ratio is written as null
+    v["checksum_worst_row"] = worst_row;
+    v["checks"] = ++checks_;
+    info()["verification"] = v;
+  }
+
+  /// The sampled elements' worst |c - ref| / tolerance, with where it is.
+  json sampled_check() {
     const size_t eb = spec_.ab_bytes;
     std::vector<unsigned char> row(static_cast<size_t>(s_.k) * eb), col(row.size()),
         out(spec_.d_bytes);
-    json v = {{"samples", 0}, {"max_rel_error", 0.0}, {"worst_i", 0}, {"worst_j", 0}};
+    json v = {{"samples", 0}, {"max_ratio", 0.0}, {"worst_i", 0}, {"worst_j", 0}};
     double worst = 0;
-    for (const auto& [i, j] : gemm_sample_points(s_, samples, seed)) {
+    for (const auto& [i, j] : gemm_sample_points(s_, samples_, seed_)) {
       fetch(row, a_, static_cast<size_t>(i * s_.k) * eb);
       fetch(col, b_, static_cast<size_t>(j * s_.k) * eb);
       fetch(out, d_, static_cast<size_t>(i + j * s_.m) * spec_.d_bytes);
-      double e = gemm_sample_error(
+      double e = gemm_element_ratio(
           s_.k, [&](long long q) { return decode(spec_.fill, row.data() + q * eb); },
           [&](long long q) { return decode(spec_.fill, col.data() + q * eb); },
-          decode(spec_.out_fill, out.data()));
+          decode(spec_.out_fill, out.data()), bound_);
       if (v["samples"] == 0 || !(e <= worst)) {
         worst = e;
         v["worst_i"] = i;
@@ -295,12 +343,17 @@ class GemmOp : public clusterbench::gpu::Op {
       }
       v["samples"] = v["samples"].get<int>() + 1;
     }
-    v["max_rel_error"] = worst;  // JSON has no inf: a non-finite error is written as null
-    info()["verification"] = v;
+    v["max_ratio"] = worst;
+    return v;
   }
 
   DtypeSpec spec_;
   GemmShape s_;
+  bool fast_accum_;  ///< CUBLASLT_MATMUL_DESC_FAST_ACCUM (FP8's fast accumulation)
+  GemmBound bound_;
+  int samples_;
+  std::uint64_t seed_;
+  long long checks_ = 0;
   std::string shape_;
   LtObjects lt_;
   DeviceBuffer a_, b_, d_, ws_;

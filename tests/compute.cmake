@@ -20,7 +20,7 @@ cb_integration_test(compute_gpu_fake TIMEOUT 120)
 if(TARGET fake_gpu_plugin)
   foreach(_v 13000 12020)
     add_library(fake_gpu_plugin_${_v} SHARED fake_plugin/fake_plugin.cpp)
-    target_include_directories(fake_gpu_plugin_${_v} PRIVATE ${CMAKE_SOURCE_DIR}/bench)
+    target_include_directories(fake_gpu_plugin_${_v} PRIVATE ${CMAKE_SOURCE_DIR}/bench ${CMAKE_SOURCE_DIR})
     target_link_libraries(fake_gpu_plugin_${_v} PRIVATE nlohmann_json::nlohmann_json)
     target_compile_definitions(fake_gpu_plugin_${_v} PRIVATE FAKE_BUILT_CUDA=${_v})
     set_target_properties(fake_gpu_plugin_${_v} PROPERTIES

@@ -92,6 +92,17 @@ double Operation::run(long long count) {
   return seconds;
 }
 
+const json& Operation::check() {
+  const OpAbi& f = usable_abi(kind_);
+  using CheckFn = int (*)(cb_gpu_op*);
+  auto fn = reinterpret_cast<CheckFn>(load_gpu_plugin().symbol("cb_gpu_op_check"));
+  if (!fn) throw OpError(CB_GPU_ERROR, kind_, "dlsym", "the GPU plugin has no cb_gpu_op_check");
+  int rc = fn(op_);
+  if (rc != CB_GPU_OK) throw OpError(rc, kind_, "cb_gpu_op_check", f.last_error());
+  info_ = json::parse(f.info(op_));
+  return info_.at("verification");
+}
+
 json current_device() { return Operation("device", json::object()).info(); }
 
 void set_device(int device) {

@@ -46,6 +46,9 @@ class Operation {
   /// Runs `count` operations back to back and returns their seconds by CUDA events (the whole
   /// batch). Throws OpError.
   double run(long long count);
+  /// Re-checks the output the last run left (cb_gpu_op_check) and re-reads info(); returns its
+  /// "verification". Throws OpError (a plugin or kind without the check: CB_GPU_ERROR).
+  const json& check();
 
  private:
   std::string kind_;

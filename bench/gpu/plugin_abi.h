@@ -64,6 +64,11 @@ const char* cb_gpu_op_info(const cb_gpu_op* op);
  * waits for them; `seconds` = the events' elapsed time of the whole batch. */
 int cb_gpu_op_run(cb_gpu_op* op, long long count, double* seconds);
 void cb_gpu_op_destroy(cb_gpu_op* op);
+/* Re-checks the operation's current output as it stands after the last run, without computing it
+ * again (the burn-in re-verifies the product it soaks: compute/burnin.cpp), and refreshes the
+ * info's "verification" (cb_gpu_op_info's text is remade). CB_GPU_ERROR for a kind without a
+ * check. Optional in ABI version 2: a plugin without it cannot re-check. */
+int cb_gpu_op_check(cb_gpu_op* op);
 
 /* --- Collectives over NCCL --------------------------------------------------------------------
  * collectives/nccl_backend.cpp; a plugin built without NCCL lacks these. A communicator is not an

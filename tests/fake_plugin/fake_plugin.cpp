@@ -9,7 +9,10 @@
 // NVML telemetry (the fake libnvidia-ml.so) samples the matching GPU. Its operations (the kinds of
 // the real plugin) report simulated times, and sleep for them (at most 20 ms a call) so that the
 // telemetry sampler runs:
-//   "gemm":        2MNK / ($FAKE_GPU_TFLOPS, default 800) per product; verified;
+//   "gemm":        2MNK / ($FAKE_GPU_TFLOPS, default 800) per product; a real product of at most
+//                  64 x 64 x K, the dtype's rounding emulated (fp32 accumulation), checked by
+//                  compute/gemm_check.hpp at create and by cb_gpu_op_check ("checks" counts
+//                  them); $FAKE_GPU_GEMM_FAULT=zero makes D zero;
 //   "host_copy":   bytes moved / ($FAKE_GPU_COPY_GBPS, default 55) per copy; the host buffers
 //                  really are copied once through a host "device" buffer and checked, as the real
 //                  plugin does;
@@ -19,6 +22,7 @@
 //   "device":      the device's facts.
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -29,6 +33,7 @@
 #include <thread>
 #include <vector>
 
+#include "compute/gemm_check.hpp"
 #include "gpu/plugin_abi.h"
 
 namespace {
@@ -139,7 +144,58 @@ struct FakeOp {
   double seconds_per_op = 0;
   std::vector<unsigned char> host;  // pinned_h2d's buffer
   std::string info_text;
+  // gemm: the stand-in product D = A B (A m x k row-major, B k x n column-major, D m x n) and
+  // its check's settings.
+  clusterbench::compute::GemmShape small;
+  std::vector<double> a, b, d;
+  clusterbench::compute::GemmBound bound;
+  int samples = 0;
+  std::uint64_t seed = 0;
+  long long checks = 0;
 };
+
+/// The stand-in product of `op.small` with the dtype's rounding: inputs rounded to the dtype,
+/// products summed in float, the sum rounded to the output type.
+void fake_product(const std::string& dtype, FakeOp& op) {
+  namespace c = clusterbench::compute;
+  const auto& s = op.small;
+  op.a.resize(static_cast<size_t>(s.m * s.k));
+  op.b.resize(static_cast<size_t>(s.k * s.n));
+  for (size_t i = 0; i < op.a.size(); ++i)
+    op.a[i] = c::gemm_round_input(dtype, c::gemm_input_value(op.seed, 0, i));
+  for (size_t i = 0; i < op.b.size(); ++i)
+    op.b[i] = c::gemm_round_input(dtype, c::gemm_input_value(op.seed, 1, i));
+  op.d.assign(static_cast<size_t>(s.m * s.n), 0.0);
+  const char* fault = std::getenv("FAKE_GPU_GEMM_FAULT");
+  if (fault && std::string(fault) == "zero") return;
+  for (long long i = 0; i < s.m; ++i)
+    for (long long j = 0; j < s.n; ++j) {
+      float acc = 0;
+      for (long long p = 0; p < s.k; ++p)
+        acc += static_cast<float>(op.a[static_cast<size_t>(i * s.k + p)]) *
+               static_cast<float>(op.b[static_cast<size_t>(p + j * s.k)]);
+      op.d[static_cast<size_t>(i + j * s.m)] = c::gemm_round_output(dtype, acc);
+    }
+}
+
+/// compute/gemm_check.hpp over the stand-in D, as the real plugin's info()["verification"].
+json fake_check(FakeOp& op) {
+  const auto& s = op.small;
+  auto v = clusterbench::compute::gemm_check(
+      s, [&](long long i, long long p) { return op.a[static_cast<size_t>(i * s.k + p)]; },
+      [&](long long p, long long j) { return op.b[static_cast<size_t>(p + j * s.k)]; },
+      [&](long long i, long long j) { return op.d[static_cast<size_t>(i + j * s.m)]; }, op.samples,
+      op.seed, op.bound);
+  auto num = [](double x) { return std::isfinite(x) ? json(x) : json(); };
+  return {{"samples", v.samples},
+          {"max_ratio", num(v.max_ratio)},
+          {"worst_i", v.worst_i},
+          {"worst_j", v.worst_j},
+          {"checksum_rows", v.checksum_rows},
+          {"checksum_max_ratio", num(v.checksum_max_ratio)},
+          {"checksum_worst_row", v.checksum_worst_row},
+          {"checks", ++op.checks}};
+}
 
 void make_gemm(const json& p, FakeOp& op) {
   const std::string d = p.at("dtype");
@@ -162,8 +218,14 @@ void make_gemm(const json& p, FakeOp& op) {
                           {"heuristic_returned", 1},
                           {"tried", 1},
                           {"selection_seconds_per_op", 0.0}};
-  op.info["verification"] = {
-      {"samples", p.at("samples")}, {"max_rel_error", 1e-7}, {"worst_i", 0}, {"worst_j", 0}};
+  const long long pm = p.at("m"), pn = p.at("n"), pk = p.at("k");
+  op.small = {std::min(pm, 64LL), std::min(pn, 64LL), pk};
+  op.bound = clusterbench::compute::gemm_bound(d, p.value("fast_accum", false));
+  op.info["fast_accum"] = p.value("fast_accum", false);
+  op.samples = p.at("samples");
+  op.seed = p.at("seed");
+  fake_product(d, op);
+  op.info["verification"] = fake_check(op);
   op.seconds_per_op = 2.0 * m * n * k / (env_double("FAKE_GPU_TFLOPS", 800) * 1e12);
 }
 
@@ -266,3 +328,10 @@ extern "C" int cb_gpu_op_run(cb_gpu_op* op, long long count, double* seconds) {
 }
 
 extern "C" void cb_gpu_op_destroy(cb_gpu_op* op) { delete op; }
+
+extern "C" int cb_gpu_op_check(cb_gpu_op* op) {
+  if (op->op.small.k == 0) return fail(CB_GPU_ERROR, "this operation kind has no check");
+  op->op.info["verification"] = fake_check(op->op);
+  op->op.info_text = op->op.info.dump();
+  return CB_GPU_OK;
+}

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "compute/burnin.hpp"
 #include "compute/gemm.hpp"
 #include "core/error.hpp"
 #include "core/gpu_case.hpp"
@@ -237,12 +238,41 @@ TEST_F(GpuOperation, CreateDescribesRunTimes) {
   // A (K x M) and B (K x N) in bf16, D (M x N) in bf16: the product's own device memory.
   EXPECT_EQ(info.at("device_bytes").get<double>(),
             2.0 * (512 * 1024 + 512 * 2048) + 2.0 * 1024 * 2048);
-  compute::GemmVerification v = compute::gemm_verification_of(info.at("verification"), "bf16");
+  compute::GemmVerification v = compute::gemm_verification_of(info.at("verification"));
   EXPECT_TRUE(v.passed());
   // The fake's 800 TFLOP/s: 10 products of 2 M N K FLOP.
   EXPECT_NEAR(op.run(10), 10 * 2.0 * 1024 * 2048 * 512 / 800e12, 1e-15);
   gpu::Operation moved = std::move(op);
   EXPECT_EQ(moved.info().at("device"), "NVIDIA H100 80GB HBM3 (fake plugin)");
+}
+
+// Issue 18 item 3: each interval of the burn-in re-checks the soaked operation's own output
+// (cb_gpu_op_check), not a fresh product: the fake plugin counts the checks of that operation.
+TEST_F(GpuOperation, BurnInReChecksTheSoakedProduct) {
+  auto soak = compute::make_cublaslt_soak("bf16", {256, 256, 4096}, 7, 16);
+  for (int i = 1; i <= 3; ++i) {
+    soak->run_until(std::chrono::steady_clock::now(), 0);
+    compute::GemmVerification v = soak->verify(100 + static_cast<std::uint64_t>(i), false);
+    EXPECT_TRUE(v.passed()) << v.failure_message("bf16", {256, 256, 4096});
+    EXPECT_EQ(v.checks, 1 + i);  // create's check, then one per interval, same operation
+  }
+}
+
+// Issue 18 item 11: fast accumulation reaches the plugin and comes back in its info.
+TEST_F(GpuOperation, Fp8FastAccumulationIsAnOperationParam) {
+  for (bool fast : {false, true}) {
+    gpu::Operation op("gemm", compute::gemm_op_params("fp8_e4m3", {64, 64, 4096}, 7, 16, 1, fast));
+    EXPECT_EQ(op.info().at("fast_accum"), fast);
+    EXPECT_TRUE(compute::gemm_verification_of(op.info().at("verification")).passed());
+  }
+}
+
+// The fake's D goes through compute/gemm_check.hpp: a zero D fails create's check.
+TEST_F(GpuOperation, FakeGemmZeroProductFailsTheSharedCheck) {
+  setenv("FAKE_GPU_GEMM_FAULT", "zero", 1);
+  gpu::Operation op("gemm", compute::gemm_op_params("fp8_e4m3", {64, 64, 28672}, 7, 16, 1));
+  unsetenv("FAKE_GPU_GEMM_FAULT");
+  EXPECT_FALSE(compute::gemm_verification_of(op.info().at("verification")).passed());
 }
 
 TEST_F(GpuOperation, ErrorsCarryCodeKindCallAndThePluginsText) {

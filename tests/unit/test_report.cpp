@@ -839,5 +839,50 @@ TEST(Render, WriteReportsWritesTheThreeFiles) {
   EXPECT_NE(xml.str().find("<system-err>run aborted: "), std::string::npos);
 }
 
+// Issue 18 item 11: the H100/H200 FP8 rows judge the fast-accumulation case (fast_accum=on) at the
+// datasheet's dense FP8 peak times the BF16 rows' fraction, 1979 x 715 / 989 = 1430 TFLOP/s; the
+// fast_accum=off case of the same shape is not theirs to judge.
+TEST(SpecTables, Fp8GemmRowsJudgeFastAccumulation) {
+  auto gemm = [](const std::string& fast_accum, double tflops) {
+    ResultRecord r;
+    r.run_id = "r";
+    r.benchmark = "compute.gemm";
+    r.params = {{"backend", "cublaslt"},
+                {"dtype", "fp8_e4m3"},
+                {"fast_accum", fast_accum},
+                {"m", 8192},
+                {"n", 8192},
+                {"k", 8192}};
+    r.scope.kind = ScopeKind::gpu;
+    r.scope.host = "gpu01";
+    r.scope.gpu_index = 0;
+    r.scope.uuid = "GPU-0";
+    r.case_key = make_case_key(r.benchmark, r.params, r.scope);
+    r.metrics = {{"tflops", tflops, "TFLOP/s", true}};
+    return r;
+  };
+  for (const char* table : {"h100-sxm-80g-8x.json", "h200-sxm-141g-8x.json"}) {
+    SCOPED_TRACE(table);
+    Spec spec = load_spec(std::string(CB_SOURCE_DIR) + "/reports/specs/" + table);
+    const Requirement* fp8 = nullptr;
+    for (const auto& q : spec.requirements)
+      if (q.id == "gpu.gemm_fp8") fp8 = &q;
+    ASSERT_NE(fp8, nullptr);
+    EXPECT_EQ(fp8->select.params.value("fast_accum", ""), "on");
+    EXPECT_DOUBLE_EQ(fp8->value.get<double>(), 1430);  // floor(1979 x 715 / 989)
+    EXPECT_NE(fp8->source.find("1,979"), std::string::npos) << fp8->source;
+    EXPECT_NE(fp8->source.find("715 / 989"), std::string::npos) << fp8->source;
+    RunDir run;
+    run.run.run_id = "r";
+    run.records.records = {gemm("off", 1000), gemm("on", 1500)};
+    const RowResult& row = find_row(make_report(run, spec), "gpu.gemm_fp8");
+    EXPECT_EQ(row.outcome, kPass) << row.message;
+    ASSERT_EQ(row.items.size(), 1u);
+    EXPECT_DOUBLE_EQ(row.items[0].value.get<double>(), 1500);
+    run.records.records = {gemm("off", 1500), gemm("on", 1400)};  // below 1430: WARN (derived)
+    EXPECT_EQ(find_row(make_report(run, spec), "gpu.gemm_fp8").outcome, kWarn);
+  }
+}
+
 }  // namespace
 }  // namespace clusterbench::report

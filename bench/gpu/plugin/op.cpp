@@ -108,3 +108,7 @@ extern "C" int cb_gpu_op_run(cb_gpu_op* op, long long count, double* seconds) {
 }
 
 extern "C" void cb_gpu_op_destroy(cb_gpu_op* op) { delete op; }
+
+extern "C" int cb_gpu_op_check(cb_gpu_op* op) {
+  return clusterbench::gpu::plugin_call([&] { op->op->recheck(); });
+}

@@ -34,6 +34,11 @@ class Op {
   double run(long long count);
   /// info() as JSON text, made on the first call (what cb_gpu_op_info returns).
   const std::string& info_text();
+  /// Re-checks the current output and refreshes info()'s verification (cb_gpu_op_check).
+  void recheck() {
+    check_output();
+    info_text_.clear();
+  }
 
  protected:
   /// Creates the stream and the events on the current device and puts its facts into info():
@@ -42,6 +47,8 @@ class Op {
   Op();
   /// Enqueues `count` operations on stream(), asynchronously.
   virtual void enqueue(long long count) = 0;
+  /// Checks the output the last run left, into info(); throws Fail. Default: no check.
+  virtual void check_output() { throw Fail{CB_GPU_ERROR, "this operation kind has no check"}; }
   cudaStream_t stream() const { return stream_.get(); }
   const cudaDeviceProp& prop() const { return prop_; }
   /// Compute capability as major * 10 + minor (90 for 9.0).
