@@ -16,6 +16,7 @@ APT_PACKAGES=(
   libgtest-dev libgmock-dev libhwloc-dev hwloc libopenblas-dev libssl-dev iproute2 procps
   gnuplot-nox libarchive-dev libsimdjson-dev libgoogle-perftools-dev
   libbenchmark-tools python3-numpy python3-scipy time universal-ctags libxml2-utils
+  mmdebstrap xz-utils
 )
 
 missing=()
