@@ -1,18 +1,23 @@
 #!/usr/bin/env bash
 # One-shot GPU check (DESIGN.md, issue #3 item 7): build a single-process binary, run the GPU cases
 # on this machine's GPUs, run the same work through PyTorch as an anchor, and print a table of our
-# median, the anchor's median and their ratio. It finishes within 5 minutes, build included.
+# median, the anchor's median and their ratio. It finishes within 5 minutes: each section has a
+# time budget, and past 270 s the remaining sections are skipped, saying so.
 # On a machine without a GPU it still runs to the end and prints the waived rows.
 #
-#   scripts/gpu-check.sh [--build-dir DIR] [--out DIR] [--bundle]
+#   scripts/gpu-check.sh [--build-dir DIR] [--out DIR] [--bundle | --from-bundle FILE]
 #
-#   --build-dir DIR  where the -DCLUSTERBENCH_MPI=OFF build lives (default build-gpucheck). A
-#                    binary already there (brought from another machine) is used as it is.
-#   --out DIR        run directory (default DIR/gpu-check-<UTC time>)
-#   --bundle         build, copy the non-system shared libraries the binary and plugin need into
-#                    DIR/lib (hwloc, Google Benchmark, OpenBLAS ...; never CUDA's), then stop: the
-#                    build folder can then be carried to a GPU machine that lacks them. CUDA's own
-#                    libraries come from that machine (the toolkit, or PyTorch's nvidia-* wheels).
+#   --build-dir DIR     where the -DCLUSTERBENCH_MPI=OFF build lives (default build-gpucheck). A
+#                       binary already there (brought from another machine) is used as it is.
+#   --out DIR           run directory (default DIR/gpu-check-<UTC time>)
+#   --bundle            build with -DCLUSTERBENCH_GPU_CHECK=ON (no libarchive, no tcmalloc), copy
+#                       the non-system shared libraries the binary and plugin need into DIR/lib
+#                       (never CUDA's), and pack the source tree, binary, plugin and lib/ into one
+#                       xz-compressed tar; ends with the line "bundle: PATH BYTES", PATH being the
+#                       one file to carry to a GPU machine. CUDA's own libraries come from that
+#                       machine (the toolkit, or PyTorch's nvidia-* wheels).
+#   --from-bundle FILE  unpack FILE (made by --bundle) beside itself, into FILE.d, and run the
+#                       check from it, without building (FILE may also be an unpacked bundle).
 #
 # Exit status: 0 when the checks ran (their verdicts are in the table), 1 on a build or tool error.
 set -uo pipefail
@@ -20,28 +25,50 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 BUILD=$ROOT/build-gpucheck
 OUT=""
 BUNDLE=0
+FROM=""
 while [ $# -gt 0 ]; do
   case $1 in
     --build-dir) BUILD=$(realpath -m "$2"); shift 2 ;;
     --out) OUT=$(realpath -m "$2"); shift 2 ;;
     --bundle) BUNDLE=1; shift ;;
-    -h|--help) sed -n 2,17p "$0"; exit 0 ;;
+    --from-bundle) FROM=$(realpath -m "$2"); shift 2 ;;
+    -h|--help) sed -n 2,24p "$0"; exit 0 ;;
     *) echo "gpu-check: unknown argument $1" >&2; exit 1 ;;
   esac
 done
+if [ -n "$FROM" ]; then
+  # The bundle holds clusterbench-gpu-check/{scripts,...,build-gpucheck/{clusterbench,lib,...}}.
+  # A file is unpacked beside itself into FILE.d (python3's tarfile where xz is missing, as on a
+  # bare machine); a folder is an unpacked bundle.
+  if [ -d "$FROM" ]; then
+    DEST=$FROM
+  elif [ -f "$FROM" ]; then
+    DEST=${FROM%.tar.xz}.d
+    rm -rf "$DEST" && mkdir -p "$DEST" || { echo "gpu-check: cannot create $DEST" >&2; exit 1; }
+    if command -v xz >/dev/null; then
+      tar -xJf "$FROM" -C "$DEST"
+    else
+      python3 -m tarfile -e "$FROM" "$DEST"
+    fi || { echo "gpu-check: cannot unpack $FROM into $DEST" >&2; exit 1; }
+  else
+    echo "gpu-check: no bundle $FROM" >&2; exit 1
+  fi
+  [ -d "$DEST/clusterbench-gpu-check" ] && DEST=$DEST/clusterbench-gpu-check
+  exec bash "$DEST/scripts/gpu-check.sh" --build-dir "$DEST/build-gpucheck" ${OUT:+--out "$OUT"}
+fi
 START=$(date +%s)
 OUT=${OUT:-$BUILD/gpu-check-$(date -u +%Y%m%dT%H%M%SZ)}
 BIN=$BUILD/clusterbench
 say() { printf '== %s (%ds)\n' "$*" $(($(date +%s) - START)); }
 
 # --- build ------------------------------------------------------------------------------------
-if [ ! -x "$BIN" ]; then
+if [ ! -x "$BIN" ] || [ "$BUNDLE" = 1 ]; then  # a bundle is always up to date
   say "building $BIN (-DCLUSTERBENCH_MPI=OFF)"
   gen=()
   command -v ninja >/dev/null && gen=(-G Ninja)
   mkdir -p "$BUILD"
   cmake -S "$ROOT" -B "$BUILD" "${gen[@]}" -DCLUSTERBENCH_MPI=OFF -DCLUSTERBENCH_TESTS=OFF \
-    -DCMAKE_BUILD_TYPE=Release >"$BUILD/gpu-check.configure.log" 2>&1 ||
+    -DCLUSTERBENCH_GPU_CHECK=ON -DCMAKE_BUILD_TYPE=Release >"$BUILD/gpu-check.configure.log" 2>&1 ||
     { tail -30 "$BUILD/gpu-check.configure.log"; echo "gpu-check: configure failed" >&2; exit 1; }
   cmake --build "$BUILD" --target clusterbench -j"$(nproc)" >"$BUILD/gpu-check.build.log" 2>&1 ||
     { tail -30 "$BUILD/gpu-check.build.log"; echo "gpu-check: build failed" >&2; exit 1; }
@@ -50,7 +77,7 @@ fi
 say "binary $BIN${PLUGIN:+, plugin $PLUGIN}"
 
 if [ "$BUNDLE" = 1 ]; then
-  mkdir -p "$BUILD/lib"
+  rm -rf "$BUILD/lib" && mkdir -p "$BUILD/lib"
   for f in "$BIN" ${PLUGIN:+"$PLUGIN"}; do
     ldd "$f" | awk '/=> \// {print $3}' | while read -r lib; do
       case $(basename "$lib") in
@@ -61,8 +88,26 @@ if [ "$BUNDLE" = 1 ]; then
     done
   done
   strip --strip-unneeded "$BUILD"/lib/* 2>/dev/null || true
-  du -shc "$BUILD/lib" "$BIN" ${PLUGIN:+"$PLUGIN"}  # a device machine takes at most 64 MiB
-  say "bundled into $BUILD/lib"
+  # One file to carry: the tracked source tree (scripts, specs, docs) and the built files, under
+  # clusterbench-gpu-check/; a device machine takes at most 64 MiB, the bundle must stay <= 48 MiB.
+  STAGE=$(mktemp -d)
+  trap 'rm -rf "$STAGE"' EXIT
+  TOP=$STAGE/clusterbench-gpu-check
+  mkdir -p "$TOP/build-gpucheck"
+  if git -C "$ROOT" rev-parse --git-dir >/dev/null 2>&1; then
+    (cd "$ROOT" && git ls-files -z | tar --null -T - -cf -) | tar -C "$TOP" -xf -
+  else  # an unpacked bundle: its tree without the build
+    (cd "$ROOT" && tar --exclude='./build*' --exclude=./.deps -cf - .) | tar -C "$TOP" -xf -
+  fi
+  cp -a "$BIN" "$BUILD/lib" "$TOP/build-gpucheck/"
+  for p in "$BUILD"/libclusterbench_gpu*.so "$BUILD"/libclusterbench_gpu*.so.cuda; do
+    [ -f "$p" ] && cp -a "$p" "$TOP/build-gpucheck/"
+  done
+  PACK=$BUILD/clusterbench-gpu-check.tar.xz
+  tar -C "$STAGE" -cf - clusterbench-gpu-check | xz -T0 -9e >"$PACK" ||
+    { echo "gpu-check: cannot write $PACK" >&2; exit 1; }
+  say "bundled $(du -sh "$TOP" | cut -f1) into $PACK"
+  echo "bundle: $PACK $(stat -c %s "$PACK")"
   exit 0
 fi
 
@@ -75,6 +120,9 @@ print(":".join(sorted({os.path.dirname(p) for d in dirs for p in glob.glob(d + "
 P
 )
 export LD_LIBRARY_PATH=$LIBS${PYLIBS:+:$PYLIBS}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+# The spec tables of this tree: a binary carried in a bundle would look in the source tree it was
+# built from, which the GPU machine does not have.
+export CLUSTERBENCH_SPECS_DIR=${CLUSTERBENCH_SPECS_DIR:-$ROOT/reports/specs}
 mkdir -p "$OUT"
 
 # --- sections: each prints its part and appends "area|case|ours|anchor|unit" rows to $TABLE ----
@@ -84,7 +132,7 @@ SPEC_ARGS=()  # set by section_inventory
 
 section_inventory() {
   say "inventory"
-  "$BIN" inventory >"$OUT/inventory.json" 2>"$OUT/inventory.err" || true
+  timeout "${BUDGET[inventory]}" "$BIN" inventory >"$OUT/inventory.json" 2>"$OUT/inventory.err" || true
   python3 - "$OUT/inventory.json" <<'P'
 import json, sys
 try:
@@ -365,9 +413,46 @@ P
 }
 
 # Sections run in this order. Other areas add a section_<name> function above (printing its part
-# and appending rows to $TABLE) and its name here: the collectives check goes after gemm.
+# and appending rows to $TABLE), its name here and its time budget (seconds) in BUDGET: the
+# collectives check goes after gemm. A section runs at most its budget (then it is stopped, with
+# its processes), and none starts past 270 s: each remaining one is skipped, saying so, and has a
+# row in the table, so the check ends within 5 minutes.
 SECTIONS=(inventory gemm collectives gpu_memory_bandwidth host_device_copy burnin)
-for s in "${SECTIONS[@]}"; do "section_$s"; done
+declare -A BUDGET=([inventory]=15 [gemm]=100 [collectives]=40 [gpu_memory_bandwidth]=35
+                   [host_device_copy]=30 [burnin]=50)  # 270 s in all
+DEADLINE=${CLUSTERBENCH_GPU_CHECK_DEADLINE:-270}
+# kill_tree PID: stops PID and every process below it (`timeout` puts its command in a process
+# group of its own, so a process group kill would miss it); /proc only, no procps needed.
+kill_tree() {
+  local c
+  kill -STOP "$1" 2>/dev/null
+  for c in $(cat /proc/"$1"/task/*/children 2>/dev/null); do kill_tree "$c"; done
+  kill -TERM "$1" 2>/dev/null
+  kill -CONT "$1" 2>/dev/null
+}
+section_inventory  # in this shell (it sets SPEC_ARGS), its binary under its budget
+for s in "${SECTIONS[@]:1}"; do
+  left=$((DEADLINE - ($(date +%s) - START)))
+  if [ "$left" -le 0 ]; then
+    say "skipping $s: past ${DEADLINE} s"
+    echo "$s|all|skipped: past ${DEADLINE} s (the check ends within 5 minutes)|n/a|-" >>"$TABLE"
+    continue
+  fi
+  budget=${BUDGET[$s]}
+  [ "$budget" -gt "$left" ] && budget=$left
+  ( "section_$s" ) &
+  pid=$!
+  ( trap 'kill "$sp"; exit' TERM; sleep "$budget" & sp=$!; wait "$sp"; kill_tree "$pid"
+  ) >/dev/null 2>&1 &
+  dog=$!
+  wait "$pid"
+  rc=$?
+  kill "$dog" 2>/dev/null; wait "$dog" 2>/dev/null
+  if [ "$rc" -ge 128 ]; then
+    say "section $s stopped at its budget of ${budget} s"
+    echo "$s|all|stopped: past its budget of ${budget} s|n/a|-" >>"$TABLE"
+  fi
+done
 
 # --- the table ----------------------------------------------------------------------------------
 say "summary"

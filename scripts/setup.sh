@@ -18,7 +18,7 @@ APT_PACKAGES=(
   libgtest-dev libgmock-dev libhwloc-dev hwloc libopenblas-dev libssl-dev iproute2 procps
   gnuplot-nox libarchive-dev libsimdjson-dev libgoogle-perftools-dev
   libbenchmark-tools python3-numpy python3-scipy time universal-ctags libxml2-utils
-  libre2-dev clang libclang-rt-14-dev e2fsprogs util-linux
+  libre2-dev clang libclang-rt-14-dev e2fsprogs util-linux mmdebstrap xz-utils
 )
 
 missing=()

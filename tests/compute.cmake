@@ -11,21 +11,34 @@ cb_integration_test(compute_gpu_check TIMEOUT 120)
 # compute_gpu_fake: the GPU cases end to end through the fake NVML and the fake plugin (telemetry
 # rows, host copies) < 60 s.
 cb_integration_test(compute_gpu_fake TIMEOUT 120)
+# gpu_bundle_rehearsal (issue 18): scripts/gpu-check.sh --bundle (<= 48 MiB), unpacked and run in
+# a chroot of a bare Debian root with CUDA's libraries in the pip-wheel layout. Its first run
+# builds the -DCLUSTERBENCH_GPU_CHECK=ON binary and plugin (build/gpu-bundle, minutes on 2 cores;
+# kept); then < 3 min. Root only (skipped otherwise).
+cb_integration_test(gpu_bundle_rehearsal LOCKS chroot TIMEOUT 2400)
 
 # --- GPU plugin choice and the CUDA 12 host check (issue 3, CUDA versions) ------------------------
 # Fake plugins that say they were built with CUDA 13.0 and 12.2, named as the real ones, each in a
 # folder of its own (tests/fake_plugins/cudaNNNNN/). test_gpu_plugin (the choice function and the
 # loader, < 5 s) and gpu_plugin_choice (the binary picks by the fake NVML's driver version, exit 2
-# when none fits, < 30 s) use them.
+# when none fits, < 30 s) use them. Each links a stand-in libnccl.so.2 of its own
+# (tests/fake_nccl/cudaNNNNN/, issue 18 item 5) and has the side file FILE.cuda a real plugin has.
 if(TARGET fake_gpu_plugin)
+  include(${CMAKE_SOURCE_DIR}/cmake/gpu_plugin_side_file.cmake)
   foreach(_v 13000 12020)
+    add_library(fake_nccl_${_v} SHARED fake_plugin/fake_nccl.cpp)
+    target_compile_definitions(fake_nccl_${_v} PRIVATE FAKE_NCCL_IDENTITY="nccl-for-cuda${_v}")
+    set_target_properties(fake_nccl_${_v} PROPERTIES OUTPUT_NAME nccl SOVERSION 2
+      LIBRARY_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tests/fake_nccl/cuda${_v})
     add_library(fake_gpu_plugin_${_v} SHARED fake_plugin/fake_plugin.cpp)
     target_include_directories(fake_gpu_plugin_${_v} PRIVATE ${CMAKE_SOURCE_DIR}/bench ${CMAKE_SOURCE_DIR})
     target_link_libraries(fake_gpu_plugin_${_v} PRIVATE nlohmann_json::nlohmann_json)
-    target_compile_definitions(fake_gpu_plugin_${_v} PRIVATE FAKE_BUILT_CUDA=${_v})
+    target_link_libraries(fake_gpu_plugin_${_v} PRIVATE fake_nccl_${_v})
+    target_compile_definitions(fake_gpu_plugin_${_v} PRIVATE FAKE_BUILT_CUDA=${_v} FAKE_NCCL=1)
     set_target_properties(fake_gpu_plugin_${_v} PROPERTIES
       OUTPUT_NAME $<IF:$<EQUAL:${_v},13000>,clusterbench_gpu,clusterbench_gpu_cuda12>
       LIBRARY_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tests/fake_plugins/cuda${_v})
+    cb_gpu_plugin_side_file(fake_gpu_plugin_${_v} ${_v})
   endforeach()
   cb_unit_test(test_gpu_plugin clusterbench_core cb_compute cb_collectives)
   if(TARGET test_gpu_plugin)

@@ -166,7 +166,9 @@ struct Nvml::Api {
   nvmlReturn_t (*device_get_enforced_power_limit)(nvmlDevice_t, unsigned*) = nullptr;
   nvmlReturn_t (*device_get_current_clocks_event_reasons)(nvmlDevice_t,
                                                           unsigned long long*) = nullptr;
-  // Processes (busy-GPU check): _v3/_v2 take nvmlProcessInfo_v2_t, the unversioned call v1.
+  // Processes (busy-GPU check): _v2 takes the 24-byte nvmlProcessInfo_v2_t on every driver, the
+  // unversioned call v1. _v3 is never bound: R535's nvml.h gives it a 32-byte struct (with
+  // usedGpuCcProtectedMemory), R580's a 24-byte one, so one binding reads the wrong stride.
   nvmlReturn_t (*device_get_compute_processes)(nvmlDevice_t, unsigned*,
                                                nvmlProcessInfo_v2_t*) = nullptr;
   nvmlReturn_t (*device_get_compute_processes_v1)(nvmlDevice_t, unsigned*,
@@ -303,11 +305,9 @@ void Nvml::bind_health_and_telemetry() {
   bind(a.device_get_enforced_power_limit, {"nvmlDeviceGetEnforcedPowerLimit"});
   bind(a.device_get_current_clocks_event_reasons,
        {"nvmlDeviceGetCurrentClocksEventReasons", "nvmlDeviceGetCurrentClocksThrottleReasons"});
-  bind(a.device_get_compute_processes,
-       {"nvmlDeviceGetComputeRunningProcesses_v3", "nvmlDeviceGetComputeRunningProcesses_v2"});
+  bind(a.device_get_compute_processes, {"nvmlDeviceGetComputeRunningProcesses_v2"});
   bind(a.device_get_compute_processes_v1, {"nvmlDeviceGetComputeRunningProcesses"});
-  bind(a.device_get_graphics_processes,
-       {"nvmlDeviceGetGraphicsRunningProcesses_v3", "nvmlDeviceGetGraphicsRunningProcesses_v2"});
+  bind(a.device_get_graphics_processes, {"nvmlDeviceGetGraphicsRunningProcesses_v2"});
   bind(a.device_get_graphics_processes_v1, {"nvmlDeviceGetGraphicsRunningProcesses"});
   bind(a.system_get_process_name, {"nvmlSystemGetProcessName"});
 }

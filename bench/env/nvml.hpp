@@ -63,7 +63,7 @@ struct GpuTelemetry {
 /// Samples GPU `index` (NVML's index). Never throws; see GpuTelemetry::status.
 GpuTelemetry sample_telemetry(int index);
 
-/// A process that holds a context on a GPU (nvmlDeviceGetComputeRunningProcesses_v3 / _v2, else
+/// A process that holds a context on a GPU (nvmlDeviceGetComputeRunningProcesses_v2, else
 /// the unversioned v1 call; the same for ...GraphicsRunningProcesses), as nvidia-smi lists them.
 struct NvmlProcess {
   int gpu_index = -1;

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <cstdio>
 #include <cstdlib>
 #include <mutex>
 
@@ -161,7 +162,7 @@ namespace {
 
 /// dlopens `file` and checks that it is a plugin of this binary's ABI version. Returns the
 /// candidate (its error says why it cannot be used) and its handle (nullptr when it cannot).
-std::pair<GpuPluginCandidate, void*> probe_plugin(const std::string& file) {
+std::pair<GpuPluginCandidate, void*> dlopen_plugin(const std::string& file) {
   GpuPluginCandidate c;
   c.path = file;
   void* h = dlopen(file.c_str(), RTLD_NOW | RTLD_LOCAL);
@@ -184,6 +185,50 @@ std::pair<GpuPluginCandidate, void*> probe_plugin(const std::string& file) {
   return {c, h};
 }
 
+/// The candidate `file` without loading it (issue 18 item 5: two plugins loaded side by side
+/// share one libnccl.so.2, the SONAME of both NCCL builds). Its side file FILE.cuda, written at
+/// build time, says "clusterbench-gpu-plugin abi=N cuda=NNNNN". Without a side file the plugin is
+/// loaded, read and unloaded before the next one is looked at.
+GpuPluginCandidate probe_plugin(const std::string& file) {
+  if (FILE* f = std::fopen((file + ".cuda").c_str(), "r")) {
+    int abi = 0, cuda = 0;
+    const bool read = std::fscanf(f, "clusterbench-gpu-plugin abi=%d cuda=%d", &abi, &cuda) == 2;
+    std::fclose(f);
+    if (read && access(file.c_str(), R_OK) == 0) {
+      GpuPluginCandidate c{file, cuda, ""};
+      if (abi != CB_GPU_ABI_VERSION)
+        c.error = file + ": not a clusterbench GPU plugin of ABI version " +
+                  std::to_string(CB_GPU_ABI_VERSION) + " (it has version " + std::to_string(abi) +
+                  ")";
+      return c;
+    }
+  }
+  auto [c, h] = dlopen_plugin(file);
+  if (h) dlclose(h);
+  return c;
+}
+
+/// Loads candidate `c` (chosen) and runs its cb_gpu_init into `plugin`. Returns its handle, or
+/// nullptr with `plugin.error` saying why it could not be loaded.
+void* start_plugin(const GpuPluginCandidate& c, GpuPlugin& plugin) {
+  auto [loaded, h] = dlopen_plugin(c.path);
+  plugin.path = c.path;
+  if (!h) {
+    plugin.error = loaded.error;
+    return nullptr;
+  }
+  auto init = reinterpret_cast<int (*)(cb_gpu_info*, char*, size_t)>(dlsym(h, "cb_gpu_init"));
+  cb_gpu_info info{};
+  char err[1024] = {0};
+  const int rc = init(&info, err, sizeof err);
+  plugin.info = info;
+  plugin.loaded = true;
+  plugin.initialised = rc == CB_GPU_OK;
+  plugin.driver_insufficient = rc == CB_GPU_DRIVER_INSUFFICIENT;
+  plugin.error = rc == CB_GPU_OK ? "" : err;
+  return h;
+}
+
 }  // namespace
 
 GpuPlugin open_gpu_plugin(const std::vector<std::string>& files, int driver_cuda,
@@ -193,43 +238,34 @@ GpuPlugin open_gpu_plugin(const std::vector<std::string>& files, int driver_cuda
   plugin.driver_cuda = driver_cuda;
   plugin.path = files.empty() ? std::string() : files.front();
   std::vector<GpuPluginCandidate> candidates;
-  std::vector<void*> handles;
   for (const auto& f : files) {
-    auto [c, h] = probe_plugin(f);
-    plugin.present.push_back(describe(c));
-    candidates.push_back(c);
-    handles.push_back(h);
+    candidates.push_back(probe_plugin(f));
+    plugin.present.push_back(describe(candidates.back()));
   }
   const GpuPluginChoice choice = choose_gpu_plugin(driver_cuda, driver_version, candidates);
   plugin.error = choice.reason;
   plugin.driver_insufficient = choice.driver_insufficient;
-  // Initialise in order of preference; a plugin whose CUDA start says the driver is too old gives
-  // way to the next one.
-  int chosen = -1;
-  for (int i : choice.order) {
-    auto init =
-        reinterpret_cast<int (*)(cb_gpu_info*, char*, size_t)>(dlsym(handles[i], "cb_gpu_init"));
-    cb_gpu_info info{};
-    char err[1024] = {0};
-    const int rc = init(&info, err, sizeof err);
-    chosen = i;
-    plugin.path = candidates[i].path;
-    plugin.info = info;
-    plugin.loaded = true;
-    plugin.initialised = rc == CB_GPU_OK;
-    plugin.driver_insufficient = rc == CB_GPU_DRIVER_INSUFFICIENT;
-    plugin.error = rc == CB_GPU_OK ? "" : err;
-    if (!plugin.driver_insufficient) break;
+  // Load and initialise one at a time, in order of preference; a plugin whose CUDA start says
+  // the driver is too old is unloaded and gives way to the next one.
+  for (size_t k = 0; k < choice.order.size(); ++k) {
+    GpuPlugin attempt = plugin;
+    void* h = start_plugin(candidates[choice.order[k]], attempt);
+    if (!h && plugin.loaded) continue;  // a plugin that loaded stays the answer
+    plugin = attempt;
+    if (!h) continue;
+    if (plugin.driver_insufficient && k + 1 < choice.order.size()) {
+      dlclose(h);
+      continue;
+    }
+    plugin.handle = h;
+    break;
   }
-  if (chosen < 0 && candidates.size() > 1) {  // none chosen: name them all
+  if (choice.order.empty() && candidates.size() > 1) {  // none chosen: name them all
     const std::string& first = candidates.front().path;
     plugin.path = first.substr(0, first.rfind('/') + 1) + "libclusterbench_gpu*.so";
   }
   if (plugin.driver_insufficient && !choice.order.empty())  // the plugin's own message
     plugin.error += " [plugins present: " + join(plugin.present, ", ") + "]";
-  for (size_t i = 0; i < handles.size(); ++i)
-    if (handles[i] && static_cast<int>(i) != chosen) dlclose(handles[i]);
-  if (chosen >= 0) plugin.handle = handles[chosen];
   return plugin;
 }
 

@@ -66,7 +66,12 @@ GpuPluginChoice choose_gpu_plugin(int driver_cuda, const std::string& driver_ver
 int min_driver_branch(int cuda);
 
 /// Loads and initialises one plugin out of `files`, as load_gpu_plugin() does but without caching
-/// (the tests call it). Candidates not chosen are unloaded.
+/// (the tests call it). Each candidate is described by its side file FILE.cuda ("clusterbench-gpu-
+/// plugin abi=N cuda=NNNNN", written at build time), so only the chosen one is loaded: two plugins
+/// built against two NCCLs would otherwise share one libnccl.so.2 (both builds' SONAME). A
+/// candidate without a side file is loaded, read and unloaded before the next is looked at. The
+/// chosen ones are loaded one at a time; one whose CUDA start says the driver is too old is
+/// unloaded before the next is tried.
 GpuPlugin open_gpu_plugin(const std::vector<std::string>& files, int driver_cuda,
                           const std::string& driver_version);
 

@@ -438,14 +438,35 @@ nvmlReturn_t nvmlDeviceGetCurrentClocksThrottleReasons(nvmlDevice_t device,
 // ---------------------------------------------------------------------------------------------
 // Processes on a GPU (the busy-GPU check). A GPU's "processes": [{"pid": 4242, "name": "python3",
 // "used_memory_bytes": 1073741824 (absent: NVML_VALUE_NOT_AVAILABLE), "type": "compute" (default)
-// or "graphics"}]. As a 535-era driver: the compute list under _v3 (and _v2), the graphics list
-// under _v2 only (the loader falls back), the unversioned names fail; nvmlSystemGetProcessName
-// answers from "name", else Not Found.
+// or "graphics"}]. Both lists under _v2 (the 24-byte nvmlProcessInfo_v2_t on every driver) and
+// _v3, whose layout depends on the driver being emulated: $FAKE_NVML_PROCESS_LAYOUT=r535 writes
+// R535's 32-byte nvmlProcessInfo_t (usedGpuCcProtectedMemory at the end), anything else R580's
+// 24-byte one. The unversioned names fail; nvmlSystemGetProcessName answers from "name", else
+// Not Found.
 
 namespace {
 
+// R535's nvml.h nvmlProcessInfo_t (nvmlDeviceGet*RunningProcesses_v3); its first 24 bytes are
+// nvmlProcessInfo_v2_t.
+struct ProcessInfoR535 {
+  unsigned int pid;
+  unsigned long long usedGpuMemory;
+  unsigned int gpuInstanceId;
+  unsigned int computeInstanceId;
+  unsigned long long usedGpuCcProtectedMemory;
+};
+static_assert(sizeof(ProcessInfoR535) == 32 && sizeof(nvmlProcessInfo_v2_t) == 24);
+
+// Bytes per entry that _v3 writes for the emulated driver.
+size_t v3_stride() {
+  const char* layout = std::getenv("FAKE_NVML_PROCESS_LAYOUT");
+  return layout && std::string(layout) == "r535" ? sizeof(ProcessInfoR535)
+                                                 : sizeof(nvmlProcessInfo_v2_t);
+}
+
+// Writes the `type` processes of `device` as entries of `stride` bytes.
 nvmlReturn_t fake_processes(nvmlDevice_t device, const char* entry, const char* type,
-                            unsigned int* count, nvmlProcessInfo_v2_t* infos) {
+                            unsigned int* count, void* infos, size_t stride) {
   if (!count) return NVML_ERROR_INVALID_ARGUMENT;
   if (state().init_count == 0) return NVML_ERROR_UNINITIALIZED;
   const json* g = gpu_of(device);
@@ -461,11 +482,12 @@ nvmlReturn_t fake_processes(nvmlDevice_t device, const char* entry, const char* 
   *count = static_cast<unsigned>(mine.size());
   if (mine.size() > room || (!infos && !mine.empty())) return NVML_ERROR_INSUFFICIENT_SIZE;
   for (size_t i = 0; i < mine.size(); ++i) {
-    infos[i] = nvmlProcessInfo_v2_t{};
-    infos[i].pid = (*mine[i])["pid"].get<unsigned>();
+    ProcessInfoR535 info{};
+    info.pid = (*mine[i])["pid"].get<unsigned>();
     const auto none = static_cast<unsigned long long>(NVML_VALUE_NOT_AVAILABLE);
-    infos[i].usedGpuMemory = mine[i]->value("used_memory_bytes", none);
-    infos[i].gpuInstanceId = infos[i].computeInstanceId = 0xFFFFFFFF;
+    info.usedGpuMemory = mine[i]->value("used_memory_bytes", none);
+    info.gpuInstanceId = info.computeInstanceId = 0xFFFFFFFF;
+    std::memcpy(static_cast<char*>(infos) + i * stride, &info, stride);
   }
   return NVML_SUCCESS;
 }
@@ -473,21 +495,27 @@ nvmlReturn_t fake_processes(nvmlDevice_t device, const char* entry, const char* 
 }  // namespace
 
 nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t device, unsigned int* count,
-                                                     nvmlProcessInfo_v2_t* infos) {
-  return fake_processes(device, "nvmlDeviceGetComputeRunningProcesses_v3", "compute", count,
-                        infos);
+                                                     nvmlProcessInfo_t* infos) {
+  return fake_processes(device, "nvmlDeviceGetComputeRunningProcesses_v3", "compute", count, infos,
+                        v3_stride());
+}
+
+nvmlReturn_t nvmlDeviceGetGraphicsRunningProcesses_v3(nvmlDevice_t device, unsigned int* count,
+                                                      nvmlProcessInfo_t* infos) {
+  return fake_processes(device, "nvmlDeviceGetGraphicsRunningProcesses_v3", "graphics", count,
+                        infos, v3_stride());
 }
 
 nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v2(nvmlDevice_t device, unsigned int* count,
                                                      nvmlProcessInfo_v2_t* infos) {
-  return fake_processes(device, "nvmlDeviceGetComputeRunningProcesses_v2", "compute", count,
-                        infos);
+  return fake_processes(device, "nvmlDeviceGetComputeRunningProcesses_v2", "compute", count, infos,
+                        sizeof(nvmlProcessInfo_v2_t));
 }
 
 nvmlReturn_t nvmlDeviceGetGraphicsRunningProcesses_v2(nvmlDevice_t device, unsigned int* count,
                                                       nvmlProcessInfo_v2_t* infos) {
   return fake_processes(device, "nvmlDeviceGetGraphicsRunningProcesses_v2", "graphics", count,
-                        infos);
+                        infos, sizeof(nvmlProcessInfo_v2_t));
 }
 
 nvmlReturn_t nvmlDeviceGetComputeRunningProcesses(nvmlDevice_t, unsigned int*,

@@ -101,6 +101,13 @@ extern "C" int cb_gpu_abi_version(void) { return CB_GPU_ABI_VERSION; }
 
 extern "C" int cb_gpu_built_cuda_version(void) { return FAKE_BUILT_CUDA; }
 
+#ifdef FAKE_NCCL
+extern "C" const char* fake_nccl_identity(void);
+/// The identity of the stand-in libnccl.so.2 this plugin's NCCL calls reach (tests/fake_plugin/
+/// fake_nccl.cpp): the one it was linked against, unless another plugin's was loaded first.
+extern "C" const char* fake_plugin_nccl_identity(void) { return fake_nccl_identity(); }
+#endif
+
 extern "C" const char* cb_gpu_last_error(void) { return t_last_error.c_str(); }
 
 extern "C" int cb_gpu_init(cb_gpu_info* info, char* err, size_t errlen) {

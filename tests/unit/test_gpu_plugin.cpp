@@ -217,6 +217,41 @@ TEST_F(OpenGpuPlugin, MissingFilesGiveDlopensText) {
   EXPECT_EQ(q.present[0], "libclusterbench_gpu.so (cannot load)");
 }
 
+// Issue 18 item 5: each fake plugin links its own stand-in libnccl.so.2 (one SONAME, two
+// folders). Choosing must not load the other plugin: only the chosen one's NCCL is mapped, and it
+// is the one the chosen plugin calls.
+std::vector<std::string> mapped_nccls() {
+  std::vector<std::string> found;
+  std::ifstream maps("/proc/self/maps");
+  for (std::string line; std::getline(maps, line);) {
+    const auto at = line.find('/');
+    if (at == std::string::npos || line.find("/libnccl.so") == std::string::npos) continue;
+    const std::string path = line.substr(at);
+    if (found.empty() || found.back() != path) found.push_back(path);
+  }
+  return found;
+}
+
+TEST_F(OpenGpuPlugin, Driver535MapsOnlyTheCuda12PluginsNccl) {
+  GpuPlugin p = open_gpu_plugin({kFake13, kFake12}, 12020, "535.161.08");
+  ASSERT_EQ(p.path, kFake12);
+  auto nccl = reinterpret_cast<const char* (*)()>(p.symbol("fake_plugin_nccl_identity"));
+  ASSERT_NE(nccl, nullptr);
+  EXPECT_STREQ(nccl(), "nccl-for-cuda12020");
+  EXPECT_EQ(mapped_nccls(),
+            std::vector<std::string>({CB_BINARY_DIR "/tests/fake_nccl/cuda12020/libnccl.so.2"}));
+}
+
+TEST_F(OpenGpuPlugin, Driver580MapsOnlyTheCuda13PluginsNccl) {
+  GpuPlugin p = open_gpu_plugin({kFake12, kFake13}, 13000, "580.65.06");
+  ASSERT_EQ(p.path, kFake13);
+  auto nccl = reinterpret_cast<const char* (*)()>(p.symbol("fake_plugin_nccl_identity"));
+  ASSERT_NE(nccl, nullptr);
+  EXPECT_STREQ(nccl(), "nccl-for-cuda13000");
+  EXPECT_EQ(mapped_nccls(),
+            std::vector<std::string>({CB_BINARY_DIR "/tests/fake_nccl/cuda13000/libnccl.so.2"}));
+}
+
 // --- the generic operation ABI on the fake plugin ------------------------------------------------
 
 class GpuOperation : public ::testing::Test {

@@ -157,6 +157,29 @@ TEST_F(NvmlTest, BindsVersionedNamesWithFallbacks) {
   EXPECT_EQ(nvml.error_string(15), "GPU is lost");
 }
 
+// Issue 18 item 4: R535's _v3 process lists write 32-byte entries, R580's 24-byte ones; the
+// loader binds _v2 (24 bytes everywhere), so every process reads right under both drivers.
+TEST_F(NvmlTest, ProcessListsUnderR535AndR580Layouts) {
+  for (const char* layout : {"r535", "r580"}) {
+    SCOPED_TRACE(layout);
+    setenv("FAKE_NVML_PROCESS_LAYOUT", layout, 1);
+    use_fake("processes.json");
+    std::string status;
+    const auto procs = query_gpu_processes(status);
+    unsetenv("FAKE_NVML_PROCESS_LAYOUT");
+    EXPECT_EQ(status, "ok");
+    ASSERT_EQ(procs.size(), 5u);
+    const std::vector<unsigned> pids = {1001, 1002, 1003, 2001, 2002};
+    const std::vector<long long> used = {1073741824, 2147483648, -1, 4194304, 8388608};
+    for (size_t k = 0; k < procs.size(); ++k) {
+      EXPECT_EQ(procs[k].pid, pids[k]) << "process " << k;
+      EXPECT_EQ(procs[k].used_bytes, used[k]) << "process " << k;
+      EXPECT_EQ(procs[k].type, k < 3 ? "compute" : "graphics");
+    }
+    EXPECT_EQ(procs[0].name, "python3");
+  }
+}
+
 TEST_F(NvmlTest, TelemetryThroughFallbackReasons) {
   use_fake("h100x8.json");
   const GpuTelemetry t0 = sample_telemetry(0);
