@@ -19,12 +19,12 @@ CUDA_LIB=""
 for d in "${CUDA_HOME:-/usr/local/cuda}/lib64" /usr/local/cuda/lib64 /usr/local/cuda/lib; do
   [ -f "$d/libcudart.so.13" ] && { CUDA_LIB=$(readlink -f "$d"); break; }
 done
-[ -n "$CUDA_LIB" ] || { echo "SKIP: no CUDA 13 runtime on this machine"; exit 77; }
+[ -n "$CUDA_LIB" ] || fail "no CUDA 13 runtime on this machine (the CUDA 13 toolkit is required)"
 NCCL=$(readlink -f "$CUDA_LIB/libnccl.so.2" 2>/dev/null)
 [ -f "$NCCL" ] || NCCL=$(ldconfig -p | awk '/libnccl.so.2 /{print $NF; exit}')
-[ -f "$NCCL" ] || { echo "SKIP: no libnccl.so.2 on this machine"; exit 77; }
-CHROOT=$(command -v chroot) || { echo "SKIP: no chroot"; exit 77; }
-RFS=$(bash "$CB_SOURCE_DIR/scripts/rootfs-minbase.sh") || { echo "SKIP: no bare root filesystem"; exit 77; }
+[ -f "$NCCL" ] || fail "no libnccl.so.2 on this machine"
+CHROOT=$(command -v chroot) || fail "no chroot (coreutils)"
+RFS=$(bash "$CB_SOURCE_DIR/scripts/rootfs-minbase.sh") || fail "cannot make the bare root filesystem (mmdebstrap; scripts/setup.sh installs it)"
 
 # 1. The bundle, and its size.
 expect_rc 0 bash "$CB_SOURCE_DIR/scripts/gpu-check.sh" --bundle --build-dir "$CB_BINARY_DIR/gpu-bundle"
