@@ -9,13 +9,6 @@ TMPDIR=$TMP/tmpdir "$CB_BIN" run --suite ci --only io.fio --set io.fio.profiles=
   --set io.fio.size=4M --set io.fio.runtime=60 --set io.fio.scratch="$TMP/scratch" \
   --spec "$SPECS/cpu-node.json" --out "$TMP/run" >"$TMP/out" 2>&1 &
 pid=$!
-# fio processes of this test: fio and its job processes, by the CB_FIO_DIR they inherit.
-our_fio() {
-  for p in $(pgrep -x fio); do
-    { tr '\0' '\n' <"/proc/$p/environ"; } 2>/dev/null | grep -q "^CB_FIO_DIR=$TMP/" && echo "$p"
-  done
-  return 0
-}
 for _ in $(seq 1 200); do
   [ "$(our_fio | wc -l)" -ge 2 ] && break  # fio and at least one job process
   sleep 0.1

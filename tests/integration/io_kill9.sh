@@ -12,12 +12,6 @@ FIO=(--only io.fio --set io.fio.profiles=seq_write --set io.fio.size=4M --set io
 TMPDIR=$TMP/tmpdir "$CB_BIN" run --suite ci "${FIO[@]}" --set io.fio.runtime=60 --out "$TMP/run" \
   >"$TMP/run.log" 2>&1 &
 pid=$!
-our_fio() {
-  for p in $(pgrep -x fio); do
-    { tr '\0' '\n' <"/proc/$p/environ"; } 2>/dev/null | grep -q "^CB_FIO_DIR=$TMP/" && echo "$p"
-  done
-  return 0
-}
 for _ in $(seq 1 200); do
   [ "$(our_fio | wc -l)" -ge 2 ] && break # fio and at least one job process
   sleep 0.1

@@ -47,3 +47,12 @@ kill9_after_first_record() {
   n=$(wc -l <"$dir/records.jsonl")
   [ "$n" -ge 1 ] && [ "$n" -lt 4 ] || fail "expected 1..3 records after the kill, got $n"
 }
+
+# our_fio: the fio processes of this test (fio and its job processes), by the CB_FIO_DIR below
+# $TMP they inherit.
+our_fio() {
+  for p in $(pgrep -x fio); do
+    { tr '\0' '\n' <"/proc/$p/environ"; } 2>/dev/null | grep -q "^CB_FIO_DIR=$TMP/" && echo "$p"
+  done
+  return 0
+}
