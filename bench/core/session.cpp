@@ -121,6 +121,7 @@ struct RunSession::State {
   void start_in_progress(const PlannedEntry& p);
   void write_case_lines(const PlannedEntry& p, const std::vector<std::string>& gathered);
   void record_abort_for_silent_root(const std::string& reason);
+  void record_abort_directly(const std::string& text, const json& ranks);
 
   static constexpr const char* kPeerHint = "(a peer did not arrive: stopped, dead or hung?)";
 };
@@ -274,8 +275,8 @@ void RunSession::State::apply_resume() {
       diffs.push_back("spec: earlier " + resume.run.spec.path + " (sha256 " +
                       resume.run.spec.sha256 + "), now " + run.spec.path + " (sha256 " +
                       run.spec.sha256 + ")");
-    for (const auto& d : spec_chain_differences(resume.run_json.value("spec_chain", json()),
-                                                spec_chain))
+    for (const auto& d :
+         spec_chain_differences(resume.run_json.value("spec_chain", json()), spec_chain))
       diffs.push_back(d);
     if (!diffs.empty()) {
       std::string msg = "--resume " + resume.dir + ": this run differs from the earlier one:";
@@ -396,6 +397,9 @@ void RunSession::State::record_abort(const std::string& reason, double stopped_s
               << std::endl;
     // Rank 0 writes the records; when it does not answer (stopped, its node down), this rank
     // writes what it can where it sees the run directory.
+    // A dead rank 0 (kill -9) is left to mpirun's teardown: asked after its SIGTERM, it could
+    // not be told from a rank 0 that has just recorded the abort and called MPI_Abort, whose
+    // writes may still be queued (a frozen filesystem).
     if (channel && !channel->answers(0, 2.0)) return record_abort_for_silent_root(reason);
     // Every rank's deadline passes at about the same time: give rank 0 time to write the failed
     // record and run.json before this rank's MPI_Abort kills it.
@@ -413,10 +417,15 @@ void RunSession::State::record_abort(const std::string& reason, double stopped_s
   if (abort_recorded) return;  // the deadline and a peer's abort raced
   abort_recorded = true;
   std::cerr << "clusterbench: run aborted: " << reason << who.text << std::endl;
-  if (!sink) return;              // before the run directory: the message is all there is
-  if (!sink->claim_abort(0.5)) {  // another rank saw this one stopped, and recorded it
-    std::cerr << "clusterbench: another rank recorded the abort in " << sink->dir() << std::endl;
-    return;
+  if (!sink) return;  // before the run directory: the message is all there is
+  try {
+    if (!sink->claim_abort(0.5)) {  // another rank saw this one stopped, and recorded it
+      std::cerr << "clusterbench: another rank recorded the abort in " << sink->dir() << std::endl;
+      return;
+    }
+  } catch (const std::exception& e) {  // the writer process is gone: write directly
+    std::cerr << "clusterbench: " << e.what() << "; recording the abort directly" << std::endl;
+    return record_abort_directly(reason + who.text, who.ranks);
   }
   for (auto& rec : in_progress) {
     rec.status = Status::failed;
@@ -433,6 +442,23 @@ void RunSession::State::record_abort(const std::string& reason, double stopped_s
   run.finished_at = utc_now_iso();
   run.exit_code = 3;
   write_run_or_warn(kAbortWaitS);
+}
+
+void RunSession::State::record_abort_directly(const std::string& text, const json& ranks) {
+  std::vector<std::string> lines;
+  for (auto& rec : in_progress) {  // mu held by the caller
+    rec.status = Status::failed;
+    rec.message = "aborted: " + text;
+    if (!ranks.empty()) rec.extra["ranks"] = ranks;
+    lines.push_back(dump_json(json(rec)));
+  }
+  try {
+    if (!claim_abort_marker(sink->dir())) return;
+    append_record_lines(sink->dir(), lines);
+    mark_run_json_aborted(sink->dir(), text);
+  } catch (const std::exception& e) {
+    std::cerr << "clusterbench: " << e.what() << std::endl;
+  }
 }
 
 void RunSession::State::record_abort_for_silent_root(const std::string& reason) {
@@ -738,7 +764,9 @@ int RunSession::finish() {
     std::cerr << "clusterbench: " << refused << " case(s) refused (see their records)\n";
   s.note_time_limit();
   test_stop_point("report", s.ctx.world_rank());
-  s.phase("report", "(rank 0 writes the report; a peer did not arrive: stopped, dead or hung?)");
+  s.phase("report",
+          "(rank 0 writes the report: its output filesystem takes no writes, or a peer did not "
+          "arrive: frozen, full, stopped, dead or hung?)");
   int code = s.ctx.is_root() ? s.make_report() : 0;
   code = static_cast<int>(s.ctx.allreduce_sum(code));
   s.watchdog->disarm();
