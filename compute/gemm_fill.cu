@@ -103,17 +103,20 @@ __device__ double widen(T v) {
   return static_cast<double>(static_cast<float>(v));
 }
 
-/// y_p = sum_j B_pj and r_p = ||B_p||_2, one thread per p (B is K x N column-major: coalesced).
+/// Row sums and row 2-norms of an R x C column-major matrix X (one thread per row, coalesced):
+/// sum[r * stride] = sum_j X_rj, norm[r * stride] = ||X_r||_2. For B (K x N) they are y and r;
+/// for D (M x N) they fill the first two of each row's four checksum values.
 template <class T>
-__global__ void b_rows(const T* b, long long n, long long k, double* y, double* r) {
-  long long p = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x;
-  if (p >= k) return;
+__global__ void row_sums(const T* x, long long rows, long long cols, double* sum, double* norm,
+                         int stride) {
+  long long i = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x;
+  if (i >= rows) return;
   double s = 0, q = 0;
-  for (long long j = 0; j < n; ++j) {
-    double v = widen(b[p + j * k]);
+  for (long long j = 0; j < cols; ++j) {
+    double v = widen(x[i + j * rows]);
     s += v, q += v * v;
   }
-  y[p] = s, r[p] = sqrt(q);
+  sum[i * stride] = s, norm[i * stride] = sqrt(q);
 }
 
 /// (A^T y)_i and (|A|^T r)_i, one block of 256 per row i (A's column i is contiguous).
@@ -136,32 +139,19 @@ __global__ void a_gemv(const T* a, long long k, const double* y, const double* r
   if (threadIdx.x == 0) rows[4 * i + 2] = s1[0], rows[4 * i + 3] = s2[0];
 }
 
-/// sum_j D_ij and ||D_i||_2, one thread per row (D is M x N column-major: coalesced).
-template <class O>
-__global__ void d_rows(const O* d, long long m, long long n, double* rows) {
-  long long i = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x;
-  if (i >= m) return;
-  double s = 0, q = 0;
-  for (long long j = 0; j < n; ++j) {
-    double v = widen(d[i + j * m]);
-    s += v, q += v * v;
-  }
-  rows[4 * i] = s, rows[4 * i + 1] = sqrt(q);
-}
-
 int blocks_of(long long count) { return static_cast<int>((count + 255) / 256); }
 
 template <class T>
 void launch_inputs(const void* a, const void* b, long long m, long long n, long long k,
                    double* scratch, double* rows, cudaStream_t s) {
-  b_rows<T><<<blocks_of(k), 256, 0, s>>>(static_cast<const T*>(b), n, k, scratch, scratch + k);
+  row_sums<T><<<blocks_of(k), 256, 0, s>>>(static_cast<const T*>(b), k, n, scratch, scratch + k, 1);
   a_gemv<T><<<static_cast<unsigned>(m), 256, 0, s>>>(static_cast<const T*>(a), k, scratch,
                                                      scratch + k, rows);
 }
 
 template <class O>
 void launch_output(const void* d, long long m, long long n, double* rows, cudaStream_t s) {
-  d_rows<O><<<blocks_of(m), 256, 0, s>>>(static_cast<const O*>(d), m, n, rows);
+  row_sums<O><<<blocks_of(m), 256, 0, s>>>(static_cast<const O*>(d), m, n, rows, rows + 1, 4);
 }
 
 }  // namespace

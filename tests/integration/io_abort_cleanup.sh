@@ -9,11 +9,7 @@ TMPDIR=$TMP/tmpdir "$CB_BIN" run --suite ci --only io.fio --set io.fio.profiles=
   --set io.fio.size=4M --set io.fio.runtime=60 --set io.fio.scratch="$TMP/scratch" \
   --spec "$SPECS/cpu-node.json" --out "$TMP/run" >"$TMP/out" 2>&1 &
 pid=$!
-for _ in $(seq 1 200); do
-  [ "$(our_fio | wc -l)" -ge 2 ] && break  # fio and at least one job process
-  sleep 0.1
-done
-[ "$(our_fio | wc -l)" -ge 2 ] || { kill -9 $pid; cat "$TMP/out"; fail "fio did not start its jobs"; }
+wait_for_our_fio $pid "$TMP/out"
 sleep 1
 kill -TERM $pid
 wait $pid

@@ -12,11 +12,7 @@ FIO=(--only io.fio --set io.fio.profiles=seq_write --set io.fio.size=4M --set io
 TMPDIR=$TMP/tmpdir "$CB_BIN" run --suite ci "${FIO[@]}" --set io.fio.runtime=60 --out "$TMP/run" \
   >"$TMP/run.log" 2>&1 &
 pid=$!
-for _ in $(seq 1 200); do
-  [ "$(our_fio | wc -l)" -ge 2 ] && break # fio and at least one job process
-  sleep 0.1
-done
-[ "$(our_fio | wc -l)" -ge 2 ] || { kill -9 $pid; cat "$TMP/run.log"; fail "fio did not start its jobs"; }
+wait_for_our_fio $pid "$TMP/run.log"
 sleep 0.5
 kill -9 $pid
 wait $pid 2>/dev/null

@@ -56,3 +56,14 @@ our_fio() {
   done
   return 0
 }
+# wait_for_our_fio PID LOG: waits up to 20 s for fio and at least one of its job processes; else
+# kills PID, prints LOG and fails.
+wait_for_our_fio() {
+  for _ in $(seq 1 200); do
+    [ "$(our_fio | wc -l)" -ge 2 ] && return 0
+    sleep 0.1
+  done
+  kill -9 "$1"
+  cat "$2"
+  fail "fio did not start its jobs"
+}
