@@ -121,7 +121,10 @@ struct RunSession::State {
   void start_in_progress(const PlannedEntry& p);
   void write_case_lines(const PlannedEntry& p, const std::vector<std::string>& gathered);
   void record_abort_for_silent_root(const std::string& reason);
-  void record_abort_directly(const std::string& text, const json& ranks);
+  /// Writes the failed records of the case in progress and marks run.json aborted in `dir`
+  /// without the record writer (gone, or another rank's); `mu` held. Nothing when another rank
+  /// has recorded the abort already.
+  void record_abort_directly(const std::string& dir, const std::string& text, const json& ranks);
 
   static constexpr const char* kPeerHint = "(a peer did not arrive: stopped, dead or hung?)";
 };
@@ -425,7 +428,7 @@ void RunSession::State::record_abort(const std::string& reason, double stopped_s
     }
   } catch (const std::exception& e) {  // the writer process is gone: write directly
     std::cerr << "clusterbench: " << e.what() << "; recording the abort directly" << std::endl;
-    return record_abort_directly(reason + who.text, who.ranks);
+    return record_abort_directly(sink->dir(), reason + who.text, who.ranks);
   }
   for (auto& rec : in_progress) {
     rec.status = Status::failed;
@@ -444,7 +447,8 @@ void RunSession::State::record_abort(const std::string& reason, double stopped_s
   write_run_or_warn(kAbortWaitS);
 }
 
-void RunSession::State::record_abort_directly(const std::string& text, const json& ranks) {
+void RunSession::State::record_abort_directly(const std::string& dir, const std::string& text,
+                                              const json& ranks) {
   std::vector<std::string> lines;
   for (auto& rec : in_progress) {  // mu held by the caller
     rec.status = Status::failed;
@@ -453,9 +457,12 @@ void RunSession::State::record_abort_directly(const std::string& text, const jso
     lines.push_back(dump_json(json(rec)));
   }
   try {
-    if (!claim_abort_marker(sink->dir())) return;
-    append_record_lines(sink->dir(), lines);
-    mark_run_json_aborted(sink->dir(), text);
+    if (!claim_abort_marker(dir)) {
+      std::cerr << "clusterbench: another rank recorded the abort in " << dir << std::endl;
+      return;
+    }
+    append_record_lines(dir, lines);
+    mark_run_json_aborted(dir, text);
   } catch (const std::exception& e) {
     std::cerr << "clusterbench: " << e.what() << std::endl;
   }
@@ -474,27 +481,9 @@ void RunSession::State::record_abort_for_silent_root(const std::string& reason) 
               << ": nothing recorded" << std::endl;
     return;
   }
-  json ranks = json::array({{{"rank", 0}, {"host", root_host}, {"state", "silent"}}});
-  std::vector<std::string> lines;
-  {
-    std::lock_guard<std::mutex> lock(mu);
-    for (auto& rec : in_progress) {
-      rec.status = Status::failed;
-      rec.message = "aborted: " + text;
-      rec.extra["ranks"] = ranks;
-      lines.push_back(dump_json(json(rec)));
-    }
-  }
-  try {
-    if (!claim_abort_marker(run_dir)) {
-      std::cerr << "clusterbench: rank 0 recorded the abort in " << run_dir << std::endl;
-      return;
-    }
-    append_record_lines(run_dir, lines);
-    mark_run_json_aborted(run_dir, text);
-  } catch (const std::exception& e) {
-    std::cerr << "clusterbench: " << e.what() << std::endl;
-  }
+  std::lock_guard<std::mutex> lock(mu);
+  record_abort_directly(run_dir, text,
+                        json::array({{{"rank", 0}, {"host", root_host}, {"state", "silent"}}}));
 }
 
 bool RunSession::State::on_watchdog(const WatchdogEvent& e) {
