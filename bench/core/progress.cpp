@@ -93,7 +93,7 @@ Unfinished describe_unfinished(const std::vector<RankProgress>& all,
 #if CLUSTERBENCH_HAVE_MPI
 
 namespace {
-constexpr int kTagAsk = 1, kTagState = 2, kTagAbort = 3;
+constexpr int kTagAsk = 1, kTagState = 2, kTagAbort = 3, kTagRootAbort = 4;
 constexpr auto kPoll = std::chrono::milliseconds(50);
 }  // namespace
 
@@ -107,6 +107,7 @@ struct ProgressChannel::Impl {
   std::mutex mu;  // collect() and post_abort() from any thread
   int asked = 0;
   bool peer_aborted = false;
+  bool root_abort_posted = false;
 
   Impl(const Context& c, std::function<void(const std::string&)> f)
       : ctx(c), on_peer_abort(std::move(f)) {}
@@ -219,31 +220,46 @@ std::vector<RankProgress> ProgressChannel::collect(double seconds) {
   return all;
 }
 
-bool ProgressChannel::answers(int rank, double seconds) {
-  const Context& ctx = impl_->ctx;
-  if (rank == ctx.world_rank() || !impl_->threaded) return true;
+ProgressChannel::Root ProgressChannel::root_state(double seconds) {
+  if (impl_->ctx.is_root() || !impl_->threaded) return Root::running;
   std::lock_guard<std::mutex> lock(impl_->mu);
   int id = ++impl_->asked;
   MPI_Request req;
-  if (MPI_Isend(&impl_->asked, 1, MPI_INT, rank, kTagAsk, impl_->comm, &req) != MPI_SUCCESS)
-    return true;  // a broken channel knows nothing: assume it runs
+  if (MPI_Isend(&impl_->asked, 1, MPI_INT, 0, kTagAsk, impl_->comm, &req) != MPI_SUCCESS)
+    return Root::running;  // a broken channel knows nothing: assume it runs
   MPI_Request_free(&req);
   auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
   while (std::chrono::steady_clock::now() < deadline) {
-    int flag = 0;
-    if (MPI_Iprobe(rank, kTagState, impl_->comm, &flag, MPI_STATUS_IGNORE) != MPI_SUCCESS)
-      return true;
+    int notice = 0, flag = 0;
+    if (MPI_Iprobe(0, kTagRootAbort, impl_->comm, &notice, MPI_STATUS_IGNORE) != MPI_SUCCESS ||
+        MPI_Iprobe(0, kTagState, impl_->comm, &flag, MPI_STATUS_IGNORE) != MPI_SUCCESS)
+      return Root::running;
+    if (notice) return Root::recording;
     if (!flag) {
       std::this_thread::sleep_for(std::chrono::milliseconds(5));
       continue;
     }
     long long msg[4] = {0, 0, 0, 0};
-    if (MPI_Recv(msg, 4, MPI_LONG_LONG, rank, kTagState, impl_->comm, MPI_STATUS_IGNORE) !=
+    if (MPI_Recv(msg, 4, MPI_LONG_LONG, 0, kTagState, impl_->comm, MPI_STATUS_IGNORE) !=
         MPI_SUCCESS)
-      return true;
-    if (msg[0] == id) return true;
+      return Root::running;
+    if (msg[0] == id) return Root::running;
   }
-  return false;
+  return Root::silent;
+}
+
+void ProgressChannel::post_root_abort() {
+  const Context& ctx = impl_->ctx;
+  if (!ctx.is_root() || !impl_->threaded) return;
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  if (impl_->root_abort_posted) return;
+  impl_->root_abort_posted = true;
+  static const int kNotice = 1;  // a stopped or dead peer never receives it: never wait
+  for (int r = 1; r < ctx.world_size(); ++r) {
+    MPI_Request req;
+    if (MPI_Isend(&kNotice, 1, MPI_INT, r, kTagRootAbort, impl_->comm, &req) == MPI_SUCCESS)
+      MPI_Request_free(&req);
+  }
 }
 
 void ProgressChannel::post_abort(const std::string& reason) {
@@ -278,7 +294,8 @@ ProgressChannel::~ProgressChannel() { g_channel = nullptr; }
 std::vector<RankProgress> ProgressChannel::collect(double) {
   return {progress::mine(impl_->ctx.world_rank())};
 }
-bool ProgressChannel::answers(int, double) { return true; }
+ProgressChannel::Root ProgressChannel::root_state(double) { return Root::running; }
+void ProgressChannel::post_root_abort() {}
 void ProgressChannel::post_abort(const std::string&) {}
 
 #endif

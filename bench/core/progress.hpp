@@ -71,10 +71,17 @@ class ProgressChannel {
   /// Rank 0, any thread: asks every rank where it is and waits up to `seconds` for the answers.
   /// One entry per rank, by rank; ranks that did not answer have `answered` false.
   std::vector<RankProgress> collect(double seconds);
-  /// Any rank, any thread: asks rank `rank` where it is and waits up to `seconds` for the
-  /// answer; false when none came (the process is stopped or its node is down). True without a
-  /// working channel (nothing is known).
-  bool answers(int rank, double seconds);
+  /// What a non-root rank learns of rank 0 when it aborts: rank 0 said that it records the
+  /// abort itself (`recording`), answered (`running`), or neither in time (`silent`: stopped,
+  /// killed, or its node is down).
+  enum class Root { recording, running, silent };
+  /// Another rank, any thread: waits up to `seconds` for rank 0's notice (post_root_abort) or
+  /// its answer to "where are you?". `running` on rank 0 itself and without a working channel
+  /// (nothing is known).
+  Root root_state(double seconds);
+  /// Rank 0, any thread, once: tells every other rank that rank 0 records the abort, so that a
+  /// rank that mpirun then terminates leaves the records to it (never waits).
+  void post_root_abort();
   /// Another rank: tells rank 0 that this rank aborts the run and why (no-op on rank 0).
   void post_abort(const std::string& reason);
 

@@ -398,17 +398,20 @@ void RunSession::State::record_abort(const std::string& reason, double stopped_s
   if (!ctx.is_root()) {
     std::cerr << "clusterbench: " << ctx.host() << " rank " << ctx.world_rank() << ": " << reason
               << std::endl;
-    // Rank 0 writes the records; when it does not answer (stopped, its node down), this rank
-    // writes what it can where it sees the run directory.
-    // A dead rank 0 (kill -9) is left to mpirun's teardown: asked after its SIGTERM, it could
-    // not be told from a rank 0 that has just recorded the abort and called MPI_Abort, whose
-    // writes may still be queued (a frozen filesystem).
-    if (channel && !channel->answers(0, 2.0)) return record_abort_for_silent_root(reason);
+    // Rank 0 writes the records, and says so first (post_root_abort). When it neither said so
+    // nor answers (stopped, killed, its node down), this rank writes what it can where it sees
+    // the run directory. After a signal (mpirun ending the job because a rank died) mpirun's
+    // SIGKILL follows within a second (odls_base_sigkill_timeout): ask briefly.
+    const bool signalled = reason.rfind("terminated by signal", 0) == 0;
+    if (channel && channel->root_state(signalled ? 0.3 : 2.0) == ProgressChannel::Root::silent)
+      return record_abort_for_silent_root(reason);
+    if (signalled) return;
     // Every rank's deadline passes at about the same time: give rank 0 time to write the failed
     // record and run.json before this rank's MPI_Abort kills it.
     std::this_thread::sleep_for(std::chrono::seconds(3));
     return;
   }
+  if (channel) channel->post_root_abort();  // before anything that may wait
   // The ranks and hosts that did not finish (core/progress.hpp), asked before the lock; not
   // after a signal: mpirun is ending the job (a rank died) and kills us soon after.
   const bool signalled = reason.rfind("terminated by signal", 0) == 0;
@@ -471,7 +474,7 @@ void RunSession::State::record_abort_directly(const std::string& dir, const std:
 void RunSession::State::record_abort_for_silent_root(const std::string& reason) {
   const std::string root_host = ctx.rank_hosts().empty() ? "?" : ctx.rank_hosts()[0];
   const std::string text = reason + "; did not finish: rank 0 on " + root_host +
-                           " (no answer: process stopped or its node is down); recorded by rank " +
+                           " (no answer: process stopped or killed, or its node is down); recorded by rank " +
                            std::to_string(ctx.world_rank()) + " on " + ctx.host();
   std::cerr << "clusterbench: run aborted: " << text << std::endl;
   std::error_code ec;
@@ -481,12 +484,18 @@ void RunSession::State::record_abort_for_silent_root(const std::string& reason) 
               << ": nothing recorded" << std::endl;
     return;
   }
+  if (run_json_finished(run_dir)) {  // rank 0 ended the run and exited before this rank
+    std::cerr << "clusterbench: " << run_dir << "/run.json: the run had finished: nothing recorded"
+              << std::endl;
+    return;
+  }
   std::lock_guard<std::mutex> lock(mu);
   record_abort_directly(run_dir, text,
                         json::array({{{"rank", 0}, {"host", root_host}, {"state", "silent"}}}));
 }
 
 bool RunSession::State::on_watchdog(const WatchdogEvent& e) {
+  if (ctx.is_root() && channel) channel->post_root_abort();
   std::unique_lock<std::mutex> running(handler_mu);
   if (e.kind != WatchdogEvent::Kind::signal || !signal_handler) {
     running.unlock();

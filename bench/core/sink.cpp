@@ -313,6 +313,14 @@ void mark_run_json_aborted(const std::string& dir, const std::string& reason) {
   write_file_atomic(path, dump_json(j, 2) + "\n");
 }
 
+bool run_json_finished(const std::string& dir) {
+  std::ifstream in(dir + "/run.json");
+  std::stringstream text;
+  if (in) text << in.rdbuf();
+  json j = json::parse(text.str(), nullptr, false);
+  return j.is_object() && j.contains("exit_code") && !j["exit_code"].is_null();
+}
+
 void update_latest_link(const std::string& root, const std::string& run_dir) {
   namespace fs = std::filesystem;
   std::error_code ec;

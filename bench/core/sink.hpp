@@ -87,6 +87,10 @@ void append_record_lines(const std::string& dir, const std::vector<std::string>&
 /// parsed or written.
 void mark_run_json_aborted(const std::string& dir, const std::string& reason);
 
+/// True when DIR/run.json says the run ended (its exit_code is set: finished or already marked
+/// aborted); false when it is running, or the file cannot be read or parsed.
+bool run_json_finished(const std::string& dir);
+
 /// Points `<root>/latest` at `run_dir` (a relative symlink, replaced atomically).
 void update_latest_link(const std::string& root, const std::string& run_dir);
 
