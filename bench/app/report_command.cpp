@@ -68,8 +68,17 @@ RunHooks report_hooks() {
                       const std::string& run_dir) {
     report::check_output_file(path, option, run_dir);
   };
+  // A run whose report files cannot be written (a full output filesystem) did not complete:
+  // exit 3, not the verdict, so that no one signs on a verdict without its report.
   h.report = [](const std::string& dir, const std::string& prometheus) {
-    return report_command(dir, "", false, prometheus);
+    bool written = true;
+    int code = report_command(dir, "", false, prometheus, &written);
+    if (written) return code;
+    std::cerr << "clusterbench: run not complete: its report could not be written (see the "
+                 "warning above); every record is in "
+              << dir << "/records.jsonl: make room, then `clusterbench report " << dir << "`"
+              << std::endl;
+    return code == 2 ? 2 : 3;
   };
   return h;
 }

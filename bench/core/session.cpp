@@ -473,9 +473,10 @@ void RunSession::State::record_abort_directly(const std::string& dir, const std:
 
 void RunSession::State::record_abort_for_silent_root(const std::string& reason) {
   const std::string root_host = ctx.rank_hosts().empty() ? "?" : ctx.rank_hosts()[0];
-  const std::string text = reason + "; did not finish: rank 0 on " + root_host +
-                           " (no answer: process stopped or killed, or its node is down); recorded by rank " +
-                           std::to_string(ctx.world_rank()) + " on " + ctx.host();
+  const std::string text =
+      reason + "; did not finish: rank 0 on " + root_host +
+      " (no answer: process stopped or killed, or its node is down); recorded by rank " +
+      std::to_string(ctx.world_rank()) + " on " + ctx.host();
   std::cerr << "clusterbench: run aborted: " << text << std::endl;
   std::error_code ec;
   if (run_dir.empty() || !fs::exists(run_dir + "/run.json", ec)) {
@@ -670,8 +671,11 @@ int RunSession::State::make_report() {
   } catch (const InputError& e) {
     std::cerr << "clusterbench: " << e.what() << std::endl;
     code = 2;
-  } catch (const std::exception& e) {
-    std::cerr << "clusterbench: " << e.what() << std::endl;
+  } catch (const std::exception& e) {  // a full output filesystem, most likely
+    std::cerr << "clusterbench: run not complete: its report could not be made: " << e.what()
+              << "; every record is in " << sink->dir()
+              << "/records.jsonl: make room, then `clusterbench report " << sink->dir() << "`"
+              << std::endl;
     code = 3;
   }
   std::lock_guard<std::mutex> lock(mu);

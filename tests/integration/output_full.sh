@@ -1,0 +1,106 @@
+#!/usr/bin/env bash
+# A full output filesystem (loop-mounted ext4 image, filled with fallocate) under `mpirun -np 2`:
+# - filled in the middle of a run: exit 3, the message names the file and "No space left on
+#   device", and the record measured before stays in records.jsonl;
+# - filled while rank 0 is about to write the report (it stops itself there,
+#   CLUSTERBENCH_TEST_STOP=0@report, and is continued once the image is full): exit 3, not the
+#   verdict, the message says the report could not be written and how to make it later, every
+#   record is on disk and `clusterbench report` makes the report once there is room;
+# - full before the run starts: exit 2 naming run.json, nothing measured.
+# Budget: about 20 s.
+source "$(dirname "$0")/lib.sh"
+: "${CB_TESTBIN:?}"
+[ "${CB_HAVE_MPI:-1}" = "1" ] || { echo "SKIP: built without MPI"; exit 77; }
+for t in mpirun mkfs.ext4 losetup fallocate; do
+  command -v $t >/dev/null || fail "$t not installed (scripts/setup.sh installs it)"
+done
+
+MNT=$TMP/mnt
+mkdir -p "$MNT"
+truncate -s 16M "$TMP/fs.img"
+mkfs.ext4 -q -F -m 0 "$TMP/fs.img" || fail "mkfs.ext4"
+mount -o loop "$TMP/fs.img" "$MNT" || fail "cannot loop-mount a scratch image"
+trap 'pkill -KILL -f -- "--out $MNT/"; sleep 0.5; umount "$MNT" 2>/dev/null; rm -rf "$TMP"' EXIT
+
+cat >"$TMP/spec.json" <<'J'
+{"schema": "clusterbench.spec/1", "name": "output-full", "requirements": [
+ {"id": "quick", "title": "quick case ran", "source": "test", "severity": "fail",
+  "select": {"benchmark": "test.quick", "metric": "rate"}, "scope": "cluster", "aggregate": "each",
+  "op": ">=", "value": 1, "unit": "count"}]}
+J
+# fill NAME: takes every free block of the image (files removed by `room`): most at once, the
+# rest by writing until the filesystem refuses.
+fill() {
+  local avail
+  sync
+  avail=$(df -k --output=avail "$MNT" | tail -1)
+  fallocate -l "$(((avail > 256 ? avail - 256 : 0) * 1024))" "$MNT/filler.$1" 2>/dev/null
+  dd if=/dev/zero of="$MNT/filler.$1.rest" bs=4k status=none 2>/dev/null
+  ! dd if=/dev/zero of="$MNT/filler.$1.probe" bs=4k count=1 conv=fsync status=none 2>/dev/null ||
+    fail "the image is not full"
+}
+room() { rm -f "$MNT"/filler.*; }
+# job NAME [ENV...]: starts test.quick then test.hang (about 3 s) into $MNT/NAME, in the background.
+job() {
+  local name=$1
+  shift
+  env "$@" timeout 120 "${MPIRUN[@]}" -np 2 "$CB_TESTBIN" run --suite ci --only test.quick \
+    --only test.hang --set test.hang.seconds=0.05 --spec "$TMP/spec.json" --case-timeout 60 \
+    --phase-timeout 60 --out "$MNT/$name" >"$TMP/$name.out" 2>&1 &
+  pid=$!
+}
+# quick_ok DIR: test.quick's record is on disk and ok.
+quick_ok() {
+  py "
+recs = [json.loads(l) for l in open(sys.argv[1] + '/records.jsonl') if l.strip()]
+quick = [r for r in recs if r['benchmark'] == 'test.quick']
+assert len(quick) == 1 and quick[0]['status'] == 'ok', recs
+" "$1"
+}
+
+# 1. Full in the middle: after test.quick's record, during test.hang.
+job mid
+for _ in $(seq 1 300); do
+  grep -q '"test.quick"' "$MNT/mid/records.jsonl" 2>/dev/null && break
+  sleep 0.1
+done
+grep -q '"test.quick"' "$MNT/mid/records.jsonl" || { kill $pid; fail "no first record in 30 s"; }
+fill mid
+wait $pid
+rc=$?
+cp "$TMP/mid.out" "$TMP/out"
+[ $rc -eq 3 ] || { cat "$TMP/out" >&2; fail "full mid-run: expected exit 3, got $rc"; }
+expect_out "$MNT/mid/(records.jsonl|run.json)[^ ]*: write: No space left on device"
+quick_ok "$MNT/mid"
+ok "full mid-run: exit 3 naming the file, the record measured before kept"
+room
+
+# 2. Full at the report: rank 0 stops itself there; fill, continue it.
+job rep CLUSTERBENCH_TEST_STOP=0@report
+for _ in $(seq 1 300); do
+  grep -q "stops itself (SIGSTOP) at report" "$TMP/rep.out" && break
+  sleep 0.1
+done
+grep -q "stops itself (SIGSTOP) at report" "$TMP/rep.out" || { kill $pid; fail "rank 0 did not stop"; }
+fill rep
+pkill -CONT -f -- "clusterbench_testbin run .*--out $MNT/rep"
+wait $pid
+rc=$?
+cp "$TMP/rep.out" "$TMP/out"
+[ $rc -eq 3 ] || { cat "$TMP/out" >&2; fail "full at the report: expected exit 3, got $rc"; }
+expect_out "$MNT/rep/[a-z.]+[0-9]*: write: No space left on device"
+expect_out "run not complete: its report could not be .*clusterbench report $MNT/rep"
+[ ! -e "$MNT/rep/report.md" ] || fail "a report.md was left"
+quick_ok "$MNT/rep"
+room
+expect_rc 0 "$CB_TESTBIN" report "$MNT/rep"
+[ -s "$MNT/rep/report.md" ] || fail "report made later: no report.md"
+ok "full at the report: exit 3, no partial report, made later by \`report\` (exit 0)"
+
+# 3. Full before the run: nothing can be recorded, refused.
+fill pre
+expect_rc 2 "${MPIRUN[@]}" -np 2 "$CB_TESTBIN" run --suite ci --only test.quick \
+  --spec "$TMP/spec.json" --out "$MNT/pre"
+expect_out "$MNT/pre[^ ]*: .*No space left on device"
+ok "full before the run: exit 2 naming the run directory"
+echo "PASS ($PASSES checks)"
