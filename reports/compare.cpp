@@ -78,7 +78,7 @@ std::vector<std::pair<std::string, std::string>> env_fields(const EnvRecord& e) 
   };
   for (const auto& g : e.gpus) f.push_back({"gpu vbios " + g.uuid, g.vbios});
   for (const auto& n : e.nics)
-    if (!n.is_virtual) f.push_back({"nic firmware " + n.name, n.firmware});
+    if (n.physical()) f.push_back({"nic firmware " + n.name, n.firmware});
   for (const auto& d : e.block_devices) f.push_back({"disk firmware " + d.name, d.firmware});
   return f;
 }

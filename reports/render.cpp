@@ -85,10 +85,17 @@ void env_summary(std::ostringstream& md, const EnvRecord& e) {
          << ", source " << g.source << "\n";
   }
   if (e.nics.empty()) md << "- NICs: none\n";
-  for (const auto& n : e.nics)
+  for (const auto& n : e.nics) {
+    if (!n.physical() && !n.is_virtual) {  // kind not_visible: why is in its unknown map
+      auto why = n.unknown.find("rate_gbps");
+      md << "- Physical NICs: unknown (" << (why == n.unknown.end() ? "not visible" : why->second)
+         << ")\n";
+      continue;
+    }
     md << "- NIC " << n.name << " (" << n.kind << (n.is_virtual ? ", virtual" : "") << ", "
        << n.link_layer << "): " << format_known(n.rate_gbps, "Gb/s") << ", " << n.state
        << ", firmware " << or_unknown(n.firmware) << "\n";
+  }
   if (e.block_devices.empty()) md << "- Block devices: none\n";
   for (const auto& b : e.block_devices)
     md << "- Disk " << b.name << ": " << or_unknown(b.model) << ", " << format_number(b.capacity_tb)

@@ -99,7 +99,7 @@ std::string bios(const EnvRecord& e) {
 std::string nic_firmware(const EnvRecord& e) {
   std::vector<std::string> v;
   for (const auto& n : e.nics)
-    if (!n.is_virtual) v.push_back(n.firmware);
+    if (n.physical()) v.push_back(n.firmware);
   return distinct(v, v.empty() ? "no NICs" : kUnknown);
 }
 

@@ -710,9 +710,29 @@ std::vector<GpuInfo> collect_pci_gpus(const std::string& fs_root,
   return pci_gpus(fs_root, topo, warnings);
 }
 
+/// What stands for the physical NICs when none is visible (a network namespace or container
+/// shows only its own interfaces; a cluster node has at least one): their state and rate are
+/// unknown, so a row that counts or rates physical NICs is MISSING with why, not FAIL at 0.
+NicInfo physical_nics_not_visible(const std::vector<NicInfo>& seen) {
+  std::string names;
+  for (const auto& n : seen) names += (names.empty() ? "" : ", ") + n.name + " (" + n.kind + ")";
+  const std::string why =
+      "no physical NIC is visible here, only " + (names.empty() ? "no interface" : names) +
+      ": a network namespace or container shows only its own interfaces (run outside it, or "
+      "give it the NICs)";
+  NicInfo n;
+  n.name = "(physical NICs not visible)";
+  n.kind = "not_visible";
+  n.unknown["state"] = why;
+  n.unknown["rate_gbps"] = why;
+  return n;
+}
+
 std::vector<NicInfo> collect_nics(const std::string& fs_root, std::vector<std::string>& warnings) {
   std::vector<NicInfo> nics = ib_ports(fs_root);
   for (auto& n : ethernet_ifaces(fs_root, warnings)) nics.push_back(std::move(n));
+  if (std::none_of(nics.begin(), nics.end(), [](const NicInfo& n) { return !n.is_virtual; }))
+    nics.push_back(physical_nics_not_visible(nics));
   return nics;
 }
 

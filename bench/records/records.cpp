@@ -185,8 +185,15 @@ void put(json& j, const char* key, const std::optional<T>& v) {
   j[key] = v ? json(*v) : json(nullptr);
 }
 /// An object's `unknown` map, written only when something is unknown.
+/// A text field it names that is empty is written as null too (unknown, not an empty value).
 void put_unknown(json& j, const UnknownFields& v) {
-  if (!v.empty()) j["unknown"] = v;
+  if (v.empty()) return;
+  j["unknown"] = v;
+  for (const auto& [field, why] : v) {
+    auto it = j.find(field);
+    if (it != j.end() && it->is_string() && it->get_ref<const std::string&>().empty())
+      *it = nullptr;
+  }
 }
 }  // namespace
 

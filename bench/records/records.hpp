@@ -133,6 +133,9 @@ struct NicInfo {
   /// Such interfaces may carry MPI/NCCL traffic, but are not physical NICs.
   bool is_virtual = false;
   UnknownFields unknown;  ///< why rate_gbps is null
+  /// A physical port: neither virtual nor the entry (kind "not_visible") that stands for the
+  /// physical NICs a network namespace hides.
+  bool physical() const { return !is_virtual && kind != "not_visible"; }
 };
 
 struct BlockDevice {

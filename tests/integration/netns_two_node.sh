@@ -5,7 +5,8 @@
 # each rank ran in its own namespace (its /proc/self/ns/net is that namespace's); and the veth
 # counters grew by at least the bytes node 2 must have sent to rank 0 (its EnvRecord and its
 # record lines, which rank 0 gathers as JSON text); the veth is in each EnvRecord as a virtual
-# interface and report.json's net.nccl_socket_ifname_up PASSes on both nodes over it.
+# interface and report.json's net.nccl_socket_ifname_up PASSes on both nodes over it; and every
+# row that FAILs on the cluster also FAILs in a `run --suite ci` of this machine as one node.
 # Environment (from ctest): CB_BIN, CB_SOURCE_DIR, CB_HAVE_MPI. Exit 77 = skipped (and why).
 set -euo pipefail
 
@@ -78,6 +79,17 @@ tx2_after=$(counter "$N2" "$IF2" tx_bytes)
 rx1_after=$(counter "$N1" "$IF1" rx_bytes)
 tx1_after=$(counter "$N1" "$IF1" tx_bytes)
 
+# The same suite on this machine as one node (two ranks, no namespaces): the netns cluster must
+# not FAIL a row that one node passes (an artefact of the namespaces), issue 19.
+set +e
+timeout 540 mpirun --allow-run-as-root --bind-to none --oversubscribe -np 2 \
+  "$CB_BIN" run --suite ci --out "$WORK/single" >"$WORK/single.log" 2>&1
+rc_single=$?
+set -e
+echo "netns_two_node: the single-node run exited $rc_single"
+[[ $rc_single == 0 || $rc_single == 1 || $rc_single == 4 ]] ||
+  { tail -20 "$WORK/single.log" >&2; fail "the single-node run exited $rc_single"; }
+
 python3 - "$OUT" "$N1" "$N2" "$WORK/ranks" \
   "$(ip netns exec "$N1" readlink /proc/self/ns/net)" \
   "$(ip netns exec "$N2" readlink /proc/self/ns/net)" "$(readlink /proc/self/ns/net)" \
@@ -144,8 +156,20 @@ check(sorted(i["item"] for i in nccl["items"]) == sorted([n1, n2])
       and all(i["outcome"] == "PASS" and i["value"] >= 1 for i in nccl["items"]),
       f"net.nccl_socket_ifname_up: both nodes PASS with >= 1 interface up ({nccl['items']})")
 rate = rows["host.network_rate"]
-check(rate["outcome"] == "MISSING" and "matches nothing" in rate["message"],
-      f"host.network_rate does not judge the veth (got {rate['outcome']}: {rate['message']})")
+check(rate["outcome"] == "MISSING" and "no physical NIC is visible here, only to" in rate["message"],
+      f"host.network_rate does not judge the veth, and says the NICs are hidden (got {rate['outcome']}: {rate['message']})")
+ports = rows["net.ports_active_at_rate"]
+check(ports["outcome"] == "MISSING" and "no physical NIC is visible here" in ports["message"],
+      f"net.ports_active_at_rate MISSING, not FAIL at 0 (got {ports['outcome']}: {ports['message']})")
+
+# Every FAIL of the netns cluster also FAILs on one node (the rows judged on both).
+single = {r["id"]: r for r in json.load(open(os.path.join(out, "..", "single", "report.json")))["rows"]}
+fails = sorted(i for i, r in rows.items() if r["outcome"] == "FAIL")
+print("FAIL rows, netns cluster:", fails)
+print("FAIL rows, one node:", sorted(i for i, r in single.items() if r["outcome"] == "FAIL"))
+only_netns = [f"{i} ({rows[i]['message'][:120]})" for i in fails
+              if i in single and single[i]["outcome"] != "FAIL"]
+check(not only_netns, f"no row FAILs on the netns cluster that passes on one node: {only_netns}")
 sys.exit(1 if errors else 0)
 EOF
 echo "PASS netns_two_node"

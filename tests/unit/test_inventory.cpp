@@ -426,7 +426,10 @@ TEST(InventoryEnv, BytesThatAreNotUtf8BecomeReplacementCharacters) {
   EXPECT_EQ(r.host, "node" + fffd + fffd + "-1");
   EXPECT_EQ(r.versions.kernel, "6.1.0-" + fffd);
   EXPECT_EQ(r.dmi.product_name, "Server " + fffd + fffd + fffd + " X");
-  ASSERT_EQ(r.nics.size(), 1u);
+  ASSERT_EQ(r.nics.size(), 2u);  // the veth, and the entry for the physical NICs not visible
+  EXPECT_EQ(r.nics[1].kind, "not_visible");
+  EXPECT_NE(r.nics[1].unknown.at("rate_gbps").find("only veth" + fffd + fffd + " ("),
+            std::string::npos);
   EXPECT_EQ(r.nics[0].name, "veth" + fffd + fffd);
   EXPECT_EQ(r.nics[0].state, "up" + fffd);
   EXPECT_EQ(r.nics[0].mtu, 1500);  // read through the raw name
