@@ -342,6 +342,11 @@ void RunSession::State::write_run_dir() {
   choose_spec();
   plan_rows();
   apply_resume();
+  // A frozen output filesystem must not hold rank 0 in mkdir: found out by a child (sink.hpp).
+  probe_output_writable(resume.active       ? resume.dir
+                        : opt.out_dir.empty() ? opt.results_root
+                                              : opt.out_dir,
+                        std::min(30.0, given.phase_timeout_s / 2));
   const std::string dir =
       resume.active ? resume.dir
                     : new_run_dir(opt.out_dir, opt.results_root, run.run_id, opt.resumable);
@@ -718,14 +723,18 @@ int RunSession::setup() {
     return 0;
   }
   std::string error;
+  long long stalled = 0;
   if (s.ctx.is_root()) {
     try {
       s.write_run_dir();
+    } catch (const OutputStalled& e) {
+      error = e.what();
+      stalled = 1;
     } catch (const std::exception& e) {
       error = e.what();
     }
   }
-  if (setup_failed(s.ctx, error)) return 2;
+  if (setup_failed(s.ctx, error)) return s.ctx.allreduce_sum(stalled) > 0 ? 3 : 2;
   s.run.run_id = s.ctx.bcast(s.run.run_id);
   s.run_dir = s.ctx.bcast(s.sink ? s.sink->dir() : "");
   std::string mask;

@@ -11,6 +11,7 @@
 #include <cerrno>
 #include <chrono>
 #include <csignal>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -319,6 +320,43 @@ bool run_json_finished(const std::string& dir) {
   if (in) text << in.rdbuf();
   json j = json::parse(text.str(), nullptr, false);
   return j.is_object() && j.contains("exit_code") && !j["exit_code"].is_null();
+}
+
+void probe_output_writable(const std::string& path, double seconds) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  fs::path dir = fs::absolute(path.empty() ? "." : path, ec);
+  while (!dir.empty() && dir != dir.root_path() && !fs::is_directory(dir, ec))
+    dir = dir.parent_path();  // a stat only: a frozen filesystem still answers those
+  const std::string probe =
+      (dir / (".cb-probe." + std::to_string(::getpid()))).string();  // made before the fork
+  pid_t child = ::fork();
+  if (child < 0) return;  // nothing learnt; the writes that follow say what they meet
+  if (child == 0) {
+    // Async-signal-safe calls only (a fork of a threaded process); stdio away from the
+    // launcher, which waits for its ranks' output to close.
+    int null_fd = ::open("/dev/null", O_RDWR);
+    for (int fd = 0; fd < 3; ++fd)
+      if (null_fd >= 0) ::dup2(null_fd, fd);
+    int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd >= 0) {
+      ::close(fd);
+      ::unlink(probe.c_str());
+    }
+    _exit(0);
+  }
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::duration<double>(std::max(0.1, seconds));
+  while (std::chrono::steady_clock::now() < deadline) {
+    int status = 0;
+    pid_t r = ::waitpid(child, &status, WNOHANG);
+    if (r == child || (r < 0 && errno != EINTR)) return;
+    ::usleep(20000);
+  }
+  char text[64];
+  std::snprintf(text, sizeof text, "%g s", seconds);
+  throw OutputStalled(dir.string() + ": the output filesystem took no write within " + text +
+                      " (frozen or hung?): nothing measured, no run directory made");
 }
 
 void update_latest_link(const std::string& root, const std::string& run_dir) {

@@ -91,6 +91,19 @@ void mark_run_json_aborted(const std::string& dir, const std::string& reason);
 /// aborted); false when it is running, or the file cannot be read or parsed.
 bool run_json_finished(const std::string& dir);
 
+/// The output filesystem did not take a write in time (frozen or hung): the run ends with exit 3.
+class OutputStalled : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+/// Before rank 0 first writes under `path` (a run directory, made or not yet): a child process
+/// creates and removes a probe file in its nearest existing ancestor, so that a frozen or hung
+/// filesystem holds the child, never the run, in the kernel. Throws OutputStalled naming the
+/// folder when the child has not finished within `seconds`; returns otherwise (an error such as
+/// ENOSPC is left to the write that follows, which names its file).
+void probe_output_writable(const std::string& path, double seconds);
+
 /// Points `<root>/latest` at `run_dir` (a relative symlink, replaced atomically).
 void update_latest_link(const std::string& root, const std::string& run_dir);
 

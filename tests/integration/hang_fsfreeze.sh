@@ -3,7 +3,8 @@
 # ext4 image. The rank that writes the records never waits inside the filesystem (a writer
 # process does: core/sink.hpp), so mpirun still ends with exit 3 within the phase deadline + 30 s,
 # naming the phase; once the filesystem thaws, the writer puts down what it held: the case
-# measured before the abort, and run.json marked aborted. Budget: about 20 s.
+# measured before the abort, and run.json marked aborted. Frozen before the run directory exists:
+# exit 3 naming the filesystem, nothing left behind after the thaw. Budget: about 25 s.
 source "$(dirname "$0")/lib.sh"
 : "${CB_TESTBIN:?}"
 [ "${CB_HAVE_MPI:-1}" = "1" ] || { echo "SKIP: built without MPI"; exit 77; }
@@ -62,4 +63,21 @@ assert [r['benchmark'] for r in recs] == ['test.quick', 'test.hang'], recs
 assert all(r['status'] == 'ok' for r in recs), recs
 " "$MNT/run"
 ok "thawed: the held record and the aborted run.json are written"
+
+# Frozen before the run directory exists: rank 0 must not wait in mkdir. A child of it probes the
+# filesystem (half the phase deadline); the job ends with exit 3 naming the folder, blaming no
+# rank, and after the thaw no run directory and no process of the job are left.
+fsfreeze -f "$MNT" || fail "fsfreeze -f"
+start=$(date +%s)
+expect_rc 3 timeout 120 "${MPIRUN[@]}" -np 2 "$CB_TESTBIN" run --suite ci --only test.quick \
+  --spec "$TMP/spec.json" --phase-timeout $deadline --out "$MNT/pre"
+took=$(($(date +%s) - start))
+fsfreeze -u "$MNT" || fail "fsfreeze -u"
+[ "$took" -le $((deadline + 30)) ] || fail "frozen before the run: took $took s"
+expect_out "$MNT: the output filesystem took no write within [0-9.]+ s \(frozen or hung\?\)"
+! grep -q "did not finish: rank" "$TMP/out" || fail "frozen before the run: a rank was blamed"
+sleep 1
+[ ! -e "$MNT/pre" ] || fail "frozen before the run: $MNT/pre was made after the thaw"
+! pgrep -f -- "--out $MNT/pre" >/dev/null || fail "frozen before the run: a process was left"
+ok "frozen before the run directory: exit 3 in $took s naming the filesystem, nothing left"
 echo "PASS ($PASSES checks)"
