@@ -421,6 +421,9 @@ class Gemm : public Benchmark {
                               {"compute_capability", info.at("compute_capability")},
                               {"workspace_bytes", info.at("workspace_bytes")}});
     run.set_extra("algorithm", info.at("algorithm"));
+    // How the timed batches were launched (CUDA graphs, or one by one and why); older plugins
+    // do not say.
+    if (info.contains("launch")) run.set_extra("launch", info.at("launch"));
     for (const char* key : {"input_type", "output_type", "compute_type"})
       run.set_extra(key, info.at(key));
     // What the plugin set; a plugin that predates the param never sets it (false).
