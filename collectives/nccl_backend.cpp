@@ -148,7 +148,9 @@ void enqueue(cb_nccl_comm* c, const Call& a) {
 }
 
 /// Waits for the stop event, never blocking inside CUDA: a hung peer must not hang us.
-void poll_until_done(cb_nccl_comm* c, cudaEvent_t stop, long long ops, Clock::time_point deadline) {
+/// `what` names the waited-for work in the abort's text ("3 operation(s)", "a buffer copy").
+void poll_until_done(cb_nccl_comm* c, cudaEvent_t stop, const std::string& what,
+                     Clock::time_point deadline) {
   for (;;) {
     cudaError_t q = cudaEventQuery(stop);
     if (q == cudaSuccess) return;
@@ -156,8 +158,7 @@ void poll_until_done(cb_nccl_comm* c, cudaEvent_t stop, long long ops, Clock::ti
       abort_comm(c, clusterbench::gpu::cuda_error_text("cudaEventQuery", q));
     async_state(c, "NCCL asynchronous error");
     if (Clock::now() > deadline)
-      abort_comm(c, std::to_string(ops) + " operation(s) not finished after " +
-                        std::to_string(c->timeout_s) + " s");
+      abort_comm(c, what + " not finished after " + std::to_string(c->timeout_s) + " s");
     std::this_thread::yield();
   }
 }
@@ -225,10 +226,22 @@ extern "C" void cb_nccl_free(void* dev) {
   if (dev) cudaFree(dev);
 }
 
-extern "C" int cb_nccl_copy(void* dst, const void* src, size_t bytes, int to_device) {
+extern "C" int cb_nccl_copy(cb_nccl_comm* c, void* dst, const void* src, size_t bytes,
+                            int to_device) {
   return plugin_call([&] {
-    CUDA_TRY(
-        cudaMemcpy(dst, src, bytes, to_device ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToHost));
+    if (!c || c->aborted || !c->comm) throw Fail{CB_GPU_ABORTED, "NCCL communicator was aborted"};
+    // On the communicator's own (non-blocking) stream, waited for against the deadline: a copy on
+    // the legacy stream is not ordered with it, and the check or the first timed operation could
+    // read the buffer before the upload lands.
+    const auto deadline = deadline_of(c);
+    c->timer.time(
+        c->stream.get(),
+        [&] {
+          CUDA_TRY(cudaMemcpyAsync(dst, src, bytes,
+                                   to_device ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToHost,
+                                   c->stream.get()));
+        },
+        [&](cudaEvent_t stop) { poll_until_done(c, stop, "a buffer copy", deadline); });
   });
 }
 
@@ -243,7 +256,9 @@ extern "C" int cb_nccl_run(cb_nccl_comm* c, int coll, int dtype, const void* sen
         [&] {
           for (long long k = 0; k < ops; ++k) enqueue(c, call);
         },
-        [&](cudaEvent_t stop) { poll_until_done(c, stop, ops, call.deadline); });
+        [&](cudaEvent_t stop) {
+          poll_until_done(c, stop, std::to_string(ops) + " operation(s)", call.deadline);
+        });
   });
 }
 

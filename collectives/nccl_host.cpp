@@ -167,10 +167,10 @@ class NcclBackend : public Backend {
   }
   void release(void* p) override { free_(p); }
   void upload(void* dst, const void* host, std::size_t bytes) override {
-    CB_PLUGIN(copy_(dst, host, bytes, 1));
+    CB_PLUGIN(copy_(comm_, dst, host, bytes, 1));
   }
   void download(void* host, const void* src, std::size_t bytes) override {
-    CB_PLUGIN(copy_(host, src, bytes, 0));
+    CB_PLUGIN(copy_(comm_, host, src, bytes, 0));
   }
   double run(const Collective& c, Dtype t, const void* send, void* recv, const Layout& l, int root,
              bool, long long ops) override {

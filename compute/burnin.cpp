@@ -1,7 +1,6 @@
 // GEMM engines of the burn-in (compute/burnin.hpp).
 #include "compute/burnin.hpp"
 
-#include <cblas.h>
 #include <time.h>
 
 #include <algorithm>
@@ -11,6 +10,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "compute/cpu_blas.hpp"
 #include "compute/gemm_check.hpp"
 #include "core/error.hpp"
 #include "core/gpu_case.hpp"

@@ -14,6 +14,7 @@
 
 #include "collectives/collective.hpp"
 #include "compute/burnin.hpp"
+#include "compute/cpu_blas.hpp"
 #include "core/benchmark.hpp"
 #include "core/error.hpp"
 #include "core/progress.hpp"
@@ -653,6 +654,10 @@ class BurninSoak : public Benchmark {
     return p.value("backend", "") == "cublaslt" ? Level::gpu : Level::rank;
   }
   std::string applicable(const NodeEnv&) const override { return ""; }
+  /// The CPU soak is waived in a build without OpenBLAS (compute/cpu_blas.hpp).
+  std::string case_waiver(const json& p, const NodeEnv&) const override {
+    return p.value("backend", "") == "openblas" ? openblas_absent() : "";
+  }
   void check(const json& params, const NodeEnv& node) const override;
   double estimate_s(const Settings& s, const json&) const override { return minutes_(s) * 60 + 30; }
 
@@ -685,7 +690,9 @@ void BurninSoak::check(const json& params, const NodeEnv& node) const {
   // before anything is allocated or written. CPU ranks estimate from a small probe product.
   const SoakClock clock(minutes_(node.settings));
   const double max_product_s = burnin_max_product_seconds(clock.interval_s);
-  double est_s = shape.gpu ? 0.0 : estimate_openblas_product_seconds(shape.dtype, shape.shape);
+  // Without OpenBLAS the CPU soak is waived (case_waiver): nothing to estimate.
+  const bool cpu = !shape.gpu && openblas_absent().empty();
+  double est_s = cpu ? estimate_openblas_product_seconds(shape.dtype, shape.shape) : 0.0;
   est_s = node.ctx.allreduce_max(est_s);
   if (est_s <= max_product_s) return;
   const long long n = shape.shape.m;

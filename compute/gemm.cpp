@@ -8,13 +8,13 @@
 // long-double reference before timing; a failed check fails the case and gives no rate.
 #include "compute/gemm.hpp"
 
-#include <cblas.h>
 #include <dlfcn.h>
 
 #include <cstring>
 #include <memory>
 #include <stdexcept>
 
+#include "compute/cpu_blas.hpp"
 #include "compute/gemm_check.hpp"
 #include "core/benchmark.hpp"
 #include "core/error.hpp"
@@ -268,10 +268,12 @@ class Gemm : public Benchmark {
 
   std::string applicable(const NodeEnv&) const override { return ""; }
 
-  /// OpenBLAS BF16 is waived where the loaded library lacks cblas_sbgemm, so that --dry-run
-  /// neither counts it nor estimates its time.
+  /// OpenBLAS cases are waived in a build without OpenBLAS, and BF16 where the loaded library
+  /// lacks cblas_sbgemm, so that --dry-run neither counts them nor estimates their time.
   std::string case_waiver(const json& p, const NodeEnv&) const override {
-    if (p.value("backend", "") != "openblas" || p.value("dtype", "") != "bf16") return "";
+    if (p.value("backend", "") != "openblas") return "";
+    if (std::string why = openblas_absent(); !why.empty()) return why;
+    if (p.value("dtype", "") != "bf16") return "";
     return openblas_bf16_waiver(dlsym(RTLD_DEFAULT, "cblas_sbgemm"), openblas_get_config());
   }
 
@@ -421,6 +423,9 @@ class Gemm : public Benchmark {
                               {"compute_capability", info.at("compute_capability")},
                               {"workspace_bytes", info.at("workspace_bytes")}});
     run.set_extra("algorithm", info.at("algorithm"));
+    // How the timed batches were launched (CUDA graphs, or one by one and why); older plugins
+    // do not say.
+    if (info.contains("launch")) run.set_extra("launch", info.at("launch"));
     for (const char* key : {"input_type", "output_type", "compute_type"})
       run.set_extra(key, info.at(key));
     // What the plugin set; a plugin that predates the param never sets it (false).

@@ -11,10 +11,14 @@
 //           "workspace_bytes",
 //           "device_bytes" (A, B, D and the workspace), "algorithm": {"id", "tile", "stages",
 //           "splitk", "swizzle", "reduction_scheme", "heuristic_returned", "tried",
-//           "selection_seconds_per_op"}, "verification": {"samples", "max_ratio", "worst_i",
-//           "worst_j", "checksum_rows", "checksum_max_ratio", "checksum_worst_row", "checks"}
-//           (ratios |c - ref| / tolerance of compute/gemm_check.hpp, null when not finite;
-//           "checks" counts create's check and each cb_gpu_op_check)
+//           "warmup_seconds", "warmup_products", "selection_rounds",
+//           "selection_products_per_timing", "candidates_median_seconds_per_op" (null: could not
+//           run), "selection_seconds_per_op"} (compute/gemm_select.hpp), "launch": {"mode":
+//           "cuda_graph", "products_per_graph"} or {"mode": "plain", "why"}, "verification":
+//           {"samples", "max_ratio", "worst_i", "worst_j", "checksum_rows", "checksum_max_ratio",
+//           "checksum_worst_row", "checks"} (ratios |c - ref| / tolerance of
+//           compute/gemm_check.hpp, null when not finite; "checks" counts create's check and each
+//           cb_gpu_op_check)
 // CB_GPU_UNSUPPORTED: the GPU lacks the dtype or the memory, or cuBLASLt has no algorithm.
 // The core-side benchmark (compute/gemm.cpp) times it and judges the verification.
 #include "compute/gemm_gpu.hpp"
@@ -32,6 +36,7 @@
 
 #include "compute/gemm.hpp"
 #include "compute/gemm_check.hpp"
+#include "compute/gemm_select.hpp"
 #include "gpu/plugin/op.hpp"
 
 namespace clusterbench::compute::gpu {
@@ -137,6 +142,20 @@ struct LtObjects {
 
 using Heuristics = std::vector<cublasLtMatmulHeuristicResult_t>;
 
+/// An instantiated CUDA graph, destroyed with the object.
+struct GraphExec {
+  cudaGraphExec_t exec = nullptr;
+  GraphExec() = default;
+  GraphExec(const GraphExec&) = delete;
+  GraphExec& operator=(GraphExec&& o) noexcept {
+    std::swap(exec, o.exec);
+    return *this;
+  }
+  ~GraphExec() {
+    if (exec) cudaGraphExecDestroy(exec);
+  }
+};
+
 class GemmOp : public clusterbench::gpu::Op {
  public:
   explicit GemmOp(const json& p)
@@ -153,12 +172,18 @@ class GemmOp : public clusterbench::gpu::Op {
     allocate(seed);
     describe_product();
     select_algorithm(heuristics(p.at("algos").get<int>()));
+    capture_graph();
     verify();
   }
 
  private:
+  /// `count` products: graphs of graph_products_ products, then the rest one by one.
   void enqueue(long long count) override {
-    for (long long i = 0; i < count; ++i) matmul(algo_);
+    long long i = 0;
+    if (graph_products_ > 0)
+      for (; i + graph_products_ <= count; i += graph_products_)
+        CUDA_TRY(cudaGraphLaunch(graph_.exec, stream()));
+    for (; i < count; ++i) matmul(algo_);
   }
 
   void matmul(const cublasLtMatmulAlgo_t& with) {
@@ -237,36 +262,58 @@ class GemmOp : public clusterbench::gpu::Op {
     return results;
   }
 
-  /// Seconds per product of `reps` products with `with`, by CUDA events.
-  double seconds_per_product(const cublasLtMatmulAlgo_t& with, int reps) {
-    return timer().time(stream(), [&] {
-      for (int i = 0; i < reps; ++i) matmul(with);
-    }) / reps;
+  /// Seconds per product of `reps` products with `with`, by CUDA events; -1 when the algorithm
+  /// cannot run (its error in `why`: one the heuristic offered may still fail).
+  double seconds_per_product(const cublasLtMatmulAlgo_t& with, long long reps, std::string& why) {
+    try {
+      return timer().time(stream(), [&] {
+        for (long long i = 0; i < reps; ++i) matmul(with);
+      }) / static_cast<double>(reps);
+    } catch (const Fail& f) {
+      why = f.text;
+      CUDA_TRY(cudaStreamSynchronize(stream()));
+      return -1;
+    }
   }
 
-  /// Times each returned algorithm (about 20 ms each after a warm-up product); keeps the fastest.
-  void select_algorithm(const Heuristics& results) {
-    double best = 0;
-    int best_index = -1, tried = 0;
-    std::string last_error;
-    for (int i = 0; i < static_cast<int>(results.size()); ++i) {
-      if (results[static_cast<size_t>(i)].state != CUBLAS_STATUS_SUCCESS) continue;
+  /// About kGemmWarmupSeconds of products with the first candidate that runs (compute/
+  /// gemm_select.hpp), so that no candidate is timed on an idle-clocked GPU.
+  GemmWarmup warm_up(const Heuristics& results, const std::vector<int>& usable, std::string& why) {
+    for (int i : usable) {
       const cublasLtMatmulAlgo_t& algo = results[static_cast<size_t>(i)].algo;
-      try {
-        double t1 = seconds_per_product(algo, 1);
-        int reps = static_cast<int>(std::clamp(0.02 / std::max(t1, 1e-7), 1.0, 50.0));
-        double t = seconds_per_product(algo, reps);
-        ++tried;
-        if (best_index < 0 || t < best) best = t, best_index = i;
-      } catch (const Fail& f) {
-        last_error = f.text;  // an algorithm the heuristic offered but cannot run: try the next
-        CUDA_TRY(cudaStreamSynchronize(stream()));
-      }
+      if (seconds_per_product(algo, 1, why) < 0) continue;
+      return gemm_warm_up(kGemmWarmupSeconds, [&](long long reps) {
+        double t = seconds_per_product(algo, reps, why);
+        if (t < 0) throw Fail{CB_GPU_ERROR, shape_ + ": warm-up: " + why};
+        return t * static_cast<double>(reps);
+      });
     }
-    if (best_index < 0)
+    throw Fail{CB_GPU_ERROR, shape_ + ": none of the " + std::to_string(results.size()) +
+                                 " heuristic algorithms ran: " + why};
+  }
+
+  /// Warms up, then times the runnable candidates interleaved over kGemmSelectionRounds rounds
+  /// and keeps the one of the smallest median (gemm_select_interleaved).
+  void select_algorithm(const Heuristics& results) {
+    std::vector<int> usable;
+    for (int i = 0; i < static_cast<int>(results.size()); ++i)
+      if (results[static_cast<size_t>(i)].state == CUBLAS_STATUS_SUCCESS) usable.push_back(i);
+    std::string why;
+    const GemmWarmup warm = warm_up(results, usable, why);
+    const long long reps = gemm_timing_reps(warm.seconds_per_product);
+    GemmSelection sel =
+        gemm_select_interleaved(static_cast<int>(usable.size()), kGemmSelectionRounds, [&](int c) {
+          return seconds_per_product(
+              results[static_cast<size_t>(usable[static_cast<size_t>(c)])].algo, reps, why);
+        });
+    if (sel.best < 0)
       throw Fail{CB_GPU_ERROR, shape_ + ": none of the " + std::to_string(results.size()) +
-                                   " heuristic algorithms ran: " + last_error};
-    algo_ = results[static_cast<size_t>(best_index)].algo;
+                                   " heuristic algorithms ran: " + why};
+    algo_ = results[static_cast<size_t>(usable[static_cast<size_t>(sel.best)])].algo;
+    best_seconds_ = sel.best_seconds;
+    json medians = json::array();
+    for (const GemmCandidateTimes& c : sel.candidates)
+      medians.push_back(c.failed ? json() : json(c.median()));
     info()["algorithm"] = {
         {"id", algo_attr(algo_, CUBLASLT_ALGO_CONFIG_ID)},
         {"tile", algo_attr(algo_, CUBLASLT_ALGO_CONFIG_TILE_ID)},
@@ -275,8 +322,47 @@ class GemmOp : public clusterbench::gpu::Op {
         {"swizzle", algo_attr(algo_, CUBLASLT_ALGO_CONFIG_CTA_SWIZZLING)},
         {"reduction_scheme", algo_attr(algo_, CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME)},
         {"heuristic_returned", static_cast<int>(results.size())},
-        {"tried", tried},
-        {"selection_seconds_per_op", best}};
+        {"tried", sel.tried()},
+        {"warmup_seconds", warm.seconds},
+        {"warmup_products", warm.products},
+        {"selection_rounds", sel.rounds},
+        {"selection_products_per_timing", reps},
+        {"candidates_median_seconds_per_op", medians},
+        {"selection_seconds_per_op", sel.best_seconds}};
+  }
+
+  /// One timed batch's products as a CUDA graph (issue 18 item 8: a small shape's GPU work is a
+  /// few microseconds, less than a host launch), of gemm_graph_products(the kept algorithm's
+  /// time) products; enqueue() launches it count / that many times. Where capture fails, the
+  /// products are launched one by one, and info()["launch"] says why.
+  void capture_graph() {
+    const long long products = gemm_graph_products(best_seconds_);
+    cudaGraph_t g = nullptr;
+    std::string why;
+    cudaError_t e = cudaStreamBeginCapture(stream(), cudaStreamCaptureModeThreadLocal);
+    if (e != cudaSuccess) {
+      why = clusterbench::gpu::cuda_error_text("cudaStreamBeginCapture", e);
+    } else {
+      try {
+        for (long long i = 0; i < products; ++i) matmul(algo_);
+      } catch (const Fail& f) {
+        why = f.text;
+      }
+      e = cudaStreamEndCapture(stream(), &g);
+      if (why.empty() && e != cudaSuccess)
+        why = clusterbench::gpu::cuda_error_text("cudaStreamEndCapture", e);
+    }
+    if (why.empty() && (e = cudaGraphInstantiate(&graph_.exec, g, 0)) != cudaSuccess)
+      why = clusterbench::gpu::cuda_error_text("cudaGraphInstantiate", e);
+    if (g) cudaGraphDestroy(g);
+    if (!why.empty()) {
+      (void)cudaGetLastError();  // a failed capture leaves no error for the next call
+      graph_ = GraphExec{};
+      info()["launch"] = {{"mode", "plain"}, {"why", "CUDA graph capture failed: " + why}};
+      return;
+    }
+    graph_products_ = products;
+    info()["launch"] = {{"mode", "cuda_graph"}, {"products_per_graph", products}};
   }
 
   /// Copies `bytes` at byte offset `offset` of `buffer` to the host.
@@ -285,10 +371,11 @@ class GemmOp : public clusterbench::gpu::Op {
                         out.size(), cudaMemcpyDeviceToHost));
   }
 
-  /// The kept algorithm's product, from a cleared D, checked (check_output).
+  /// The kept algorithm's product as the timed batches make it (the graph where there is one),
+  /// from a cleared D, checked (check_output).
   void verify() {
     CUDA_TRY(cudaMemsetAsync(d_.get(), 0, d_bytes(), stream()));
-    matmul(algo_);
+    enqueue(std::max(graph_products_, 1LL));
     check_output();
   }
 
@@ -358,6 +445,9 @@ class GemmOp : public clusterbench::gpu::Op {
   LtObjects lt_;
   DeviceBuffer a_, b_, d_, ws_;
   cublasLtMatmulAlgo_t algo_{};
+  double best_seconds_ = 0;       ///< the kept algorithm's median seconds per product
+  GraphExec graph_;               ///< products_per_graph products (capture_graph)
+  long long graph_products_ = 0;  ///< 0: no graph, products are launched one by one
   float alpha_ = 1.0f, beta_ = 0.0f;
 };
 

@@ -368,6 +368,7 @@ class HostDeviceCopy : public Benchmark {
     run.set_extra("device", info.at("device"));
     run.set_extra("pci_bus_id", info.at("pci_bus_id"));
     run.set_extra("verification", info.at("verification"));
+    if (info.contains("host_threads")) run.set_extra("host_threads", info.at("host_threads"));
     if (!g) return;
     run.set_extra("uuid", g->uuid);
     run.set_extra("pcie_idle", {{"gen_current", g->pcie.gen_current},

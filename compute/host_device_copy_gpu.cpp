@@ -3,10 +3,12 @@
 // and device buffers of the current device. Pinned buffers are registered here
 // (cudaHostRegister, unregistered when the operation is destroyed), pageable ones are not.
 //   params: {"bytes": per direction, a multiple of 16, "direction": "h2d" | "d2h" | "bidir" (an
-//            H2D and a D2H of `bytes` each, on two streams at once), "pinned": bool,
+//            H2D and a D2H of `bytes` each, on two streams at once; pageable: each direction
+//            issued from a host thread of its own), "pinned": bool,
 //            "host_src": address of `bytes` (the source of H2D and the reference of every
 //            check), "host_dst": address of `bytes` (the destination of D2H; unused by h2d)}
-//   info:   the device's facts, "device_bytes" (two device buffers), "verification":
+//   info:   the device's facts, "device_bytes" (two device buffers), "host_threads" (host threads
+//           issuing the copies: 2 for pageable bidir, else 1), "verification":
 //           {"checked_words", "mismatches"} (16-byte words after one copy each way)
 // The core-side benchmark (compute/host_device_copy.cpp) times it through the framework.
 #include <cuda_runtime.h>
@@ -15,6 +17,7 @@
 #include <cstdint>
 #include <cstring>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "gpu/plugin/op.hpp"
@@ -63,6 +66,7 @@ class HostCopy : public clusterbench::gpu::Op {
   explicit HostCopy(const json& p)
       : h2d_(p.at("direction") != "d2h"),
         d2h_(p.at("direction") != "h2d"),
+        pageable_bidir_(h2d_ && d2h_ && !p.value("pinned", false)),
         bytes_(p.at("bytes").get<long long>()),
         host_src_(address(p, "host_src")),
         host_dst_(address(p, "host_dst")) {
@@ -80,6 +84,7 @@ class HostCopy : public clusterbench::gpu::Op {
     enqueue(1);
     CUDA_TRY(cudaStreamSynchronize(stream()));
     info()["device_bytes"] = 2 * bytes_;
+    info()["host_threads"] = pageable_bidir_ ? 2 : 1;
     info()["verification"] = verify();
   }
   ~HostCopy() override {
@@ -106,6 +111,7 @@ class HostCopy : public clusterbench::gpu::Op {
   /// `count` copies of each direction: H2D on stream(), D2H on a second stream forked from it
   /// and joined back, so that bidir runs both at once within the timed events.
   void enqueue(long long count) override {
+    if (pageable_bidir_) return enqueue_threads(count);
     if (d2h_) {
       CUDA_TRY(cudaEventRecord(fork_.e, stream()));
       CUDA_TRY(cudaStreamWaitEvent(down_.get(), fork_.e, 0));
@@ -122,6 +128,33 @@ class HostCopy : public clusterbench::gpu::Op {
       CUDA_TRY(cudaEventRecord(join_.e, down_.get()));
       CUDA_TRY(cudaStreamWaitEvent(stream(), join_.e, 0));
     }
+  }
+
+  /// Pageable bidir: CUDA returns from a copy into pageable host memory only when it is done,
+  /// so one thread issuing both directions would run them nearly one after the other (issue 18
+  /// item 9). The D2H copies are issued from a thread of their own, on the second stream (forked
+  /// and joined as in enqueue), while this thread issues the H2D copies.
+  void enqueue_threads(long long count) {
+    int dev = 0;
+    CUDA_TRY(cudaGetDevice(&dev));
+    CUDA_TRY(cudaEventRecord(fork_.e, stream()));
+    CUDA_TRY(cudaStreamWaitEvent(down_.get(), fork_.e, 0));
+    cudaError_t down_error = cudaSuccess;
+    std::thread down([&] {
+      down_error = cudaSetDevice(dev);  // the current device is per thread
+      for (long long i = 0; down_error == cudaSuccess && i < count; ++i)
+        down_error =
+            cudaMemcpyAsync(host_dst_, dev_out_.get(), size(), cudaMemcpyDeviceToHost, down_.get());
+    });
+    cudaError_t up_error = cudaSuccess;
+    for (long long i = 0; up_error == cudaSuccess && i < count; ++i)
+      up_error =
+          cudaMemcpyAsync(dev_in_.get(), host_src_, size(), cudaMemcpyHostToDevice, stream());
+    down.join();
+    CUDA_TRY(up_error);
+    CUDA_TRY(down_error);
+    CUDA_TRY(cudaEventRecord(join_.e, down_.get()));
+    CUDA_TRY(cudaStreamWaitEvent(stream(), join_.e, 0));
   }
 
   /// Compares 64 chunks of 256 16-byte words of `got` (device or host) with the source.
@@ -152,6 +185,7 @@ class HostCopy : public clusterbench::gpu::Op {
   }
 
   const bool h2d_, d2h_;
+  const bool pageable_bidir_;  ///< each direction from its own host thread (enqueue_threads)
   const long long bytes_;
   void *host_src_, *host_dst_;
   clusterbench::gpu::Stream down_;

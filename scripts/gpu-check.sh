@@ -165,14 +165,21 @@ P
   if [ -n "$spec" ]; then SPEC_ARGS=(--spec "$spec"); echo "spec table: $spec"; fi
 }
 
-# compute.gemm at 8192^3 in FP16, BF16, TF32, FP8 (cuBLASLt), anchored by torch.matmul and
-# torch._scaled_mm on the same GPU in the same run.
+# compute.gemm at 8192^3 in FP16, BF16, TF32 and FP8 (cuBLASLt; FP8 without and with fast
+# accumulation, two rows), and BF16 at 1024^3 (launch-bound: timed batches launch CUDA graphs),
+# anchored by torch.matmul and torch._scaled_mm(use_fast_accum=False / True) on the same GPU in
+# the same run, measured as ours: inputs of gemm_input_value's law (magnitude uniform in [0.25, 1),
+# random sign), a 200 ms warm-up, batches of 20 products per CUDA event pair, medians.
 section_gemm() {
-  say "compute.gemm (cuBLASLt, 8192^3)"
-  timeout 150 "$BIN" run --suite quick "${SPEC_ARGS[@]}" --only compute.gemm --set compute.gemm.backends=cublaslt \
+  say "compute.gemm (cuBLASLt, 8192^3; bf16 1024^3)"
+  timeout 120 "$BIN" run --suite quick "${SPEC_ARGS[@]}" --only compute.gemm --set compute.gemm.backends=cublaslt \
     --set compute.gemm.dtypes=fp16,bf16,tf32,fp8_e4m3 --set compute.gemm.shapes=8192 \
     --set compute.gemm.min_time=1 --out "$OUT/gemm" >"$OUT/gemm.log" 2>&1
   echo "clusterbench exited $? (its verdict code: 0 pass, 1 a row failed, 4 incomplete; verdicts: $OUT/gemm/report.md)"
+  timeout 30 "$BIN" run --suite quick "${SPEC_ARGS[@]}" --only compute.gemm --set compute.gemm.backends=cublaslt \
+    --set compute.gemm.dtypes=bf16 --set compute.gemm.shapes=1024 \
+    --set compute.gemm.min_time=0.5 --out "$OUT/gemm-small" >"$OUT/gemm-small.log" 2>&1
+  echo "clusterbench exited $? (1024^3; verdicts: $OUT/gemm-small/report.md)"
   say "torch anchors"
   timeout 90 python3 - >"$OUT/gemm-anchor.json" 2>"$OUT/gemm-anchor.err" <<'P'
 import json
@@ -183,52 +190,74 @@ try:
         raise RuntimeError("torch sees no CUDA device")
 except Exception as e:  # no torch, or no GPU: every anchor says why
     print(json.dumps({"error": "%s: %s" % (type(e).__name__, e)})); raise SystemExit
-n = 8192
-def median_seconds(fn, reps=20):
-    fn(); torch.cuda.synchronize()
-    times = []
-    for _ in range(reps):
-        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+def inputs(rows, cols):  # gemm_input_value's law: magnitude uniform in [0.25, 1), random sign
+    mag = torch.rand(rows, cols, device="cuda") * 0.75 + 0.25
+    return torch.where(torch.rand(rows, cols, device="cuda") < 0.5, -mag, mag)
+def median_seconds(fn, batch=20, samples=15):
+    s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    warm = 0.0
+    while warm < 0.2:  # warm-up by time, as the plugin's (compute/gemm_select.hpp)
         s.record(); fn(); e.record(); e.synchronize()
-        times.append(s.elapsed_time(e) / 1e3)
+        warm += s.elapsed_time(e) / 1e3
+    times = []
+    for _ in range(samples):
+        s.record()
+        for _ in range(batch): fn()
+        e.record(); e.synchronize()
+        times.append(s.elapsed_time(e) / 1e3 / batch)
     return sorted(times)[(len(times) - 1) // 2]
-for dtype in ("fp16", "bf16", "tf32", "fp8_e4m3"):
+def product(dtype, fast):
+    if dtype == "fp8_e4m3":  # _scaled_mm: A row-major, B column-major
+        a = inputs(n, n).to(torch.float8_e4m3fn)
+        b = inputs(n, n).to(torch.float8_e4m3fn).t()
+        one = torch.tensor(1.0, device="cuda")
+        return lambda: torch._scaled_mm(a, b, scale_a=one, scale_b=one, out_dtype=torch.bfloat16,
+                                        use_fast_accum=fast)
+    t = {"fp16": torch.float16, "bf16": torch.bfloat16, "tf32": torch.float32}[dtype]
+    torch.backends.cuda.matmul.allow_tf32 = dtype == "tf32"
+    a, b = inputs(n, n).to(t), inputs(n, n).to(t)
+    return lambda: torch.matmul(a, b)
+# Keys as the table labels rows: "<dtype>[ fast_accum=off|on] <n>^3".
+for n, dtype, fast in [(8192, "fp16", None), (8192, "bf16", None), (8192, "tf32", None),
+                       (8192, "fp8_e4m3", False), (8192, "fp8_e4m3", True), (1024, "bf16", None)]:
+    key = dtype + ("" if fast is None else " fast_accum=" + ("on" if fast else "off"))
+    key += " %d^3" % n
     try:
-        if dtype == "fp8_e4m3":
-            a = torch.randn(n, n, device="cuda").to(torch.float8_e4m3fn)
-            b = torch.randn(n, n, device="cuda").to(torch.float8_e4m3fn).t()
-            one = torch.tensor(1.0, device="cuda")
-            fn = lambda: torch._scaled_mm(a, b, scale_a=one, scale_b=one, out_dtype=torch.bfloat16)
-        else:
-            t = {"fp16": torch.float16, "bf16": torch.bfloat16, "tf32": torch.float32}[dtype]
-            torch.backends.cuda.matmul.allow_tf32 = dtype == "tf32"
-            a = torch.randn(n, n, device="cuda", dtype=t)
-            b = torch.randn(n, n, device="cuda", dtype=t)
-            fn = lambda: torch.matmul(a, b)
-        out[dtype] = 2 * n ** 3 / median_seconds(fn) / 1e12
+        out[key] = 2 * n ** 3 / median_seconds(product(dtype, bool(fast))) / 1e12
     except Exception as e:
-        out[dtype] = "%s: %s" % (type(e).__name__, e)
+        out[key] = "%s: %s" % (type(e).__name__, e)
 print(json.dumps(out))
 P
-  python3 - "$OUT/gemm/records.jsonl" "$OUT/gemm-anchor.json" >>"$TABLE" <<'P'
+  python3 - "$OUT/gemm-anchor.json" "$OUT/gemm/records.jsonl" "$OUT/gemm-small/records.jsonl" \
+    >>"$TABLE" <<'P'
 import json, sys
 try:
-    anchor = json.load(open(sys.argv[2]))
+    anchor = json.load(open(sys.argv[1]))
 except Exception as e:
     anchor = {"error": "anchor produced no result (%s)" % e}
-recs = []
-try:
-    recs = [json.loads(l) for l in open(sys.argv[1])]
-except OSError as e:
-    print("compute.gemm|all|no records: %s||TFLOP/s" % e)
-for r in recs:
-    d = r["params"]["dtype"]
-    m = {x["name"]: x["value"] for x in r.get("metrics", [])}
-    ours = "%.1f" % m["tflops"] if r["status"] == "ok" else "%s: %s" % (r["status"], r["message"])
-    a = anchor.get(d, anchor.get("error", "no anchor"))
-    a = "%.1f" % a if isinstance(a, (int, float)) else "n/a (%s)" % a
-    gpu = r["scope"].get("gpu_index", "")
-    print("compute.gemm|%s 8192^3 gpu%s|%s|%s|TFLOP/s" % (d, gpu, ours, a))
+for path in sys.argv[2:]:
+    try:
+        recs = [json.loads(l) for l in open(path)]
+    except OSError as e:
+        print("compute.gemm|%s|no records: %s|n/a|TFLOP/s" % (path.split("/")[-2], e)); continue
+    for r in recs:
+        p = r["params"]
+        fast = " fast_accum=%s" % p["fast_accum"] if "fast_accum" in p else ""
+        label = "%s%s %d^3" % (p["dtype"], fast, p["m"])
+        m = {x["name"]: x["value"] for x in r.get("metrics", [])}
+        ours = "%.1f" % m["tflops"] if r["status"] == "ok" else "%s: %s" % (r["status"], r["message"])
+        a = anchor.get(label, anchor.get("error", "no anchor"))
+        a = "%.1f" % a if isinstance(a, (int, float)) else "n/a (%s)" % a
+        gpu = r["scope"].get("gpu_index", "")
+        print("compute.gemm|%s gpu%s|%s|%s|TFLOP/s" % (label, gpu, ours, a))
+        x = r.get("extra", {})
+        if r["status"] == "ok":  # items 7 and 8 of issue 18: the choice's warm-up, the launch
+            al, ln = x.get("algorithm", {}), x.get("launch", {})
+            print("compute.gemm|%s gpu%s choice, launch|warm-up %.2f s, %s rounds, %s/%s tried; %s|n/a|-" % (
+                label, gpu, al.get("warmup_seconds", 0), al.get("selection_rounds"), al.get("tried"),
+                al.get("heuristic_returned"), ln.get("mode", "?") + (
+                    " of %s" % ln["products_per_graph"] if "products_per_graph" in ln else
+                    ": " + ln.get("why", ""))))
 P
 }
 
@@ -319,7 +348,7 @@ P
 # PyTorch: a pinned tensor .to('cuda', non_blocking=True) and a device tensor copied into a pinned
 # one (copy_(..., non_blocking=True)), timed with CUDA events; GB/s = bytes / median / 1e9.
 section_host_device_copy() {
-  say "compute.host_device_copy (pinned, near, h2d/d2h)"
+  say "compute.host_device_copy (near: pinned h2d/d2h; pageable h2d/d2h/bidir)"
   local bytes=$((256 << 20))
   timeout 60 "$BIN" run --suite quick "${SPEC_ARGS[@]}" --only compute.host_device_copy \
     --set compute.host_device_copy.directions=h2d,d2h --set compute.host_device_copy.memory=pinned \
@@ -327,6 +356,14 @@ section_host_device_copy() {
     --set compute.host_device_copy.bytes=$bytes --set compute.host_device_copy.min_time=0.5 \
     --out "$OUT/hcopy" >"$OUT/hcopy.log" 2>&1
   echo "clusterbench exited $? (its verdict code: 0 pass, 1 a row failed, 4 incomplete; verdicts: $OUT/hcopy/report.md)"
+  # Pageable: bidir issues each direction from a host thread of its own (issue 18 item 9); read
+  # against the pageable h2d and d2h beside it (no anchor).
+  timeout 30 "$BIN" run --suite quick "${SPEC_ARGS[@]}" --only compute.host_device_copy \
+    --set compute.host_device_copy.directions=h2d,d2h,bidir --set compute.host_device_copy.memory=pageable \
+    --set compute.host_device_copy.numa=near --set compute.host_device_copy.gpus=all \
+    --set compute.host_device_copy.bytes=$bytes --set compute.host_device_copy.min_time=0.3 \
+    --out "$OUT/hcopy-pageable" >"$OUT/hcopy-pageable.log" 2>&1
+  echo "clusterbench exited $? (pageable; verdicts: $OUT/hcopy-pageable/report.md)"
   say "torch anchor (pinned copies of $bytes bytes)"
   timeout 45 python3 - "$bytes" >"$OUT/hcopy-anchor.json" 2>"$OUT/hcopy-anchor.err" <<'P2'
 import json, sys
@@ -351,25 +388,29 @@ try:
 except Exception as e:
     print(json.dumps({"error": "%s: %s" % (type(e).__name__, e)}))
 P2
-  python3 - "$OUT/hcopy/records.jsonl" "$OUT/hcopy-anchor.json" >>"$TABLE" <<'P2'
+  python3 - "$OUT/hcopy-anchor.json" "$OUT/hcopy/records.jsonl" "$OUT/hcopy-pageable/records.jsonl" \
+    >>"$TABLE" <<'P2'
 import json, sys
 try:
-    anchor = json.load(open(sys.argv[2]))
+    anchor = json.load(open(sys.argv[1]))
 except Exception as e:
     anchor = {"error": "anchor produced no result (%s)" % e}
-try:
-    recs = [json.loads(l) for l in open(sys.argv[1])]
-except OSError as e:
-    recs = []
-    print("compute.host_device_copy|all|no records: %s|n/a|GB/s" % e)
+recs = []
+for path in sys.argv[2:]:
+    try:
+        recs += [json.loads(l) for l in open(path)]
+    except OSError as e:
+        print("compute.host_device_copy|%s|no records: %s|n/a|GB/s" % (path.split("/")[-2], e))
 for r in recs:
-    d = r["params"]["direction"]
+    d, mem = r["params"]["direction"], r["params"].get("memory", "pinned")
     m = {x["name"]: x["value"] for x in r.get("metrics", [])}
-    a = anchor.get(d, anchor.get("error", "no anchor"))
+    a = anchor.get(d, anchor.get("error", "no anchor")) if mem == "pinned" else "pageable"
     a = "%.1f" % a if isinstance(a, (int, float)) else "n/a (%s)" % a
     ours = "%.1f" % m["bandwidth"] if r["status"] == "ok" else "%s: %s" % (r["status"], r["message"])
     gpu = r["scope"].get("gpu_index", "")
-    print("compute.host_device_copy|%s pinned near gpu%s|%s|%s|GB/s" % (d, gpu, ours, a))
+    threads = r.get("extra", {}).get("host_threads")
+    more = " (%d host threads)" % threads if d == "bidir" and threads else ""
+    print("compute.host_device_copy|%s %s near gpu%s%s|%s|%s|GB/s" % (d, mem, gpu, more, ours, a))
     if r["status"] == "ok" and "pcie_gen_min" in m:
         t = r["extra"]["telemetry"].get("pcie") or {}
         print("compute.host_device_copy|%s PCIe during copy gpu%s|gen %d x%d (max gen %s x%s)|n/a|link" % (
@@ -418,8 +459,8 @@ P
 # its processes), and none starts past 270 s: each remaining one is skipped, saying so, and has a
 # row in the table, so the check ends within 5 minutes.
 SECTIONS=(inventory gemm collectives gpu_memory_bandwidth host_device_copy burnin)
-declare -A BUDGET=([inventory]=15 [gemm]=100 [collectives]=40 [gpu_memory_bandwidth]=35
-                   [host_device_copy]=30 [burnin]=50)  # 270 s in all
+declare -A BUDGET=([inventory]=15 [gemm]=100 [collectives]=40 [gpu_memory_bandwidth]=30
+                   [host_device_copy]=35 [burnin]=50)  # 270 s in all
 DEADLINE=${CLUSTERBENCH_GPU_CHECK_DEADLINE:-270}
 # kill_tree PID: stops PID and every process below it (`timeout` puts its command in a process
 # group of its own, so a process group kill would miss it); /proc only, no procps needed.

@@ -6,6 +6,12 @@
 cb_unit_test(test_gemm clusterbench_core cb_compute cb_collectives)
 cb_unit_test(test_compute_gpu_memory_bandwidth clusterbench_core cb_compute cb_collectives)
 cb_unit_test(test_host_device_copy clusterbench_core cb_compute cb_collectives)
+# test_gemm_no_openblas (< 5 s): compute/ as the -DCLUSTERBENCH_GPU_CHECK=ON build makes it, no
+# OpenBLAS linked (compute/openblas_none.cpp): the CPU GEMM and burn-in are waived naming the option.
+if(NOT CLUSTERBENCH_GPU_CHECK)
+  cb_compute_library(cb_compute_no_openblas NO_OPENBLAS)
+  cb_unit_test(test_gemm_no_openblas clusterbench_core cb_compute_no_openblas cb_collectives)
+endif()
 cb_integration_test(compute_gemm_cpu TIMEOUT 120)
 cb_integration_test(compute_gpu_check TIMEOUT 120)
 # compute_gpu_fake: the GPU cases end to end through the fake NVML and the fake plugin (telemetry

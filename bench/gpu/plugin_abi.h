@@ -1,5 +1,6 @@
 /* The C interface of libclusterbench_gpu.so, the GPU plugin the core dlopens (DESIGN.md "GPU
- * plugin", docs/architecture.md). Version 2: one generic operation interface.
+ * plugin", docs/architecture.md). Version 2: one generic operation interface; 3: cb_nccl_copy
+ * takes the communicator (the copy is ordered on its stream).
  *
  * Return codes: CB_GPU_OK (0), or one of the codes below; after a failed call,
  * cb_gpu_last_error() holds the text on the calling thread. No exception crosses this ABI. */
@@ -10,7 +11,7 @@
 extern "C" {
 #endif
 
-#define CB_GPU_ABI_VERSION 2
+#define CB_GPU_ABI_VERSION 3
 #define CB_GPU_OK 0
 #define CB_GPU_ERROR 1               /* the call failed: the case fails */
 #define CB_GPU_DRIVER_INSUFFICIENT 2 /* the driver is older than the plugin's CUDA: exit 2 */
@@ -67,7 +68,7 @@ void cb_gpu_op_destroy(cb_gpu_op* op);
 /* Re-checks the operation's current output as it stands after the last run, without computing it
  * again (the burn-in re-verifies the product it soaks: compute/burnin.cpp), and refreshes the
  * info's "verification" (cb_gpu_op_info's text is remade). CB_GPU_ERROR for a kind without a
- * check. Optional in ABI version 2: a plugin without it cannot re-check. */
+ * check. */
 int cb_gpu_op_check(cb_gpu_op* op);
 
 /* --- Collectives over NCCL --------------------------------------------------------------------
@@ -98,8 +99,10 @@ int cb_nccl_comm_init(const unsigned char id[CB_NCCL_ID_BYTES], int nranks, int 
 void cb_nccl_comm_destroy(cb_nccl_comm* c);
 int cb_nccl_alloc(size_t bytes, void** dev);
 void cb_nccl_free(void* dev);
-/* cudaMemcpy; `to_device` 1: host -> device, 0: device -> host. */
-int cb_nccl_copy(void* dst, const void* src, size_t bytes, int to_device);
+/* cudaMemcpyAsync on the communicator's stream, waited for (polled against `timeout_s`) before it
+ * returns, so that the next cb_nccl_run on that stream, and the caller's check of a downloaded
+ * buffer, see the copy complete. `to_device` 1: host -> device, 0: device -> host. */
+int cb_nccl_copy(cb_nccl_comm* c, void* dst, const void* src, size_t bytes, int to_device);
 /* Enqueues `ops` operations between two CUDA events on the communicator's stream and waits,
  * polling the stop event and ncclCommGetAsyncError, until done or `timeout_s` has passed.
  * `seconds` = the events' elapsed time. On timeout or an async error the communicator is aborted

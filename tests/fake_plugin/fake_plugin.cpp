@@ -1,4 +1,4 @@
-// A fake GPU plugin for the tests (bench/gpu/plugin_abi.h, ABI version 2).
+// A fake GPU plugin for the tests (bench/gpu/plugin_abi.h, CB_GPU_ABI_VERSION).
 //
 // By default its CUDA start fails as a broken node's does: the error text is $FAKE_GPU_ERROR
 // (default CUDA's "no CUDA-capable device is detected"); with $FAKE_GPU_DRIVER_INSUFFICIENT set it

@@ -10,14 +10,16 @@ expect_rc 0 env CLUSTERBENCH_NVML_LIB=/nonexistent.so bash "$CB_SOURCE_DIR/scrip
 expect_out "== inventory"
 expect_out "0 GPU\(s\) on the PCI bus"
 expect_out "benchmark +case +ours \(median\) +anchor \(median\) +ratio +unit"
-for d in fp16 bf16 tf32 fp8_e4m3; do
-  expect_out "compute.gemm +$d 8192\^3 gpu0 +waived: no NVIDIA GPU on the PCI bus +n/a"
+# FP8 twice, labelled apart (fast_accum off, on), and BF16 at 1024^3 (the CUDA-graph launch).
+for d in "fp16 8192" "bf16 8192" "tf32 8192" "fp8_e4m3 fast_accum=off 8192" \
+         "fp8_e4m3 fast_accum=on 8192" "bf16 1024"; do
+  expect_out "compute.gemm +$d\^3 gpu0 +waived: no NVIDIA GPU on the PCI bus +n/a"
 done
 for m in kernel memcpy; do
   expect_out "compute.gpu_memory_bandwidth +$m gpu0 +waived: no NVIDIA GPU on the PCI bus +n/a"
 done
-for d in h2d d2h; do
-  expect_out "compute.host_device_copy +$d pinned near gpu0 +waived: no NVIDIA GPU on the PCI bus +n/a"
+for d in "h2d pinned" "d2h pinned" "h2d pageable" "d2h pageable" "bidir pageable"; do
+  expect_out "compute.host_device_copy +$d near gpu0 +waived: no NVIDIA GPU on the PCI bus +n/a"
 done
 expect_out "== done: $TMP/gc"
 py "
@@ -31,5 +33,10 @@ recs = [json.loads(l) for l in open(sys.argv[1])]
 assert sorted(r['params']['direction'] for r in recs) == ['d2h', 'h2d'], recs
 assert all(r['status'] == 'waived' and r['params']['memory'] == 'pinned' for r in recs)
 " "$TMP/gc/hcopy/records.jsonl"
+py "
+recs = [json.loads(l) for l in open(sys.argv[1])]
+assert sorted(r['params']['direction'] for r in recs) == ['bidir', 'd2h', 'h2d'], recs
+assert all(r['status'] == 'waived' and r['params']['memory'] == 'pageable' for r in recs)
+" "$TMP/gc/hcopy-pageable/records.jsonl"
 ok "gpu-check.sh runs to the end on a GPU-less machine and prints the waived rows"
 echo "$PASSES passed, 0 failed"

@@ -89,11 +89,22 @@ for f in clusterbench libclusterbench_gpu.so; do
   ok "ldd $f finds every library"
 done
 expect_rc 0 in_root "LD_LIBRARY_PATH=$B/lib:$LDP ldd $B/clusterbench"
-! grep -Eq "libarchive|libtcmalloc|libxml2|libicu" "$TMP/out" ||
-  { cat "$TMP/out" >&2; fail "the gpu-check build still links libarchive or tcmalloc"; }
+! grep -Eq "libarchive|libtcmalloc|libxml2|libicu|libopenblas" "$TMP/out" ||
+  { cat "$TMP/out" >&2; fail "the gpu-check build still links libarchive, tcmalloc or OpenBLAS"; }
 expect_rc 2 in_root "LD_LIBRARY_PATH=$B/lib:$LDP $B/clusterbench archive /root/gc"
 expect_out "this build has no libarchive \(-DCLUSTERBENCH_GPU_CHECK=ON"
-ok "no libarchive or tcmalloc in the gpu-check build; archive refuses, naming the option"
+ok "no libarchive, tcmalloc or OpenBLAS in the gpu-check build; archive refuses, naming the option"
+# The CPU GEMM is waived in that build, naming the option (the CPU burn-in likewise).
+T=/root/bundle.d/clusterbench-gpu-check
+in_root "LD_LIBRARY_PATH=$B/lib:$LDP CLUSTERBENCH_SPECS_DIR=$T/reports/specs $B/clusterbench run \
+  --suite ci --only compute.gemm --set compute.gemm.backends=openblas --out /root/cpu" \
+  >"$TMP/out" 2>&1
+recs=$(cat "$R/root/cpu/records.jsonl" 2>/dev/null)
+[ "$(grep -c . <<<"$recs")" -ge 3 ] || { cat "$TMP/out" >&2; fail "no CPU GEMM records"; }
+! grep -v '"status":"waived"' <<<"$recs" | grep -q . || fail "a CPU GEMM case was not waived"
+grep -q 'this build has no OpenBLAS (-DCLUSTERBENCH_GPU_CHECK=ON' <<<"$recs" ||
+  fail "the CPU GEMM waiver does not name the option: $recs"
+ok "the CPU GEMM cases are waived, naming -DCLUSTERBENCH_GPU_CHECK=ON"
 
 # 5. A forced plugin load on a node that shows a GPU on its PCI bus: CUDA's own error. NVML is
 # the driver's, absent here: the test suite's fake stands in for it (tests/fake_nvml), so that the

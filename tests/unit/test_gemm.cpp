@@ -10,6 +10,7 @@
 
 #include "compute/gemm.hpp"
 #include "compute/gemm_check.hpp"
+#include "compute/gemm_select.hpp"
 #include "core/benchmark.hpp"
 #include "core/error.hpp"
 #include "core/telemetry.hpp"
@@ -424,4 +425,98 @@ TEST(GemmCheck, EmulatedProductsRightPassWrongFailAtEveryK) {
   }
   for (long long k : ks)
     EXPECT_NE(std::find(covered.begin(), covered.end(), k), covered.end()) << k;
+}
+
+// Issue 18 item 7: the algorithm choice (compute/gemm_select.hpp) over a model GPU whose clock
+// starts idle: the first 50 ms of work run 3x slower (345 vs 1980 MHz on an H200, about 5.7x;
+// 3x is enough here). Candidate times, ms per product: 0.8 (the fastest), 1.0, 0.9.
+namespace {
+
+struct ModelGpu {
+  std::vector<double> ms = {0.8, 1.0, 0.9};
+  double elapsed = 0;  // seconds of work run so far
+  std::vector<int> order;
+  /// Seconds of `reps` products of candidate `i`, slower while the clock is cold.
+  double run(int i, long long reps) {
+    double t = ms[static_cast<size_t>(i)] * 1e-3 * static_cast<double>(reps);
+    if (elapsed < 0.05) t *= 3;
+    elapsed += t;
+    return t;
+  }
+};
+
+}  // namespace
+
+TEST(GemmSelect, WarmUpRunsProductsForTheTargetTime) {
+  ModelGpu gpu;
+  std::vector<long long> batches;
+  GemmWarmup w = gemm_warm_up(kGemmWarmupSeconds, [&](long long reps) {
+    batches.push_back(reps);
+    return gpu.run(0, reps);
+  });
+  EXPECT_GE(w.seconds, 0.2);
+  EXPECT_LT(w.seconds, 0.25);  // the last batch is sized to what was left, not doubled blindly
+  EXPECT_NEAR(gpu.elapsed, w.seconds, 1e-12);
+  long long sum = 0;
+  for (long long b : batches) sum += b;
+  EXPECT_EQ(w.products, sum);
+  EXPECT_EQ(batches.front(), 1);
+  EXPECT_EQ(batches[1], 2);
+  EXPECT_NEAR(w.seconds_per_product, 0.8e-3, 1e-12);  // warm by then
+  // A product longer than the target is one batch of one.
+  GemmWarmup big =
+      gemm_warm_up(0.2, [](long long reps) { return 0.5 * static_cast<double>(reps); });
+  EXPECT_EQ(big.products, 1);
+  EXPECT_EQ(gemm_timing_reps(1e-3), 10);  // about 10 ms per timing
+  EXPECT_EQ(gemm_timing_reps(1.0), 1);
+  EXPECT_EQ(gemm_timing_reps(1e-6), 200);
+  EXPECT_EQ(gemm_graph_products(1.4e-3), 2);  // 8192^3 bf16 on an H200: no gain, no loss
+  EXPECT_EQ(gemm_graph_products(3e-6), 256);  // 1024^3: one launch per 256 products
+  EXPECT_EQ(gemm_graph_products(0), 1);
+}
+
+TEST(GemmSelect, WarmedUpInterleavedRoundsPickTheFastest) {
+  // Timed once each right after the fills, as before the fix: the first candidate runs cold
+  // (2.4 ms a product) and loses to the third.
+  {
+    ModelGpu cold;
+    std::vector<double> once;
+    for (int i = 0; i < 3; ++i) once.push_back(cold.run(i, 20) / 20);
+    EXPECT_EQ(std::min_element(once.begin(), once.end()) - once.begin(), 2);  // the wrong one
+  }
+  ModelGpu gpu;
+  gemm_warm_up(kGemmWarmupSeconds, [&](long long reps) { return gpu.run(0, reps); });
+  GemmSelection sel = gemm_select_interleaved(3, kGemmSelectionRounds, [&](int i) {
+    gpu.order.push_back(i);
+    return gpu.run(i, 20) / 20;
+  });
+  EXPECT_EQ(sel.best, 0);
+  EXPECT_NEAR(sel.best_seconds, 0.8e-3, 1e-12);
+  EXPECT_GE(sel.rounds, 2);
+  EXPECT_EQ(sel.tried(), 3);
+  // Round-robin: every round times every candidate once, each round starting one further on.
+  EXPECT_EQ(gpu.order, (std::vector<int>{0, 1, 2, 1, 2, 0, 2, 0, 1}));
+  for (const auto& c : sel.candidates) EXPECT_EQ(c.seconds.size(), 3u);
+}
+
+TEST(GemmSelect, MedianIgnoresOneSlowRoundAndFailuresAreOut) {
+  // Candidate 1 is the fastest but one of its rounds is 5x slow (a clock dip); 2 cannot run.
+  int calls1 = 0;
+  GemmSelection sel = gemm_select_interleaved(3, 3, [&](int i) {
+    if (i == 2) return -1.0;
+    if (i == 1) return ++calls1 == 2 ? 4e-3 : 0.8e-3;
+    return 1e-3;
+  });
+  EXPECT_EQ(sel.best, 1);
+  EXPECT_TRUE(sel.candidates[2].failed);
+  EXPECT_TRUE(sel.candidates[2].seconds.empty());
+  EXPECT_EQ(sel.tried(), 2);
+  EXPECT_NEAR(sel.candidates[1].median(), 0.8e-3, 1e-15);
+  GemmSelection none = gemm_select_interleaved(2, 2, [](int) { return NAN; });
+  EXPECT_EQ(none.best, -1);
+  EXPECT_EQ(none.tried(), 0);
+  // Fewer than two rounds asked: two are run.
+  EXPECT_EQ(gemm_select_interleaved(1, 1, [](int) { return 1.0; }).rounds, 2);
+  // Equal medians: the heuristic's order decides.
+  EXPECT_EQ(gemm_select_interleaved(2, 2, [](int) { return 1.0; }).best, 0);
 }
