@@ -13,18 +13,9 @@ for t in mpirun fsfreeze mkfs.ext4 losetup; do
 done
 
 MNT=$TMP/mnt
-mkdir -p "$MNT"
-truncate -s 64M "$TMP/fs.img"
-mkfs.ext4 -q -F "$TMP/fs.img" || fail "mkfs.ext4"
-mount -o loop "$TMP/fs.img" "$MNT" || fail "cannot loop-mount a scratch image"
-trap 'fsfreeze -u "$MNT" 2>/dev/null; umount "$MNT" 2>/dev/null; rm -rf "$TMP"' EXIT
+loop_fs "$MNT" 64M
 
-cat >"$TMP/spec.json" <<'J'
-{"schema": "clusterbench.spec/1", "name": "fsfreeze", "requirements": [
- {"id": "quick", "title": "quick case ran", "source": "test", "severity": "fail",
-  "select": {"benchmark": "test.quick", "metric": "rate"}, "scope": "cluster", "aggregate": "each",
-  "op": ">=", "value": 1, "unit": "count"}]}
-J
+quick_spec fsfreeze
 deadline=5
 start=$(date +%s)
 # test.hang with rank 0 pausing 20 ms per batch: about a second, time to freeze after test.quick.

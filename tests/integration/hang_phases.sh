@@ -11,12 +11,7 @@ source "$(dirname "$0")/lib.sh"
 [ "${CB_HAVE_MPI:-1}" = "1" ] || { echo "SKIP: built without MPI"; exit 77; }
 command -v mpirun >/dev/null || fail "mpirun not installed (scripts/setup.sh installs it)"
 
-cat >"$TMP/spec.json" <<'J'
-{"schema": "clusterbench.spec/1", "name": "hang-phases", "requirements": [
- {"id": "quick", "title": "quick case ran", "source": "test", "severity": "fail",
-  "select": {"benchmark": "test.quick", "metric": "rate"}, "scope": "cluster", "aggregate": "each",
-  "op": ">=", "value": 1, "unit": "count"}]}
-J
+quick_spec hang-phases
 # Each rank its own host name, so that the messages must name the right one.
 NAMED=(bash -c 'CLUSTERBENCH_HOSTNAME=cbstop$OMPI_COMM_WORLD_RANK exec "$0" "$@"' "$CB_TESTBIN")
 deadline=5

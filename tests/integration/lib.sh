@@ -67,3 +67,38 @@ wait_for_our_fio() {
   cat "$2"
   fail "fio did not start its jobs"
 }
+
+# quick_spec NAME: writes $TMP/spec.json, a table of one fail row that test.quick (of the test
+# binary) ran, named NAME: what the fault tests judge.
+quick_spec() {
+  cat >"$TMP/spec.json" <<J
+{"schema": "clusterbench.spec/1", "name": "$1", "requirements": [
+ {"id": "quick", "title": "quick case ran", "source": "test", "severity": "fail",
+  "select": {"benchmark": "test.quick", "metric": "rate"}, "scope": "cluster", "aggregate": "each",
+  "op": ">=", "value": 1, "unit": "count"}]}
+J
+}
+
+# loop_fs MNT SIZE: an ext4 image of SIZE (truncate's syntax) loop-mounted at MNT, unmounted (and
+# thawed) when the test ends. Extra mkfs.ext4 options may follow.
+loop_fs() {
+  local mnt=$1 size=$2
+  shift 2
+  mkdir -p "$mnt"
+  truncate -s "$size" "$TMP/fs.img"
+  mkfs.ext4 -q -F "$@" "$TMP/fs.img" || fail "mkfs.ext4"
+  mount -o loop "$TMP/fs.img" "$mnt" || fail "cannot loop-mount a scratch image"
+  trap 'pkill -KILL -f -- "--out '"$mnt"'/"; fsfreeze -u "'"$mnt"'" 2>/dev/null; sleep 0.3
+        umount "'"$mnt"'" 2>/dev/null; rm -rf "$TMP"' EXIT
+}
+
+# wait_until SECONDS CMD...: runs CMD every 0.1 s until it succeeds; false after SECONDS.
+wait_until() {
+  local tries=$(($1 * 10))
+  shift
+  for _ in $(seq 1 "$tries"); do
+    "$@" && return 0
+    sleep 0.1
+  done
+  return 1
+}

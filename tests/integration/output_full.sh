@@ -16,18 +16,9 @@ for t in mpirun mkfs.ext4 losetup fallocate; do
 done
 
 MNT=$TMP/mnt
-mkdir -p "$MNT"
-truncate -s 16M "$TMP/fs.img"
-mkfs.ext4 -q -F -m 0 "$TMP/fs.img" || fail "mkfs.ext4"
-mount -o loop "$TMP/fs.img" "$MNT" || fail "cannot loop-mount a scratch image"
-trap 'pkill -KILL -f -- "--out $MNT/"; sleep 0.5; umount "$MNT" 2>/dev/null; rm -rf "$TMP"' EXIT
+loop_fs "$MNT" 16M -m 0
 
-cat >"$TMP/spec.json" <<'J'
-{"schema": "clusterbench.spec/1", "name": "output-full", "requirements": [
- {"id": "quick", "title": "quick case ran", "source": "test", "severity": "fail",
-  "select": {"benchmark": "test.quick", "metric": "rate"}, "scope": "cluster", "aggregate": "each",
-  "op": ">=", "value": 1, "unit": "count"}]}
-J
+quick_spec output-full
 # fill NAME: takes every free block of the image (files removed by `room`): most at once, the
 # rest by writing until the filesystem refuses.
 fill() {
@@ -60,11 +51,8 @@ assert len(quick) == 1 and quick[0]['status'] == 'ok', recs
 
 # 1. Full in the middle: after test.quick's record, during test.hang.
 job mid
-for _ in $(seq 1 300); do
-  grep -q '"test.quick"' "$MNT/mid/records.jsonl" 2>/dev/null && break
-  sleep 0.1
-done
-grep -q '"test.quick"' "$MNT/mid/records.jsonl" || { kill $pid; fail "no first record in 30 s"; }
+wait_until 30 grep -q '"test.quick"' "$MNT/mid/records.jsonl" 2>/dev/null ||
+  { kill $pid; fail "no first record in 30 s"; }
 fill mid
 wait $pid
 rc=$?
@@ -77,11 +65,8 @@ room
 
 # 2. Full at the report: rank 0 stops itself there; fill, continue it.
 job rep CLUSTERBENCH_TEST_STOP=0@report
-for _ in $(seq 1 300); do
-  grep -q "stops itself (SIGSTOP) at report" "$TMP/rep.out" && break
-  sleep 0.1
-done
-grep -q "stops itself (SIGSTOP) at report" "$TMP/rep.out" || { kill $pid; fail "rank 0 did not stop"; }
+wait_until 30 grep -q "stops itself (SIGSTOP) at report" "$TMP/rep.out" ||
+  { kill $pid; fail "rank 0 did not stop"; }
 fill rep
 pkill -CONT -f -- "clusterbench_testbin run .*--out $MNT/rep"
 wait $pid

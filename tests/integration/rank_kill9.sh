@@ -11,12 +11,7 @@ source "$(dirname "$0")/lib.sh"
 [ "${CB_HAVE_MPI:-1}" = "1" ] || { echo "SKIP: built without MPI"; exit 77; }
 command -v mpirun >/dev/null || fail "mpirun not installed (scripts/setup.sh installs it)"
 
-cat >"$TMP/spec.json" <<'J'
-{"schema": "clusterbench.spec/1", "name": "rank-kill9", "requirements": [
- {"id": "quick", "title": "quick case ran", "source": "test", "severity": "fail",
-  "select": {"benchmark": "test.quick", "metric": "rate"}, "scope": "cluster", "aggregate": "each",
-  "op": ">=", "value": 1, "unit": "count"}]}
-J
+quick_spec rank-kill9
 NAMED=(bash -c 'CLUSTERBENCH_HOSTNAME=cbkill$OMPI_COMM_WORLD_RANK exec "$0" "$@"' "$CB_TESTBIN")
 
 # rank_pid DIR RANK: the pid of that rank of the job writing DIR: started by mpirun (not rank 0's
@@ -38,11 +33,8 @@ killed_run() {
     --only test.hang --set test.hang.seconds=60 --spec "$TMP/spec.json" --case-timeout 120 \
     --out "$dir" >"$TMP/$name.out" 2>&1 &
   local job=$!
-  for _ in $(seq 1 300); do
-    [ -s "$dir/records.jsonl" ] && break
-    sleep 0.1
-  done
-  [ -s "$dir/records.jsonl" ] || { kill "$job"; cat "$TMP/$name.out" >&2; fail "$name: no record"; }
+  wait_until 30 test -s "$dir/records.jsonl" ||
+    { kill "$job"; cat "$TMP/$name.out" >&2; fail "$name: no record"; }
   sleep 1  # test.hang has started: its failed record is what the kill must leave
   case $what in
     rank0 | rank1)
