@@ -102,3 +102,26 @@ wait_until() {
   done
   return 1
 }
+
+# The abort the fault tests expect, on a run of test.quick then test.hang (the test binary):
+# aborted DIR REGEX: run.json is aborted (exit_code 3) with a reason matching REGEX.
+aborted() {
+  py "
+import re
+run = json.load(open(sys.argv[1] + '/run.json'))
+assert run['aborted'] and run['exit_code'] == 3, run
+assert re.search(sys.argv[2], run['abort_reason']), run['abort_reason']
+" "$1" "$2"
+}
+# failed_case DIR REGEX: test.quick ok, test.hang's record failed with a message matching REGEX.
+failed_case() {
+  py "
+import re
+recs = [json.loads(l) for l in open(sys.argv[1] + '/records.jsonl')]
+quick = [r for r in recs if r['benchmark'] == 'test.quick']
+hang = [r for r in recs if r['benchmark'] == 'test.hang']
+assert len(quick) == 1 and quick[0]['status'] == 'ok', quick
+assert len(hang) == 1 and hang[0]['status'] == 'failed', hang
+assert re.search(sys.argv[2], hang[0]['message']), hang[0]['message']
+" "$1" "$2"
+}

@@ -52,20 +52,10 @@ killed_run() {
   [ "$took" -le 30 ] || fail "$name: took $took s"
 }
 # recorded DIR REGEX: test.quick ok; one failed test.hang record and run.json aborted, both
-# with a message matching REGEX.
+# with a message matching REGEX (lib.sh).
 recorded() {
-  py "
-import re
-recs = [json.loads(l) for l in open(sys.argv[1] + '/records.jsonl')]
-quick = [r for r in recs if r['benchmark'] == 'test.quick']
-hang = [r for r in recs if r['benchmark'] == 'test.hang']
-assert len(quick) == 1 and quick[0]['status'] == 'ok', quick
-assert len(hang) == 1 and hang[0]['status'] == 'failed', hang
-assert re.search(sys.argv[2], hang[0]['message']), hang[0]['message']
-run = json.load(open(sys.argv[1] + '/run.json'))
-assert run['aborted'] and run['exit_code'] == 3, run
-assert re.search(sys.argv[2], run['abort_reason']), run['abort_reason']
-" "$1" "$2"
+  failed_case "$1" "$2"
+  aborted "$1" "$2"
 }
 
 killed_run kill0 rank0
