@@ -67,7 +67,8 @@ bad = []
 for k in sorted(runs[-1]):
     ms = [d[k] for d in runs if k in d]
     flag = ''
-    if any(m > 1 for m in ms) and not any(within(est[k], m) for m in ms if m > 1):
+    # The bound (within 2x when it took over 1 s) holds when one run meets it.
+    if not any(m <= 1 or within(est[k], m) for m in ms):
         flag = '  <- outside 2x'
         bad.append(k)
     print('%8.2f est  measured %s  %s%s' % (est[k], ' '.join('%.2f' % m for m in ms), k, flag))
