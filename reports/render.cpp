@@ -487,12 +487,14 @@ void write_reports(const Report& r, const std::string& dir) {
   // The charts (gnuplot is an external process per chart) are drawn while the rest is written.
   auto charts =
       std::async(std::launch::async, [&] { return render_charts_html(r, find_gnuplot()); });
-  write_file_atomic(dir + "/report.md", render_markdown(r));
-  write_file_atomic(dir + "/report.json", dump_json(render_json(r), 2) + "\n");
-  write_file_atomic(dir + "/junit.xml", render_junit(r));
-  write_file_atomic(dir + "/failing-hosts.txt", render_failing_hosts(r.fleet));
+  std::vector<std::pair<std::string, std::string>> files = {
+      {dir + "/report.md", render_markdown(r)},
+      {dir + "/report.json", dump_json(render_json(r), 2) + "\n"},
+      {dir + "/junit.xml", render_junit(r)},
+      {dir + "/failing-hosts.txt", render_failing_hosts(r.fleet)}};
   const std::string charts_html = charts.get();
-  write_file_atomic(dir + "/report.html", render_html(r, find_gnuplot(), &charts_html));
+  files.emplace_back(dir + "/report.html", render_html(r, find_gnuplot(), &charts_html));
+  write_files_atomic(files);  // all or none: never a report.md without the rest
 }
 
 }  // namespace clusterbench::report

@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "core/run_lock.hpp"
+#include "core/sink.hpp"
 #include "core/version.hpp"
 #include "env/nvml.hpp"
 #include "records/utf8.hpp"
@@ -114,15 +115,20 @@ RunOptions resolve_resume(const RunOptions& given, const Context& ctx, ResumeSta
       std::stringstream ss;
       ss << in.rdbuf();
       json j = json::parse(ss.str());
-      (void)j.get<RunRecord>();            // validates the schema and fields
+      (void)j.get<RunRecord>();  // validates the schema and fields
+      // Before the lock file is written: a frozen filesystem must not hold rank 0 (sink.hpp).
+      probe_output_writable(given.resume_dir, std::min(30.0, given.phase_timeout_s / 2));
       acquire_run_lock(given.resume_dir);  // a run still going is refused, naming pid and host
       text = dump_json(j);
+    } catch (const OutputStalled& e) {
+      error = std::string("3--resume ") + given.resume_dir + ": " + e.what();
     } catch (const std::exception& e) {
-      error = std::string("--resume ") + given.resume_dir + ": " + e.what();
+      error = std::string("2--resume ") + given.resume_dir + ": " + e.what();
     }
   }
-  error = ctx.bcast(error);
-  if (!error.empty()) throw InputError(error);
+  error = ctx.bcast(error);  // "3..." a stalled filesystem (exit 3), "2..." bad input
+  if (!error.empty() && error[0] == '3') throw OutputStalled(error.substr(1));
+  if (!error.empty()) throw InputError(error.substr(1));
   state.active = true;
   state.dir = given.resume_dir;
   state.run_json = json::parse(ctx.bcast(text));

@@ -110,7 +110,7 @@ struct RunSession::State {
   bool on_watchdog(const WatchdogEvent& e);
   void record_abort(const std::string& reason, double stopped_s = 0);
   void mark_aborted(const std::string& reason);
-  void write_run_or_warn(double wait_s = Sink::kWaitForever);
+  bool write_run_or_warn(double wait_s = Sink::kWaitForever);
   void append(const ResultRecord& rec);
   void end_health();
   void note_time_limit();
@@ -124,7 +124,8 @@ struct RunSession::State {
   /// Writes the failed records of the case in progress and marks run.json aborted in `dir`
   /// without the record writer (gone, or another rank's); `mu` held. Nothing when another rank
   /// has recorded the abort already.
-  void record_abort_directly(const std::string& dir, const std::string& text, const json& ranks);
+  bool record_abort_directly(const std::string& dir, const std::string& text, const json& ranks,
+                             std::vector<std::string> lines = {});
 
   static constexpr const char* kPeerHint = "(a peer did not arrive: stopped, dead or hung?)";
 };
@@ -343,14 +344,24 @@ void RunSession::State::write_run_dir() {
   plan_rows();
   apply_resume();
   // A frozen output filesystem must not hold rank 0 in mkdir: found out by a child (sink.hpp).
-  probe_output_writable(resume.active       ? resume.dir
+  probe_output_writable(resume.active         ? resume.dir
                         : opt.out_dir.empty() ? opt.results_root
                                               : opt.out_dir,
                         std::min(30.0, given.phase_timeout_s / 2));
   const std::string dir =
       resume.active ? resume.dir
                     : new_run_dir(opt.out_dir, opt.results_root, run.run_id, opt.resumable);
-  open_run_dir(dir);
+  try {
+    open_run_dir(dir);
+  } catch (const std::exception&) {
+    // Refused after this run took the directory (a full filesystem): leave nothing that blocks
+    // a rerun. Not when the sink was never made: the lock may be another live run's.
+    if (!resume.active && sink) {
+      sink.reset();
+      discard_new_run_dir(dir, opt.out_dir.empty());
+    }
+    throw;
+  }
   std::cout << "clusterbench " << run.version << ": " << opt.what << " " << run.run_id << ", "
             << ctx.world_size() << " rank(s) on " << run.hosts.size() << " node(s)"
             << (opt.header_note.empty() ? ", suite " + run.suite : opt.header_note)
@@ -363,12 +374,14 @@ void RunSession::State::write_run_dir() {
 
 /// Rewrites run.json (mu held); a failure is printed, not thrown: the run is ending already, and
 /// what it measured is in records.jsonl.
-void RunSession::State::write_run_or_warn(double wait_s) {
-  if (!sink) return;
+bool RunSession::State::write_run_or_warn(double wait_s) {
+  if (!sink) return true;
   try {
     sink->write_run(run, wait_s);
+    return true;
   } catch (const std::exception& e) {
     std::cerr << "clusterbench: " << e.what() << std::endl;
+    return false;
   }
 }
 
@@ -436,7 +449,8 @@ void RunSession::State::record_abort(const std::string& reason, double stopped_s
     }
   } catch (const std::exception& e) {  // the writer process is gone: write directly
     std::cerr << "clusterbench: " << e.what() << "; recording the abort directly" << std::endl;
-    return record_abort_directly(sink->dir(), reason + who.text, who.ranks);
+    record_abort_directly(sink->dir(), reason + who.text, who.ranks);
+    return;
   }
   for (auto& rec : in_progress) {
     rec.status = Status::failed;
@@ -455,9 +469,8 @@ void RunSession::State::record_abort(const std::string& reason, double stopped_s
   write_run_or_warn(kAbortWaitS);
 }
 
-void RunSession::State::record_abort_directly(const std::string& dir, const std::string& text,
-                                              const json& ranks) {
-  std::vector<std::string> lines;
+bool RunSession::State::record_abort_directly(const std::string& dir, const std::string& text,
+                                              const json& ranks, std::vector<std::string> lines) {
   for (auto& rec : in_progress) {  // mu held by the caller
     rec.status = Status::failed;
     rec.message = "aborted: " + text;
@@ -467,37 +480,40 @@ void RunSession::State::record_abort_directly(const std::string& dir, const std:
   try {
     if (!claim_abort_marker(dir)) {
       std::cerr << "clusterbench: another rank recorded the abort in " << dir << std::endl;
-      return;
+      return false;
     }
     append_record_lines(dir, lines);
     mark_run_json_aborted(dir, text);
+    discard_report_files(dir);  // a report rank 0 was writing is not this run's verdict
+    return true;
   } catch (const std::exception& e) {
     std::cerr << "clusterbench: " << e.what() << std::endl;
+    return false;
   }
 }
 
 void RunSession::State::record_abort_for_silent_root(const std::string& reason) {
   const std::string root_host = ctx.rank_hosts().empty() ? "?" : ctx.rank_hosts()[0];
-  const std::string text =
-      reason + "; did not finish: rank 0 on " + root_host +
-      " (no answer: process stopped or killed, or its node is down); recorded by rank " +
-      std::to_string(ctx.world_rank()) + " on " + ctx.host();
-  std::cerr << "clusterbench: run aborted: " << text << std::endl;
+  const std::string silent = reason + "; did not finish: rank 0 on " + root_host +
+                             " (no answer: process stopped or killed, or its node is down)";
+  const std::string by =
+      "; recorded by rank " + std::to_string(ctx.world_rank()) + " on " + ctx.host();
   std::error_code ec;
-  if (run_dir.empty() || !fs::exists(run_dir + "/run.json", ec)) {
-    std::cerr << "clusterbench: rank 0's run directory "
-              << (run_dir.empty() ? "is not known yet" : run_dir + " is not visible here")
-              << ": nothing recorded" << std::endl;
-    return;
-  }
-  if (run_json_finished(run_dir)) {  // rank 0 ended the run and exited before this rank
-    std::cerr << "clusterbench: " << run_dir << "/run.json: the run had finished: nothing recorded"
+  std::string nothing;  // why this rank records nothing
+  if (run_dir.empty() || !fs::exists(run_dir + "/run.json", ec))
+    nothing = "rank 0's run directory " +
+              (run_dir.empty() ? "is not known yet" : run_dir + " is not visible here");
+  else if (run_json_finished(run_dir))  // rank 0 ended the run and exited before this rank
+    nothing = run_dir + "/run.json: the run had finished";
+  if (!nothing.empty()) {
+    std::cerr << "clusterbench: run aborted: " << silent << "; " << nothing << ": nothing recorded"
               << std::endl;
     return;
   }
   std::lock_guard<std::mutex> lock(mu);
-  record_abort_directly(run_dir, text,
-                        json::array({{{"rank", 0}, {"host", root_host}, {"state", "silent"}}}));
+  if (record_abort_directly(run_dir, silent + by,
+                            json::array({{{"rank", 0}, {"host", root_host}, {"state", "silent"}}})))
+    std::cerr << "clusterbench: run aborted: " << silent + by << std::endl;
 }
 
 bool RunSession::State::on_watchdog(const WatchdogEvent& e) {
@@ -608,14 +624,24 @@ void RunSession::State::write_case_lines(const PlannedEntry& p,
   }
   // Not under `mu`: a write the filesystem holds must not keep the watchdog from recording.
   const std::string what = p.bench->id() + " " + dump_json(p.params);
+  const std::vector<std::string> lines = lines_to_write(p.bench->case_level(p.params), gathered);
+  size_t done = 0;
   try {
-    for (const auto& l : lines_to_write(p.bench->case_level(p.params), gathered))
-      sink->append_line(l);
+    for (; done < lines.size(); ++done) sink->append_line(lines[done]);
   } catch (const std::exception& e) {
     std::cerr << "clusterbench: cannot record " << what << ": " << e.what() << std::endl;
+    const std::string reason = std::string("cannot write records: ") + e.what();
     std::lock_guard<std::mutex> lock(mu);
     run.aborted = true;
-    run.abort_reason = std::string("cannot write records: ") + e.what();
+    run.abort_reason = reason;
+    if (!sink->writer_gone()) return;
+    // The record writer was killed: this case's records and the abort are written here.
+    abort_recorded = true;
+    in_progress.clear();
+    if (record_abort_directly(sink->dir(), reason, json::array(),
+                              {lines.begin() + static_cast<long>(done), lines.end()}))
+      std::cerr << "clusterbench: recorded " << what << " and the abort directly in " << sink->dir()
+                << std::endl;
   }
 }
 
@@ -678,14 +704,19 @@ int RunSession::State::make_report() {
     code = 2;
   } catch (const std::exception& e) {  // a full output filesystem, most likely
     std::cerr << "clusterbench: run not complete: its report could not be made: " << e.what()
-              << "; every record is in " << sink->dir()
-              << "/records.jsonl: make room, then `clusterbench report " << sink->dir() << "`"
+              << "; what was recorded is in " << sink->dir()
+              << "/records.jsonl: once that is fixed, `clusterbench report " << sink->dir() << "`"
               << std::endl;
     code = 3;
   }
   std::lock_guard<std::mutex> lock(mu);
   run.exit_code = code;
-  write_run_or_warn();
+  if (!write_run_or_warn() && code != 2 && code != 3) {
+    std::cerr << "clusterbench: run not complete: run.json could not be written with the verdict "
+                 "(above)"
+              << std::endl;
+    code = 3;
+  }
   return code;
 }
 

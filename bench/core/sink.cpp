@@ -188,9 +188,11 @@ uint64_t Sink::send(char op, const std::string& payload) {
   hdr[0] = op;
   uint32_t len = static_cast<uint32_t>(payload.size());
   std::memcpy(hdr + 1, &len, 4);
-  if (!send_full(sock_, hdr, kHeader) || !send_full(sock_, payload.data(), payload.size()))
+  if (!send_full(sock_, hdr, kHeader) || !send_full(sock_, payload.data(), payload.size())) {
+    gone_.store(true);
     throw std::runtime_error(dir_ + ": the record writer process is gone (" + std::strerror(errno) +
                              ")");
+  }
   return ++sent_;
 }
 
@@ -238,7 +240,10 @@ void Sink::check(int err, double wait_s, const std::string& file) const {
                   wait_s);
     throw std::runtime_error(path + text);
   }
-  if (err == EPIPE) throw std::runtime_error(path + ": the record writer process ended");
+  if (err == EPIPE) {
+    gone_.store(true);
+    throw std::runtime_error(path + ": the record writer process ended");
+  }
   if (err == ECANCELED)
     throw std::runtime_error(path +
                              ": not written: another rank recorded the run's abort there "
@@ -327,18 +332,23 @@ void probe_output_writable(const std::string& path, double seconds) {
   std::error_code ec;
   fs::path dir = fs::absolute(path.empty() ? "." : path, ec);
   while (!dir.empty() && dir != dir.root_path() && !fs::is_directory(dir, ec))
-    dir = dir.parent_path();  // a stat only: a frozen filesystem still answers those
-  const std::string probe =
-      (dir / (".cb-probe." + std::to_string(::getpid()))).string();  // made before the fork
+    dir = dir.parent_path();                // a stat only: a frozen filesystem still answers those
+  const std::string folder = dir.string();  // made before the fork
+  const std::string probe = (dir / (".cb-probe." + std::to_string(::getpid()))).string();
   pid_t child = ::fork();
   if (child < 0) return;  // nothing learnt; the writes that follow say what they meet
   if (child == 0) {
-    // Async-signal-safe calls only (a fork of a threaded process); stdio away from the
-    // launcher, which waits for its ranks' output to close.
+    // Async-signal-safe calls only (a fork of a threaded process); its own session, out of the
+    // launcher's reach (killed between create and unlink, it would leave the file), and stdio
+    // away from the launcher, which waits for its ranks' output to close. O_TMPFILE: a file
+    // without a name, which nothing can leave behind; a named one where unsupported (NFS).
+    ::setsid();
     int null_fd = ::open("/dev/null", O_RDWR);
     for (int fd = 0; fd < 3; ++fd)
       if (null_fd >= 0) ::dup2(null_fd, fd);
-    int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    int fd = ::open(folder.c_str(), O_TMPFILE | O_WRONLY | O_CLOEXEC, 0600);
+    if (fd >= 0) _exit(::close(fd) == 0 ? 0 : 1);
+    fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
     if (fd >= 0) {
       ::close(fd);
       ::unlink(probe.c_str());
@@ -357,6 +367,27 @@ void probe_output_writable(const std::string& path, double seconds) {
   std::snprintf(text, sizeof text, "%g s", seconds);
   throw OutputStalled(dir.string() + ": the output filesystem took no write within " + text +
                       " (frozen or hung?): nothing measured, no run directory made");
+}
+
+void discard_report_files(const std::string& dir) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  for (const char* name :
+       {"report.md", "report.json", "report.html", "junit.xml", "failing-hosts.txt"})
+    fs::remove(fs::path(dir) / name, ec);
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (name.find(".tmp.") != std::string::npos) fs::remove(it->path(), ec);
+  }
+}
+
+void discard_new_run_dir(const std::string& dir, bool remove_dir) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (fs::file_size(dir + "/records.jsonl", ec) == 0 && !ec) fs::remove(dir + "/records.jsonl", ec);
+  for (const char* name : {"run.lock", ".abort-recorded"}) fs::remove(fs::path(dir) / name, ec);
+  discard_report_files(dir);            // and the temporary files (run.json.tmp.*)
+  if (remove_dir) fs::remove(dir, ec);  // only when empty
 }
 
 void update_latest_link(const std::string& root, const std::string& run_dir) {

@@ -10,6 +10,7 @@
 
 #include <sys/types.h>
 
+#include <atomic>
 #include <cstdint>
 #include <map>
 #include <mutex>
@@ -53,6 +54,8 @@ class Sink {
   /// write. True when claimed, or not confirmed within `wait_s` (the writes are queued anyway and
   /// dropped by the writer if the claim fails later).
   bool claim_abort(double wait_s);
+  /// True once a request found the writer process gone (killed): the run then writes directly.
+  bool writer_gone() const { return gone_.load(); }
 
  private:
   uint64_t send(char op, const std::string& payload);
@@ -70,6 +73,7 @@ class Sink {
   std::map<uint64_t, int> failed_;  // under ack_mu_: seq -> errno of a failed write
   std::mutex fields_mu_;
   json run_fields_ = json::object();
+  mutable std::atomic<bool> gone_{false};
 };
 
 /// A rank other than 0 at an abort, before it writes to DIR: creates DIR/.abort-recorded
@@ -103,6 +107,16 @@ class OutputStalled : public std::runtime_error {
 /// folder when the child has not finished within `seconds`; returns otherwise (an error such as
 /// ENOSPC is left to the write that follows, which names its file).
 void probe_output_writable(const std::string& path, double seconds);
+
+/// An aborted run has no verdict: removes DIR's report files (report.md/.json/.html, junit.xml,
+/// failing-hosts.txt) and the temporary files a writer killed mid-way left (*.tmp.*).
+/// `clusterbench report DIR` makes the report again, with the abort. Errors are ignored.
+void discard_report_files(const std::string& dir);
+
+/// A run refused while its directory was being made (a full filesystem): removes what it put
+/// there (an empty records.jsonl, run.lock, temporary files) and, when `remove_dir`, the
+/// directory if it is then empty, so that the same command works once the cause is fixed.
+void discard_new_run_dir(const std::string& dir, bool remove_dir);
 
 /// Points `<root>/latest` at `run_dir` (a relative symlink, replaced atomically).
 void update_latest_link(const std::string& root, const std::string& run_dir);

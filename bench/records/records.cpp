@@ -662,8 +662,9 @@ json read_json_file(const std::string& path, size_t max_bytes, const std::string
   }
 }
 
-void write_file_atomic(const std::string& path, const std::string& text) {
-  std::string tmp = path + ".tmp." + std::to_string(getpid());
+namespace {
+/// Writes `text` to `tmp` and fsyncs it; on failure unlinks it and throws naming it.
+void write_synced(const std::string& tmp, const std::string& text) {
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) throw std::runtime_error(tmp + ": open: " + std::strerror(errno));
   size_t off = 0;
@@ -683,11 +684,31 @@ void write_file_atomic(const std::string& path, const std::string& text) {
     ::unlink(tmp.c_str());
     throw std::runtime_error(tmp + ": fsync/close: " + std::strerror(err));
   }
-  if (::rename(tmp.c_str(), path.c_str()) != 0) {
-    int err = errno;
-    ::unlink(tmp.c_str());
-    throw std::runtime_error(path + ": rename: " + std::strerror(err));
+}
+}  // namespace
+
+void write_files_atomic(const std::vector<std::pair<std::string, std::string>>& files) {
+  const std::string suffix = ".tmp." + std::to_string(getpid());
+  size_t written = 0;
+  try {
+    for (; written < files.size(); ++written)
+      write_synced(files[written].first + suffix, files[written].second);
+  } catch (...) {
+    for (size_t i = 0; i < written; ++i) ::unlink((files[i].first + suffix).c_str());
+    throw;
   }
+  for (size_t i = 0; i < files.size(); ++i) {
+    const std::string tmp = files[i].first + suffix;
+    if (::rename(tmp.c_str(), files[i].first.c_str()) != 0) {
+      int err = errno;
+      for (size_t j = i; j < files.size(); ++j) ::unlink((files[j].first + suffix).c_str());
+      throw std::runtime_error(files[i].first + ": rename: " + std::strerror(err));
+    }
+  }
+}
+
+void write_file_atomic(const std::string& path, const std::string& text) {
+  write_files_atomic({{path, text}});
 }
 
 namespace {

@@ -446,6 +446,10 @@ json parse_json_text(std::string_view text, const std::string& where, int first_
 /// Writes `text` to `path` atomically: a temporary file beside it, fsync, rename.
 /// Throws std::runtime_error naming the path and errno text.
 void write_file_atomic(const std::string& path, const std::string& text);
+/// Several files, all or none: each written to PATH.tmp.PID and fsynced, then all renamed. When
+/// a write fails, no file is replaced and the temporaries are removed; throws
+/// std::runtime_error naming the file.
+void write_files_atomic(const std::vector<std::pair<std::string, std::string>>& files);
 
 /// Result of reading records.jsonl.
 struct RecordsFile {

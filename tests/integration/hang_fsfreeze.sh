@@ -70,5 +70,19 @@ expect_out "$MNT: the output filesystem took no write within [0-9.]+ s \(frozen 
 sleep 1
 [ ! -e "$MNT/pre" ] || fail "frozen before the run: $MNT/pre was made after the thaw"
 ! pgrep -f -- "--out $MNT/pre" >/dev/null || fail "frozen before the run: a process was left"
+! ls -A "$MNT" | grep -q cb-probe || fail "frozen before the run: the probe left a file"
 ok "frozen before the run directory: exit 3 in $took s naming the filesystem, nothing left"
+
+# --resume into a frozen filesystem: the same probe, before the run's lock file is written.
+fsfreeze -f "$MNT" || fail "fsfreeze -f"
+start=$(date +%s)
+expect_rc 3 timeout 120 "${MPIRUN[@]}" -np 2 "$CB_TESTBIN" run --resume "$MNT/run" \
+  --spec "$TMP/spec.json" --phase-timeout $deadline
+took=$(($(date +%s) - start))
+fsfreeze -u "$MNT" || fail "fsfreeze -u"
+expect_out "--resume $MNT/run: $MNT/run: the output filesystem took no write within"
+! grep -q "did not finish: rank\|a peer did not arrive" "$TMP/out" || fail "--resume frozen: a rank was blamed"
+sleep 1
+! pgrep -f -- "--resume $MNT/run" >/dev/null || fail "--resume frozen: a process was left"
+ok "--resume into a frozen filesystem: exit 3 in $took s naming it, nothing left"
 echo "PASS ($PASSES checks)"

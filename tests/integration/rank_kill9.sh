@@ -24,18 +24,19 @@ rank_pid() {
   done
 }
 
-# killed_run NAME WHAT: starts the job (test.quick, then test.hang for 60 s), waits for the first
-# record and for test.hang to begin, then does WHAT (rank0, rank1 or cancel); sets $rc, $took.
+# killed_run NAME WHAT [S]: starts the job (test.quick, then test.hang sleeping S s per batch,
+# default 60), waits for the first record and for test.hang to begin, then does WHAT (rank0,
+# rank1, writer or cancel); sets $rc, $took.
 killed_run() {
-  local name=$1 what=$2 dir=$TMP/$1 start
+  local name=$1 what=$2 dir=$TMP/$1 start seconds=${3:-60}
   start=$(date +%s)
   timeout 60 "${MPIRUN[@]}" -np 2 "${NAMED[@]}" run --suite ci --only test.quick \
-    --only test.hang --set test.hang.seconds=60 --spec "$TMP/spec.json" --case-timeout 120 \
+    --only test.hang --set test.hang.seconds=$seconds --spec "$TMP/spec.json" --case-timeout 120 \
     --out "$dir" >"$TMP/$name.out" 2>&1 &
   local job=$!
   wait_until 30 test -s "$dir/records.jsonl" ||
     { kill "$job"; cat "$TMP/$name.out" >&2; fail "$name: no record"; }
-  sleep 1  # test.hang has started: its failed record is what the kill must leave
+  sleep 1  # test.hang has started: its record is what the kill must not lose
   case $what in
     rank0 | rank1)
       local pid
@@ -44,6 +45,12 @@ killed_run() {
       kill -9 "$pid"
       ;;
     cancel) pkill -TERM -f "^mpirun .*--out $dir" ;;
+    writer)  # rank 0's record writer: its own session, the rank's command line
+      local w
+      for w in $(pgrep -f -- "clusterbench_testbin run .*--out $dir"); do
+        [ "$(cat "/proc/$w/comm" 2>/dev/null)" = cb-record-write ] && kill -9 "$w"
+      done
+      ;;
   esac
   wait "$job"
   rc=$?
@@ -68,6 +75,21 @@ killed_run kill1 rank1
 recorded "$TMP/kill1" "^(aborted: )?terminated by signal SIGTERM \(a rank died, or the job was cancelled\) during test.hang"
 ! grep -q "recorded by rank 1" "$TMP/kill1/run.json" || fail "rank 1 killed: it recorded"
 ok "rank 1 killed (SIGKILL) mid-case: rank 0 wrote the failed record and run.json ($took s)"
+
+! grep -q "recorded by rank 1" "$TMP/out" || fail "rank 1 killed: a message claims rank 1 recorded"
+
+# The record writer killed: rank 0 writes the case's records and the abort itself.
+killed_run writer writer 0.05
+[ "$rc" -eq 3 ] || { cat "$TMP/out" >&2; fail "record writer killed: exit $rc, expected 3"; }
+expect_out "recorded test.hang .* and the abort directly"
+py "
+recs = [json.loads(l) for l in open(sys.argv[1] + '/records.jsonl')]
+assert [r['benchmark'] for r in recs] == ['test.quick', 'test.hang'], recs
+run = json.load(open(sys.argv[1] + '/run.json'))
+assert run['aborted'] and run['exit_code'] == 3, run
+assert 'record writer process' in run['abort_reason'], run['abort_reason']
+" "$TMP/writer"
+ok "record writer killed: the case's record and the aborted run.json written by rank 0 ($took s)"
 
 killed_run cancel cancel
 [ "$rc" -ne 0 ] || fail "cancelled job: exit 0"

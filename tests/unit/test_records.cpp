@@ -1,5 +1,6 @@
 // Records library: JSON round trips, statistics, case keys, and the run-directory files.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <filesystem>
@@ -567,3 +568,26 @@ TEST(UtcNow, Iso8601) {
 
 }  // namespace
 }  // namespace clusterbench
+
+// The report's files are written all or none (reports::write_reports): one that cannot be written
+// leaves neither the others nor a temporary file, and replaces nothing that was there.
+TEST(WriteFilesAtomic, OneFailureWritesNoneAndLeavesNoTemporary) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("cb-wfa-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const std::string a = (dir / "report.md").string(), b = (dir / "report.json").string();
+  clusterbench::write_file_atomic(a, "old\n");
+  EXPECT_THROW(clusterbench::write_files_atomic({{a, "new\n"}, {b, "{}\n"}, {(dir / "no/such").string(), "x"}}),
+               std::runtime_error);
+  std::ifstream in(a);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(text, "old\n");
+  EXPECT_FALSE(fs::exists(b));
+  std::vector<std::string> names;
+  for (const auto& e : fs::directory_iterator(dir)) names.push_back(e.path().filename().string());
+  EXPECT_EQ(names, std::vector<std::string>{"report.md"});
+  clusterbench::write_files_atomic({{a, "new\n"}, {b, "{}\n"}});
+  EXPECT_TRUE(fs::exists(b));
+  fs::remove_all(dir);
+}
