@@ -158,13 +158,25 @@ const Metric* find_metric(const ResultRecord& r, const std::string& name) {
   return nullptr;
 }
 
+/// Whether CURRENT's `--only` globs (none: every benchmark) select `benchmark`.
+bool selected(const std::vector<std::string>& only, const std::string& benchmark) {
+  return only.empty() || std::any_of(only.begin(), only.end(), [&](const std::string& g) {
+           return glob_match(g, benchmark);
+         });
+}
+
 void compare_case(const ResultRecord& b, const ResultRecord* c,
                   const std::vector<ToleranceRule>& rules, const std::vector<SpecFamily>& families,
-                  CaseChange& cc) {
+                  const std::vector<std::string>& current_only, CaseChange& cc) {
   cc.baseline = &b;
   cc.current = c;
   cc.baseline_status = status_name(b.status);
   cc.current_status = c ? status_name(c->status) : "missing";
+  if (!c && !selected(current_only, b.benchmark)) {  // left out on purpose, not lost
+    cc.verdict = kNotCompared;
+    cc.message = "not run in CURRENT: its --only does not select " + b.benchmark;
+    return;
+  }
   if (!c && b.status == Status::ok) {
     cc.verdict = kRegressed;
     cc.message = "case missing from CURRENT";
@@ -496,7 +508,7 @@ Comparison compare(const RunDir& baseline, const RunDir& current,
       const std::string_view key = base.keys[base.order[k]];
       auto it = cur.last.find(key);
       const ResultRecord* c = it == cur.last.end() ? nullptr : &crecs[it->second];
-      compare_case(brecs[base.last.at(key)], c, rules, families, out.cases[k]);
+      compare_case(brecs[base.last.at(key)], c, rules, families, current.run.only, out.cases[k]);
       if (c) matched[it->second] = 1;
     }
   };

@@ -211,7 +211,8 @@ void md_finding(std::ostringstream& md, const RowResult& row) {
   md << "\n### " << row.req.id << ": " << row.outcome << "\n\n";
   md << row.req.title << ". Requirement: " << format_requirement(row.req) << ", severity "
      << row.req.severity << ", scope " << row.req.scope << "; selects " << selects_text(row.req)
-     << ". Source: " << row.req.source << ".\n\n";
+     << ". Source: " << row.req.source
+     << (!row.req.source.empty() && row.req.source.back() == '.' ? "\n\n" : ".\n\n");
   md << "- " << row.message << "\n";
   // Item messages name their item; a one-item row's message is its item's message.
   const bool full = row.items.size() <= kFullDetailItems;

@@ -1,6 +1,7 @@
 // compare on fixture run directories (tests/fixtures/results/compare-*): a driver upgrade.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -311,4 +312,36 @@ TEST(Compare, Renderers) {
   EXPECT_NE(x.find("<failure message=\"regressed\">bandwidth 300 -&gt; 264 GB/s (-12%, regressed)"),
             std::string::npos)
       << x;
+}
+
+// A case CURRENT did not select (`run --only`) is not compared, never "missing: regressed"; a
+// selected one that is missing still regressed.
+TEST(Compare, CasesLeftOutByOnlyAreNotComparedNotRegressed) {
+  const RunDir base = read_run_dir(std::string(CB_FIXTURES) + "/results/compare-baseline");
+  RunDir cur = base;
+  cur.run.only = {"compute.gemm"};
+  auto& recs = cur.records.records;
+  recs.erase(std::remove_if(recs.begin(), recs.end(),
+                            [](const ResultRecord& r) {
+                              return r.benchmark == "compute.memory_bandwidth" ||
+                                     r.benchmark == "compute.gemm";
+                            }),
+             recs.end());
+  const Comparison c = compare(base, cur, {});
+  int left_out = 0, lost = 0;
+  for (const auto& cc : c.cases) {
+    if (!cc.baseline || cc.baseline->status != Status::ok) continue;
+    if (cc.baseline->benchmark == "compute.memory_bandwidth") {
+      ++left_out;
+      EXPECT_EQ(cc.verdict, kNotCompared);
+      EXPECT_EQ(cc.message,
+                "not run in CURRENT: its --only does not select compute.memory_bandwidth");
+    } else if (cc.baseline->benchmark == "compute.gemm") {
+      ++lost;
+      EXPECT_EQ(cc.verdict, kRegressed);
+      EXPECT_EQ(cc.message, "case missing from CURRENT");
+    }
+  }
+  EXPECT_GT(left_out, 0);
+  EXPECT_GT(lost, 0);
 }
