@@ -525,15 +525,19 @@ class Soak {
   std::optional<std::string> on_signal(const std::string&) {
     if (!ctx_.is_root()) return std::nullopt;
     const int sig = run_.signal_received();
-    const std::string during = " during interval " + std::to_string(current_.load() + 1) + " of " +
-                               std::to_string(clock_.intervals);
+    const int current = current_.load();
+    const std::string during = current < 0 ? " during setup, before the soak began"
+                                           : " during interval " + std::to_string(current + 1) +
+                                                 " of " + std::to_string(clock_.intervals);
     const std::string what = std::string("terminated by ") + Watchdog::signal_name(sig) + during +
                              " (a rank died, or the job was cancelled)";
     {
       std::lock_guard<std::mutex> lock(mu_);
+      // The case saw the signal first and wrote its record (which says when it stopped).
+      if (recorded_) return std::nullopt;
       snapshot(what + ": the finished intervals, written when the signal arrived", {}, "");
+      run_.mark_aborted(what);
     }
-    run_.mark_aborted(what);
     ProgressChannel* channel = ProgressChannel::current();
     if (!channel) return std::nullopt;
     std::vector<int> dead;
@@ -557,6 +561,7 @@ class Soak {
 
   void write_record() {
     std::lock_guard<std::mutex> lock(mu_);
+    recorded_ = true;
     if (status_ == Status::ok && series_.empty())
       status_ = Status::failed,
       message_ = "no interval finished" + (stopped_.empty() ? "" : ": " + stopped_);
@@ -620,12 +625,13 @@ class Soak {
   int setup_delay_ = -1;
   bool corrupt_ = false, slow_ = false;
   Clock::time_point t0_;
-  std::atomic<int> current_{0};
-  std::mutex mu_;                // series_, gathered_ (the signal handler's thread reads them)
-  json series_ = json::array();  // this rank's intervals
-  std::vector<json> scope_of_;   // rank 0: {params, scope} per rank
-  std::vector<json> gathered_;   // rank 0: every rank's series
+  std::atomic<int> current_{-1};  ///< the interval under way; -1 during setup
+  std::mutex mu_;                 // series_, gathered_ (the signal handler's thread reads them)
+  json series_ = json::array();   // this rank's intervals
+  std::vector<json> scope_of_;    // rank 0: {params, scope} per rank
+  std::vector<json> gathered_;    // rank 0: every rank's series
   std::string first_error_, stopped_;
+  bool recorded_ = false;  ///< write_record ran (mu_)
   unsigned long long reasons_ = 0;
 };
 

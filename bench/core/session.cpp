@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cctype>
 #include <chrono>
 #include <filesystem>
@@ -84,6 +85,10 @@ struct RunSession::State {
   // Held while a case's signal handler runs on the watchdog's thread, and to set or clear the
   // handler: a case that ends waits for its running handler, whose state it owns.
   std::mutex handler_mu;
+  // Every rank: a case stopped in order by a signal and marked the run aborted (mark_aborted).
+  // A watchdog that sees that signal only after the case has ended must not abort the run's
+  // orderly end (its report) as if the signal were new.
+  std::atomic<bool> stopped_in_order{false};
   std::optional<Watchdog> watchdog;
   std::optional<ProgressChannel> channel;
   std::string run_dir;    // every rank: rank 0's run directory once set up ("" before)
@@ -386,6 +391,7 @@ bool RunSession::State::write_run_or_warn(double wait_s) {
 }
 
 void RunSession::State::mark_aborted(const std::string& reason) {
+  if (Watchdog::signal_received()) stopped_in_order = true;
   if (!ctx.is_root() || !sink) return;
   std::lock_guard<std::mutex> lock(mu);
   run.aborted = true;
@@ -517,8 +523,11 @@ void RunSession::State::record_abort_for_silent_root(const std::string& reason) 
 }
 
 bool RunSession::State::on_watchdog(const WatchdogEvent& e) {
-  if (ctx.is_root() && channel) channel->post_root_abort();
   std::unique_lock<std::mutex> running(handler_mu);
+  // The case saw the signal first (it polls signal_received()), stopped and marked the run
+  // aborted; the run is ending in order (run_cases stops, the report follows).
+  if (e.kind == WatchdogEvent::Kind::signal && !signal_handler && stopped_in_order) return false;
+  if (ctx.is_root() && channel) channel->post_root_abort();
   if (e.kind != WatchdogEvent::Kind::signal || !signal_handler) {
     running.unlock();
     record_abort(e.reason, e.stopped_s);
