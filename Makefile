@@ -1,25 +1,37 @@
-# clusterbench: `make run` (set up, build, run the default suite on this node, report),
-# `make test` (set up, build, every test), `make report` (re-render results/latest).
+# clusterbench: `make run` (set up, build the binary and its GPU plugin, run the default suite on
+# this node, report), `make test` (set up with the test tools, build everything, every test),
+# `make report` (re-render results/latest), `make package` (the Debian package, docs/install.md).
 BUILD ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?= -DCMAKE_BUILD_TYPE=Release
 
-.PHONY: all setup build run test report clean
+.PHONY: all setup setup-test build build-all run test report package clean
 
-all: build
+all: build-all
 
 setup:
 	@bash scripts/setup.sh
 
+setup-test:
+	@bash scripts/setup.sh --test
+
+# What `make run` needs: the binary and its GPU plugin; no test binaries, no test-only downloads.
 build: setup
-	@cmake -S . -B $(BUILD) $(CMAKE_FLAGS) >/dev/null
-	@cmake --build $(BUILD) -j$(JOBS)
+	@cmake -S . -B $(BUILD) $(CMAKE_FLAGS) -DCLUSTERBENCH_TESTS=OFF >/dev/null
+	@cmake --build $(BUILD) -j$(JOBS) --target clusterbench -- --no-print-directory
+
+build-all: setup-test
+	@cmake -S . -B $(BUILD) $(CMAKE_FLAGS) -DCLUSTERBENCH_TESTS=ON >/dev/null
+	@cmake --build $(BUILD) -j$(JOBS) -- --no-print-directory
 
 run: build
 	@bash scripts/make-run.sh
 
-test: build
+test: build-all
 	@cd $(BUILD) && ctest --output-on-failure -j$(JOBS) --timeout 900
+
+package: build
+	@cd $(BUILD) && cpack -G DEB >/dev/null && ls -l $(BUILD)/clusterbench_*.deb
 
 report: build
 	@$(BUILD)/clusterbench report results/latest; rc=$$?; \

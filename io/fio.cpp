@@ -20,6 +20,7 @@
 #include "core/benchmark.hpp"
 #include "core/error.hpp"
 #include "core/watchdog.hpp"
+#include "env/paths.hpp"
 #include "io/scratch.hpp"
 #include "process/process.hpp"
 #include "records/utf8.hpp"
@@ -560,7 +561,7 @@ class Fio : public Benchmark {
   Knob<std::string> binary_ =
       knobs_.text("binary", "fio", "the fio program (a name on PATH or a path)");
   Knob<std::string> profiles_dir_ =
-      knobs_.text("profiles_dir", std::string(CLUSTERBENCH_SOURCE_DIR) + "/io/profiles",
+      knobs_.text("profiles_dir", data_dir("profiles", "io/profiles"),
                   "directory of the NAME.fio job files (other names allowed when given)");
   Knob<std::string> device_ = knobs_.text(
       "device", "",

@@ -1,25 +1,33 @@
 #!/usr/bin/env bash
 # Installs what clusterbench needs on Debian 12 and does nothing when everything is there.
-#   apt: compilers, CMake, OpenMPI, fio, nlohmann-json, simdjson, CLI11, Google Benchmark,
-#        GoogleTest, hwloc, OpenBLAS, gperftools' tcmalloc, iproute2 (and OpenSSL for SHA-256,
-#        pkg-config, python3-pip), universal-ctags (the function_size test), libxml2-utils
-#        (xmllint: the junit.xml tests), RE2 (spec regexes), clang 14 with libFuzzer (the
-#        fuzz_parsers test), time (/usr/bin/time -v), e2fsprogs and util-linux (mkfs.ext4,
-#        losetup, fsfreeze: the loop-device tests).
+#   scripts/setup.sh          what `make run` builds and runs with
+#   scripts/setup.sh --test   that, and what `make test` adds
+# Run (apt): compilers, CMake, OpenMPI, fio, nlohmann-json, simdjson, CLI11, Google Benchmark,
+#   hwloc, OpenBLAS, gperftools' tcmalloc, iproute2, gnuplot, libarchive, RE2 (spec regexes),
+#   OpenSSL (SHA-256), pkg-config, python3-pip, dpkg-dev (the Debian package's dependencies).
 #   pip: nvidia-nvml-dev for nvml.h, into .deps/python of this checkout. Without it NVML support
-#        is compiled out (GPUs are still seen on the PCI bus) and this script says so.
-#        Where nvcc is: the CUDA 12.2 wheels into .deps/cuda12 (the CUDA 12 host check).
+#   is compiled out (GPUs are still seen on the PCI bus) and this script says so.
+# Test only (apt): GoogleTest, universal-ctags (the function_size test), libxml2-utils (xmllint:
+#   the junit.xml tests), clang 14 with libFuzzer (fuzz_parsers), time (/usr/bin/time -v),
+#   e2fsprogs and util-linux (mkfs.ext4, losetup, fsfreeze: the loop-device tests), mmdebstrap,
+#   buildah and podman (the bare-root, package and image tests), numpy/scipy, benchmark tools.
+#   pip, where nvcc is: the CUDA 12.2 wheels into .deps/cuda12 (the CUDA 12 host check).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+TEST=0
+[ "${1:-}" = "--test" ] && TEST=1
 
 APT_PACKAGES=(
-  build-essential g++ cmake make pkg-config git python3 python3-pip
+  build-essential g++ cmake make pkg-config git python3 python3-pip dpkg-dev
   libopenmpi-dev openmpi-bin fio nlohmann-json3-dev libcli11-dev libbenchmark-dev
-  libgtest-dev libgmock-dev libhwloc-dev hwloc libopenblas-dev libssl-dev iproute2 procps
-  gnuplot-nox libarchive-dev libsimdjson-dev libgoogle-perftools-dev
-  libbenchmark-tools python3-numpy python3-scipy time universal-ctags libxml2-utils
-  libre2-dev clang libclang-rt-14-dev e2fsprogs util-linux mmdebstrap xz-utils
+  libhwloc-dev hwloc libopenblas-dev libssl-dev iproute2 procps
+  gnuplot-nox libarchive-dev libsimdjson-dev libgoogle-perftools-dev libre2-dev
 )
+TEST_PACKAGES=(
+  libgtest-dev libgmock-dev libbenchmark-tools python3-numpy python3-scipy time universal-ctags
+  libxml2-utils clang libclang-rt-14-dev e2fsprogs util-linux mmdebstrap xz-utils buildah podman
+)
+((TEST)) && APT_PACKAGES+=("${TEST_PACKAGES[@]}")
 
 missing=()
 for p in "${APT_PACKAGES[@]}"; do
@@ -48,11 +56,11 @@ fi
 # CUDA 12.2 runtime, cuBLAS, NCCL and the nvcc wheel's crt headers, for the CUDA 12 host check
 # (tests/compute.cmake). PyPI has no CUDA 12 nvcc (nvidia-cuda-nvcc-cu12 ships ptxas only), so the
 # CUDA 12 plugin itself needs a full toolkit: cmake -DCLUSTERBENCH_CUDA12_ROOT=/usr/local/cuda-12.x.
-# About 950 MB unpacked; CB_SETUP_CUDA12=0 skips it.
+# About 950 MB unpacked; `make test` only; CB_SETUP_CUDA12=0 skips it.
 CUDA12_DIR=.deps/cuda12
 CUDA12_WHEELS=(nvidia-cuda-nvcc-cu12==12.2.140 nvidia-cuda-runtime-cu12==12.2.140
                nvidia-cublas-cu12==12.2.5.6 nvidia-nccl-cu12==2.18.3)
-if [ "${CB_SETUP_CUDA12:-1}" != "0" ] && [ -x /usr/local/cuda/bin/nvcc ] &&
+if ((TEST)) && [ "${CB_SETUP_CUDA12:-1}" != "0" ] && [ -x /usr/local/cuda/bin/nvcc ] &&
    ! { [ -f "$CUDA12_DIR/nvidia/cuda_runtime/lib/libcudart.so.12" ] &&
        [ -f "$CUDA12_DIR/nvidia/cublas/lib/libcublasLt.so.12" ] &&
        [ -f "$CUDA12_DIR/nvidia/nccl/lib/libnccl.so.2" ] &&

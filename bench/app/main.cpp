@@ -1,10 +1,12 @@
 // clusterbench: the command line (CLI11), one Command per subcommand (app/command.hpp). Exit
 // codes: DESIGN.md "Exit codes".
 #include <cmath>
+#include <filesystem>
 #include <iostream>
 
 #include "app/command.hpp"
 #include "core/context.hpp"
+#include "core/run_options.hpp"
 #include "core/version.hpp"
 #include "core/watchdog.hpp"
 #include "records/records.hpp"
@@ -90,6 +92,13 @@ int main(int argc, char** argv) {
     commands.push_back(make());
   std::vector<CLI::App*> subs;
   for (auto& c : commands) subs.push_back(c->add(app));
+  std::string specs;  // --specs-dir of the commands that choose a spec table
+  for (CLI::App* s : subs)
+    if (s->get_name() == "run" || s->get_name() == "burnin")
+      s->add_option("--specs-dir", specs,
+                    "directory of the seed spec tables (default: $CLUSTERBENCH_SPECS_DIR, else "
+                    "share/clusterbench/specs of the installation)")
+          ->check(CLI::ExistingDirectory);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -99,6 +108,7 @@ int main(int argc, char** argv) {
               << " --help' for more information.\n";
     return 2;
   }
+  if (!specs.empty()) set_specs_dir(std::filesystem::absolute(specs).string());
   for (size_t i = 0; i < commands.size(); ++i)
     if (subs[i]->parsed()) return dispatch(*commands[i], argc, argv);
   return 2;

@@ -58,8 +58,11 @@ struct RunHooks {
   std::function<int(const std::string& dir, const std::string& prometheus)> report;
 };
 
-/// Directory of the seed spec tables: $CLUSTERBENCH_SPECS_DIR, else reports/specs of the source
-/// tree this binary was built from.
+/// Directory of the seed spec tables: --specs-dir (set_specs_dir), else $CLUSTERBENCH_SPECS_DIR,
+/// else share/clusterbench/specs of the installed prefix, or reports/specs of the source tree
+/// of a build-tree binary (env/paths.hpp).
 std::string specs_dir();
+/// Sets the --specs-dir override of specs_dir() (an existing directory; "" clears it).
+void set_specs_dir(const std::string& dir);
 
 }  // namespace clusterbench

@@ -22,6 +22,7 @@
 #include "core/watchdog.hpp"
 #include "env/health.hpp"
 #include "env/inventory.hpp"
+#include "env/paths.hpp"
 #include "records/spec.hpp"
 #include "records/utf8.hpp"
 
@@ -34,9 +35,16 @@ using Clock = std::chrono::steady_clock;
 /// still queued is written by the writer process after this one is gone.
 constexpr double kAbortWaitS = 5;
 
+namespace {
+std::string g_specs_dir;  // --specs-dir
+}  // namespace
+
+void set_specs_dir(const std::string& dir) { g_specs_dir = dir; }
+
 std::string specs_dir() {
+  if (!g_specs_dir.empty()) return g_specs_dir;
   if (const char* d = std::getenv("CLUSTERBENCH_SPECS_DIR"); d && *d) return d;
-  return std::string(CLUSTERBENCH_SOURCE_DIR) + "/reports/specs";
+  return data_dir("specs", "reports/specs");
 }
 
 /// One case of the plan: a benchmark's params, the rows of run.json's plan it stands for (one per

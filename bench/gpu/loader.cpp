@@ -13,18 +13,11 @@
 #include <mutex>
 
 #include "env/nvml.hpp"
+#include "env/paths.hpp"
 
 namespace clusterbench {
 
 namespace {
-
-std::string exe_dir() {
-  char buf[PATH_MAX] = {0};
-  ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
-  if (n <= 0) return ".";
-  std::string p(buf, static_cast<size_t>(n));
-  return p.substr(0, p.rfind('/'));
-}
 
 std::string base_name(const std::string& path) { return path.substr(path.rfind('/') + 1); }
 
@@ -278,7 +271,7 @@ const GpuPlugin& load_gpu_plugin() {
     const bool named = (one && *one) || (dir && *dir);
     if (!CLUSTERBENCH_HAVE_CUDA && !named) {  // a plugin or a directory was named: try it
       plugin.built = false;
-      plugin.path = exe_dir() + "/libclusterbench_gpu.so";
+      plugin.path = plugin_dir() + "/libclusterbench_gpu.so";
       plugin.error = "this build has no GPU plugin (nvcc was not found at build time)";
       return;
     }
@@ -287,7 +280,7 @@ const GpuPlugin& load_gpu_plugin() {
       return;
     }
     auto [cuda, version] = driver_cuda_version();
-    plugin = open_gpu_plugin(find_gpu_plugins(dir && *dir ? dir : exe_dir()), cuda, version);
+    plugin = open_gpu_plugin(find_gpu_plugins(dir && *dir ? dir : plugin_dir()), cuda, version);
   });
   return plugin;
 }

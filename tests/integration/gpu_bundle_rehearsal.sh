@@ -14,7 +14,6 @@
 source "$(dirname "$0")/lib.sh"
 : "${CB_SOURCE_DIR:?}" "${CB_BINARY_DIR:?}"
 MAX_BYTES=$((48 * 1024 * 1024))
-[ "$(id -u)" = 0 ] || { echo "SKIP: needs root (chroot)"; exit 77; }
 CUDA_LIB=""
 for d in "${CUDA_HOME:-/usr/local/cuda}/lib64" /usr/local/cuda/lib64 /usr/local/cuda/lib; do
   [ -f "$d/libcudart.so.13" ] && { CUDA_LIB=$(readlink -f "$d"); break; }
@@ -23,8 +22,6 @@ done
 NCCL=$(readlink -f "$CUDA_LIB/libnccl.so.2" 2>/dev/null)
 [ -f "$NCCL" ] || NCCL=$(ldconfig -p | awk '/libnccl.so.2 /{print $NF; exit}')
 [ -f "$NCCL" ] || fail "no libnccl.so.2 on this machine"
-CHROOT=$(command -v chroot) || fail "no chroot (coreutils)"
-RFS=$(bash "$CB_SOURCE_DIR/scripts/rootfs-minbase.sh") || fail "cannot make the bare root filesystem (mmdebstrap; scripts/setup.sh installs it)"
 
 # 1. The bundle, and its size.
 expect_rc 0 bash "$CB_SOURCE_DIR/scripts/gpu-check.sh" --bundle --build-dir "$CB_BINARY_DIR/gpu-bundle"
@@ -35,19 +32,8 @@ PACK=${BASH_REMATCH[1]} BYTES=${BASH_REMATCH[2]}
 [ "$BYTES" -le "$MAX_BYTES" ] || fail "bundle $PACK is $BYTES B > 48 MiB"
 ok "bundle $PACK: $BYTES B <= 48 MiB"
 
-# 2. The bare root: an overlay over the cached one (a copy where overlays cannot be mounted).
-R=$TMP/root
-MOUNTS=()
-cleanup() {
-  for ((i = ${#MOUNTS[@]} - 1; i >= 0; i--)); do umount -l "${MOUNTS[i]}" 2>/dev/null; done
-  rm -rf --one-file-system "$TMP"  # never into a /proc, /sys or /dev still bound
-}
-trap cleanup EXIT
-mnt() { mount "$@" && MOUNTS+=("${@: -1}"); }
-mkdir -p "$R" "$TMP/upper" "$TMP/work"
-mnt -t overlay overlay -o "lowerdir=$RFS,upperdir=$TMP/upper,workdir=$TMP/work" "$R" 2>/dev/null ||
-  { rmdir "$R"; cp -a "$RFS" "$R"; }
-for fs in proc sys dev; do mnt --rbind "/$fs" "$R/$fs" || fail "cannot bind /$fs"; done
+# 2. The bare root: an overlay over the cached one (lib.sh bare_root).
+bare_root
 SP=$R/usr/local/lib/python3.11/dist-packages/nvidia
 for pair in "cuda_runtime libcudart.so.13" "cublas libcublas.so.13" "cublas libcublasLt.so.13" \
             "nccl libnccl.so.2"; do
@@ -58,11 +44,6 @@ for pair in "cuda_runtime libcudart.so.13" "cublas libcublas.so.13" "cublas libc
   mnt --bind "$(readlink -f "$src")" "$SP/$1/lib/$2" || fail "cannot bind $src"
 done
 cp "$PACK" "$R/root/bundle.tar.xz"
-# in_root CMD: runs CMD (a bash line) in the chroot, no GPU, no NVML, no PATH of ours.
-in_root() {
-  env -i HOME=/root PATH=/usr/local/bin:/usr/bin:/bin CLUSTERBENCH_NVML_LIB=/nonexistent.so \
-    "$CHROOT" "$R" bash -c "$1"
-}
 ok "bare root with the CUDA libraries in the pip-wheel layout"
 
 # 3. From the bundle: to the end, inventory and waived table.

@@ -125,3 +125,30 @@ assert len(hang) == 1 and hang[0]['status'] == 'failed', hang
 assert re.search(sys.argv[2], hang[0]['message']), hang[0]['message']
 " "$1" "$2"
 }
+
+# bare_root: $TMP/root, a writable overlay over the cached bare Debian root
+# (scripts/rootfs-minbase.sh; a copy where overlays cannot be mounted) with /proc, /sys and /dev
+# bound; everything is unmounted on exit. in_root CMD then runs the bash line CMD there, with a
+# clean environment and no PATH of ours. Needs root; fails (never skips) without mmdebstrap.
+MOUNTS=()
+bare_root() {
+  [ "$(id -u)" = 0 ] || fail "needs root (chroot)"
+  CHROOT=$(command -v chroot) || fail "no chroot (coreutils)"
+  RFS=$(bash "$CB_SOURCE_DIR/scripts/rootfs-minbase.sh") ||
+    fail "cannot make the bare root filesystem (mmdebstrap; scripts/setup.sh installs it)"
+  R=$TMP/root
+  trap bare_root_cleanup EXIT
+  mkdir -p "$R" "$TMP/upper" "$TMP/work"
+  mnt -t overlay overlay -o "lowerdir=$RFS,upperdir=$TMP/upper,workdir=$TMP/work" "$R" 2>/dev/null ||
+    { rmdir "$R"; cp -a "$RFS" "$R"; }
+  for fs in proc sys dev; do mnt --rbind "/$fs" "$R/$fs" || fail "cannot bind /$fs"; done
+}
+bare_root_cleanup() {
+  for ((i = ${#MOUNTS[@]} - 1; i >= 0; i--)); do umount -l "${MOUNTS[i]}" 2>/dev/null; done
+  rm -rf --one-file-system "$TMP"  # never into a /proc, /sys or /dev still bound
+}
+mnt() { mount "$@" && MOUNTS+=("${@: -1}"); }
+in_root() {
+  env -i HOME=/root PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
+    CLUSTERBENCH_NVML_LIB=/nonexistent.so "$CHROOT" "$R" bash -c "$1"
+}

@@ -71,4 +71,17 @@ expect_rc 2 env PATH="$TMP/bin:$PATH" SRUN_LOG="$TMP/srun.args" CB_BIN="$TMP/mis
   bash "$L/slurm.sbatch"
 expect_out "is not built"
 ok "slurm.sbatch: a missing binary exits 2"
+expect_rc 0 env PATH="$TMP/bin:$PATH" SRUN_LOG="$TMP/srun.args" SLURM_JOB_NUM_NODES=2 \
+  SLURM_SUBMIT_DIR="$TMP" CB_BIN= CB_IMAGE=registry.example.com/clusterbench:0.1.0 bash "$L/slurm.sbatch"
+py '
+a = open(sys.argv[1]).read().split("\n")
+assert "--container-image=registry.example.com/clusterbench:0.1.0" in a, a
+assert "--container-mounts=%s/results:%s/results" % (sys.argv[2], sys.argv[2]) in a, a
+i = a.index("/usr/bin/clusterbench")
+assert a[i + 1] == "run" and i > a.index("--container-image=registry.example.com/clusterbench:0.1.0"), a
+' "$TMP/srun.args" "$TMP"
+ok "slurm.sbatch: CB_IMAGE runs /usr/bin/clusterbench in the image (pyxis), results mounted"
+grep -q "image: registry.example.com/clusterbench:0.1.0" "$L/mpijob.yaml" &&
+  grep -q '"/usr/bin/clusterbench"' "$L/mpijob.yaml" || fail "mpijob.yaml: not the project image"
+ok "mpijob.yaml runs the project image's /usr/bin/clusterbench"
 echo "PASS: $PASSES checks"

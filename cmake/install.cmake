@@ -1,0 +1,61 @@
+# Install layout and the Debian package (issue 22; docs/install.md).
+#   bin/clusterbench
+#   lib/clusterbench/               the GPU plugin(s) and their .cuda side files (env/paths.hpp)
+#   share/clusterbench/specs/       the seed spec tables (reports/specs)
+#   share/clusterbench/profiles/    the fio job files (io/profiles)
+#   share/clusterbench/scripts/     tune.sh, netns-cluster.sh, netns-agent.sh, launch/
+#   share/doc/clusterbench/         README.md and docs/
+# The installed binary finds them relative to its own directory, never through the source tree.
+install(TARGETS clusterbench RUNTIME DESTINATION bin)
+if(TARGET clusterbench_gpu)
+  # The CUDA libraries come from the CUDA installation (or the pip wheels' LD_LIBRARY_PATH): the
+  # plugin keeps the toolkit's library directory as its run path and the package does not depend
+  # on them.
+  set_target_properties(clusterbench_gpu PROPERTIES INSTALL_RPATH "${CUDAToolkit_LIBRARY_DIR}")
+  install(TARGETS clusterbench_gpu LIBRARY DESTINATION lib/clusterbench)
+  install(FILES $<TARGET_FILE:clusterbench_gpu>.cuda DESTINATION lib/clusterbench)
+  if(CLUSTERBENCH_CUDA12_ROOT)
+    install(FILES ${CMAKE_BINARY_DIR}/libclusterbench_gpu_cuda12.so
+                  ${CMAKE_BINARY_DIR}/libclusterbench_gpu_cuda12.so.cuda
+            DESTINATION lib/clusterbench)
+  endif()
+endif()
+install(DIRECTORY reports/specs/ DESTINATION share/clusterbench/specs FILES_MATCHING PATTERN "*.json")
+install(DIRECTORY io/profiles/ DESTINATION share/clusterbench/profiles FILES_MATCHING PATTERN "*.fio")
+install(PROGRAMS scripts/tune.sh scripts/netns-cluster.sh scripts/netns-agent.sh
+        DESTINATION share/clusterbench/scripts)
+install(DIRECTORY scripts/launch DESTINATION share/clusterbench/scripts
+        FILE_PERMISSIONS OWNER_READ OWNER_WRITE OWNER_EXECUTE GROUP_READ GROUP_EXECUTE
+                         WORLD_READ WORLD_EXECUTE)
+install(FILES README.md DESTINATION share/doc/clusterbench)
+install(DIRECTORY docs/ DESTINATION share/doc/clusterbench/docs)
+
+# The Debian package: `cpack -G DEB` in the build directory (make package). Depends: the Debian
+# libraries the binary and the plugin link (dpkg-shlibdeps), plus the programs the binary runs
+# (mpirun/orted, fio). The CUDA libraries are private to the CUDA installation: not dependencies.
+set(CPACK_GENERATOR DEB)
+set(CPACK_PACKAGE_NAME clusterbench)
+set(CPACK_PACKAGE_VENDOR clusterbench)
+set(CPACK_PACKAGE_CONTACT "clusterbench maintainers <clusterbench@localhost>")
+set(CPACK_PACKAGE_DESCRIPTION_SUMMARY
+    "GPU cluster acceptance benchmarks: measured verdicts against a hardware spec")
+set(CPACK_PACKAGING_INSTALL_PREFIX /usr)
+set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
+set(CPACK_DEBIAN_PACKAGE_SECTION utils)
+set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
+set(_cb_private_dirs)
+if(TARGET clusterbench_gpu)
+  list(APPEND _cb_private_dirs ${CUDAToolkit_LIBRARY_DIR})
+  if(NCCL_LIBRARY)
+    get_filename_component(_cb_nccl_dir ${NCCL_LIBRARY} DIRECTORY)
+    list(APPEND _cb_private_dirs ${_cb_nccl_dir})
+  endif()
+  if(CLUSTERBENCH_CUDA12_ROOT)
+    list(APPEND _cb_private_dirs ${CLUSTERBENCH_CUDA12_ROOT}/lib64 ${CLUSTERBENCH_CUDA12_ROOT}/lib)
+  endif()
+endif()
+set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS_PRIVATE_DIRS ${_cb_private_dirs})
+set(CPACK_DEBIAN_PACKAGE_DEPENDS "openmpi-bin, fio")
+set(CPACK_DEBIAN_PACKAGE_RECOMMENDS "gnuplot-nox, hwloc, iproute2")
+set(CPACK_PACKAGE_FILE_NAME_INCLUDE_VERSION ON)
+include(CPack)
