@@ -19,7 +19,9 @@ np=$((gpus > 0 ? gpus : 1))
 
 cmd=("$BIN" run --suite "$SUITE" ${SPEC:+--spec "$SPEC"} ${RUN_ARGS:-})
 if grep -q "CLUSTERBENCH_MPI:BOOL=ON" "$BUILD/CMakeCache.txt" 2>/dev/null; then
-  mpi=(mpirun -np "$np" --bind-to none)
+  # -q: no "job has been aborted" block from mpirun for a FAIL verdict (exit 1): the verdict is
+  # the binary's exit code, printed below.
+  mpi=(mpirun -q -np "$np" --bind-to none)
   [ "$(id -u)" -eq 0 ] && mpi+=(--allow-run-as-root)
   cmd=("${mpi[@]}" "${cmd[@]}")
 fi
