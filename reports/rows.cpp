@@ -493,6 +493,20 @@ class RowEvaluator {
         .search(string_form(v));
   }
 
+  /// "no /nics/* entry with kind = "ib_port", state = "ACTIVE" in the inventory
+  /// (/nics/*/rate_gbps)": what the row looked for, in words, when nothing matched.
+  std::string nothing_matched() const {
+    const std::string& env = req_.select.env;
+    const size_t star = env.rfind("/*");
+    std::string what = star == std::string::npos ? "value at " + env
+                                                 : env.substr(0, star + 2) + " entry";
+    std::vector<std::string> conds;
+    for (const auto& [k, v] : req_.select.where.items())
+      conds.push_back((k.rfind('/', 0) == 0 ? k.substr(1) : k) + " = " + v.dump());
+    if (!conds.empty()) what += " with " + join(conds, ", ");
+    return "no " + what + " in the inventory (" + env + ")";
+  }
+
   ItemResult judge_env_item(const Item& item) {
     ItemResult r;
     r.item = item.name;
@@ -500,7 +514,7 @@ class RowEvaluator {
     if (req_.aggregate == "count") return judge_env_count(r, item);
     if (item.env_no_match && item.values.empty() && item.unknown.empty() && unknowns == 0) {
       r.outcome = kMissing;
-      r.message = item.name + ": " + req_.select.env + " matches nothing in the env record";
+      r.message = item.name + ": " + nothing_matched();
       return r;
     }
     if (!item.unknown.empty()) {

@@ -345,7 +345,7 @@ TEST(Evaluate, EnvRows) {
   EXPECT_EQ(r.rows[1].outcome, kMissing);
   EXPECT_EQ(r.rows[1].items.size(), 2u);
   EXPECT_EQ(r.rows[1].items[0].message,
-            "node01: /gpus/*/memory_gib matches nothing in the env record");
+            "node01: no /gpus/* entry in the inventory (/gpus/*/memory_gib)");
 
   EXPECT_EQ(r.rows[2].outcome, kPass);
   EXPECT_EQ(r.rows[2].value, 128);
