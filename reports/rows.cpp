@@ -498,8 +498,8 @@ class RowEvaluator {
   std::string nothing_matched() const {
     const std::string& env = req_.select.env;
     const size_t star = env.rfind("/*");
-    std::string what = star == std::string::npos ? "value at " + env
-                                                 : env.substr(0, star + 2) + " entry";
+    std::string what =
+        star == std::string::npos ? "value at " + env : env.substr(0, star + 2) + " entry";
     std::vector<std::string> conds;
     for (const auto& [k, v] : req_.select.where.items())
       conds.push_back((k.rfind('/', 0) == 0 ? k.substr(1) : k) + " = " + v.dump());
