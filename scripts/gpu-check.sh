@@ -120,8 +120,8 @@ print(":".join(sorted({os.path.dirname(p) for d in dirs for p in glob.glob(d + "
 P
 )
 export LD_LIBRARY_PATH=$LIBS${PYLIBS:+:$PYLIBS}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-# The spec tables of this tree: a binary carried in a bundle would look in the source tree it was
-# built from, which the GPU machine does not have.
+# The spec tables of this tree: a binary carried in a bundle is neither installed (no
+# share/clusterbench beside it) nor in a build tree there (docs/install.md).
 export CLUSTERBENCH_SPECS_DIR=${CLUSTERBENCH_SPECS_DIR:-$ROOT/reports/specs}
 mkdir -p "$OUT"
 
