@@ -24,9 +24,8 @@ install(DIRECTORY reports/specs/ DESTINATION share/clusterbench/specs FILES_MATC
 install(DIRECTORY io/profiles/ DESTINATION share/clusterbench/profiles FILES_MATCHING PATTERN "*.fio")
 install(PROGRAMS scripts/tune.sh scripts/netns-cluster.sh scripts/netns-agent.sh
         DESTINATION share/clusterbench/scripts)
-install(DIRECTORY scripts/launch DESTINATION share/clusterbench/scripts
-        FILE_PERMISSIONS OWNER_READ OWNER_WRITE OWNER_EXECUTE GROUP_READ GROUP_EXECUTE
-                         WORLD_READ WORLD_EXECUTE)
+install(PROGRAMS scripts/launch/slurm.sbatch DESTINATION share/clusterbench/scripts/launch)
+install(FILES scripts/launch/mpijob.yaml DESTINATION share/clusterbench/scripts/launch)
 install(FILES README.md DESTINATION share/doc/clusterbench)
 install(DIRECTORY docs/ DESTINATION share/doc/clusterbench/docs)
 
@@ -57,5 +56,5 @@ endif()
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS_PRIVATE_DIRS ${_cb_private_dirs})
 set(CPACK_DEBIAN_PACKAGE_DEPENDS "openmpi-bin, fio")
 set(CPACK_DEBIAN_PACKAGE_RECOMMENDS "gnuplot-nox, hwloc, iproute2")
-set(CPACK_PACKAGE_FILE_NAME_INCLUDE_VERSION ON)
+set(CPACK_STRIP_FILES ON)  # debug symbols stay in the build tree
 include(CPack)

@@ -319,11 +319,20 @@ class Fio : public Benchmark {
       throw InputError("--set " + id() +
                        ".scratch: fio's directory= cannot hold ':'; choose another path");
     allow_destructive_device_(s);
+    const std::string dir = profiles_dir(s);
     std::vector<json> out;
     for (const auto& p : profiles_(s)) {
       if (std::find(fio_profiles().begin(), fio_profiles().end(), p) == fio_profiles().end() &&
           !profiles_dir_.given(s))
         throw InputError("--set io.fio.profiles: unknown profile '" + p + "'");
+      // A job file that is not there is bad input, not a storage row that FAILs.
+      std::error_code ec;
+      if (!std::filesystem::is_regular_file(dir + "/" + p + ".fio", ec))
+        throw InputError("io.fio: no job file " + dir + "/" + p + ".fio (" +
+                         (profiles_dir_.given(s)
+                              ? "--set io.fio.profiles_dir"
+                              : "the installed profiles; --set io.fio.profiles_dir") +
+                         ")");
       out.push_back({{"profile", p}});
     }
     return out;
@@ -366,11 +375,18 @@ class Fio : public Benchmark {
   }
 
  private:
+  /// The job files' directory, absolute: fio runs in another working directory.
+  std::string profiles_dir(const Settings& s) const {
+    std::error_code ec;
+    std::filesystem::path p = std::filesystem::absolute(profiles_dir_(s), ec);
+    return ec ? profiles_dir_(s) : p.lexically_normal().string();
+  }
+
   /// Reads the knobs (checked when the plan was made).
   FioOptions options(const Settings& s) const {
     FioOptions o;
     o.binary = binary_(s);
-    o.profiles_dir = profiles_dir_(s);
+    o.profiles_dir = profiles_dir(s);
     o.size = size_(s);
     o.runtime = runtime_(s);
     o.ramp = ramp_(s);

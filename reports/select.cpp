@@ -45,9 +45,13 @@ std::string describe(const EnvRecord& e) {
 SpecSelection select_spec(const std::vector<EnvRecord>& nodes, const std::string& dir) {
   std::vector<std::string> files;
   std::error_code ec;
+  // Hidden files (an editor's lock file, .#cpu-node.json) are not tables.
   for (const auto& entry : std::filesystem::directory_iterator(dir, ec))
-    if (entry.path().extension() == ".json") files.push_back(entry.path().string());
-  if (ec) throw InputError(dir + ": cannot list spec tables (" + ec.message() + "); pass --spec");
+    if (entry.path().extension() == ".json" && entry.path().filename().string()[0] != '.')
+      files.push_back(entry.path().string());
+  if (ec)
+    throw InputError(dir + ": cannot list spec tables (" + ec.message() +
+                     "); pass --spec FILE, or --specs-dir DIR (docs/install.md)");
   std::sort(files.begin(), files.end());
   std::vector<Spec> specs;
   for (const auto& f : files) specs.push_back(load_spec(f));

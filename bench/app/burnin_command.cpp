@@ -29,7 +29,9 @@ class BurninCommand : public Command {
                                    "soak every GPU (CPU ranks without GPUs) with GEMM "
                                    "and all_reduce, per-GPU verdicts (docs/burnin.md)");
     cmd->add_option("--minutes", minutes_, "soak length in minutes, fractions allowed")->required();
-    cmd->add_option("--spec", o_.spec_path, "spec table (default: reports/specs/burnin-*.json)");
+    cmd->add_option(
+        "--spec", o_.spec_path,
+        "spec table (default: burnin-cpu.json or burnin-gpu.json of the spec directory)");
     cmd->add_option("--out", o_.out_dir, "run directory (default results/<run-id>)");
     cmd->add_option("--results", o_.results_root, "where default run directories go");
     cmd->add_option("--fs-root", o_.fs_root, "read /sys, /proc, /dev below this root")

@@ -129,7 +129,11 @@ LoopResult measure(const LoopSpec& spec, const ReduceMax& reduce_max,
   if (fixed)  // the calibration operation was its warm-up (Google Benchmark allows none here)
     reg->Iterations(kMinSamples);
   else
+#if CLUSTERBENCH_GBENCH_WARMUP
     reg->MinTime(spec.min_time)->MinWarmUpTime(spec.min_time / 5);
+#else  // Google Benchmark < 1.6.2 (Ubuntu 22.04's 1.6.1): the calibration operation is the warm-up
+    reg->MinTime(spec.min_time);
+#endif
   // Unregistered however the loop ends (AbortRun leaves through Google Benchmark): a later loop
   // must not run this one's entry, whose state is gone.
   struct Unregister {

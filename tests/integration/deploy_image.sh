@@ -13,13 +13,16 @@ for t in buildah podman; do command -v $t >/dev/null || fail "no $t (scripts/set
 debs=("$CB_BINARY_DIR"/package/clusterbench_*_amd64.deb)
 [ -f "${debs[0]}" ] || fail "no package in $CB_BINARY_DIR/package (the package_deb test makes it)"
 RFS=$(bash "$CB_SOURCE_DIR/scripts/rootfs-minbase.sh") || fail "cannot make the bare root (mmdebstrap)"
-BASE=localhost/clusterbench-base:bookworm
+# The base is made again when the cached root is (its tag: the root's completion time).
+BASE=localhost/clusterbench-base:bookworm-$(stat -c %Y "$RFS/.complete")
 IMG=localhost/clusterbench:test-$$
 CTR=""
 cleanup() {
   [ -n "$CTR" ] && buildah rm "$CTR" >/dev/null 2>&1
   buildah rmi -f "$IMG" >/dev/null 2>&1
-  buildah rmi --prune >/dev/null 2>&1  # the prebuilt stage's untagged image
+  # Only the untagged images this build made (the prebuilt stage's), never another's.
+  [ -n "${images_before+x}" ] && comm -13 <(echo "$images_before") <(buildah images -q --no-trunc | sort) |
+    while read -r id; do buildah rmi "$id" >/dev/null 2>&1; done
   rm -rf "$TMP"
 }
 trap cleanup EXIT
@@ -28,19 +31,23 @@ if ! podman image exists "$BASE"; then
     { cat "$TMP/out" >&2; fail "podman import of $RFS"; }
 fi
 ok "base image $BASE (the cached minbase root, podman import)"
+images_before=$(buildah images -q --no-trunc | sort)
+containers_before=$(buildah containers -q | sort)
 
 mkdir -p "$TMP/ctx/package"
 cp "${debs[0]}" "$TMP/ctx/package/"
-expect_rc 0 buildah build --isolation chroot --build-arg RUNTIME_BASE="$BASE" \
+expect_rc 0 timeout 300 buildah build --isolation chroot --build-arg RUNTIME_BASE="$BASE" \
   --build-arg PACKAGE_FROM=prebuilt --target runtime -f "$CB_SOURCE_DIR/Containerfile" \
   -t "$IMG" "$TMP/ctx"
 ! grep -q "nvidia/cuda" "$TMP/out" || fail "the build stage ran (it pulled the CUDA base)"
+[ "$(buildah containers -q | sort)" = "$containers_before" ] ||
+  fail "the build left a working container: $(buildah containers)"
 size=$(podman image inspect --format '{{.Size}}' "$IMG")
 ok "buildah build --target runtime from the package: $IMG, $size B"
 
 CTR=$(buildah from "$IMG") || fail "buildah from $IMG"
 buildah run --isolation chroot "$CTR" -- sh -c \
-  'timeout 600 clusterbench run --suite ci --out /results/r' >"$TMP/out" 2>&1
+  'timeout 300 clusterbench run --suite ci --out /results/r' >"$TMP/out" 2>&1
 rc=$?
 [ "$rc" = 0 ] || [ "$rc" = 1 ] || [ "$rc" = 4 ] || { cat "$TMP/out" >&2; fail "run --suite ci: exit $rc"; }
 expect_out "^report: /results/r/report.md$"
@@ -56,7 +63,7 @@ assert os.path.getsize(d + '/report.md') > 0
 buildah umount "$CTR" >/dev/null
 ok "run --suite ci in the image: exit $rc, report written, the installed spec table"
 
-buildah run --isolation chroot "$CTR" -- sh -c 'timeout 300 mpirun -np 2 --bind-to none \
+buildah run --isolation chroot "$CTR" -- sh -c 'timeout 120 mpirun -np 2 --bind-to none \
   clusterbench run --suite ci --only collectives.all_reduce --out /results/np2' >"$TMP/out" 2>&1
 rc=$?
 [ "$rc" = 0 ] || [ "$rc" = 1 ] || [ "$rc" = 4 ] || { cat "$TMP/out" >&2; fail "mpirun -np 2: exit $rc"; }

@@ -141,7 +141,12 @@ bare_root() {
   mkdir -p "$R" "$TMP/upper" "$TMP/work"
   mnt -t overlay overlay -o "lowerdir=$RFS,upperdir=$TMP/upper,workdir=$TMP/work" "$R" 2>/dev/null ||
     { rmdir "$R"; cp -a "$RFS" "$R"; }
-  for fs in proc sys dev; do mnt --rbind "/$fs" "$R/$fs" || fail "cannot bind /$fs"; done
+  # rslave: the unmount at exit must not travel back to the host's own /dev/pts, /sys/fs/cgroup
+  # (shared mounts on a systemd host).
+  for fs in proc sys dev; do
+    mnt --rbind "/$fs" "$R/$fs" || fail "cannot bind /$fs"
+    mount --make-rslave "$R/$fs" || fail "cannot make $R/$fs a slave mount"
+  done
 }
 bare_root_cleanup() {
   for ((i = ${#MOUNTS[@]} - 1; i >= 0; i--)); do umount -l "${MOUNTS[i]}" 2>/dev/null; done

@@ -41,4 +41,21 @@ for d in openmpi-bin fio libopenmpi3 libhwloc15 libopenblas0 libre2-9 libsimdjso
 done
 ! grep -Eiq "cuda|cublas|nccl|nvidia" <<<"$deps" || fail "Depends names a CUDA library: $deps"
 ok "Depends from the linked libraries plus openmpi-bin and fio, no CUDA: $deps"
+# The install tree moves with its prefix; a binary without it says where it looked (exit 2).
+dpkg-deb -x "$DEB" "$TMP/x" || fail "dpkg-deb -x"
+mv "$TMP/x" "$TMP/moved prefix"
+M="$TMP/moved prefix/usr"
+expect_rc 0 "$M/bin/clusterbench" run --suite ci --dry-run --out "$TMP/d1"
+expect_out "^spec: cpu-node \($M/share/clusterbench/specs/cpu-node.json, auto: "
+mkdir -p "$TMP/link" && ln -s "$M/bin/clusterbench" "$TMP/link/cb"
+expect_rc 0 "$TMP/link/cb" run --suite ci --dry-run --out "$TMP/d2"
+expect_out "^spec: cpu-node \($M/share/clusterbench/specs/cpu-node.json, auto: "
+mkdir -p "$TMP/lonely/bin" && cp "$M/bin/clusterbench" "$TMP/lonely/bin/"
+expect_rc 2 "$TMP/lonely/bin/clusterbench" run --suite ci --only compute.memory_bandwidth \
+  --dry-run --out "$TMP/d3"
+expect_out "$TMP/lonely/share/clusterbench/specs: cannot list spec tables .*--specs-dir DIR"
+expect_rc 2 "$TMP/lonely/bin/clusterbench" run --suite ci --only io.fio \
+  --spec "$M/share/clusterbench/specs/cpu-node.json" --dry-run --out "$TMP/d4"
+expect_out "io.fio: no job file $TMP/lonely/share/clusterbench/profiles/[a-z_]+.fio"
+ok "the extracted package runs from a moved prefix and through a symlink; a lone binary names where it looked (exit 2)"
 echo "$PASSES passed, 0 failed"
