@@ -2,9 +2,11 @@
 # Issue 19, "a compare that does not cry wolf": two back-to-back `run --suite ci` on this machine,
 # nothing changed, then `compare`: at least 90% of the cases measured ok on both sides comparable
 # (>= 5 repetitions a side), every call made by the rule; its outcome is printed.
-# Then a real change is still caught: STREAM and the dataloader slowed 2.5x on purpose
-# (CLUSTERBENCH_TEST_SLOWDOWN, a rate 60% lower: more than twice the 25% tolerance cpu-node.json
-# gives them) are regressed, each with its Mann-Whitney p-value. Runs alone (RUN_SERIAL): timing.
+# Then a real change is still caught: STREAM and the dataloader slowed 5x on purpose
+# (CLUSTERBENCH_TEST_SLOWDOWN, a rate 80% lower: more than twice the 25% tolerance cpu-node.json
+# gives them) are regressed, each with its Mann-Whitney p-value. 5x, not 2.5x: this shared VM's
+# speed drifts up to 2x between two runs (a 2.5x slowdown once measured -21% after a slow
+# baseline); 5x stays past the tolerance through a drift of 3x. Runs alone (RUN_SERIAL): timing.
 source "$(dirname "$0")/lib.sh"
 [ "${CB_HAVE_MPI:-1}" = "1" ] || { echo "SKIP: built without MPI"; exit 77; }
 command -v mpirun >/dev/null || fail "mpirun not installed (scripts/setup.sh installs it)"
@@ -65,7 +67,7 @@ quick_run() {  # quick_run NAME [ENV...]
   case $rc in 0 | 1 | 4) ;; *) tail -30 "$TMP/$name.log" >&2; fail "run $name: exit $rc" ;; esac
 }
 quick_run base
-quick_run slow CLUSTERBENCH_TEST_SLOWDOWN='compute.memory_bandwidth=2.5,io.dataloader=2.5'
+quick_run slow CLUSTERBENCH_TEST_SLOWDOWN='compute.memory_bandwidth=5,io.dataloader=5'
 expect_rc 1 "$CB_BIN" compare "$TMP/base" "$TMP/slow" --out "$TMP/cmp2"
 expect_out "REGRESSED compute.memory_bandwidth .*p = "
 expect_out "REGRESSED io.dataloader .*p = "
@@ -79,15 +81,15 @@ for bench, metric in [('compute.memory_bandwidth', 'bandwidth'), ('io.dataloader
     assert cases, bench
     for x in cases:
         m = {k['name']: k for k in x['metrics']}[metric]
-        # 2.5x the time: the rate is 1/2.5 = 0.4 of the baseline's, -60%, more than twice the
-        # 25% tolerance; measured, -60% times whatever this shared VM drifts between two runs.
-        assert m['tolerance'] == 0.25 and 100 * (1 - 1 / 2.5) >= 2 * 100 * m['tolerance'], m
+        # 5x the time: the rate is 1/5 = 0.2 of the baseline's, -80%, more than twice the 25%
+        # tolerance; measured, -80% times whatever this shared VM drifts between two runs.
+        assert m['tolerance'] == 0.25 and 100 * (1 - 1 / 5) >= 2 * 100 * m['tolerance'], m
         assert m['verdict'] == 'regressed', (bench, x['params'], m)
         assert m['p_value'] is not None and m['p_value'] < 0.05, m
-        assert -85 < m['change_pct'] < -100 * m['tolerance'], m
+        assert -95 < m['change_pct'] < -100 * m['tolerance'], m
     print(bench, 'regressed:', ['%+.1f%% p=%.2g' % (
         {k['name']: k for k in x['metrics']}[metric]['change_pct'],
         {k['name']: k for k in x['metrics']}[metric]['p_value']) for x in cases])
 " "$TMP"
-ok "STREAM and the dataloader slowed 2.5x: regressed, each with its p-value"
+ok "STREAM and the dataloader slowed 5x: regressed, each with its p-value"
 echo "PASS ($PASSES checks)"

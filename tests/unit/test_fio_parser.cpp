@@ -2,7 +2,9 @@
 // from real runs here), one of them with a job error (ENOSPC). Every expected number below is the
 // number written in the fixture file, converted by hand.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -196,6 +198,17 @@ TEST(FioKnobs, SuiteDefaultsAndChecks) {
             "--set io.fio.profiles: unknown profile 'fancy'");
   EXPECT_EQ(plan_error("io.fio.allow_destructive_device=yes"),
             "--set io.fio.allow_destructive_device: unknown value 'yes' (false, true)");
-  EXPECT_EQ(b->cases(Settings("ci", {"io.fio.profiles=fancy", "io.fio.profiles_dir=/x"})).size(),
-            1u);  // a profiles_dir of one's own may hold other names
+  // A profiles_dir of one's own may hold other names; a job file that is not there is bad input
+  // (exit 2) at plan time, naming the file.
+  const std::string dir =
+      (std::filesystem::path(::testing::TempDir()) / ("fio_profiles_" + std::to_string(getpid())))
+          .lexically_normal()
+          .string();
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir + "/fancy.fio") << "[global]\n";
+  EXPECT_EQ(
+      b->cases(Settings("ci", {"io.fio.profiles=fancy", "io.fio.profiles_dir=" + dir})).size(), 1u);
+  EXPECT_EQ(plan_error("io.fio.profiles_dir=" + dir),
+            "io.fio: no job file " + dir + "/seq_read.fio (--set io.fio.profiles_dir)");
+  std::filesystem::remove_all(dir);
 }
