@@ -6,7 +6,11 @@ source "$(dirname "$0")/lib.sh"
 [ "${CB_HAVE_MPI:-1}" = "1" ] || { echo "SKIP: built without MPI"; exit 77; }
 command -v mpirun >/dev/null || { echo "SKIP: no mpirun"; exit 77; }
 
-expect_rc 0 "${MPIRUN[@]}" -np 2 "$CB_BIN" burnin --minutes 0.2 --out "$TMP/run"
+# The verdict is 0 (PASS/WARN) or 1 (a rate drop FAILs): on a 2-core machine shared with other
+# tests the rate can fall by more than 10% for real, so the rows are checked against their evidence.
+"${MPIRUN[@]}" -np 2 "$CB_BIN" burnin --minutes 0.2 --out "$TMP/run" >"$TMP/out" 2>&1
+rc=$?
+[ "$rc" -eq 0 ] || [ "$rc" -eq 1 ] || { cat "$TMP/out" >&2; fail "burn-in exit $rc, not 0 or 1"; }
 expect_out "burn-in .*2 rank\(s\) on 1 node\(s\), 0.2 min in 6 intervals of 2 s"
 expect_out "burnin-cpu.json"
 py "
@@ -17,7 +21,7 @@ lines = [json.loads(l) for l in open(d + '/records.jsonl')]
 assert len(lines) == 2 * 6 + 2 and all(r['extra'].get('snapshot') for r in lines[:12]), len(lines)
 assert not any(r['extra'].get('snapshot') for r in lines[12:]), lines[12:]
 recs = list({(r := json.loads(l))['case_key']: r for l in open(d + '/records.jsonl')}.values())
-assert run['suite'] == 'burnin' and run['exit_code'] == 0 and not run['aborted'], run
+assert run['suite'] == 'burnin' and run['exit_code'] == int(sys.argv[2]) and not run['aborted'], run
 assert run['spec']['path'].endswith('reports/specs/burnin-cpu.json'), run['spec']
 assert len(run['plan']) == 1 and len(run['plan'][0]['case_keys']) == 2, run['plan']
 assert sorted(r['scope']['rank'] for r in recs) == [0, 1], recs
@@ -48,14 +52,28 @@ for r in recs:
     assert 'temperature_max' not in m
     assert 'no NVML telemetry' in r['extra']['telemetry']['status'], r['extra']['telemetry']
     assert r['extra']['time_basis'] == 'thread_cpu' and r['extra']['allreduce']['backend'] == 'mpi'
+    # rate_drop: the median of the last third (2 intervals) against the first third; rate_dip:
+    # the worst interval against the median of all six (hand-computed from the series).
+    r6 = [iv['rate_tflops'] for iv in s]
+    first, last, med = (r6[0] + r6[1]) / 2, (r6[4] + r6[5]) / 2, (rates[2] + rates[3]) / 2
+    assert abs(m['rate_drop']['value'] - 100 * (first - last) / first) < 1e-9, m['rate_drop']
+    assert abs(m['rate_dip']['value'] - 100 * (med - rates[0]) / med) < 1e-9, m['rate_dip']
 rep = json.load(open(d + '/report.json'))
 rows = {row['id']: row for row in rep['rows']}
-for rid in ('burnin.verification', 'burnin.rate_drop', 'burnin.rate_dip'):
-    items = sorted(it['item'] for it in rows[rid]['items'])
-    assert len(items) == 2 and items[0].endswith('/rank0') and items[1].endswith('/rank1'), items
-assert rows['burnin.verification']['outcome'] == 'PASS' and rows['burnin.rate_drop']['outcome'] == 'PASS', rows
-" "$TMP/run"
-ok "2 ranks: six intervals each, verified, per-rank verdicts PASS"
+by_rank = {r['scope']['rank']: {x['name']: x['value'] for x in r['metrics']} for r in recs}
+for rid, metric, bound in (('burnin.verification', 'verification_errors', 0),
+                           ('burnin.rate_drop', 'rate_drop', 10), ('burnin.rate_dip', 'rate_dip', 25)):
+    items = sorted(rows[rid]['items'], key=lambda it: it['item'])
+    assert len(items) == 2 and items[0]['item'].endswith('/rank0'), items
+    assert items[1]['item'].endswith('/rank1'), items
+    worst = max(by_rank[0][metric], by_rank[1][metric])
+    bad = 'FAIL' if rid != 'burnin.rate_dip' else 'WARN'
+    assert rows[rid]['outcome'] == ('PASS' if worst <= bound else bad), (rid, worst, rows[rid])
+assert rows['burnin.verification']['outcome'] == 'PASS', rows['burnin.verification']
+want = 1 if rows['burnin.rate_drop']['outcome'] == 'FAIL' else 0
+assert run['exit_code'] == want, (run['exit_code'], want)
+" "$TMP/run" "$rc"
+ok "2 ranks: six intervals each, verified, per-rank rows match their hand-computed evidence (exit $rc)"
 
 if command -v gnuplot >/dev/null; then
   grep -q "Burn-in: rate per interval over time" "$TMP/run/report.html" || fail "no burn-in chart"
@@ -63,7 +81,7 @@ if command -v gnuplot >/dev/null; then
   ok "report.html has the burn-in chart"
 fi
 
-expect_rc 0 "$CB_BIN" report "$TMP/run"
+expect_rc "$rc" "$CB_BIN" report "$TMP/run"
 expect_out "burnin.rate_drop"
 ok "clusterbench report works on the burn-in directory"
 
