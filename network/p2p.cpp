@@ -9,15 +9,19 @@
 #include "core/mpi_check.hpp"
 #endif
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <map>
+#include <sstream>
 #include <stdexcept>
 #include <thread>
 
 #include "core/benchmark.hpp"
 #include "core/error.hpp"
+#include "network/tcp_io.hpp"
 
 namespace clusterbench::network {
 
@@ -36,6 +40,68 @@ std::vector<std::pair<int, int>> p2p_pairs(const std::string& pattern, int nodes
     throw std::invalid_argument("unknown p2p pattern '" + pattern + "' (all_pairs, ring)");
   }
   return out;
+}
+
+namespace {
+
+using Round = std::vector<std::pair<int, int>>;
+
+/// The circle method: rounds r = 0..m-2, pairs (m-1, r) and ((r+k) mod (m-1), (r-k) mod (m-1)).
+std::vector<Round> tournament(int n) {
+  const int m = n % 2 ? n + 1 : n;
+  std::vector<Round> out;
+  for (int r = 0; r + 1 < m; ++r) {
+    Round round;
+    auto add = [&](int a, int b) {
+      if (a < n && b < n) round.emplace_back(std::min(a, b), std::max(a, b));
+    };
+    add(m - 1, r);
+    for (int k = 1; k < m / 2; ++k) add((r + k) % (m - 1), (r - k + m - 1) % (m - 1));
+    out.push_back(std::move(round));
+  }
+  return out;
+}
+
+/// Pairs into rounds, each pair into the first round where neither node is busy.
+std::vector<Round> greedy_rounds(const std::vector<std::pair<int, int>>& pairs) {
+  std::vector<Round> out;
+  for (auto p : pairs) {
+    auto busy = [&p](const Round& r) {
+      return std::any_of(r.begin(), r.end(), [&p](auto q) {
+        return q.first == p.first || q.first == p.second || q.second == p.first ||
+               q.second == p.second;
+      });
+    };
+    auto it = std::find_if_not(out.begin(), out.end(), busy);
+    if (it == out.end())
+      out.push_back({p});
+    else
+      it->push_back(p);
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<std::vector<std::pair<int, int>>> p2p_rounds(const std::string& pattern, int nodes,
+                                                         int sample, bool concurrent) {
+  std::vector<Round> rounds;
+  if (pattern == "all_pairs")
+    rounds = nodes < 2 ? std::vector<Round>{} : tournament(nodes);
+  else
+    rounds = greedy_rounds(p2p_pairs(pattern, nodes));  // throws for an unknown pattern
+  if (sample > 0 && static_cast<size_t>(sample) < rounds.size()) {
+    std::vector<Round> kept;
+    const size_t all = rounds.size();
+    for (size_t i = 0; i < static_cast<size_t>(sample); ++i)
+      kept.push_back(rounds[i * all / static_cast<size_t>(sample)]);
+    rounds = std::move(kept);
+  }
+  if (concurrent) return rounds;
+  std::vector<Round> one_each;
+  for (const auto& r : rounds)
+    for (auto p : r) one_each.push_back({p});
+  return one_each;
 }
 
 double p2p_bytes_per_op(const std::string& mode, long long bytes) {
@@ -141,78 +207,199 @@ void world_max(std::vector<double>& v) {
                           MPI_COMM_WORLD));
 }
 
-/// Times one pair with the measurement loop: its two leaders (world ranks `lead_a`, of the lower
-/// node, and `lead_b`) move the traffic of `mode`; every other rank waits quietly for lead_a's
-/// "batch done", then joins the lock-step reductions. Returns lead_a's one-way latency samples,
-/// seconds (latency mode; empty elsewhere).
-std::vector<double> time_pair(CaseRun& run, const std::string& mode, int lead_a, int lead_b,
-                              std::vector<char>& sbuf, std::vector<char>& rbuf, long long bytes,
-                              const std::string& label) {
-  const Context& ctx = run.ctx();
-  const int me = ctx.world_rank();
-  const bool in_pair = me == lead_a || me == lead_b;
-  PairIo io{in_pair ? (me == lead_a ? lead_b : lead_a) : -1, me == lead_a, sbuf, rbuf,
-            static_cast<int>(bytes)};
-  std::vector<double> one_way;
-  std::vector<int> others;
-  for (int r = 0; r < ctx.world_size(); ++r)
-    if (r != lead_a && r != lead_b) others.push_back(r);
+/// Every rank waits here for every other, sleeping between polls (MPI_Ibarrier + MPI_Test every
+/// 200 us): a rank whose pair is done, or that has none, must not busy-poll the cores that the
+/// pairs still moving data need.
+void quiet_barrier() {
+  MPI_Request req;
+  CHECK_MPI(MPI_Ibarrier(MPI_COMM_WORLD, &req));
+  for (int flag = 0;;) {
+    CHECK_MPI(MPI_Test(&req, &flag, MPI_STATUS_IGNORE));
+    if (flag) return;
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+  }
+}
+
+/// Where each node leader's traffic goes on one rail (a NIC name, the same on every node):
+/// "ADDR PORT" of its listening socket on that NIC's IPv4 address, from every world rank (empty
+/// for ranks that are not leaders). Throws, on every rank alike, naming each leader's host that
+/// has no IPv4 address on the rail.
+struct RailEndpoints {
+  std::vector<std::string> addr;
+  std::vector<int> port;
+  int listen_fd = -1;
+  ~RailEndpoints() {
+    if (listen_fd >= 0) ::close(listen_fd);
+  }
+};
+
+void open_rail(const Context& ctx, const std::string& rail, bool leader, RailEndpoints& ep) {
+  std::string mine;
+  if (leader) {
+    auto ips = ipv4_addresses(rail);
+    if (!ips.empty()) {
+      int port = 0;
+      ep.listen_fd = listen_on(ips.front(), port);
+      mine = ips.front() + " " + std::to_string(port);
+    } else {
+      mine = "-";
+    }
+  }
+  std::vector<std::string> all = ctx.allgather(mine);
+  std::string missing;
+  ep.addr.assign(all.size(), "");
+  ep.port.assign(all.size(), 0);
+  for (size_t r = 0; r < all.size(); ++r) {
+    if (all[r] == "-") missing += (missing.empty() ? "" : ", ") + ctx.rank_hosts()[r];
+    std::istringstream in(all[r]);
+    in >> ep.addr[r] >> ep.port[r];
+  }
+  if (!missing.empty())
+    throw std::runtime_error("rail '" + rail + "': no IPv4 address on an up interface of that " +
+                             "name on " + missing);
+}
+
+/// This rank's part in one round: the pair it moves data in (index into the round), its peer's
+/// world rank and whether it is the pair's lower node; pair -1 when it rests.
+struct Role {
+  int pair = -1, peer = -1;
+  bool first = false;
+};
+
+Role role_in(const std::vector<std::pair<int, int>>& round, const std::vector<int>& leader,
+             int me) {
+  for (size_t k = 0; k < round.size(); ++k) {
+    int a = leader[static_cast<size_t>(round[k].first)];
+    int b = leader[static_cast<size_t>(round[k].second)];
+    if (me == a || me == b) return {static_cast<int>(k), me == a ? b : a, me == a};
+  }
+  return {};
+}
+
+/// The TCP connection of this rank's pair on a rail, made before the round's loop: the lower
+/// node connects from its rail address to the upper node's listener and names itself (its world
+/// rank), so that a stray connection is refused. Both ends fail within 20 s.
+int connect_rail_pair(const RailEndpoints& ep, const Role& role, int me) {
+  const int ms = 20000;
+  int fd = -1;
+  if (role.first) {
+    std::string err;
+    fd = connect_within(ep.addr[static_cast<size_t>(role.peer)],
+                        ep.port[static_cast<size_t>(role.peer)], ms, err,
+                        ep.addr[static_cast<size_t>(me)]);
+    if (fd < 0)
+      throw std::runtime_error("TCP connect to " + ep.addr[static_cast<size_t>(role.peer)] +
+                               " failed: " + err);
+    tune_socket(fd, 60);
+    int32_t who = me;
+    send_all(fd, reinterpret_cast<const char*>(&who), sizeof who);
+  } else {
+    fd = accept_within(ep.listen_fd, ms);
+    if (fd < 0) throw std::runtime_error("no TCP connection from the peer within 20 s");
+    tune_socket(fd, 60);
+    int32_t who = -1;
+    recv_all(fd, reinterpret_cast<char*>(&who), sizeof who);
+    if (who != role.peer) {
+      ::close(fd);
+      throw std::runtime_error("TCP connection from world rank " + std::to_string(who) +
+                               ", expected " + std::to_string(role.peer));
+    }
+  }
+  return fd;
+}
+
+/// One round's traffic on this rank: MPI (rail "mpi") or the pair's TCP socket.
+struct Traffic {
+  const std::string& mode;
+  const Role& role;
+  std::vector<char>& sbuf;
+  std::vector<char>& rbuf;
+  long long bytes;
+  int fd = -1;  ///< TCP socket of a rail, -1 over MPI
+
+  void run(long long n, std::vector<double>& one_way) const {
+    if (fd >= 0) {
+      TcpPairIo io{fd, role.first, sbuf, rbuf, static_cast<size_t>(bytes)};
+      if (mode == "unidirectional") return io.unidirectional(n);
+      if (mode == "bidirectional") return io.bidirectional(n);
+      return io.latency(n, one_way);
+    }
+    PairIo io{role.peer, role.first, sbuf, rbuf, static_cast<int>(bytes)};
+    if (mode == "unidirectional") return io.unidirectional(n);
+    if (mode == "bidirectional") return io.bidirectional(n);
+    io.latency(n, one_way);
+  }
+};
+
+/// Fields of one pair in a round's reduction: its lower node's time statistics (seconds per
+/// operation), then the link's value and, in latency mode, the one-way p99 (us).
+constexpr size_t kPairFields = 9;
+
+/// The statistics of this rank's pair, from its own per-operation times of the timed batches
+/// (the last `timed` of `own`) or its one-way latency samples.
+std::vector<double> pair_fields(const std::string& mode, long long bytes,
+                                const std::vector<double>& own, size_t timed,
+                                const std::vector<double>& one_way) {
+  std::vector<double> mine(own.end() - static_cast<long>(std::min(timed, own.size())), own.end());
+  TimeStats st = compute_stats(mode == "latency" ? one_way : mine);
+  std::vector<double> f = {
+      static_cast<double>(st.n), st.min, st.median, st.mean, st.p95, st.max, st.spread, 0, 0};
+  if (mode == "latency") {
+    f[7] = percentile(one_way, 50) * 1e6;
+    f[8] = percentile(one_way, 99) * 1e6;
+  } else {
+    f[7] = st.median > 0 ? p2p_bytes_per_op(mode, bytes) / st.median / 1e9 : 0;
+  }
+  return f;
+}
+
+/// Times every pair of one round at once with the measurement loop: each pair's leaders move the
+/// traffic of `mode`, then every rank meets in quiet_barrier; the loop's lock-step decides the
+/// batch and the iterations for all (the slowest pair). Each pair's own statistics reach every
+/// rank through one world reduction: kPairFields per pair, in round order.
+std::vector<double> time_round(CaseRun& run, const std::string& mode, const Role& role,
+                               const Traffic& traffic, size_t pairs, long long bytes,
+                               const std::string& label) {
+  std::vector<double> own, one_way;
   run.exec(
       [&](long long n) -> double {
-        if (!in_pair) {
-          wait_quietly(lead_a);
-          return 0;
+        double t = 0;
+        if (role.pair >= 0) {
+          auto t0 = std::chrono::steady_clock::now();
+          traffic.run(n, one_way);
+          t = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+          own.push_back(t / static_cast<double>(n));
         }
-        auto t0 = std::chrono::steady_clock::now();
-        if (mode == "unidirectional")
-          io.unidirectional(n);
-        else if (mode == "bidirectional")
-          io.bidirectional(n);
-        else
-          io.latency(n, one_way);
-        double t = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-        if (io.first) release_others(others);
+        quiet_barrier();
         return t;
       },
       label);
-  return one_way;
+  std::vector<double> all(pairs * kPairFields, 0);
+  if (role.pair >= 0 && role.first) {
+    auto f = pair_fields(mode, bytes, own, run.samples().size(), one_way);
+    std::copy(f.begin(), f.end(), all.begin() + static_cast<long>(role.pair * kPairFields));
+  }
+  world_max(all);
+  return all;
 }
 
-/// One link's record: its metrics, time statistics and extra, and the value its matrix shows.
+/// One link's record from its fields in a round's reduction.
 struct LinkResult {
   std::vector<Metric> metrics;
   TimeStats time;
-  json extra;
   double value = 0;  ///< bandwidth (GB/s) or one-way p50 latency (us)
 };
 
-/// The link's result from the loop's statistics (`stats`, the slowest rank's): bandwidth from the
-/// median, or, in latency mode, the first node's per-message samples, whose percentiles and time
-/// statistics reach rank 0 through a world reduction (every rank calls it).
-LinkResult link_result(const std::string& mode, long long bytes, const TimeStats& stats,
-                       const std::vector<double>& one_way, json extra) {
-  LinkResult r{{}, stats, std::move(extra), 0};
-  if (mode != "latency") {
-    r.value = p2p_bytes_per_op(mode, bytes) / stats.median / 1e9;
-    r.metrics.push_back({"bandwidth", r.value, "GB/s", true});
-    return r;
+LinkResult link_result(const std::string& mode, const double* f) {
+  LinkResult r;
+  r.time = TimeStats{static_cast<int>(f[0]), f[1], f[2], f[3], f[4], f[5], f[6]};
+  r.value = f[7];
+  if (mode == "latency") {
+    r.metrics.push_back({"latency_p50", f[7], "us", false});
+    r.metrics.push_back({"latency_p99", f[8], "us", false});
+  } else {
+    r.metrics.push_back({"bandwidth", f[7], "GB/s", true});
   }
-  TimeStats own = compute_stats(one_way);
-  std::vector<double> v = {percentile(one_way, 50) * 1e6,
-                           percentile(one_way, 99) * 1e6,
-                           static_cast<double>(own.n),
-                           own.min,
-                           own.median,
-                           own.mean,
-                           own.p95,
-                           own.max,
-                           own.spread};
-  world_max(v);
-  r.time = TimeStats{static_cast<int>(v[2]), v[3], v[4], v[5], v[6], v[7], v[8]};
-  r.metrics.push_back({"latency_p50", v[0], "us", false});
-  r.metrics.push_back({"latency_p99", v[1], "us", false});
-  r.value = v[0];
-  r.extra["samples"] = static_cast<long long>(v[2]);
   return r;
 }
 
@@ -257,13 +444,24 @@ class P2p : public Benchmark {
     long long small = latency_bytes_(s);
     if (bytes < 1 || bytes > (1LL << 30) || small < 0 || small > (1LL << 20))
       throw InputError("--set " + id() + ".bytes must be in 1..1G and latency_bytes in 0..1M");
+    rounds_(s);  // a negative count is refused here, at plan time
+    auto rails = rails_(s);
+    if (rails.empty()) throw InputError("--set " + id() + ".rails: name at least one (mpi)");
+    for (const auto& r : rails)
+      if (r != "mpi" && (r.empty() || r.size() >= 16 || r.find_first_of("/ \t") != r.npos))
+        throw InputError("--set " + id() + ".rails: '" + r +
+                         "' is not an interface name (1-15 characters, no '/' or space) or mpi");
     std::vector<json> out;
     for (const auto& p : patterns) {
       if (std::find(kPatterns.begin(), kPatterns.end(), p) == kPatterns.end())
         throw InputError("--set " + id() + ".patterns: unknown pattern '" + p +
                          "' (all_pairs, ring)");
-      for (const auto& m : modes_(s))
-        out.push_back({{"pattern", p}, {"mode", m}, {"bytes", m == "latency" ? small : bytes}});
+      for (const auto& rail : rails)
+        for (const auto& m : modes_(s)) {
+          json c = {{"pattern", p}, {"mode", m}, {"bytes", m == "latency" ? small : bytes}};
+          if (rail != "mpi") c["rail"] = rail;  // the MPI path keeps the params it always had
+          out.push_back(std::move(c));
+        }
     }
     return out;
   }
@@ -274,33 +472,72 @@ class P2p : public Benchmark {
     return "";
   }
 
-  /// Pairs one at a time: each pair timed, then its link record; last the case's matrix.
+  /// The pattern's pairs in rounds of disjoint pairs (p2p_rounds), each round timed at once;
+  /// one link record per pair, then the case's matrix and its schedule.
   void run(CaseRun& run) const override {
 #if CLUSTERBENCH_HAVE_MPI
     const std::string pattern = run.params().at("pattern");
     const std::string mode = run.params().at("mode");
     const long long bytes = run.params().at("bytes");
-    const std::vector<std::string> hosts = run.ctx().hosts();
-    const std::vector<int> leader = node_leader_ranks(hosts, run.ctx().rank_hosts());
+    const std::string rail = run.params().value("rail", "mpi");
+    const bool concurrent = schedule_(run.settings()) == "rounds";
+    const Context& ctx = run.ctx();
+    const std::vector<std::string> hosts = ctx.hosts();
+    const std::vector<int> leader = node_leader_ranks(hosts, ctx.rank_hosts());
+    const int me = ctx.world_rank();
+    const bool is_leader = std::find(leader.begin(), leader.end(), me) != leader.end();
+    RailEndpoints ep;
+    if (rail != "mpi") open_rail(ctx, rail, is_leader, ep);
     std::vector<char> sbuf(static_cast<size_t>(std::max(bytes, 1LL)), 'x');
     std::vector<char> rbuf(sbuf.size());
     LinkMatrix matrix(hosts.size());
-    for (auto [a, b] : p2p_pairs(pattern, static_cast<int>(hosts.size()))) {
-      const int lead_a = leader[static_cast<size_t>(a)], lead_b = leader[static_cast<size_t>(b)];
-      std::vector<double> one_way =
-          time_pair(run, mode, lead_a, lead_b, sbuf, rbuf, bytes,
-                    "pair:" + std::to_string(a) + "-" + std::to_string(b));
-      LinkResult r = link_result(mode, bytes, run.stats(), one_way,
-                                 {{ "ranks",
-                                    { lead_a,
-                                      lead_b } }});
-      Scope scope;
-      scope.kind = ScopeKind::link;
-      scope.hosts = {hosts[static_cast<size_t>(a)], hosts[static_cast<size_t>(b)]};
-      matrix.set(a, b, r.value, scope.hosts);
-      run.add_record(scope, std::move(r.metrics), r.time, std::move(r.extra));
+    auto rounds = p2p_rounds(pattern, static_cast<int>(hosts.size()),
+                             static_cast<int>(rounds_(run.settings())), concurrent);
+    const auto t0 = std::chrono::steady_clock::now();
+    for (size_t ri = 0; ri < rounds.size(); ++ri) {
+      const auto& round = rounds[ri];
+      Role role = role_in(round, leader, me);
+      Traffic traffic{mode, role, sbuf, rbuf, bytes};
+      struct Close {
+        int& fd;
+        ~Close() {
+          if (fd >= 0) ::close(fd);
+        }
+      } close_fd{traffic.fd};
+      if (rail != "mpi" && role.pair >= 0) traffic.fd = connect_rail_pair(ep, role, me);
+      auto f =
+          time_round(run, mode, role, traffic, round.size(), bytes, "round:" + std::to_string(ri));
+      for (size_t k = 0; k < round.size(); ++k) {
+        auto [a, b] = round[k];
+        LinkResult r = link_result(mode, f.data() + k * kPairFields);
+        Scope scope;
+        scope.kind = ScopeKind::link;
+        scope.hosts = {hosts[static_cast<size_t>(a)], hosts[static_cast<size_t>(b)]};
+        matrix.set(a, b, r.value, scope.hosts);
+        json extra = {{"ranks",
+                       { leader[static_cast<size_t>(a)],
+                         leader[static_cast<size_t>(b)] }},
+                      {"round", ri},
+                      { "concurrent_pairs",
+                        round.size() }};
+        if (rail != "mpi")
+          extra["addresses"] = {ep.addr[static_cast<size_t>(leader[static_cast<size_t>(a)])],
+                                ep.addr[static_cast<size_t>(leader[static_cast<size_t>(b)])]};
+        if (mode == "latency") extra["samples"] = r.time.n;
+        run.add_record(scope, std::move(r.metrics), r.time, std::move(extra));
+      }
     }
+    const double wall =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     record_matrix(run, mode, hosts, matrix);
+    size_t pairs = 0;
+    for (const auto& r : rounds) pairs += r.size();
+    run.set_extra("schedule", {{"kind", concurrent ? "rounds" : "sequential"},
+                               {"rounds", rounds.size()},
+                               {"pairs", pairs},
+                               { "wall_s",
+                                 wall }});
+    if (rail != "mpi") run.set_extra("rail", rail);
 #else
     (void)run;
     throw Waived("built without MPI (-DCLUSTERBENCH_MPI=OFF)");
@@ -317,6 +554,17 @@ class P2p : public Benchmark {
                                        "message size of the bandwidth modes, 1..1G");
   Knob<long long> latency_bytes_ =
       knobs_.size("latency_bytes", "8", "message size of the latency ping-pong, 0..1M");
+  Knob<std::string> schedule_ = knobs_.choice(
+      "schedule", {"rounds", "sequential"},
+      "rounds: disjoint pairs at once (a round-robin tournament, n-1 rounds for all_pairs); "
+      "sequential: one pair at a time");
+  Knob<long long> rounds_ = knobs_.integer(
+      "rounds", "0", "rounds",
+      "all_pairs: measure K of the n-1 rounds, evenly spread (every node meets K peers); 0: all");
+  Knob<std::vector<std::string>> rails_ = knobs_.list(
+      "rails", "mpi",
+      "paths, one case each: mpi (MPI's own choice of NIC), or a NIC name present on every node "
+      "(TCP sockets bound to its IPv4 address: one rail of a rail-optimised fabric)");
 };
 
 CLUSTERBENCH_REGISTER(P2p);

@@ -13,6 +13,17 @@ namespace clusterbench::network {
 /// (n = 2 gives one pair). Throws std::invalid_argument for another pattern name.
 std::vector<std::pair<int, int>> p2p_pairs(const std::string& pattern, int nodes);
 
+/// Rounds of disjoint pairs (each node in at most one pair per round) that together visit the
+/// pattern's pairs, so that a round's pairs can run at once. all_pairs: the round-robin
+/// tournament by the circle method (node m-1 fixed, the others rotate; m = n, or n + 1 with a
+/// phantom node for odd n, whose partner rests): n-1 rounds of n/2 pairs (odd n: n rounds of
+/// (n-1)/2), every pair exactly once. ring: its pairs greedily in rounds (2 for even n, 3 for
+/// odd). `sample` K > 0 keeps K of the rounds, evenly spread (round floor(i * R / K) for i < K),
+/// the same on every run; 0 keeps all. `concurrent` false puts each pair in a round of its own,
+/// in the same order. Throws std::invalid_argument for another pattern name.
+std::vector<std::vector<std::pair<int, int>>> p2p_rounds(const std::string& pattern, int nodes,
+                                                         int sample = 0, bool concurrent = true);
+
 /// Bytes on the wire per operation of a mode: unidirectional `bytes`, bidirectional 2 * bytes
 /// (both directions at once), latency: one message each way, 2 * bytes.
 double p2p_bytes_per_op(const std::string& mode, long long bytes);

@@ -10,7 +10,6 @@
 
 #include <arpa/inet.h>
 #include <fcntl.h>
-#include <ifaddrs.h>
 #include <net/if.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -36,6 +35,7 @@
 #include "core/error.hpp"
 #include "core/watchdog.hpp"
 #include "network/p2p.hpp"
+#include "network/tcp_io.hpp"
 #if CLUSTERBENCH_HAVE_MPI
 #include "core/mpi_check.hpp"
 #endif
@@ -284,48 +284,6 @@ std::string recv_text(int peer, int tag) {
   std::string out(static_cast<size_t>(n), '\0');
   CHECK_MPI(MPI_Recv(out.data(), n, MPI_CHAR, peer, tag, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
   return out;
-}
-
-/// This node's IPv4 addresses on interfaces that are up, loopback excluded.
-std::vector<std::string> ipv4_addresses() {
-  std::vector<std::string> out;
-  ifaddrs* list = nullptr;
-  CHECK_SYS(::getifaddrs(&list));
-  for (ifaddrs* i = list; i; i = i->ifa_next) {
-    if (!i->ifa_addr || i->ifa_addr->sa_family != AF_INET) continue;
-    if ((i->ifa_flags & IFF_LOOPBACK) || !(i->ifa_flags & IFF_UP)) continue;
-    char buf[INET_ADDRSTRLEN];
-    auto* a = reinterpret_cast<sockaddr_in*>(i->ifa_addr);
-    if (::inet_ntop(AF_INET, &a->sin_addr, buf, sizeof buf)) out.emplace_back(buf);
-  }
-  ::freeifaddrs(list);
-  return out;
-}
-
-/// Connects to addr:port within `ms` milliseconds; returns the socket, or -1 with `err` set.
-int connect_within(const std::string& addr, int port, int ms, std::string& err) {
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(static_cast<uint16_t>(port));
-  if (::inet_pton(AF_INET, addr.c_str(), &a.sin_addr) != 1) return err = "bad address", -1;
-  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
-  if (fd < 0) return err = std::strerror(errno), -1;
-  int rc = ::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
-  if (rc < 0 && errno == EINPROGRESS) {
-    pollfd p{fd, POLLOUT, 0};
-    rc = ::poll(&p, 1, ms);
-    int so = 0;
-    socklen_t len = sizeof so;
-    if (rc == 1 && ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &so, &len) == 0 && so == 0)
-      rc = 0;
-    else
-      err = rc == 0 ? "timed out" : std::strerror(so ? so : errno), rc = -1;
-  } else if (rc < 0) {
-    err = std::strerror(errno);
-  }
-  if (rc < 0) return ::close(fd), -1;
-  ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
-  return fd;
 }
 
 /// One TCP connection between two node leaders (world ranks), made with the socket-buffer

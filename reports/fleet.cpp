@@ -278,12 +278,21 @@ FleetView fleet_view(const RunDir& run, const std::vector<RowResult>& rows,
     ++n->second.outliers;
     outlier_items[o.host].push_back(o.benchmark + " " + o.metric + " " + o.item);
   }
+  fv.located = locate_link_faults(
+      run.records.records, [&](const std::string& b, const std::string& m, const std::string& u) {
+        return outlier_tolerance(rules, families, b, m, u);
+      });
+  std::map<std::string, std::set<std::string>> located_items;
+  for (const auto& l : fv.located)
+    if (l.kind != "link") located_items[l.host].insert(l.kind == "nic" ? "NIC " + l.nic : "node");
   for (const auto& h : hosts) {
     FleetNode& n = nodes[h];
     if (failed_rows.count(h)) n.reasons.push_back("spec FAIL: " + join_comma(failed_rows[h]));
     if (failed_benches.count(h))
       n.reasons.push_back("failed records: " + join_comma(failed_benches[h]));
     if (outlier_items.count(h)) n.reasons.push_back("outliers: " + join_comma(outlier_items[h]));
+    if (located_items.count(h))
+      n.reasons.push_back("slow links located in its " + join_comma(located_items[h]));
     if (!n.reasons.empty()) fv.failing_hosts.push_back(h);
     fv.nodes.push_back(n);
   }
@@ -318,6 +327,12 @@ std::string render_fleet_markdown(const FleetView& fv) {
          << " " << o.unit << " | " << pct(o.deviation) << " | " << pct(o.tolerance).substr(1)
          << " |\n";
     }
+  }
+  if (!fv.located.empty()) {
+    md << "\n### Where the slow links are (localisation)\n\n";
+    for (const auto& l : fv.located)
+      md << "- " << l.benchmark << " " << l.metric << " `" << l.params.dump() << "`: " << l.text
+         << "\n";
   }
   md << "\n### Failing hosts (failing-hosts.txt)\n\n";
   if (fv.failing_hosts.empty())
@@ -361,6 +376,7 @@ json fleet_json(const FleetView& fv) {
                              {"tolerance", o.tolerance},
                              {"fleet_size", o.fleet_size},
                              {"case_key", o.case_key}});
+  j["localisation"] = located_json(fv.located);
   j["failing_hosts"] = fv.failing_hosts;
   return j;
 }

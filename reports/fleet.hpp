@@ -11,6 +11,7 @@
 #include "records/records.hpp"
 #include "records/spec.hpp"
 #include "reports/compare.hpp"
+#include "reports/localize.hpp"
 #include "reports/rows.hpp"
 
 namespace clusterbench::report {
@@ -61,14 +62,16 @@ struct FleetNode {
 struct FleetView {
   std::vector<FleetNode> nodes;  ///< in report host order
   std::vector<Outlier> outliers;
+  std::vector<Located> located;            ///< the faults behind link outliers (localize.hpp)
   std::vector<std::string> failing_hosts;  ///< hosts with reasons, in node order
 };
 
 /// Builds the fleet view (make_report computes it once: Report::fleet). Nodes: `hosts`, then
 /// hosts seen only in records. A host is failing when one of its items FAILs in `rows` (an item
 /// "host/..." or "host", or either end of a link "a<->b"), when it has a `failed` record, or when
-/// it has a gpu or node outlier (find_outliers with `families` and `rules`). Link outliers are
-/// listed but do not mark a host failing: which end is at fault needs more than one link.
+/// it has a gpu or node outlier (find_outliers with `families` and `rules`), or when its links
+/// locate a fault in it (a node or a NIC: locate_link_faults). A link outlier alone does not
+/// mark a host failing: which end is at fault needs more than one link.
 FleetView fleet_view(const RunDir& run, const std::vector<RowResult>& rows,
                      const std::vector<std::string>& hosts, const std::vector<SpecFamily>& families,
                      const std::vector<ToleranceRule>& rules = {});
@@ -76,7 +79,8 @@ FleetView fleet_view(const RunDir& run, const std::vector<RowResult>& rows,
 /// "## Fleet" Markdown section: node table, outlier table, failing hosts.
 std::string render_fleet_markdown(const FleetView& fleet);
 
-/// JSON of the fleet view: nodes[], outliers[], failing_hosts[] (report.json "fleet").
+/// JSON of the fleet view: nodes[], outliers[], localisation[], failing_hosts[] (report.json
+/// "fleet").
 json fleet_json(const FleetView& fleet);
 
 /// failing-hosts.txt: one host per line, nothing else (empty when none), for draining.

@@ -1,26 +1,31 @@
 #!/usr/bin/env bash
 # netns-cluster.sh: a multi-node cluster on one machine, made of Linux network namespaces.
 #
-#   netns-cluster.sh up N                 N namespaces PREFIX1..PREFIXN, one veth pair per pair
+#   netns-cluster.sh up N [--rails R]     N namespaces PREFIX1..PREFIXN, one veth pair per pair;
+#                                         R rails: R bridges in PREFIXsw, NIC railK on every node
 #   netns-cluster.sh down                 remove them (and anything a failed `up` left); idempotent
 #   netns-cluster.sh status               namespaces, links, addresses, byte counters, qdiscs
 #   netns-cluster.sh exec NAME CMD...     run CMD in namespace NAME (hostname NAME)
 #   netns-cluster.sh link A B             interface inside A of the A<->B link
 #   netns-cluster.sh addr A B             address of A on the A<->B link
 #   netns-cluster.sh slow A B RATE [BURST]   tbf at RATE on both ends of A<->B ("off" removes it)
+#   netns-cluster.sh slownic A railK RATE [BURST]   tbf on A's NIC railK and its switch port
 #   netns-cluster.sh mpirun [ARGS...]     mpirun inside PREFIX1, ranks on every namespace
 #
 # A namespace is named by its full name (cbns2) or its index (2).
 # Environment: CB_NETNS_PREFIX (default cbns), CB_NETNS_STATE (state file, default
 # /run/clusterbench-netns/PREFIX.state), CB_NETNS_BASE (first two octets, default 10.213),
 # CB_NETNS_SLOTS (slots per namespace for mpirun, default 1), CB_NETNS_BTL (default self,tcp),
-# CB_MPIRUN (default mpirun). The layout and the reasons are in docs/netns-cluster.md.
+# CB_MPIRUN (default mpirun), CB_NETNS_RAIL_BASE (first two octets of the rails, default 10.214).
+# The layout and the reasons are in docs/netns-cluster.md.
 set -euo pipefail
 
 PREFIX=${CB_NETNS_PREFIX:-cbns}
 STATE=${CB_NETNS_STATE:-/run/clusterbench-netns/${PREFIX}.state}
 CREATED=${STATE}.created # names appended before each `ip netns add`: what `down` removes
 BASE=${CB_NETNS_BASE:-10.213}
+RAIL_BASE=${CB_NETNS_RAIL_BASE:-10.214}
+MAX_RAILS=8
 SCRIPTS=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 AGENT=$SCRIPTS/netns-agent.sh
 MAX_NODES=23 # link numbers L = (j-1)(j-2)/2 + i stay <= 253, one third octet each
@@ -36,6 +41,8 @@ check_config() {
     die "CB_NETNS_PREFIX='$PREFIX': use a letter, then letters, digits or '-' (at most 40)"
   [[ $BASE =~ ^(10\.[0-9]{1,3}|192\.168|172\.(1[6-9]|2[0-9]|3[01]))$ ]] ||
     die "CB_NETNS_BASE='$BASE': use the first two octets of a private /16 (e.g. 10.213)"
+  [[ $RAIL_BASE =~ ^(10\.[0-9]{1,3}|192\.168|172\.(1[6-9]|2[0-9]|3[01]))$ && $RAIL_BASE != "$BASE" ]] ||
+    die "CB_NETNS_RAIL_BASE='$RAIL_BASE': use the first two octets of a private /16 other than $BASE"
 }
 
 # Can this process create and enter network namespaces?
@@ -60,11 +67,15 @@ ns_exists() { [[ -e /run/netns/$1 ]] || ip netns list 2>/dev/null | awk '{print 
 #   prefix P | count N | base B
 #   node INDEX NAME
 #   link L NAME_A IF_A ADDR_A NAME_B IF_B ADDR_B SUBNET      (A has the lower index)
+#   rails R | switch NAME
+#   rail K NAME IF ADDR PORT       (node NAME's NIC IF on rail K; PORT: its switch port in NAME_sw)
 
 require_state() {
   [[ -r $STATE ]] || die "no cluster '$PREFIX' is up (no $STATE); run: $0 up N"
 }
 state_nodes() { awk '$1 == "node" {print $3}' "$STATE"; }
+state_rails() { awk '$1 == "rail"' "$STATE"; }
+state_switch() { awk '$1 == "switch" {print $2}' "$STATE"; }
 state_links() { awk '$1 == "link"' "$STATE"; }
 # The range that holds every link subnet: OpenMPI warns about list entries absent on a node.
 state_range() { awk '$1 == "base" {print $2 ".0.0/16"}' "$STATE"; }
@@ -123,7 +134,7 @@ cmd_down() {
     rmdir "/etc/netns/$n" 2>/dev/null || true
   done
   rmdir /etc/netns 2>/dev/null || true
-  rm -f "$STATE" "$STATE.tmp" "$CREATED"
+  rm -f "$STATE" "$STATE.tmp" "$STATE.rails" "$CREATED"
   rmdir "$(dirname "$STATE")" 2>/dev/null || true
   if ((${#names[@]})); then
     say "removed ${names[*]}"
@@ -172,18 +183,45 @@ wait_operstate_up() {
 healthy_cluster() {
   [[ -r $STATE ]] || return 1
   [[ $(awk '$1 == "count" {print $2}' "$STATE") == "$1" ]] || return 1
+  [[ $(awk '$1 == "rails" {print $2}' "$STATE") == "${2:-0}" ]] || return 1
   local n
   for n in $(state_nodes); do ns_exists "$n" || return 1; done
 }
 
+# Rails: namespace PREFIX-sw holds one bridge per rail ("switch" railK); node i gets NIC railK
+# (RAIL_BASE.(K+1).i/24) whose peer n<i>r<K> is a port of that bridge. Prints the state lines.
+make_rails() {
+  local count=$1 rails=$2 sw=$PREFIX-sw i r
+  echo "$sw" >>"$CREATED"
+  ip netns add "$sw"
+  ip netns exec "$sw" sysctl -qw net.ipv6.conf.all.disable_ipv6=1 net.ipv6.conf.default.disable_ipv6=1 \
+    >/dev/null 2>&1 || true
+  for ((r = 0; r < rails; r++)); do
+    ip -n "$sw" link add "rail$r" type bridge
+    ip -n "$sw" link set "rail$r" up
+    for ((i = 1; i <= count; i++)); do
+      ip link add "rail$r" netns "$PREFIX$i" type veth peer name "n${i}r$r" netns "$sw"
+      ip -n "$sw" link set "n${i}r$r" master "rail$r" up
+      ip -n "$PREFIX$i" addr add "$RAIL_BASE.$((r + 1)).$i/24" dev "rail$r"
+      ip -n "$PREFIX$i" link set "rail$r" up
+      echo "rail $r $PREFIX$i rail$r $RAIL_BASE.$((r + 1)).$i n${i}r$r"
+    done
+  done
+}
+
 cmd_up() {
-  local count=${1:-}
+  local count=${1:-} rails=0
   if ! [[ $count =~ ^[0-9]+$ ]] || ((count < 2 || count > MAX_NODES)); then
-    die "usage: $0 up N   (2 <= N <= $MAX_NODES)"
+    die "usage: $0 up N [--rails R]   (2 <= N <= $MAX_NODES, 0 <= R <= $MAX_RAILS)"
+  fi
+  if (($# > 1)); then
+    [[ $2 == --rails && $# == 3 && $3 =~ ^[0-9]+$ ]] && (($3 <= MAX_RAILS)) ||
+      die "usage: $0 up N [--rails R]   (2 <= N <= $MAX_NODES, 0 <= R <= $MAX_RAILS)"
+    rails=$3
   fi
   check_privileges
-  if healthy_cluster "$count"; then
-    say "cluster '$PREFIX' with $count nodes is already up ($STATE)"
+  if healthy_cluster "$count" "$rails"; then
+    say "cluster '$PREFIX' with $count nodes and $rails rail(s) is already up ($STATE)"
     return 0
   fi
   [[ ! -e $STATE && ! -e $CREATED ]] || {
@@ -260,6 +298,13 @@ cmd_up() {
     } >"/etc/netns/$PREFIX$i/hosts"
   done
 
+  local rail_lines=()
+  if ((rails > 0)); then
+    make_rails "$count" "$rails" >"$STATE.rails"
+    mapfile -t rail_lines <"$STATE.rails"
+    rm -f "$STATE.rails"
+  fi
+
   {
     echo "# clusterbench network-namespace cluster, written by scripts/netns-cluster.sh up"
     echo "# link L NAME_A IF_A ADDR_A NAME_B IF_B ADDR_B SUBNET (IF_x is the interface inside x)"
@@ -268,6 +313,9 @@ cmd_up() {
     echo "base $BASE"
     for ((i = 1; i <= count; i++)); do echo "node $i $PREFIX$i"; done
     printf '%s\n' "${links[@]}"
+    echo "rails $rails"
+    ((rails == 0)) || echo "switch $PREFIX-sw"
+    ((rails == 0)) || printf '%s\n' "${rail_lines[@]}"
   } >"$STATE.tmp"
   mv "$STATE.tmp" "$STATE"
 
@@ -279,8 +327,16 @@ cmd_up() {
     wait_operstate_up "$na" "$ia" || die "$na/$ia: operstate is not up after 10 s"
     wait_operstate_up "$nb" "$ib" || die "$nb/$ib: operstate is not up after 10 s"
   done < <(state_links)
+  # Every NIC of a rail reaches the next node's NIC of the same rail through the switch.
+  local r k_next a_if a_addr
+  while read -r _ r n a_if a_addr _; do
+    k_next=$(awk -v r="$r" -v n="$n" '$1 == "rail" && $2 == r {a[c++] = $5; if ($3 == n) me = c - 1}
+      END {print a[(me + 1) % c]}' "$STATE")
+    probe_link "$n" "$k_next" || die "$n/$a_if cannot reach $k_next on rail $r"
+    wait_operstate_up "$n" "$a_if" || die "$n/$a_if: operstate is not up after 10 s"
+  done < <(state_rails)
   trap - EXIT INT TERM HUP
-  say "cluster '$PREFIX' is up: $count nodes, ${#links[@]} links, state in $STATE"
+  say "cluster '$PREFIX' is up: $count nodes, ${#links[@]} links, $rails rail(s), state in $STATE"
 }
 
 # ---------------------------------------------------------------------------------------------
@@ -314,6 +370,14 @@ cmd_status() {
       echo
     done
   done < <(state_links)
+  local r n i a p sw
+  sw=$(state_switch)
+  while read -r _ r n i a p; do
+    printf 'rail %s: %s/%s %s (switch port %s/%s): tx_bytes %s rx_bytes %s' "$r" "$n" "$i" "$a" "$sw" \
+      "$p" "$(counter "$n" "$i" tx_bytes)" "$(counter "$n" "$i" rx_bytes)"
+    tc -n "$n" qdisc show dev "$i" </dev/null | awk '$2 == "tbf" {printf " (%s)", $0}'
+    echo
+  done < <(state_rails)
   ((up == total))
 }
 
@@ -372,6 +436,29 @@ cmd_slow() {
   tc -n "$na" qdisc replace dev "${ea%% *}" root tbf rate "$rate" burst "$burst" latency 50ms
   tc -n "$nb" qdisc replace dev "${eb%% *}" root tbf rate "$rate" burst "$burst" latency 50ms
   say "link $na/${ea%% *}<->$nb/${eb%% *}: tbf rate $rate burst $burst latency 50ms"
+}
+
+cmd_slownic() {
+  (($# == 3 || $# == 4)) || die "usage: $0 slownic A railK RATE|off [BURST]"
+  require_state
+  local n line port sw rate=$3 burst=${4:-} bits
+  n=$(resolve_node "$1")
+  line=$(state_rails | awk -v n="$n" -v i="$2" '$3 == n && $4 == i')
+  [[ -n $line ]] || die "$n has no rail NIC '$2' (rails: $(state_rails | awk -v n="$n" '$3 == n {print $4}' | paste -sd' ' -))"
+  port=$(awk '{print $6}' <<<"$line")
+  sw=$(state_switch)
+  if [[ $rate == off ]]; then
+    tc -n "$n" qdisc del dev "$2" root 2>/dev/null || true
+    tc -n "$sw" qdisc del dev "$port" root 2>/dev/null || true
+    say "NIC $n/$2: rate limit removed"
+    return 0
+  fi
+  bits=$(rate_bits "$rate") || die "rate '$rate': use tc units (bit kbit mbit gbit, bps kbps mbps gbps)"
+  [[ -n $burst ]] || burst=$(awk -v b="$bits" 'BEGIN {x = b / 8 / 100; if (x < 3028) x = 3028; printf "%.0f", x}')
+  # Both directions: the node's egress on its NIC, and the switch port's egress toward the node.
+  tc -n "$n" qdisc replace dev "$2" root tbf rate "$rate" burst "$burst" latency 50ms
+  tc -n "$sw" qdisc replace dev "$port" root tbf rate "$rate" burst "$burst" latency 50ms
+  say "NIC $n/$2 (switch port $sw/$port): tbf rate $rate burst $burst latency 50ms"
 }
 
 # shellcheck disable=SC2016 # the inner bash expands its own variables
@@ -452,9 +539,10 @@ main() {
     link) cmd_link "$@" ;;
     addr) cmd_addr "$@" ;;
     slow) cmd_slow "$@" ;;
+    slownic) cmd_slownic "$@" ;;
     mpirun) cmd_mpirun "$@" ;;
     -h | --help | help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//' ;;
-    *) die "usage: $0 up N | down | status | exec NAME CMD... | link A B | addr A B | slow A B RATE|off [BURST] | mpirun [ARGS...]" ;;
+    *) die "usage: $0 up N [--rails R] | down | status | exec NAME CMD... | link A B | addr A B | slow A B RATE|off [BURST] | slownic A railK RATE|off [BURST] | mpirun [ARGS...]" ;;
   esac
 }
 

@@ -51,9 +51,11 @@ cleanup() {
 trap cleanup EXIT
 
 "$CLUSTER" up 3
-"$CLUSTER" slow "$N1" "$N2" 400mbit
-"$CLUSTER" slow "$N1" "$N3" 400mbit
-"$CLUSTER" slow "$N2" "$N3" 200mbit
+# Buckets of 1 ms at the rate: with the default 10 ms, each batch after the pause between the
+# loop's iterations starts with a full bucket (+20% on 2 MiB batches), which no real link gives.
+"$CLUSTER" slow "$N1" "$N2" 400mbit 50000
+"$CLUSTER" slow "$N1" "$N3" 400mbit 50000
+"$CLUSTER" slow "$N2" "$N3" 200mbit 25000
 
 OUT=$WORK/run
 set +e

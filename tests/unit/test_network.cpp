@@ -3,11 +3,14 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <map>
+#include <set>
 
 #include "core/benchmark.hpp"
 #include "network/p2p.hpp"
 #include "network/tuning.hpp"
 #include "reports/links.hpp"
+#include "reports/localize.hpp"
 
 namespace clusterbench {
 namespace {
@@ -27,6 +30,56 @@ TEST(P2pPairs, RingVisitsNeighboursWithoutDuplicates) {
   EXPECT_EQ(network::p2p_pairs("ring", 3), (Pairs{{0, 1}, {1, 2}, {0, 2}}));
   EXPECT_EQ(network::p2p_pairs("ring", 5), (Pairs{{0, 1}, {1, 2}, {2, 3}, {3, 4}, {0, 4}}));
   EXPECT_THROW(network::p2p_pairs("star", 3), std::invalid_argument);
+}
+
+/// Checks that `rounds` are rounds of disjoint pairs (i < j < n) and returns all their pairs.
+std::set<std::pair<int, int>> check_rounds(const std::vector<Pairs>& rounds, int n) {
+  std::set<std::pair<int, int>> all;
+  for (const auto& r : rounds) {
+    std::set<int> busy;
+    for (auto [i, j] : r) {
+      EXPECT_TRUE(0 <= i && i < j && j < n) << i << "-" << j;
+      EXPECT_TRUE(busy.insert(i).second && busy.insert(j).second) << "node twice in a round";
+      EXPECT_TRUE(all.insert({i, j}).second) << "pair twice: " << i << "-" << j;
+    }
+  }
+  return all;
+}
+
+TEST(P2pRounds, TournamentVisitsEveryPairOnceInNMinus1Rounds) {
+  // Circle method, n = 4: node 3 fixed; round r pairs (3, r) and (r+1 mod 3, r-1 mod 3).
+  EXPECT_EQ(network::p2p_rounds("all_pairs", 4),
+            (std::vector<Pairs>{{{0, 3}, {1, 2}}, {{1, 3}, {0, 2}}, {{2, 3}, {0, 1}}}));
+  for (int n : {2, 3, 5, 6, 8, 16, 101}) {
+    auto rounds = network::p2p_rounds("all_pairs", n);
+    EXPECT_EQ(rounds.size(), static_cast<size_t>(n % 2 ? n : n - 1)) << n;
+    for (const auto& r : rounds) EXPECT_EQ(r.size(), static_cast<size_t>(n / 2)) << n;
+    EXPECT_EQ(check_rounds(rounds, n).size(), static_cast<size_t>(n * (n - 1) / 2)) << n;
+  }
+  // 1,000 nodes: 999 rounds of 500 concurrent pairs, 499,500 pairs in all.
+  auto big = network::p2p_rounds("all_pairs", 1000);
+  EXPECT_EQ(big.size(), 999u);
+  EXPECT_EQ(check_rounds(big, 1000).size(), 499500u);
+  EXPECT_TRUE(network::p2p_rounds("all_pairs", 1).empty());
+}
+
+TEST(P2pRounds, RingSampleAndSequential) {
+  // Ring of 5: (0,1) (1,2) (2,3) (3,4) (0,4) greedily: {01, 23}, {12, 34}, {04}.
+  EXPECT_EQ(network::p2p_rounds("ring", 5),
+            (std::vector<Pairs>{{{0, 1}, {2, 3}}, {{1, 2}, {3, 4}}, {{0, 4}}}));
+  EXPECT_EQ(network::p2p_rounds("ring", 6).size(), 2u);
+  // rounds=2 of the 7 rounds of 8 nodes: rounds 0 and 3 (floor(i * 7 / 2)).
+  auto all = network::p2p_rounds("all_pairs", 8);
+  auto two = network::p2p_rounds("all_pairs", 8, 2);
+  EXPECT_EQ(two, (std::vector<Pairs>{all[0], all[3]}));
+  std::set<int> met;  // every node meets 2 peers
+  for (const auto& r : two)
+    for (auto [i, j] : r) met.insert(i), met.insert(j);
+  EXPECT_EQ(met.size(), 8u);
+  EXPECT_EQ(network::p2p_rounds("all_pairs", 8, 99).size(), 7u);  // K above n-1 keeps all
+  auto seq = network::p2p_rounds("all_pairs", 4, 0, false);
+  EXPECT_EQ(seq, (std::vector<Pairs>{{{0, 3}}, {{1, 2}}, {{1, 3}}, {{0, 2}}, {{2, 3}}, {{0, 1}}}));
+  EXPECT_THROW(network::p2p_rounds("star", 3), std::invalid_argument);
 }
 
 TEST(P2pStats, BytesPerOperationAndNearestRankPercentiles) {
@@ -52,6 +105,75 @@ ResultRecord link(const std::string& a, const std::string& b, double gbs,
   r.status = status;
   r.metrics.push_back({"bandwidth", gbs, "GB/s", true});
   return r;
+}
+
+/// A link record of a matrix on `rail` ("" = MPI's path) whose fastest repetition took
+/// `min_over_median` of the median time.
+ResultRecord rail_link(const std::string& a, const std::string& b, double gbs,
+                       const std::string& rail = "", double min_over_median = 0.99) {
+  ResultRecord r = link(a, b, gbs);
+  if (!rail.empty()) r.params["rail"] = rail;
+  r.time.n = 5, r.time.median = 0.1, r.time.min = 0.1 * min_over_median;
+  return r;
+}
+
+/// Every pair of hosts h1..h6 on `rail` at 25 GB/s, except where `slow` says otherwise.
+std::vector<ResultRecord> six_nodes(const std::string& rail,
+                                    const std::map<std::pair<int, int>, double>& slow) {
+  std::vector<ResultRecord> out;
+  for (int i = 1; i <= 6; ++i)
+    for (int j = i + 1; j <= 6; ++j) {
+      auto it = slow.find({i, j});
+      out.push_back(rail_link("h" + std::to_string(i), "h" + std::to_string(j),
+                              it == slow.end() ? 25 : it->second, rail));
+    }
+  return out;
+}
+
+std::vector<std::string> located_texts(const std::vector<ResultRecord>& recs) {
+  std::vector<std::string> out;
+  for (const auto& l : report::locate_link_faults(recs, [](auto&, auto&, auto&) { return 0.1; }))
+    out.push_back(l.kind + " " + (l.kind == "link" ? l.hosts[0] + "<->" + l.hosts[1] : l.host) +
+                  (l.nic.empty() ? "" : " " + l.nic));
+  return out;
+}
+
+TEST(Localise, NodeNicAndLinkAreNamedExactly) {
+  // h4 slow on every path (all its links 6), h1<->h2 slow on MPI's path, h6's rail1 slow.
+  std::map<std::pair<int, int>, double> node4 = {
+      {{1, 4}, 6}, {{2, 4}, 6}, {{3, 4}, 6}, {{4, 5}, 6}, {{4, 6}, 6}};
+  auto mpi = node4;
+  mpi[{1, 2}] = 6;
+  auto rail1 = node4;
+  for (int i = 1; i < 6; ++i) rail1[{i, 6}] = 6;
+  std::vector<ResultRecord> recs = six_nodes("", mpi);
+  for (auto& r : six_nodes("rail0", node4)) recs.push_back(r);
+  for (auto& r : six_nodes("rail1", rail1)) recs.push_back(r);
+  // rail1 has 9 slow links of 15: the median of all links would be slow, the median of the
+  // hosts' medians (25) is not.
+  EXPECT_EQ(located_texts(recs),
+            (std::vector<std::string>{"node h4", "nic h6 rail1", "link h1<->h2"}));
+  auto located = report::locate_link_faults(recs, [](auto&, auto&, auto&) { return 0.1; });
+  EXPECT_EQ(located[0].paths, (std::vector<std::string>{"mpi", "rail0", "rail1"}));
+  EXPECT_EQ(located[0].links, 15);
+  EXPECT_DOUBLE_EQ(located[0].worst_deviation, (6 - 25) / 25.0);
+  EXPECT_EQ(located[1].params.value("rail", ""), "rail1");
+  EXPECT_EQ(located[1].links, 5);
+  EXPECT_NE(located[2].text.find("link h1<->h2 (mpi): -76%"), std::string::npos) << located[2].text;
+}
+
+TEST(Localise, NoiseAndSmallMatricesNameNothing) {
+  // 12% below the typical 25 with a best repetition at 22 / 0.95 = 23.2 (-7.4%): noise.
+  std::vector<ResultRecord> recs = six_nodes("", {});
+  recs[0] = rail_link("h1", "h2", 22, "", 0.95);
+  EXPECT_TRUE(located_texts(recs).empty());
+  recs[0] = rail_link("h1", "h2", 22, "", 0.99);  // best 22.2 (-11%): a slow link
+  EXPECT_EQ(located_texts(recs), (std::vector<std::string>{"link h1<->h2"}));
+  // Two hosts: one link, nothing to compare it with.
+  EXPECT_TRUE(located_texts({rail_link("a", "b", 1)}).empty());
+  // A slow node on MPI's path only (no rails): named as the node.
+  auto only = six_nodes("", {{{1, 3}, 5}, {{2, 3}, 5}, {{3, 4}, 5}, {{3, 5}, 5}, {{3, 6}, 5}});
+  EXPECT_EQ(located_texts(only), (std::vector<std::string>{"node h3"}));
 }
 
 TEST(LinkMatrix, SymmetricMatrixFromLinkRecords) {
@@ -122,6 +244,15 @@ TEST(P2pKnobs, SuiteDefaultsAndChecks) {
             "--set network.p2p.patterns: unknown pattern 'star' (all_pairs, ring)");
   EXPECT_EQ(plan_error("network.p2p", "ci", "network.p2p.bytes=2G"),
             "--set network.p2p.bytes must be in 1..1G and latency_bytes in 0..1M");
+  auto rails = b->cases(Settings("ci", {"network.p2p.rails=mpi,ib1", "network.p2p.modes=latency"}));
+  ASSERT_EQ(rails.size(), 2u);
+  EXPECT_FALSE(rails[0].contains("rail"));  // MPI's path keeps the params it always had
+  EXPECT_EQ(rails[1]["rail"], "ib1");
+  EXPECT_EQ(plan_error("network.p2p", "ci", "network.p2p.rails=eth0/1"),
+            "--set network.p2p.rails: 'eth0/1' is not an interface name (1-15 characters, no '/' "
+            "or space) or mpi");
+  EXPECT_EQ(plan_error("network.p2p", "ci", "network.p2p.rounds=-1"),
+            "--set network.p2p.rounds: '-1' must not be negative");
   EXPECT_EQ(plan_error("network.p2p", "ci", "network.p2p.modes=latency,jitter"),
             "--set network.p2p.modes: unknown value 'jitter' (unidirectional, bidirectional, "
             "latency)");
