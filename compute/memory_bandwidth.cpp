@@ -13,6 +13,7 @@
 #include <memory>
 #include <stdexcept>
 
+#include "compute/stream_kernels.hpp"
 #include "core/benchmark.hpp"
 #include "core/error.hpp"
 
@@ -103,20 +104,13 @@ Array alloc_array(long long n) {
   return Array(static_cast<double*>(p));
 }
 
-/// One pass of a STREAM kernel over arrays of n doubles, on the OpenMP threads.
-void stream_pass(const std::string& kernel, double* pa, double* pb, double* pc, long long n) {
-  if (kernel == "copy") {
-#pragma omp parallel for schedule(static)
-    for (long long i = 0; i < n; ++i) pc[i] = pa[i];
-  } else if (kernel == "scale") {
-#pragma omp parallel for schedule(static)
-    for (long long i = 0; i < n; ++i) pb[i] = kScalar * pc[i];
-  } else if (kernel == "add") {
-#pragma omp parallel for schedule(static)
-    for (long long i = 0; i < n; ++i) pc[i] = pa[i] + pb[i];
-  } else {
-#pragma omp parallel for schedule(static)
-    for (long long i = 0; i < n; ++i) pa[i] = pb[i] + kScalar * pc[i];
+/// One pass of a STREAM kernel over arrays of n doubles: each OpenMP thread its own chunk
+/// (stream_chunk, the same as at first touch), vectorised for this CPU (stream_kernels.hpp).
+void stream_pass(StreamKernel kernel, double* pa, double* pb, double* pc, long long n, bool nt) {
+#pragma omp parallel
+  {
+    auto [begin, end] = stream_chunk(omp_get_thread_num(), omp_get_num_threads(), n);
+    stream_range(kernel, pa, pb, pc, begin, end, kScalar, nt);
   }
 }
 
@@ -171,12 +165,18 @@ class MemoryBandwidth : public Benchmark {
     int bound = 0;
 #pragma omp parallel reduction(+ : bound)
     bound += topo.bind_thread_to_core(omp_get_thread_num()) ? 1 : 0;
-    // First touch by the threads that will use each page.
-#pragma omp parallel for schedule(static)
-    for (long long i = 0; i < n; ++i) pa[i] = 1.0, pb[i] = 2.0, pc[i] = 1.0;
-
+    // First touch by the threads that will use each page: the same chunks as every pass.
+#pragma omp parallel
+    {
+      auto [begin, end] = stream_chunk(omp_get_thread_num(), omp_get_num_threads(), n);
+      for (long long i = begin; i < end; ++i) pa[i] = 1.0, pb[i] = 2.0, pc[i] = 1.0;
+    }
+    // Streaming stores when the three arrays cannot stay in the last-level cache between passes.
+    const std::string stores = stores_(s);
+    const bool nt = stores == "nontemporal" || (stores == "auto" && 3 * array_bytes > llc);
+    const StreamKernel k = stream_kernel_of(kernel);
     run.exec([&](long long ops) {
-      for (long long k = 0; k < ops; ++k) stream_pass(kernel, pa, pb, pc, n);
+      for (long long i = 0; i < ops; ++i) stream_pass(k, pa, pb, pc, n, nt);
       return -1.0;
     });
 
@@ -196,6 +196,8 @@ class MemoryBandwidth : public Benchmark {
     run.set_extra("threads", threads);
     run.set_extra("threads_bound_to_cores", bound);
     run.set_extra("validation_relative_error", err);
+    run.set_extra("isa", stream_isa());
+    run.set_extra("stores", nt ? "nontemporal" : "regular");
   }
 
  private:
@@ -205,6 +207,9 @@ class MemoryBandwidth : public Benchmark {
       knobs_.size("array_bytes", "", "bytes per array (default: 4 x the last-level cache)");
   Knob<long long> threads_ =
       knobs_.integer("threads", "", "count", "OpenMP threads (default: the physical cores)");
+  Knob<std::string> stores_ = knobs_.choice(
+      "stores", {"auto", "nontemporal", "regular"},
+      "auto: streaming (non-temporal) stores when the three arrays exceed the last-level cache");
 };
 
 CLUSTERBENCH_REGISTER(MemoryBandwidth);

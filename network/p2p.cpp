@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <exception>
 #include <map>
 #include <sstream>
 #include <stdexcept>
@@ -308,6 +309,27 @@ int connect_rail_pair(const RailEndpoints& ep, const Role& role, int me) {
   return fd;
 }
 
+/// Every rank together: this rank's pair connects on the rail (connect_rail_pair); when any
+/// rank failed, every rank throws the same error naming each failing host, so that none is left
+/// waiting in the round. Returns the socket (-1 for a rank that rests).
+int connect_round(const Context& ctx, const RailEndpoints& ep, const Role& role, int me,
+                  const std::string& rail, size_t round) {
+  int fd = -1;
+  std::string err;
+  if (role.pair >= 0) try {
+      fd = connect_rail_pair(ep, role, me);
+    } catch (const std::exception& e) {
+      err = e.what();
+    }
+  std::vector<std::string> all = ctx.allgather(err);
+  std::string why;
+  for (size_t r = 0; r < all.size(); ++r)
+    if (!all[r].empty()) why += (why.empty() ? "" : "; ") + ctx.rank_hosts()[r] + ": " + all[r];
+  if (why.empty()) return fd;
+  if (fd >= 0) ::close(fd);
+  throw std::runtime_error("rail '" + rail + "', round " + std::to_string(round) + ": " + why);
+}
+
 /// One round's traffic on this rank: MPI (rail "mpi") or the pair's TCP socket.
 struct Traffic {
   const std::string& mode;
@@ -364,13 +386,17 @@ std::vector<double> time_round(CaseRun& run, const std::string& mode, const Role
   run.exec(
       [&](long long n) -> double {
         double t = 0;
-        if (role.pair >= 0) {
-          auto t0 = std::chrono::steady_clock::now();
-          traffic.run(n, one_way);
-          t = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-          own.push_back(t / static_cast<double>(n));
-        }
+        std::exception_ptr error;  // rethrown after the barrier, which every rank must reach
+        if (role.pair >= 0) try {
+            auto t0 = std::chrono::steady_clock::now();
+            traffic.run(n, one_way);
+            t = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+            own.push_back(t / static_cast<double>(n));
+          } catch (...) {
+            error = std::current_exception();
+          }
         quiet_barrier();
+        if (error) std::rethrow_exception(error);
         return t;
       },
       label);
@@ -504,7 +530,7 @@ class P2p : public Benchmark {
           if (fd >= 0) ::close(fd);
         }
       } close_fd{traffic.fd};
-      if (rail != "mpi" && role.pair >= 0) traffic.fd = connect_rail_pair(ep, role, me);
+      if (rail != "mpi") traffic.fd = connect_round(ctx, ep, role, me, rail, ri);
       auto f =
           time_round(run, mode, role, traffic, round.size(), bytes, "round:" + std::to_string(ri));
       for (size_t k = 0; k < round.size(); ++k) {
