@@ -416,49 +416,46 @@ rate_bits() {
 cmd_slow() {
   (($# == 3 || $# == 4)) || die "usage: $0 slow A B RATE|off [BURST]"
   require_state
-  local ea eb rate=$3 burst=${4:-} bits
+  local ea eb rate=$3 burst=${4:-}
   ea=$(link_end "$1" "$2")
   eb=$(link_end "$2" "$1")
   [[ -n $ea ]] || die "no link between $1 and $2"
   local na nb
   na=$(resolve_node "$1")
   nb=$(resolve_node "$2")
+  shape_ends "$na ${ea%% *}" "$nb ${eb%% *}" "$rate" "$burst" "link $na/${ea%% *}<->$nb/${eb%% *}"
+}
+
+# Shapes the interfaces "NS DEV" $1 and $2 (each one's egress) with tbf at RATE $3, or removes
+# it ("off"); BURST $4 (bytes, empty: the default); $5 names them in the message.
+shape_ends() {
+  local rate=$3 burst=$4 bits end
   if [[ $rate == off ]]; then
-    tc -n "$na" qdisc del dev "${ea%% *}" root 2>/dev/null || true
-    tc -n "$nb" qdisc del dev "${eb%% *}" root 2>/dev/null || true
-    say "link $na<->$nb: rate limit removed"
+    for end in "$1" "$2"; do tc -n "${end%% *}" qdisc del dev "${end##* }" root 2>/dev/null || true; done
+    say "$5: rate limit removed"
     return 0
   fi
   bits=$(rate_bits "$rate") || die "rate '$rate': use tc units (bit kbit mbit gbit, bps kbps mbps gbps)"
   # Default bucket: 10 ms at RATE, at least two 1500-byte frames. GSO packets larger than the
   # bucket are segmented by tbf itself.
   [[ -n $burst ]] || burst=$(awk -v b="$bits" 'BEGIN {x = b / 8 / 100; if (x < 3028) x = 3028; printf "%.0f", x}')
-  tc -n "$na" qdisc replace dev "${ea%% *}" root tbf rate "$rate" burst "$burst" latency 50ms
-  tc -n "$nb" qdisc replace dev "${eb%% *}" root tbf rate "$rate" burst "$burst" latency 50ms
-  say "link $na/${ea%% *}<->$nb/${eb%% *}: tbf rate $rate burst $burst latency 50ms"
+  for end in "$1" "$2"; do
+    tc -n "${end%% *}" qdisc replace dev "${end##* }" root tbf rate "$rate" burst "$burst" latency 50ms
+  done
+  say "$5: tbf rate $rate burst $burst latency 50ms"
 }
 
 cmd_slownic() {
   (($# == 3 || $# == 4)) || die "usage: $0 slownic A railK RATE|off [BURST]"
   require_state
-  local n line port sw rate=$3 burst=${4:-} bits
+  local n line port sw rate=$3 burst=${4:-}
   n=$(resolve_node "$1")
   line=$(state_rails | awk -v n="$n" -v i="$2" '$3 == n && $4 == i')
   [[ -n $line ]] || die "$n has no rail NIC '$2' (rails: $(state_rails | awk -v n="$n" '$3 == n {print $4}' | paste -sd' ' -))"
   port=$(awk '{print $6}' <<<"$line")
   sw=$(state_switch)
-  if [[ $rate == off ]]; then
-    tc -n "$n" qdisc del dev "$2" root 2>/dev/null || true
-    tc -n "$sw" qdisc del dev "$port" root 2>/dev/null || true
-    say "NIC $n/$2: rate limit removed"
-    return 0
-  fi
-  bits=$(rate_bits "$rate") || die "rate '$rate': use tc units (bit kbit mbit gbit, bps kbps mbps gbps)"
-  [[ -n $burst ]] || burst=$(awk -v b="$bits" 'BEGIN {x = b / 8 / 100; if (x < 3028) x = 3028; printf "%.0f", x}')
   # Both directions: the node's egress on its NIC, and the switch port's egress toward the node.
-  tc -n "$n" qdisc replace dev "$2" root tbf rate "$rate" burst "$burst" latency 50ms
-  tc -n "$sw" qdisc replace dev "$port" root tbf rate "$rate" burst "$burst" latency 50ms
-  say "NIC $n/$2 (switch port $sw/$port): tbf rate $rate burst $burst latency 50ms"
+  shape_ends "$n $2" "$sw $port" "$rate" "$burst" "NIC $n/$2 (switch port $sw/$port)"
 }
 
 # shellcheck disable=SC2016 # the inner bash expands its own variables
