@@ -473,6 +473,10 @@ class P2p : public Benchmark {
     rounds_(s);  // a negative count is refused here, at plan time
     auto rails = rails_(s);
     if (rails.empty()) throw InputError("--set " + id() + ".rails: name at least one (mpi)");
+    for (size_t i = 0; i < rails.size(); ++i)
+      if (std::find(rails.begin(), rails.begin() + static_cast<long>(i), rails[i]) !=
+          rails.begin() + static_cast<long>(i))
+        throw InputError("--set " + id() + ".rails: '" + rails[i] + "' is named twice");
     for (const auto& r : rails)
       if (r != "mpi" && (r.empty() || r.size() >= 16 || r.find_first_of("/ \t") != r.npos))
         throw InputError("--set " + id() + ".rails: '" + r +

@@ -46,6 +46,7 @@ struct Matrix {
     for (const auto& [pair, v] : value) {
       // Out of the noise: even the link's best repetition is beyond the tolerance.
       double dev_best = (best.at(pair) - reference) / std::fabs(reference);
+      if (std::isnan(dev_best)) continue;
       if (higher_is_better ? dev_best < -tol : dev_best > tol)
         low[pair] = (v - reference) / std::fabs(reference);
     }
@@ -91,13 +92,20 @@ std::map<std::string, Matrix> link_matrices(const std::vector<ResultRecord>& rec
         mx.family_params = r.params;
         mx.family_params.erase("rail");
       }
+      // A negative rate or time is no measurement; a zero rate is a dead link and counts.
+      if (m.value < 0) continue;
       Pair p = ordered(r.scope.hosts);
       mx.value[p] = m.value;  // the last record of a pair counts (a resumed run)
       // The best repetition: the value scaled by median / min time (bandwidth), min / median
       // (latency); the value itself without time statistics.
+      // Without repetitions (no time statistics) the noise is unknown: never judged low (NaN).
       const TimeStats& t = r.time;
-      double scale = t.min > 0 && t.median > 0 ? t.median / t.min : 1;
-      mx.best[p] = m.higher_is_better ? m.value * scale : m.value / scale;
+      if (t.n >= 2 && t.min > 0 && t.median >= t.min) {
+        double scale = t.median / t.min;
+        mx.best[p] = m.higher_is_better ? m.value * scale : m.value / scale;
+      } else {
+        mx.best[p] = std::nan("");
+      }
       mx.partners[p.first].insert(p.second);
       mx.partners[p.second].insert(p.first);
     }

@@ -34,7 +34,8 @@ struct Located {
 /// Locates the faults behind slow links among `records` (ok link records; the last of a host pair
 /// counts within each matrix: benchmark, params, metric). In a matrix of at least 3 hosts, a link
 /// is low when even its best repetition (the value at its record's minimum time) is worse than
-/// the reference by more than `tolerance` (the fleet-outlier tolerance): out of the noise; the
+/// the reference by more than `tolerance` (the fleet-outlier tolerance): out of the noise (a
+/// link without time statistics of 2+ repetitions is never low; a negative value is skipped); the
 /// reference is the median over hosts of each host's median link, robust to several slow hosts. A
 /// host with at least 2 links in a matrix, all of them low, is a suspect. Matrices that differ only
 /// in params.rail are the paths of one measurement (absent rail: "mpi"): a suspect on every path it

@@ -436,6 +436,8 @@ shape_ends() {
     return 0
   fi
   bits=$(rate_bits "$rate") || die "rate '$rate': use tc units (bit kbit mbit gbit, bps kbps mbps gbps)"
+  [[ -z $burst || ${burst,,} =~ ^[0-9]+(b|k|kb|kbit|m|mb|mbit)?$ ]] ||
+    die "burst '$burst': bytes, or a tc size (32kb, 1mb)"
   # Default bucket: 10 ms at RATE, at least two 1500-byte frames. GSO packets larger than the
   # bucket are segmented by tbf itself.
   [[ -n $burst ]] || burst=$(awk -v b="$bits" 'BEGIN {x = b / 8 / 100; if (x < 3028) x = 3028; printf "%.0f", x}')

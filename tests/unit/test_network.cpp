@@ -169,6 +169,12 @@ TEST(Localise, NoiseAndSmallMatricesNameNothing) {
   EXPECT_TRUE(located_texts(recs).empty());
   recs[0] = rail_link("h1", "h2", 22, "", 0.99);  // best 22.2 (-11%): a slow link
   EXPECT_EQ(located_texts(recs), (std::vector<std::string>{"link h1<->h2"}));
+  // Without time statistics (one repetition) the noise is unknown: the same link is not judged;
+  // a negative value is no measurement and is skipped.
+  recs[0].time = TimeStats{};
+  EXPECT_TRUE(located_texts(recs).empty());
+  recs[0] = rail_link("h1", "h2", -5, "", 0.99);
+  EXPECT_TRUE(located_texts(recs).empty());
   // Two hosts: one link, nothing to compare it with.
   EXPECT_TRUE(located_texts({rail_link("a", "b", 1)}).empty());
   // A slow node on MPI's path only (no rails): named as the node.
@@ -251,6 +257,8 @@ TEST(P2pKnobs, SuiteDefaultsAndChecks) {
   EXPECT_EQ(plan_error("network.p2p", "ci", "network.p2p.rails=eth0/1"),
             "--set network.p2p.rails: 'eth0/1' is not an interface name (1-15 characters, no '/' "
             "or space) or mpi");
+  EXPECT_EQ(plan_error("network.p2p", "ci", "network.p2p.rails=mpi,ib0,mpi"),
+            "--set network.p2p.rails: 'mpi' is named twice");
   EXPECT_EQ(plan_error("network.p2p", "ci", "network.p2p.rounds=-1"),
             "--set network.p2p.rounds: '-1' must not be negative");
   EXPECT_EQ(plan_error("network.p2p", "ci", "network.p2p.modes=latency,jitter"),
