@@ -26,16 +26,22 @@ if grep -q "CLUSTERBENCH_MPI:BOOL=ON" "$BUILD/CMakeCache.txt" 2>/dev/null; then
   cmd=("${mpi[@]}" "${cmd[@]}")
 fi
 echo "make run: ${cmd[*]}"
-"${cmd[@]}"
-rc=$?
+# The run's own directory comes from its "results: DIR" line: results/latest names whichever run
+# started last, which is another one when two runs share results/.
+log=$(mktemp /tmp/cb-make-run.XXXXXX)
+trap 'rm -f "$log"' EXIT
+"${cmd[@]}" 2>&1 | tee "$log"
+rc=${PIPESTATUS[0]}
+dir=$(sed -n 's/^results: //p' "$log" | head -1)
+[ -n "$dir" ] || dir=$(readlink -f results/latest)
 case $rc in
   0) verdict="PASS: every row PASS or WARN" ;;
   1) verdict="FAIL: at least one row FAILs" ;;
   4) verdict="INCOMPLETE: no FAIL, but a fail-severity row is MISSING or WAIVED" ;;
   2) echo "make run: the run was refused or its input was bad (exit 2); see above"; exit 2 ;;
-  3) echo "make run: the run was aborted (exit 3); see results/latest/run.json"; exit 3 ;;
+  3) echo "make run: the run was aborted (exit 3); see $dir/run.json"; exit 3 ;;
   *) echo "make run: clusterbench ended with exit code $rc"; exit "$rc" ;;
 esac
 echo "make run: verdict $verdict (clusterbench exit code $rc)"
-echo "make run: report in $(readlink -f results/latest)/report.md"
+echo "make run: report in $dir/report.md"
 exit 0

@@ -2,7 +2,7 @@
 # netns-cluster.sh: a multi-node cluster on one machine, made of Linux network namespaces.
 #
 #   netns-cluster.sh up N [--rails R]     N namespaces PREFIX1..PREFIXN, one veth pair per pair;
-#                                         R rails: R bridges in PREFIXsw, NIC railK on every node
+#                                         R rails: R bridges in PREFIX-sw, NIC railK on every node
 #   netns-cluster.sh down                 remove them (and anything a failed `up` left); idempotent
 #   netns-cluster.sh status               namespaces, links, addresses, byte counters, qdiscs
 #   netns-cluster.sh exec NAME CMD...     run CMD in namespace NAME (hostname NAME)
