@@ -19,15 +19,25 @@
 #include <vector>
 
 int main(int argc, char** argv) {
-  // ALLREDUCE_REFERENCE_THREADS=multiple: MPI_THREAD_MULTIPLE, as clusterbench initialises MPI
-  // (its watchdog and progress threads need it), to tell the threading level's cost from ours.
-  const char* threads = std::getenv("ALLREDUCE_REFERENCE_THREADS");
-  if (threads && std::string(threads) == "multiple") {
+  // ALLREDUCE_REFERENCE_THREADS=serialized: MPI_THREAD_SERIALIZED, as clusterbench initialises
+  // MPI; =multiple: MPI_THREAD_MULTIPLE, as it did before issue 21; else plain MPI_Init. To tell
+  // the threading level's cost from ours.
+  const std::string threads =
+      std::getenv("ALLREDUCE_REFERENCE_THREADS") ? std::getenv("ALLREDUCE_REFERENCE_THREADS") : "";
+  if (threads == "multiple" || threads == "serialized") {
     int provided = 0;
-    MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+    MPI_Init_thread(&argc, &argv,
+                    threads == "multiple" ? MPI_THREAD_MULTIPLE : MPI_THREAD_SERIALIZED, &provided);
   } else {
     MPI_Init(&argc, &argv);
   }
+  // ALLREDUCE_REFERENCE_COMM=split: the loop on a communicator split from MPI_COMM_WORLD, as
+  // clusterbench runs each case on its members' communicator (Context::split).
+  MPI_Comm comm = MPI_COMM_WORLD;
+  const char* which = std::getenv("ALLREDUCE_REFERENCE_COMM");
+  int world_rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
+  if (which && std::string(which) == "split") MPI_Comm_split(MPI_COMM_WORLD, 0, world_rank, &comm);
   int rank = 0, n = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &n);
@@ -50,7 +60,7 @@ int main(int argc, char** argv) {
       MPI_Barrier(MPI_COMM_WORLD);
       double t0 = MPI_Wtime();
       for (long long k = 0; k < ops; ++k)
-        MPI_Allreduce(send.data(), recv.data(), count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+        MPI_Allreduce(send.data(), recv.data(), count, MPI_FLOAT, MPI_SUM, comm);
       double t = MPI_Wtime() - t0;
       MPI_Allreduce(MPI_IN_PLACE, &t, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
       return t;

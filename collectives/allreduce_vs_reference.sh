@@ -5,7 +5,7 @@
 # one run: `--set collectives.all_reduce.reference=true` makes each case run one batch of the
 # plain loop on the same buffers after each timed batch of the harness, with the same count
 # (docs/collectives.md "Performance"), so both see the same process, threading level
-# (MPI_THREAD_MULTIPLE, which the watchdog needs) and slow spells of a shared machine. Printed per
+# (MPI_THREAD_SERIALIZED) and slow spells of a shared machine. Printed per
 # size: the medians over ROUNDS runs of our busbw, the plain loop's, and of each run's ratio
 # (goal >= 0.97). Each round also runs the standalone plain loop under MPI_Init
 # (allreduce_reference, MPI_THREAD_SINGLE): what the threading level itself costs. A benchmark,
@@ -114,7 +114,7 @@ for k in range(1, rounds + 1):
         ratio.setdefault(b, []).append(ref["ratio"])
 med = statistics.median
 print("all_reduce float, %s ranks, %d rounds: busbw in GB/s (1e9 B/s), medians over the rounds; "
-      "plain loop in the same run (MPI_THREAD_MULTIPLE) and standalone under MPI_Init" % (np_, rounds))
+      "plain loop in the same run (MPI_THREAD_SERIALIZED) and standalone under MPI_Init" % (np_, rounds))
 print("%12s %10s %10s %7s %14s %s" % ("bytes", "ours", "plain", "ratio", "plain MPI_Init",
                                       "  per-round ratios"))
 for b in sorted(ours):

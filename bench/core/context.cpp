@@ -77,8 +77,11 @@ Context& Context::init(int* argc, char*** argv) {
   MPI_Initialized(&initialized);
   if (!initialized) {
     int provided = 0;
-    CHECK_MPI(MPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &provided));
-    (void)provided;  // the watchdog thread only writes files; MPI_Abort is allowed from any thread
+    // SERIALIZED: the burn-in's all_reduce thread calls MPI while the main thread does not; the
+    // progress channel is TCP (progress.hpp), the watchdog only writes files and MPI_Abort()s.
+    // MPI_THREAD_MULTIPLE's locking cost small collectives up to 3x here (issue 21).
+    CHECK_MPI(MPI_Init_thread(argc, argv, MPI_THREAD_SERIALIZED, &provided));
+    (void)provided;
   }
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
   auto* c = new Context();

@@ -8,7 +8,16 @@
 #include <thread>
 
 #if CLUSTERBENCH_HAVE_MPI
-#include "core/mpi_check.hpp"
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <random>
+#include <sstream>
+
+#include "core/tcp.hpp"
 #endif
 
 namespace clusterbench {
@@ -93,67 +102,155 @@ Unfinished describe_unfinished(const std::vector<RankProgress>& all,
 #if CLUSTERBENCH_HAVE_MPI
 
 namespace {
-constexpr int kTagAsk = 1, kTagState = 2, kTagAbort = 3, kTagRootAbort = 4;
-constexpr auto kPoll = std::chrono::milliseconds(50);
+
+// The wire (one request per connection; text, so that a stray connection is easy to reject):
+//   request  "CB1 <nonce> <to rank> <from rank> <ask|abort|recording> <payload bytes>\n<payload>"
+//   reply    "CB1 <nonce> <rank> <case> <started> <finished> <root records an abort: 0|1>\n"
+// The nonce is rank 0's random number for this run: a process that is not this run's rank `to`
+// (an address that exists on several hosts, a port reused) closes without a reply.
+constexpr const char* kMagic = "CB1";
+constexpr size_t kMaxPayload = 1 << 16;
+
+std::string state_line(unsigned long long nonce, const RankProgress& p, bool recording) {
+  return std::string(kMagic) + " " + std::to_string(nonce) + " " + std::to_string(p.rank) + " " +
+         std::to_string(p.case_index) + " " + std::to_string(p.started) + " " +
+         std::to_string(p.finished) + " " + (recording ? "1" : "0") + "\n";
+}
+
+/// Reads up to the first '\n' (at most 256 bytes); false on a timeout, an error or no '\n'.
+bool read_line(int fd, std::string& line) {
+  line.clear();
+  char c = 0;
+  while (line.size() < 256) {
+    if (::recv(fd, &c, 1, 0) != 1) return false;
+    if (c == '\n') return true;
+    line += c;
+  }
+  return false;
+}
+
 }  // namespace
 
 struct ProgressChannel::Impl {
   const Context& ctx;
   std::function<void(const std::string&)> on_peer_abort;
-  MPI_Comm comm = MPI_COMM_NULL;
   bool threaded = false;
-  std::atomic<bool> stop{false};
+  unsigned long long nonce = 0;
+  int listen_fd = -1;
+  int wake_fd = -1;
+  std::vector<tcp::Endpoint> peers;  // by rank, as this rank reaches them
   std::thread thread;
-  std::mutex mu;  // collect() and post_abort() from any thread
-  int asked = 0;
+  std::mutex mu;  // peer_aborted
   bool peer_aborted = false;
-  bool root_abort_posted = false;
+  std::atomic<bool> root_abort_posted{false};  // rank 0: it records the abort
+  std::atomic<bool> root_recording{false};     // another rank: rank 0 said so
 
   Impl(const Context& c, std::function<void(const std::string&)> f)
       : ctx(c), on_peer_abort(std::move(f)) {}
 
-  // The thread: every rank answers "where are you?" (from rank 0, or from a rank whose deadline
-  // passed and that asks whether rank 0 still runs); rank 0 also listens for a peer's abort.
-  // Errors here must never end the run: a broken channel only loses the names.
+  // Every rank listens on an ephemeral port of every address and tells the others where.
+  void open() {
+    int port = 0;
+    try {  // a rank that cannot listen still takes part in the allgather below, with port 0
+      listen_fd = tcp::listen_on("", port);
+      ::fcntl(listen_fd, F_SETFD, FD_CLOEXEC);
+      ::listen(listen_fd, 128);
+      wake_fd = ::eventfd(0, EFD_CLOEXEC);
+    } catch (const std::exception&) {
+      port = 0;
+    }
+    std::string mine = std::to_string(std::random_device{}()) + "." +
+                       std::to_string(std::random_device{}()) + " " + std::to_string(port);
+    try {
+      for (const auto& ip : tcp::ipv4_addresses()) mine += " " + ip;
+    } catch (const std::exception&) {
+      // no address: the others reach this rank only from its own host
+    }
+    const auto all = ctx.allgather(mine);
+    nonce = std::stoull(all[0].substr(0, all[0].find('.'))) * 4294967296ull +
+            std::stoull(all[0].substr(all[0].find('.') + 1));
+    for (size_t r = 0; r < all.size(); ++r) {
+      std::istringstream in(all[r]);
+      std::string skip, ip;
+      tcp::Endpoint e;
+      in >> skip >> e.port;
+      if (ctx.rank_hosts()[r] == ctx.host()) e.addrs.push_back("127.0.0.1");
+      while (in >> ip) e.addrs.push_back(ip);
+      peers.push_back(e);
+    }
+    threaded = listen_fd >= 0 && wake_fd >= 0 && peers[0].port > 0;
+  }
+
+  // The thread answers every question, one connection at a time. Errors here must never end
+  // the run: a broken channel only loses the names.
   void loop() {
-    while (!stop.load()) {
-      std::this_thread::sleep_for(kPoll);
-      if (ctx.is_root()) receive_abort();
-      answer_asks();
+    while (true) {
+      pollfd fds[2] = {{listen_fd, POLLIN, 0}, {wake_fd, POLLIN, 0}};
+      if (::poll(fds, 2, -1) < 0 && errno != EINTR) return;
+      if (fds[1].revents) return;
+      if (!(fds[0].revents & POLLIN)) continue;
+      int fd = ::accept4(listen_fd, nullptr, nullptr, SOCK_CLOEXEC);
+      if (fd < 0) continue;
+      serve(fd);
+      ::close(fd);
     }
   }
 
-  void receive_abort() {
-    int flag = 0;
-    MPI_Status st;
-    if (MPI_Iprobe(MPI_ANY_SOURCE, kTagAbort, comm, &flag, &st) != MPI_SUCCESS || !flag) return;
-    int len = 0;
-    MPI_Get_count(&st, MPI_CHAR, &len);
-    std::string text(static_cast<size_t>(std::max(0, len)), '\0');
-    if (MPI_Recv(text.data(), len, MPI_CHAR, st.MPI_SOURCE, kTagAbort, comm, MPI_STATUS_IGNORE) !=
-            MPI_SUCCESS ||
-        peer_aborted)
+  void serve(int fd) {
+    timeval tv{1, 0};  // a client that stops mid-request costs this thread one second at most
+    ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+    std::string line, magic, verb;
+    unsigned long long n = 0;
+    int to = -1, from = -1;
+    size_t len = 0;
+    if (!read_line(fd, line)) return;
+    std::istringstream in(line);
+    if (!(in >> magic >> n >> to >> from >> verb >> len) || magic != kMagic || n != nonce ||
+        to != ctx.world_rank() || len > kMaxPayload || from < 0 || from >= ctx.world_size())
       return;
-    peer_aborted = true;
-    const auto& hosts = ctx.rank_hosts();
-    std::string host = st.MPI_SOURCE < static_cast<int>(hosts.size())
-                           ? hosts[static_cast<size_t>(st.MPI_SOURCE)]
-                           : "?";
-    on_peer_abort("rank " + std::to_string(st.MPI_SOURCE) + " on " + host + " aborted: " + text);
+    std::string payload(len, '\0');
+    try {
+      tcp::recv_all(fd, payload.data(), len);
+    } catch (const std::exception&) {
+      return;
+    }
+    if (verb == "abort" && ctx.is_root()) peer_abort(from, payload);
+    if (verb == "recording" && from == 0) root_recording.store(true);
+    const std::string reply =
+        state_line(nonce, progress::mine(ctx.world_rank()), root_abort_posted.load());
+    ::send(fd, reply.data(), reply.size(), MSG_NOSIGNAL);
   }
 
-  void answer_asks() {
-    int flag = 0;
-    MPI_Status st;
-    if (MPI_Iprobe(MPI_ANY_SOURCE, kTagAsk, comm, &flag, &st) != MPI_SUCCESS || !flag) return;
-    int id = 0;
-    if (MPI_Recv(&id, 1, MPI_INT, st.MPI_SOURCE, kTagAsk, comm, MPI_STATUS_IGNORE) != MPI_SUCCESS)
-      return;
-    RankProgress p = progress::mine(ctx.world_rank());
-    long long msg[4] = {id, p.case_index, p.started, p.finished};
-    MPI_Request req;  // the asker is listening, and may stop: never wait on it
-    if (MPI_Isend(msg, 4, MPI_LONG_LONG, st.MPI_SOURCE, kTagState, comm, &req) == MPI_SUCCESS)
-      MPI_Request_free(&req);
+  void peer_abort(int from, const std::string& text) {
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      if (peer_aborted) return;
+      peer_aborted = true;
+    }
+    const auto& hosts = ctx.rank_hosts();
+    std::string host =
+        from < static_cast<int>(hosts.size()) ? hosts[static_cast<size_t>(from)] : "?";
+    on_peer_abort("rank " + std::to_string(from) + " on " + host + " aborted: " + text);
+  }
+
+  std::string request(int to, const std::string& verb, const std::string& payload = "") const {
+    return std::string(kMagic) + " " + std::to_string(nonce) + " " + std::to_string(to) + " " +
+           std::to_string(ctx.world_rank()) + " " + verb + " " + std::to_string(payload.size()) +
+           "\n" + payload;
+  }
+
+  /// Parses a reply from `rank`; false when it is not one.
+  bool parse(const std::string& reply, int rank, RankProgress& p, bool& recording) const {
+    std::istringstream in(reply);
+    std::string magic;
+    unsigned long long n = 0;
+    int r = -1, rec = 0;
+    if (!(in >> magic >> n >> r >> p.case_index >> p.started >> p.finished >> rec) ||
+        magic != kMagic || n != nonce || r != rank)
+      return false;
+    p.rank = rank, p.answered = true, recording = rec != 0;
+    return true;
   }
 };
 
@@ -161,19 +258,22 @@ ProgressChannel::ProgressChannel(const Context& ctx,
                                  std::function<void(const std::string&)> on_peer_abort)
     : impl_(std::make_unique<Impl>(ctx, std::move(on_peer_abort))) {
   g_channel = this;
-  if (!ctx.uses_mpi()) return;  // one process without MPI calls: nothing to ask
-  CHECK_MPI(MPI_Comm_dup(MPI_COMM_WORLD, &impl_->comm));
-  int level = 0;
-  CHECK_MPI(MPI_Query_thread(&level));
-  impl_->threaded = level == MPI_THREAD_MULTIPLE && ctx.world_size() > 1;
+  if (!ctx.uses_mpi() || ctx.world_size() < 2) return;  // nobody to ask
+  impl_->open();
   if (impl_->threaded) impl_->thread = std::thread([this] { impl_->loop(); });
 }
 
 ProgressChannel::~ProgressChannel() {
   g_channel = nullptr;
-  impl_->stop.store(true);
-  if (impl_->thread.joinable()) impl_->thread.join();
-  if (impl_->comm != MPI_COMM_NULL) MPI_Comm_free(&impl_->comm);
+  if (impl_->thread.joinable()) {
+    const uint64_t one = 1;
+    if (::write(impl_->wake_fd, &one, sizeof one) == sizeof one)
+      impl_->thread.join();
+    else
+      impl_->thread.detach();
+  }
+  if (impl_->listen_fd >= 0) ::close(impl_->listen_fd);
+  if (impl_->wake_fd >= 0) ::close(impl_->wake_fd);
 }
 
 std::vector<RankProgress> ProgressChannel::collect(double seconds) {
@@ -186,98 +286,49 @@ std::vector<RankProgress> ProgressChannel::collect(double seconds) {
   all[static_cast<size_t>(ctx.world_rank())] = progress::mine(ctx.world_rank());
   if (!ctx.is_root()) return {};
   if (!impl_->threaded) return ctx.world_size() == 1 ? all : std::vector<RankProgress>{};
-  std::lock_guard<std::mutex> lock(impl_->mu);
-  int id = ++impl_->asked;
-  // Sends to a stopped rank never complete: the requests are left behind (the run is aborting).
+  std::vector<std::string> asks(all.size());
+  for (int r = 1; r < ctx.world_size(); ++r)
+    asks[static_cast<size_t>(r)] = impl_->request(r, "ask");
+  const auto replies = tcp::request_all(impl_->peers, asks, seconds);
+  bool recording = false;
   for (int r = 1; r < ctx.world_size(); ++r) {
-    MPI_Request req;
-    if (MPI_Isend(&impl_->asked, 1, MPI_INT, r, kTagAsk, impl_->comm, &req) == MPI_SUCCESS)
-      MPI_Request_free(&req);
-  }
-  int missing = ctx.world_size() - 1;
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
-  while (missing > 0 && std::chrono::steady_clock::now() < deadline) {
-    int flag = 0;
-    MPI_Status st;
-    if (MPI_Iprobe(MPI_ANY_SOURCE, kTagState, impl_->comm, &flag, &st) != MPI_SUCCESS) break;
-    if (!flag) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(5));
-      continue;
-    }
-    long long msg[4] = {0, 0, 0, 0};
-    if (MPI_Recv(msg, 4, MPI_LONG_LONG, st.MPI_SOURCE, kTagState, impl_->comm, MPI_STATUS_IGNORE) !=
-        MPI_SUCCESS)
-      break;
-    if (msg[0] != id) continue;  // an answer to an earlier question
-    RankProgress& p = all[static_cast<size_t>(st.MPI_SOURCE)];
-    if (p.answered) continue;
-    p.case_index = msg[1];
-    p.started = msg[2];
-    p.finished = msg[3];
-    p.answered = true;
-    --missing;
+    RankProgress p;
+    if (impl_->parse(replies[static_cast<size_t>(r)], r, p, recording))
+      all[static_cast<size_t>(r)] = p;
   }
   return all;
 }
 
 ProgressChannel::Root ProgressChannel::root_state(double seconds) {
   if (impl_->ctx.is_root() || !impl_->threaded) return Root::running;
-  std::lock_guard<std::mutex> lock(impl_->mu);
-  int id = ++impl_->asked;
-  MPI_Request req;
-  if (MPI_Isend(&impl_->asked, 1, MPI_INT, 0, kTagAsk, impl_->comm, &req) != MPI_SUCCESS)
-    return Root::running;  // a broken channel knows nothing: assume it runs
-  MPI_Request_free(&req);
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
-  while (std::chrono::steady_clock::now() < deadline) {
-    int notice = 0, flag = 0;
-    if (MPI_Iprobe(0, kTagRootAbort, impl_->comm, &notice, MPI_STATUS_IGNORE) != MPI_SUCCESS ||
-        MPI_Iprobe(0, kTagState, impl_->comm, &flag, MPI_STATUS_IGNORE) != MPI_SUCCESS)
-      return Root::running;
-    if (notice) return Root::recording;
-    if (!flag) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(5));
-      continue;
-    }
-    long long msg[4] = {0, 0, 0, 0};
-    if (MPI_Recv(msg, 4, MPI_LONG_LONG, 0, kTagState, impl_->comm, MPI_STATUS_IGNORE) !=
-        MPI_SUCCESS)
-      return Root::running;
-    if (msg[0] == id) return Root::running;
-  }
-  return Root::silent;
+  if (impl_->root_recording.load()) return Root::recording;
+  std::vector<std::string> asks{impl_->request(0, "ask")};
+  const auto replies = tcp::request_all({impl_->peers[0]}, asks, seconds);
+  RankProgress p;
+  bool recording = false;
+  if (!impl_->parse(replies[0], 0, p, recording))
+    return impl_->root_recording.load() ? Root::recording : Root::silent;
+  return recording || impl_->root_recording.load() ? Root::recording : Root::running;
 }
 
 void ProgressChannel::post_root_abort() {
   const Context& ctx = impl_->ctx;
-  if (!ctx.is_root() || !impl_->threaded) return;
-  std::lock_guard<std::mutex> lock(impl_->mu);
-  if (impl_->root_abort_posted) return;
-  impl_->root_abort_posted = true;
-  static const int kNotice = 1;  // a stopped or dead peer never receives it: never wait
-  for (int r = 1; r < ctx.world_size(); ++r) {
-    MPI_Request req;
-    if (MPI_Isend(&kNotice, 1, MPI_INT, r, kTagRootAbort, impl_->comm, &req) == MPI_SUCCESS)
-      MPI_Request_free(&req);
-  }
+  if (!ctx.is_root() || !impl_->threaded || impl_->root_abort_posted.exchange(true)) return;
+  // Told to every rank at once, on a thread of its own that owns copies of what it needs: the
+  // caller never waits, and a rank that mpirun terminates next knows to leave the records.
+  std::vector<std::string> notices(impl_->peers.size());
+  for (int r = 1; r < ctx.world_size(); ++r)
+    notices[static_cast<size_t>(r)] = impl_->request(r, "recording");
+  std::thread([peers = impl_->peers, notices = std::move(notices)] {
+    tcp::request_all(peers, notices, 1.0);
+  }).detach();
 }
 
 void ProgressChannel::post_abort(const std::string& reason) {
-  const Context& ctx = impl_->ctx;
-  if (ctx.is_root() || !impl_->threaded) return;
-  std::lock_guard<std::mutex> lock(impl_->mu);
-  MPI_Request req;
-  if (MPI_Isend(reason.data(), static_cast<int>(reason.size()), MPI_CHAR, 0, kTagAbort, impl_->comm,
-                &req) != MPI_SUCCESS)
-    return;
-  // Eager for a short text; a dead rank 0 never receives it, so wait a second at most.
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(1);
-  int done = 0;
-  while (!done && std::chrono::steady_clock::now() < deadline) {
-    if (MPI_Test(&req, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS) return;
-    if (!done) std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
-  if (!done) MPI_Request_free(&req);
+  if (impl_->ctx.is_root() || !impl_->threaded) return;
+  // A dead or stopped rank 0 never answers: a second at most.
+  std::vector<std::string> req{impl_->request(0, "abort", reason.substr(0, kMaxPayload))};
+  tcp::request_all({impl_->peers[0]}, req, 1.0);
 }
 
 #else  // built without MPI: one process, nothing to ask

@@ -2,10 +2,13 @@
 // that did not finish a hung case (DESIGN.md "Who writes"; issue 4 "Hang and error safety").
 // Each rank counts, in memory, the case it is in and the operations of that case it has issued
 // and completed (two relaxed atomic increments per batch: nothing a timed loop can feel). A thread
-// per rank answers rank 0's question "where are you?" over a duplicate of MPI_COMM_WORLD, and
-// carries a rank's own abort (a failed NCCL communicator) to rank 0, which then writes the record.
-// No message travels while the run is healthy. This file holds its own MPI calls, as the MPI
-// backend of the collectives does: they are the channel.
+// per rank answers rank 0's question "where are you?", and carries a rank's own abort (a failed
+// NCCL communicator) to rank 0, which then writes the record. The channel is TCP beside MPI, not
+// MPI (issue 21): MPI is then initialised at MPI_THREAD_SERIALIZED, not MPI_THREAD_MULTIPLE, whose
+// locking made small collectives up to 3x slower. Each rank listens on an ephemeral port of every
+// IPv4 address; the ports and addresses are exchanged once over MPI; a question is one short
+// connection. The thread sleeps in poll(): no message travels and nothing wakes while the run is
+// healthy. Without IPv4 between the nodes the channel only loses the names, never the deadline.
 #pragma once
 
 #include <functional>
@@ -56,9 +59,9 @@ struct Unfinished {
 Unfinished describe_unfinished(const std::vector<RankProgress>& all,
                                const std::vector<std::string>& hosts);
 
-/// The channel (see the file comment). Constructed and destroyed by every rank together on the
-/// main thread (MPI_Comm_dup / MPI_Comm_free). Without MPI, or without MPI_THREAD_MULTIPLE, it
-/// runs no thread and collect() knows only this rank.
+/// The channel (see the file comment). Constructed by every rank together on the main thread (one
+/// allgather of the addresses). Without MPI, with one rank, or when this rank or rank 0 cannot
+/// listen, it runs no thread and collect() knows only this rank.
 class ProgressChannel {
  public:
   /// `on_peer_abort(reason)` runs on rank 0's channel thread, once, when another rank reports
@@ -68,19 +71,20 @@ class ProgressChannel {
   ProgressChannel(const ProgressChannel&) = delete;
   ProgressChannel& operator=(const ProgressChannel&) = delete;
 
-  /// Rank 0, any thread: asks every rank where it is and waits up to `seconds` for the answers.
-  /// One entry per rank, by rank; ranks that did not answer have `answered` false.
+  /// Rank 0, any thread: asks every rank where it is (all at once, 256 connections at a time) and
+  /// waits up to `seconds` for the answers. One entry per rank, by rank; ranks that did not
+  /// answer (stopped, dead, unreachable) have `answered` false.
   std::vector<RankProgress> collect(double seconds);
   /// What a non-root rank learns of rank 0 when it aborts: rank 0 said that it records the
   /// abort itself (`recording`), answered (`running`), or neither in time (`silent`: stopped,
   /// killed, or its node is down).
   enum class Root { recording, running, silent };
-  /// Another rank, any thread: waits up to `seconds` for rank 0's notice (post_root_abort) or
-  /// its answer to "where are you?". `running` on rank 0 itself and without a working channel
-  /// (nothing is known).
+  /// Another rank, any thread: asks rank 0 and waits up to `seconds` for its answer, which says
+  /// whether it records the abort (post_root_abort). `running` on rank 0 itself and without a
+  /// working channel (nothing is known).
   Root root_state(double seconds);
-  /// Rank 0, any thread, once: tells every other rank that rank 0 records the abort, so that a
-  /// rank that mpirun then terminates leaves the records to it (never waits).
+  /// Rank 0, any thread, never waits: tells every other rank (and says in its answers) that rank 0
+  /// records the abort, so that a rank that mpirun then terminates leaves the records to it.
   void post_root_abort();
   /// Another rank: tells rank 0 that this rank aborts the run and why (no-op on rank 0).
   void post_abort(const std::string& reason);

@@ -8,7 +8,7 @@
 
 int main(int argc, char** argv) {
   int provided = 0;
-  MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+  MPI_Init_thread(&argc, &argv, MPI_THREAD_SERIALIZED, &provided);
   sleep(argc > 1 ? static_cast<unsigned>(std::atoi(argv[1])) : 60);
   MPI_Finalize();
   return 0;
