@@ -484,6 +484,89 @@ void sort_by_verdict(std::vector<CaseChange>& cases) {
 
 }  // namespace
 
+ProbeSamples probe_samples(const std::vector<ResultRecord>& records) {
+  ProbeSamples out;
+  for (const auto& r : records) {
+    if (r.status != Status::ok || r.scope.host.empty() || !r.extra.is_object()) continue;
+    auto it = r.extra.find("host_probe");
+    if (it == r.extra.end() || !it->is_object()) continue;
+    for (const char* k : {"cpu_mops", "mem_gbps"}) {
+      auto v = it->find(k);
+      if (v != it->end() && v->is_number() && v->get<double>() > 0)
+        out[r.scope.host][k].push_back(v->get<double>());
+    }
+  }
+  return out;
+}
+
+std::vector<HostDrift> host_drift(const ProbeSamples& baseline, const ProbeSamples& current) {
+  std::vector<HostDrift> out;
+  for (const auto& [host, probes] : baseline) {
+    auto c = current.find(host);
+    if (c == current.end()) continue;
+    for (const auto& [probe, b] : probes) {
+      auto cs = c->second.find(probe);
+      if (cs == c->second.end() || b.size() < kMinReps || cs->second.size() < kMinReps) continue;
+      HostDrift d{host, probe, median_of(b), median_of(cs->second)};
+      d.change_pct = (d.current - d.baseline) / d.baseline * 100;
+      d.baseline_n = static_cast<int>(b.size()), d.current_n = static_cast<int>(cs->second.size());
+      if (std::abs(d.change_pct) / 100 <= kHostDriftTolerance) continue;
+      d.p_value = mann_whitney_p(b, cs->second);
+      if (d.p_value < kAlpha) out.push_back(d);
+    }
+  }
+  return out;
+}
+
+bool host_bound(const ResultRecord& r) {
+  if (r.scope.kind == ScopeKind::gpu || !r.scope.uuid.empty()) return false;
+  return !(r.params.is_object() && r.params.value("backend", "") == "nccl");
+}
+
+namespace {
+
+std::string drift_text(const HostDrift& d) {
+  return d.host + " ran " + format_number(std::round(std::abs(d.change_pct) * 10) / 10) + "% " +
+         (d.change_pct < 0 ? "slower" : "faster") + " in CURRENT (host probe " + d.probe + " " +
+         format_number(d.baseline) + " -> " + format_number(d.current) +
+         ", p = " + format_number(d.p_value) + ", n = " + std::to_string(d.baseline_n) + "/" +
+         std::to_string(d.current_n) + ")";
+}
+
+/// Host-bound cases whose metrics moved on a host that drifted are not judged: the host, not
+/// what runs on it, changed speed (docs/compare.md "Host drift").
+void discount_drift(Comparison& out) {
+  std::map<std::string, const HostDrift*> by_host;
+  for (const auto& d : out.host_drift) by_host.try_emplace(d.host, &d);
+  for (auto& cc : out.cases) {
+    if ((cc.verdict != kRegressed && cc.verdict != kImproved) || !cc.baseline || !cc.current ||
+        cc.current_status != "ok" || cc.baseline_status != "ok" || !host_bound(*cc.current))
+      continue;
+    const Scope& sc = cc.current->scope;
+    std::vector<std::string> hosts = sc.kind == ScopeKind::link ? sc.hosts
+                                     : sc.kind == ScopeKind::cluster
+                                         ? std::vector<std::string>{}
+                                         : std::vector<std::string>{sc.host};
+    const HostDrift* d = nullptr;
+    if (sc.kind == ScopeKind::cluster && !by_host.empty()) d = by_host.begin()->second;
+    for (const auto& h : hosts)
+      if (!d && by_host.count(h)) d = by_host.at(h);
+    if (!d || std::any_of(cc.metrics.begin(), cc.metrics.end(),
+                          [](const MetricChange& m) { return m.missing; }))
+      continue;
+    for (auto& m : cc.metrics)
+      if (m.verdict == kRegressed || m.verdict == kImproved)
+        m.reason =
+            "was " + m.verdict + " (p = " + format_number(m.p_value) + "); not judged: host drift",
+        m.verdict = kNotComparable;
+    cc.verdict = kNotComparable;
+    cc.message = "not judged: " + drift_text(*d) + "; rerun both on a quiet host";
+    ++out.drift_cases;
+  }
+}
+
+}  // namespace
+
 Comparison compare(const RunDir& baseline, const RunDir& current,
                    const std::vector<ToleranceRule>& rules,
                    const std::vector<SpecFamily>& families) {
@@ -527,11 +610,14 @@ Comparison compare(const RunDir& baseline, const RunDir& current,
     cc.message = "only in CURRENT";
     out.cases.push_back(std::move(cc));
   }
+  auto base_probes = std::async(std::launch::async, [&] { return probe_samples(brecs); });
+  out.host_drift = host_drift(base_probes.get(), probe_samples(crecs));
+  discount_drift(out);
   sort_by_verdict(out.cases);
   for (const auto& v : verdict_order()) out.counts[v] = 0;
   for (const auto& c : out.cases) ++out.counts[c.verdict];
   compare_env(baseline, current, out);
-  out.exit_code = out.counts[kRegressed] > 0 ? 1 : 0;
+  out.exit_code = out.counts[kRegressed] > 0 ? 1 : out.drift_cases > 0 ? 4 : 0;
   return out;
 }
 
@@ -652,11 +738,31 @@ void md_unchanged(std::ostringstream& md, const Comparison& c) {
 
 }  // namespace
 
+namespace {
+
+std::string verdict_word(const Comparison& c) {
+  return c.exit_code == 1   ? "REGRESSED"
+         : c.exit_code == 4 ? "INCONCLUSIVE (host drift)"
+                            : "NO REGRESSION";
+}
+
+void md_host_drift(std::ostringstream& md, const Comparison& c) {
+  if (c.host_drift.empty()) return;
+  md << "**Host drift:** the host itself ran at another speed in the two runs, so " << c.drift_cases
+     << " host-side change(s) were not judged (not_comparable); rerun both on a quiet host "
+        "(docs/compare.md \"Host drift\").\n\n";
+  for (const auto& d : c.host_drift) md << "- " << drift_text(d) << "\n";
+  md << "\n";
+}
+
+}  // namespace
+
 std::string render_compare_markdown(const Comparison& c) {
   std::ostringstream md;
   md << "# clusterbench compare\n\n";
-  md << "**Verdict: " << (c.exit_code ? "REGRESSED" : "NO REGRESSION") << "** (exit " << c.exit_code
-     << "): " << counts_line(c) << ".\n\n";
+  md << "**Verdict: " << verdict_word(c) << "** (exit " << c.exit_code << "): " << counts_line(c)
+     << ".\n\n";
+  md_host_drift(md, c);
   md << "- Baseline: `" << c.baseline_dir << "` (run " << c.baseline_run_id << ")\n";
   md << "- Current: `" << c.current_dir << "` (run " << c.current_run_id << ")\n";
   md << "- Rule: a metric regressed when its median got worse by more than its tolerance and a "
@@ -686,7 +792,18 @@ json render_compare_json(const Comparison& c) {
   j["schema"] = kCompareSchema;
   j["baseline"] = {{"dir", c.baseline_dir}, {"run_id", c.baseline_run_id}};
   j["current"] = {{"dir", c.current_dir}, {"run_id", c.current_run_id}};
-  j["verdict"] = c.exit_code ? "REGRESSED" : "NO REGRESSION";
+  j["verdict"] = verdict_word(c);
+  j["host_drift"] = json::array();
+  for (const auto& d : c.host_drift)
+    j["host_drift"].push_back({{"host", d.host},
+                               {"probe", d.probe},
+                               {"baseline", d.baseline},
+                               {"current", d.current},
+                               {"change_pct", d.change_pct},
+                               {"p_value", d.p_value},
+                               {"baseline_n", d.baseline_n},
+                               {"current_n", d.current_n}});
+  j["drift_cases"] = c.drift_cases;
   j["exit_code"] = c.exit_code;
   j["rule"] =
       "regressed when the median is worse by more than the tolerance and the two-sided "
@@ -809,8 +926,12 @@ std::string render_compare_console(const Comparison& c) {
   for (const auto& e : c.env_changes)
     o << "env " << e.field << ": " << e.baseline << " -> " << e.current << " on "
       << hosts_text(e.hosts) << "\n";
-  o << "COMPARE: " << (c.exit_code ? "REGRESSED" : "NO REGRESSION") << " (exit " << c.exit_code
-    << "): " << counts_line(c) << "\n";
+  for (const auto& d : c.host_drift) o << "host drift: " << drift_text(d) << "\n";
+  if (c.drift_cases > 0)
+    o << "host drift: " << c.drift_cases
+      << " host-side change(s) not judged (not_comparable); rerun both on a quiet host\n";
+  o << "COMPARE: " << verdict_word(c) << " (exit " << c.exit_code << "): " << counts_line(c)
+    << "\n";
   return o.str();
 }
 

@@ -109,6 +109,32 @@ struct EnvChange {
   std::vector<std::string> hosts;
 };
 
+/// A host whose reference probe (extra.host_probe of its records: bench/core/host_probe.hpp) ran
+/// at a different speed in the two runs: the medians differ by more than kHostDriftTolerance and
+/// the two-sided Mann-Whitney p on the samples (>= kMinReps a side) is below kAlpha.
+struct HostDrift {
+  std::string host, probe;           ///< probe: cpu_mops | mem_gbps
+  double baseline = 0, current = 0;  ///< medians of the samples
+  double change_pct = 0;             ///< (current - baseline) / baseline * 100
+  double p_value = 1;
+  int baseline_n = 0, current_n = 0;
+};
+
+/// How far a host's probe may move between runs before it counts as drift: the probe's own
+/// run-to-run spread on a quiet machine is a few percent (docs/compare.md "Host drift").
+inline constexpr double kHostDriftTolerance = 0.10;
+
+/// Probe samples per host and probe name, from the ok records that carry extra.host_probe.
+using ProbeSamples = std::map<std::string, std::map<std::string, std::vector<double>>>;
+ProbeSamples probe_samples(const std::vector<ResultRecord>& records);
+
+/// The drifts between two runs' probe samples, one per host and probe that drifted.
+std::vector<HostDrift> host_drift(const ProbeSamples& baseline, const ProbeSamples& current);
+
+/// Whether a record measures the host (CPU, memory, MPI, sockets, disks) rather than a GPU: no
+/// GPU in its scope and not over NCCL.
+bool host_bound(const ResultRecord& r);
+
 struct Comparison {
   std::string baseline_dir, current_dir, baseline_run_id, current_run_id;
   std::vector<ToleranceRule> rules;
@@ -117,7 +143,11 @@ struct Comparison {
   std::vector<EnvChange> env_changes;
   std::vector<std::string> hosts_removed, hosts_added;
   std::map<std::string, int> counts;  ///< verdict -> cases; all six keys present
-  int exit_code = 0;                  ///< 1 when any case regressed, else 0
+  std::vector<HostDrift> host_drift;  ///< hosts whose own speed moved between the runs
+  int drift_cases = 0;  ///< host-bound cases left unjudged for it (now not_comparable)
+  /// 1 when any case regressed; else 4 when host drift left changes unjudged (inconclusive);
+  /// else 0.
+  int exit_code = 0;
 };
 
 /// Judges one metric present on both sides into `mc` (its verdict, p_value, reason, change,

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "core/error.hpp"
+#include "core/host_probe.hpp"
 #include "core/progress.hpp"
 #include "core/watchdog.hpp"
 #include "records/spec.hpp"
@@ -292,9 +293,11 @@ CaseResult run_case(const Benchmark& b, const json& planned, CaseEnv& ce) {
   CaseResult out;
   std::vector<ResultRecord> more;
   if (member) {
+    const json probe = host_probe();  // the host's own speed, for compare (host_probe.hpp)
     CaseRunImpl run(b, rc, ce, *group);
     run_member(b, run, rec, out, ce);
     more = std::move(run.more_);
+    if (rec.status == Status::ok) rec.extra["host_probe"] = probe;
   }
   rec.duration_s = std::chrono::duration<double>(Clock::now() - t0).count();
   if (b.case_needs_gpu(rc.params) && !ce.shared_gpus.empty())

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Issue 19, "a compare that does not cry wolf": two back-to-back `run --suite ci` on this machine,
-# nothing changed, then `compare`: at least 90% of the cases measured ok on both sides comparable
-# (>= 5 repetitions a side), every call made by the rule; its outcome is printed.
+# nothing changed, then `compare`: every call made by the rule, a host drift (exit 4) only when
+# measured, at least 90% of the ok cases comparable (>= 5 repetitions a side); printed.
 # Then a real change is still caught: STREAM and the dataloader slowed 5x on purpose
 # (CLUSTERBENCH_TEST_SLOWDOWN, a rate 80% lower: more than twice the 25% tolerance cpu-node.json
 # gives them) are regressed, each with its Mann-Whitney p-value. 5x, not 2.5x: this shared VM's
@@ -20,41 +20,51 @@ run_ci() {
   local rc=$?
   case $rc in 0 | 1 | 4) ;; *) tail -30 "$TMP/$name.log" >&2; fail "run $name: exit $rc" ;; esac
 }
-# What a second run on the same machine gives is measured and printed, not required: on the
-# shared CI VM the second run of a pair was machine-wide 20-70% slower (STREAM, OpenBLAS and MPI
-# at once) in 3 of 3 pairs, and compare rightly called that regressed. What is required is that
-# compare applied its rule: >= 90% of the ok cases comparable, and every regression past its
-# tolerance with p < 0.05 on >= 5 repetitions a side.
+# Nothing changed between the two runs. What compare says is printed, and its calls must follow
+# the rule: every regression or improvement past its tolerance with p < 0.05 on >= 5 repetitions
+# a side; a host drift (exit 4) only when the host probe's medians are more than 10% apart with
+# p < 0.05 on >= 5 samples a side; >= 90% of the ok cases comparable when no host drifted. A
+# clean pair is not required: on this shared VM MPI between the two cores has been measured up
+# to 2x slower in one run of a pair (broadcast 256 KiB -46%, p = 6e-15) while the host probe
+# (one core's clock and memory) did not move (docs/compare.md "Host drift").
 run_ci a
 run_ci b
 "$CB_BIN" compare "$TMP/a" "$TMP/b" --out "$TMP/cmp" >"$TMP/cmp.log" 2>&1
 rc=$?
 echo "back-to-back pair: compare exit $rc: $(grep '^COMPARE:' "$TMP/cmp.log")"
-grep '^REGRESSED' "$TMP/cmp.log" | cut -c1-160
-[ $rc -le 1 ] || { cat "$TMP/cmp.log" >&2; fail "compare exit $rc"; }
+grep '^REGRESSED\|^host drift' "$TMP/cmp.log" | cut -c1-200
+case $rc in 0 | 1 | 4) ;; *) cat "$TMP/cmp.log" >&2; fail "compare exit $rc" ;; esac
 py "
 c = json.load(open(sys.argv[1] + '/cmp/compare.json'))
+rc = int(sys.argv[2])
 assert c['schema'] == 'clusterbench.compare/2', c['schema']
+assert (rc == 1) == (c['counts']['regressed'] > 0), (rc, c['counts'])
+assert (rc == 4) == (c['counts']['regressed'] == 0 and c['drift_cases'] > 0), (rc, c['counts'])
 ok = [x for x in c['cases'] if x['baseline_status'] == 'ok' and x['current_status'] == 'ok'
       and x['metrics']]
 comparable = [x for x in ok if x['verdict'] != 'not_comparable']
 frac = len(comparable) / len(ok)
 print('ok cases with metrics: %d, comparable: %d (%.1f%%)' % (len(ok), len(comparable), 100 * frac))
 for x in ok:
-    if x['verdict'] == 'not_comparable':
+    if x['verdict'] == 'not_comparable' and 'host drift' not in x['message']:
         print('not comparable:', x['benchmark'], x['message'])
-assert frac >= 0.9, frac
 for x in comparable:
     for m in x['metrics']:
         if m['verdict'] in ('regressed', 'improved'):
             assert m['baseline_n'] >= 5 and m['current_n'] >= 5, m
             assert m['p_value'] is not None and m['p_value'] < 0.05, m
             assert abs(m['change_pct']) > 100 * m['tolerance'], m
+for d in c['host_drift']:
+    assert abs(d['change_pct']) > 10 and d['p_value'] < 0.05, d
+    assert d['baseline_n'] >= 5 and d['current_n'] >= 5, d
+    print('host drift:', d)
+if not c['host_drift']:
+    assert frac >= 0.9, frac
 ra = {r['id']: r['outcome'] for r in json.load(open(sys.argv[1] + '/a/report.json'))['rows']}
 rb = {r['id']: r['outcome'] for r in json.load(open(sys.argv[1] + '/b/report.json'))['rows']}
 print('rows whose outcome differs:', {k: (ra[k], rb.get(k)) for k in ra if ra[k] != rb.get(k)})
-" "$TMP"
-ok "two back-to-back ci runs: >= 90% comparable, every call by the rule"
+" "$TMP" "$rc"
+ok "two back-to-back ci runs: compare exit $rc, every call by the rule"
 
 # A real slowdown of two families is caught.
 only=(--only compute.memory_bandwidth --only io.dataloader)

@@ -345,3 +345,91 @@ TEST(Compare, CasesLeftOutByOnlyAreNotComparedNotRegressed) {
   EXPECT_GT(left_out, 0);
   EXPECT_GT(lost, 0);
 }
+
+namespace {
+
+/// Gives every ok record of `d` a host probe of `cpu` Mop/s (and 10 GB/s), each a little apart.
+void set_probes(RunDir& d, double cpu) {
+  int i = 0;
+  for (auto& r : d.records.records)
+    if (r.status == Status::ok)
+      r.extra["host_probe"] = {{"cpu_mops", cpu * (1 + 0.002 * (i++ % 5))}, {"mem_gbps", 10.0}};
+}
+
+/// Multiplies every repetition of the host-bound compute.memory_bandwidth records by `f`.
+void scale_stream(RunDir& d, double f) {
+  for (auto& r : d.records.records)
+    if (r.benchmark == "compute.memory_bandwidth" && r.status == Status::ok)
+      for (auto& m : r.metrics) {
+        m.value *= f;
+        for (double& v : m.reps) v *= f;
+      }
+}
+
+}  // namespace
+
+TEST(HostDrift, HandComputedDriftAndTolerance) {
+  ProbeSamples b, c, same;
+  b["n1"]["cpu_mops"] = {100, 101, 99, 100.5, 102};
+  c["n1"]["cpu_mops"] = {80, 81, 79, 80.5, 82};
+  same["n1"]["cpu_mops"] = {95, 96, 94, 95.5, 97};  // -5%: inside the 10% tolerance
+  auto d = host_drift(b, c);
+  ASSERT_EQ(d.size(), 1u);
+  EXPECT_EQ(d[0].host, "n1");
+  EXPECT_NEAR(d[0].change_pct, -19.90, 0.005);  // medians 100.5 -> 80.5: -20 / 100.5
+  EXPECT_NEAR(d[0].p_value, 2.0 / 252, 1e-9);   // exact: the 5 fall below all 5, two-sided
+  EXPECT_TRUE(host_drift(b, same).empty());
+  c["n1"]["cpu_mops"].pop_back();  // 4 samples: no test can tell
+  EXPECT_TRUE(host_drift(b, c).empty());
+}
+
+TEST(HostDrift, HostSideChangesOnADriftedHostAreNotJudgedGpuOnesAre) {
+  const std::string fx = std::string(CB_FIXTURES) + "/results/compare-baseline";
+  RunDir base = read_run_dir(fx), cur = read_run_dir(fx);
+  set_probes(base, 1000);
+  set_probes(cur, 600);  // the whole host 40% slower in CURRENT
+  scale_stream(cur, 0.5);
+  const Comparison c = compare(base, cur, {});
+  ASSERT_EQ(c.host_drift.size(), 1u);
+  EXPECT_EQ(c.host_drift[0].probe, "cpu_mops");
+  EXPECT_NEAR(c.host_drift[0].change_pct, -40, 0.5);
+  int stream = 0;
+  for (const auto& cc : c.cases) {
+    if (cc.benchmark() != "compute.memory_bandwidth" || cc.baseline_status != "ok") continue;
+    ++stream;
+    EXPECT_EQ(cc.verdict, kNotComparable) << cc.message;
+    EXPECT_NE(cc.message.find("node01 ran 40% slower in CURRENT (host probe cpu_mops"),
+              std::string::npos)
+        << cc.message;
+    EXPECT_NE(cc.metrics[0].reason.find("was regressed (p = "), std::string::npos);
+  }
+  EXPECT_EQ(stream, 3);
+  EXPECT_EQ(c.drift_cases, 3);
+  EXPECT_EQ(c.counts.at(kRegressed), 0);
+  EXPECT_EQ(c.exit_code, 4);
+  EXPECT_NE(render_compare_console(c).find("COMPARE: INCONCLUSIVE (host drift) (exit 4)"),
+            std::string::npos);
+  EXPECT_EQ(render_compare_json(c)["host_drift"][0]["host"], "node01");
+
+  // A GPU case that regressed on the drifted host is still called: the GPU did not drift.
+  for (auto& r : cur.records.records)
+    if (r.benchmark == "compute.gemm" && r.status == Status::ok) {
+      for (auto& m : r.metrics) {
+        m.value *= 0.5;
+        for (double& v : m.reps) v *= 0.5;
+      }
+      break;
+    }
+  const Comparison g = compare(base, cur, {});
+  EXPECT_EQ(g.counts.at(kRegressed), 1);
+  EXPECT_EQ(g.exit_code, 1);
+
+  // The same halved STREAM with the host steady: regressed, as before.
+  RunDir steady = read_run_dir(fx);
+  set_probes(steady, 1000);
+  scale_stream(steady, 0.5);
+  const Comparison s = compare(base, steady, {});
+  EXPECT_TRUE(s.host_drift.empty());
+  EXPECT_EQ(s.counts.at(kRegressed), 3);
+  EXPECT_EQ(s.exit_code, 1);
+}
