@@ -38,6 +38,9 @@ int main(int argc, char** argv) {
   int world_rank = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
   if (which && std::string(which) == "split") MPI_Comm_split(MPI_COMM_WORLD, 0, world_rank, &comm);
+  // ALLREDUCE_REFERENCE_SYNC=barrier: a barrier after each operation, and each timed alone.
+  const bool synced = std::getenv("ALLREDUCE_REFERENCE_SYNC") &&
+                      std::string(std::getenv("ALLREDUCE_REFERENCE_SYNC")) == "barrier";
   int rank = 0, n = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &n);
@@ -58,10 +61,20 @@ int main(int argc, char** argv) {
     int count = static_cast<int>(static_cast<long long>(s) / 4);
     auto batch = [&](long long ops) {
       MPI_Barrier(MPI_COMM_WORLD);
-      double t0 = MPI_Wtime();
-      for (long long k = 0; k < ops; ++k)
-        MPI_Allreduce(send.data(), recv.data(), count, MPI_FLOAT, MPI_SUM, comm);
-      double t = MPI_Wtime() - t0;
+      double t = 0;
+      if (synced) {  // each operation from a common start, timed alone (as OSU's loop)
+        for (long long k = 0; k < ops; ++k) {
+          double t0 = MPI_Wtime();
+          MPI_Allreduce(send.data(), recv.data(), count, MPI_FLOAT, MPI_SUM, comm);
+          t += MPI_Wtime() - t0;
+          MPI_Barrier(comm);
+        }
+      } else {
+        double t0 = MPI_Wtime();
+        for (long long k = 0; k < ops; ++k)
+          MPI_Allreduce(send.data(), recv.data(), count, MPI_FLOAT, MPI_SUM, comm);
+        t = MPI_Wtime() - t0;
+      }
       MPI_Allreduce(MPI_IN_PLACE, &t, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
       return t;
     };
