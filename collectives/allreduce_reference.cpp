@@ -18,12 +18,17 @@
 #include <string>
 #include <vector>
 
-int main(int argc, char** argv) {
-  // ALLREDUCE_REFERENCE_THREADS=serialized: MPI_THREAD_SERIALIZED, as clusterbench initialises
-  // MPI; =multiple: MPI_THREAD_MULTIPLE, as it did before issue 21; else plain MPI_Init. To tell
-  // the threading level's cost from ours.
-  const std::string threads =
-      std::getenv("ALLREDUCE_REFERENCE_THREADS") ? std::getenv("ALLREDUCE_REFERENCE_THREADS") : "";
+namespace {
+
+std::string env(const char* name) { return std::getenv(name) ? std::getenv(name) : ""; }
+
+/// MPI_Init as ALLREDUCE_REFERENCE_THREADS says (serialized: MPI_THREAD_SERIALIZED, as
+/// clusterbench initialises MPI; multiple: MPI_THREAD_MULTIPLE, as it did before issue 21; else
+/// plain MPI_Init), to tell the threading level's cost from ours. Returns the loop's
+/// communicator: ALLREDUCE_REFERENCE_COMM=split gives one split from MPI_COMM_WORLD, as
+/// clusterbench runs each case on its members' communicator (Context::split).
+MPI_Comm init(int& argc, char**& argv) {
+  const std::string threads = env("ALLREDUCE_REFERENCE_THREADS");
   if (threads == "multiple" || threads == "serialized") {
     int provided = 0;
     MPI_Init_thread(&argc, &argv,
@@ -31,16 +36,20 @@ int main(int argc, char** argv) {
   } else {
     MPI_Init(&argc, &argv);
   }
-  // ALLREDUCE_REFERENCE_COMM=split: the loop on a communicator split from MPI_COMM_WORLD, as
-  // clusterbench runs each case on its members' communicator (Context::split).
   MPI_Comm comm = MPI_COMM_WORLD;
-  const char* which = std::getenv("ALLREDUCE_REFERENCE_COMM");
   int world_rank = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
-  if (which && std::string(which) == "split") MPI_Comm_split(MPI_COMM_WORLD, 0, world_rank, &comm);
+  if (env("ALLREDUCE_REFERENCE_COMM") == "split")
+    MPI_Comm_split(MPI_COMM_WORLD, 0, world_rank, &comm);
+  return comm;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const MPI_Comm comm = init(argc, argv);
   // ALLREDUCE_REFERENCE_SYNC=barrier: a barrier after each operation, and each timed alone.
-  const bool synced = std::getenv("ALLREDUCE_REFERENCE_SYNC") &&
-                      std::string(std::getenv("ALLREDUCE_REFERENCE_SYNC")) == "barrier";
+  const bool synced = env("ALLREDUCE_REFERENCE_SYNC") == "barrier";
   int rank = 0, n = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &n);

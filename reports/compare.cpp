@@ -533,34 +533,50 @@ std::string drift_text(const HostDrift& d) {
          std::to_string(d.current_n) + ")";
 }
 
-/// Host-bound cases whose metrics moved on a host that drifted are not judged: the host, not
-/// what runs on it, changed speed (docs/compare.md "Host drift").
+/// The share of its CPUs a record's case got (extra.host_probe.cpu_share); -1 when absent.
+double case_share(const ResultRecord& r) {
+  if (!r.extra.is_object()) return -1;
+  auto p = r.extra.find("host_probe");
+  if (p == r.extra.end() || !p->is_object()) return -1;
+  auto s = p->find("cpu_share");
+  return s != p->end() && s->is_number() ? s->get<double>() : -1;
+}
+
+/// Why a host-bound case's change is not judged ("" when it is): its own CPU share moved
+/// (another job on its cores while it ran), or its host's probe drifted.
+std::string drift_reason(const CaseChange& cc, const std::map<std::string, const HostDrift*>& by) {
+  const double b = case_share(*cc.baseline), c = case_share(*cc.current);
+  if (b >= kBusyShare && c >= 0 && std::abs(c - b) > kShareTolerance * b)
+    return "this case used " + format_number(std::round(c * 100) / 100) +
+           " cores' worth of CPU in CURRENT against " + format_number(std::round(b * 100) / 100) +
+           " in BASELINE (other work shared its cores)";
+  const Scope& sc = cc.current->scope;
+  if (sc.kind == ScopeKind::cluster) return by.empty() ? "" : drift_text(*by.begin()->second);
+  for (const auto& h : sc.kind == ScopeKind::link ? sc.hosts : std::vector<std::string>{sc.host})
+    if (by.count(h)) return drift_text(*by.at(h));
+  return "";
+}
+
+/// Host-bound cases whose metrics moved while their host's conditions changed are not judged:
+/// the host, not what runs on it, changed speed (docs/compare.md "Host drift").
 void discount_drift(Comparison& out) {
   std::map<std::string, const HostDrift*> by_host;
   for (const auto& d : out.host_drift) by_host.try_emplace(d.host, &d);
   for (auto& cc : out.cases) {
     if ((cc.verdict != kRegressed && cc.verdict != kImproved) || !cc.baseline || !cc.current ||
-        cc.current_status != "ok" || cc.baseline_status != "ok" || !host_bound(*cc.current))
+        cc.current_status != "ok" || cc.baseline_status != "ok" || !host_bound(*cc.current) ||
+        std::any_of(cc.metrics.begin(), cc.metrics.end(),
+                    [](const MetricChange& m) { return m.missing; }))
       continue;
-    const Scope& sc = cc.current->scope;
-    std::vector<std::string> hosts = sc.kind == ScopeKind::link ? sc.hosts
-                                     : sc.kind == ScopeKind::cluster
-                                         ? std::vector<std::string>{}
-                                         : std::vector<std::string>{sc.host};
-    const HostDrift* d = nullptr;
-    if (sc.kind == ScopeKind::cluster && !by_host.empty()) d = by_host.begin()->second;
-    for (const auto& h : hosts)
-      if (!d && by_host.count(h)) d = by_host.at(h);
-    if (!d || std::any_of(cc.metrics.begin(), cc.metrics.end(),
-                          [](const MetricChange& m) { return m.missing; }))
-      continue;
+    const std::string why = drift_reason(cc, by_host);
+    if (why.empty()) continue;
     for (auto& m : cc.metrics)
       if (m.verdict == kRegressed || m.verdict == kImproved)
         m.reason =
             "was " + m.verdict + " (p = " + format_number(m.p_value) + "); not judged: host drift",
         m.verdict = kNotComparable;
     cc.verdict = kNotComparable;
-    cc.message = "not judged: " + drift_text(*d) + "; rerun both on a quiet host";
+    cc.message = "not judged: host drift: " + why + "; rerun both on a quiet host";
     ++out.drift_cases;
   }
 }

@@ -124,6 +124,13 @@ struct HostDrift {
 /// run-to-run spread on a quiet machine is a few percent (docs/compare.md "Host drift").
 inline constexpr double kHostDriftTolerance = 0.10;
 
+/// A case's own CPU share (extra.host_probe.cpu_share: its process's CPU seconds per wall second
+/// while it ran) is compared when BASELINE's is at least kBusyShare (half a core: a process that
+/// computes or spins; one that waits on I/O or children says nothing); a change of more than
+/// kShareTolerance of it means other work shared the case's cores in one of the runs.
+inline constexpr double kBusyShare = 0.5;
+inline constexpr double kShareTolerance = 0.15;
+
 /// Probe samples per host and probe name, from the ok records that carry extra.host_probe.
 using ProbeSamples = std::map<std::string, std::map<std::string, std::vector<double>>>;
 ProbeSamples probe_samples(const std::vector<ResultRecord>& records);
@@ -144,7 +151,7 @@ struct Comparison {
   std::vector<std::string> hosts_removed, hosts_added;
   std::map<std::string, int> counts;  ///< verdict -> cases; all six keys present
   std::vector<HostDrift> host_drift;  ///< hosts whose own speed moved between the runs
-  int drift_cases = 0;  ///< host-bound cases left unjudged for it (now not_comparable)
+  int drift_cases = 0;  ///< host-bound cases left unjudged for drift or a changed CPU share
   /// 1 when any case regressed; else 4 when host drift left changes unjudged (inconclusive);
   /// else 0.
   int exit_code = 0;

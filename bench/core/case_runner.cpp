@@ -293,10 +293,12 @@ CaseResult run_case(const Benchmark& b, const json& planned, CaseEnv& ce) {
   CaseResult out;
   std::vector<ResultRecord> more;
   if (member) {
-    const json probe = host_probe();  // the host's own speed, for compare (host_probe.hpp)
+    json probe = host_probe();  // the host's own speed, for compare (host_probe.hpp)
+    const CpuUse use = cpu_use_now();
     CaseRunImpl run(b, rc, ce, *group);
     run_member(b, run, rec, out, ce);
     more = std::move(run.more_);
+    probe["cpu_share"] = cpu_share(use, cpu_use_now());
     if (rec.status == Status::ok) rec.extra["host_probe"] = probe;
   }
   rec.duration_s = std::chrono::duration<double>(Clock::now() - t0).count();

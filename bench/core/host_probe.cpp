@@ -1,6 +1,9 @@
 // The host probe (host_probe.hpp).
 #include "core/host_probe.hpp"
 
+#include <time.h>
+
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <vector>
@@ -32,6 +35,18 @@ json host_probe() {
   g_sink = sum;
   return {{"cpu_mops", cpu_s > 0 ? kSteps / cpu_s / 1e6 : 0.0},
           {"mem_gbps", mem_s > 0 ? kWords * sizeof(uint64_t) / mem_s / 1e9 : 0.0}};
+}
+
+CpuUse cpu_use_now() {
+  timespec cpu{};
+  ::clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &cpu);
+  return {std::chrono::duration<double>(Clock::now().time_since_epoch()).count(),
+          static_cast<double>(cpu.tv_sec) + static_cast<double>(cpu.tv_nsec) * 1e-9};
+}
+
+double cpu_share(const CpuUse& from, const CpuUse& to) {
+  const double wall = to.wall_s - from.wall_s;
+  return wall > 0 ? std::max(0.0, (to.cpu_s - from.cpu_s) / wall) : 0;
 }
 
 }  // namespace clusterbench

@@ -14,4 +14,16 @@ namespace clusterbench {
 /// (memory bandwidth of one core; GB/s = 1e9 B/s). About 3 ms on a current core.
 json host_probe();
 
+/// The wall clock and this process's CPU time (all its threads), seconds.
+struct CpuUse {
+  double wall_s = 0, cpu_s = 0;
+};
+CpuUse cpu_use_now();
+
+/// CPU seconds per wall second between two readings (cores' worth of CPU the process used): about
+/// 1 for one busy (spinning, computing) thread alone on its core, 2 for two, less when other work
+/// took a share of the cores (another job, another VM's steal). A short probe cannot see a share:
+/// it fits in one time slice and runs at full speed; this does. 0 when no wall time passed.
+double cpu_share(const CpuUse& from, const CpuUse& to);
+
 }  // namespace clusterbench

@@ -117,18 +117,6 @@ std::string state_line(unsigned long long nonce, const RankProgress& p, bool rec
          std::to_string(p.finished) + " " + (recording ? "1" : "0") + "\n";
 }
 
-/// Reads up to the first '\n' (at most 256 bytes); false on a timeout, an error or no '\n'.
-bool read_line(int fd, std::string& line) {
-  line.clear();
-  char c = 0;
-  while (line.size() < 256) {
-    if (::recv(fd, &c, 1, 0) != 1) return false;
-    if (c == '\n') return true;
-    line += c;
-  }
-  return false;
-}
-
 }  // namespace
 
 struct ProgressChannel::Impl {
@@ -154,6 +142,7 @@ struct ProgressChannel::Impl {
     try {  // a rank that cannot listen still takes part in the allgather below, with port 0
       listen_fd = tcp::listen_on("", port);
       ::fcntl(listen_fd, F_SETFD, FD_CLOEXEC);
+      ::fcntl(listen_fd, F_SETFL, ::fcntl(listen_fd, F_GETFL) | O_NONBLOCK);
       ::listen(listen_fd, 128);
       wake_fd = ::eventfd(0, EFD_CLOEXEC);
     } catch (const std::exception&) {
@@ -181,45 +170,73 @@ struct ProgressChannel::Impl {
     threaded = listen_fd >= 0 && wake_fd >= 0 && peers[0].port > 0;
   }
 
-  // The thread answers every question, one connection at a time. Errors here must never end
-  // the run: a broken channel only loses the names.
+  // The thread answers every question. Connections are served side by side, each with one
+  // second from its accept to its whole request (a stray client that sends nothing, or a byte at
+  // a time, delays no one else); beyond kMaxClients the oldest is dropped. Errors here must never
+  // end the run: a broken channel only loses the names.
+  struct Client {
+    int fd;
+    std::string in;
+    std::chrono::steady_clock::time_point until;
+  };
+  static constexpr size_t kMaxClients = 64;
+
   void loop() {
+    std::vector<Client> clients;
     while (true) {
-      pollfd fds[2] = {{listen_fd, POLLIN, 0}, {wake_fd, POLLIN, 0}};
-      if (::poll(fds, 2, -1) < 0 && errno != EINTR) return;
-      if (fds[1].revents) return;
-      if (!(fds[0].revents & POLLIN)) continue;
-      int fd = ::accept4(listen_fd, nullptr, nullptr, SOCK_CLOEXEC);
-      if (fd < 0) continue;
-      serve(fd);
-      ::close(fd);
+      std::vector<pollfd> fds = {{listen_fd, POLLIN, 0}, {wake_fd, POLLIN, 0}};
+      for (const auto& c : clients) fds.push_back({c.fd, POLLIN, 0});
+      if (::poll(fds.data(), fds.size(), clients.empty() ? -1 : 100) < 0 && errno != EINTR) break;
+      if (fds[1].revents) break;
+      const auto now = std::chrono::steady_clock::now();
+      std::vector<Client> kept;
+      for (size_t i = 0; i < clients.size(); ++i) {
+        int state = fds[i + 2].revents ? take(clients[i]) : 0;
+        if (state == 0 && now > clients[i].until) state = -1;
+        if (state != 0)
+          ::close(clients[i].fd);
+        else
+          kept.push_back(std::move(clients[i]));
+      }
+      clients.swap(kept);
+      for (int fd;
+           (fd = ::accept4(listen_fd, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK)) >= 0;) {
+        if (clients.size() >= kMaxClients) {
+          ::close(clients.front().fd);
+          clients.erase(clients.begin());
+        }
+        clients.push_back({fd, "", now + std::chrono::seconds(1)});
+      }
     }
+    for (const auto& c : clients) ::close(c.fd);
   }
 
-  void serve(int fd) {
-    timeval tv{1, 0};  // a client that stops mid-request costs this thread one second at most
-    ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-    ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
-    std::string line, magic, verb;
+  /// Reads what `c` sent and serves it once it is whole: 1 served, -1 not a request of this run
+  /// (or closed), 0 more to come.
+  int take(Client& c) {
+    char buf[4096];
+    ssize_t r = ::recv(c.fd, buf, sizeof buf, 0);
+    if (r < 0) return errno == EAGAIN || errno == EWOULDBLOCK ? 0 : -1;
+    if (r == 0) return -1;
+    c.in.append(buf, static_cast<size_t>(r));
+    const size_t nl = c.in.find('\n');
+    if (nl == std::string::npos) return c.in.size() > 256 ? -1 : 0;
+    std::istringstream in(c.in.substr(0, nl));
+    std::string magic, verb;
     unsigned long long n = 0;
     int to = -1, from = -1;
     size_t len = 0;
-    if (!read_line(fd, line)) return;
-    std::istringstream in(line);
     if (!(in >> magic >> n >> to >> from >> verb >> len) || magic != kMagic || n != nonce ||
         to != ctx.world_rank() || len > kMaxPayload || from < 0 || from >= ctx.world_size())
-      return;
-    std::string payload(len, '\0');
-    try {
-      tcp::recv_all(fd, payload.data(), len);
-    } catch (const std::exception&) {
-      return;
-    }
+      return -1;
+    if (c.in.size() - nl - 1 < len) return 0;
+    const std::string payload = c.in.substr(nl + 1, len);
     if (verb == "abort" && ctx.is_root()) peer_abort(from, payload);
     if (verb == "recording" && from == 0) root_recording.store(true);
     const std::string reply =
         state_line(nonce, progress::mine(ctx.world_rank()), root_abort_posted.load());
-    ::send(fd, reply.data(), reply.size(), MSG_NOSIGNAL);
+    ::send(c.fd, reply.data(), reply.size(), MSG_NOSIGNAL | MSG_DONTWAIT);  // a short line
+    return 1;
   }
 
   void peer_abort(int from, const std::string& text) {

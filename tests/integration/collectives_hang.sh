@@ -42,6 +42,51 @@ assert len(run['plan']) == 7, len(run['plan'])   # 8 B .. 2 MiB x 8; the rest ne
 " "$TMP/run"
 ok "rank 2 hung at 4096 B: exit 3 after $took s, failed record naming rank 2 on cbhang2, run.json aborted, 3 earlier records intact"
 
+# Stray clients on a healthy rank's progress port (found with ss: the listener with backlog 128,
+# owned by the process whose OMPI_COMM_WORLD_RANK is 1): 20 connections that send nothing and one
+# that sends a byte every 0.8 s. Rank 1 must still answer rank 0 at the deadline: named waiting,
+# not silent (each connection has its own second; none holds the others up).
+"${MPIRUN[@]}" -np 3 "${NAMED[@]}" run --suite ci --only collectives.all_reduce \
+  --set collectives.fault=hang:2:4096 --set collectives.min_time=0.02 \
+  --case-timeout $deadline --out "$TMP/stray" >"$TMP/stray.log" 2>&1 &
+job=$!
+port=
+for _ in $(seq 1 100); do
+  for pid in $(pgrep -f -- "--out $TMP/stray"); do
+    tr '\0' '\n' </proc/$pid/environ 2>/dev/null | grep -qx OMPI_COMM_WORLD_RANK=1 || continue
+    port=$(ss -ltnpH 2>/dev/null | awk -v p="pid=$pid," '$0 ~ p && $3 == 128 {split($4, a, ":"); print a[length(a)]; exit}')
+  done
+  [ -n "$port" ] && break
+  sleep 0.1
+done
+[ -n "$port" ] || { kill $job; fail "no progress listener found for rank 1"; }
+python3 - "$port" <<'PY' &
+import socket, sys, time
+port = int(sys.argv[1])
+silent = [socket.create_connection(("127.0.0.1", port)) for _ in range(20)]
+drip = socket.create_connection(("127.0.0.1", port))
+end = time.time() + 20
+while time.time() < end:
+    try:
+        drip.send(b"x")
+    except OSError:
+        drip = socket.create_connection(("127.0.0.1", port))
+    time.sleep(0.8)
+PY
+strays=$!
+wait $job
+rc=$?
+kill $strays 2>/dev/null
+wait $strays 2>/dev/null
+[ $rc -eq 3 ] || { cat "$TMP/stray.log" >&2; fail "with stray clients: exit $rc, expected 3"; }
+py "
+recs = [json.loads(l) for l in open(sys.argv[1] + '/stray/records.jsonl')]
+last = recs[-1]
+st = {x['rank']: x['state'] for x in last['extra']['ranks']}
+assert st == {0: 'waiting', 1: 'waiting', 2: 'behind'}, (st, last['message'])
+" "$TMP"
+ok "20 silent clients and a dripping one on rank 1's progress port: rank 1 still answers (waiting)"
+
 # report reads the aborted run and returns 3 too.
 expect_rc 3 "$CB_BIN" report "$TMP/run"
 ok "report on the aborted run: exit 3"

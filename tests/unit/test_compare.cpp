@@ -398,7 +398,7 @@ TEST(HostDrift, HostSideChangesOnADriftedHostAreNotJudgedGpuOnesAre) {
     if (cc.benchmark() != "compute.memory_bandwidth" || cc.baseline_status != "ok") continue;
     ++stream;
     EXPECT_EQ(cc.verdict, kNotComparable) << cc.message;
-    EXPECT_NE(cc.message.find("node01 ran 40% slower in CURRENT (host probe cpu_mops"),
+    EXPECT_NE(cc.message.find("host drift: node01 ran 40% slower in CURRENT (host probe cpu_mops"),
               std::string::npos)
         << cc.message;
     EXPECT_NE(cc.metrics[0].reason.find("was regressed (p = "), std::string::npos);
@@ -432,4 +432,40 @@ TEST(HostDrift, HostSideChangesOnADriftedHostAreNotJudgedGpuOnesAre) {
   EXPECT_TRUE(s.host_drift.empty());
   EXPECT_EQ(s.counts.at(kRegressed), 3);
   EXPECT_EQ(s.exit_code, 1);
+}
+
+TEST(HostDrift, ACaseThatGotLessOfItsCpusIsNotJudgedAWaitingOneIs) {
+  const std::string fx = std::string(CB_FIXTURES) + "/results/compare-baseline";
+  RunDir base = read_run_dir(fx), cur = read_run_dir(fx);
+  set_probes(base, 1000);
+  set_probes(cur, 1000);  // the probe level: only the share tells
+  auto share = [](RunDir& d, double s) {
+    for (auto& r : d.records.records)
+      if (r.benchmark == "compute.memory_bandwidth" && r.status == Status::ok)
+        r.extra["host_probe"]["cpu_share"] = s;
+  };
+  share(base, 0.99);
+  share(cur, 0.5);  // another job took half of its cores
+  scale_stream(cur, 0.5);
+  const Comparison c = compare(base, cur, {});
+  EXPECT_TRUE(c.host_drift.empty());
+  EXPECT_EQ(c.drift_cases, 3);
+  EXPECT_EQ(c.exit_code, 4);
+  for (const auto& cc : c.cases)
+    if (cc.benchmark() == "compute.memory_bandwidth" && cc.baseline_status == "ok") {
+      EXPECT_EQ(cc.verdict, kNotComparable);
+      EXPECT_NE(cc.message.find("host drift: this case used 0.5 cores' worth of CPU in CURRENT "
+                                "against 0.99 in BASELINE (other work shared its cores)"),
+                std::string::npos)
+          << cc.message;
+    }
+  // 0.99 -> 0.86 is within 15% of 0.99 (0.84 is the bound): judged, regressed.
+  share(cur, 0.86);
+  EXPECT_EQ(compare(base, cur, {}).counts.at(kRegressed), 3);
+  // A case that mostly waits (0.3 of a core: I/O, children) says nothing by its share.
+  share(base, 0.3);
+  share(cur, 0.1);
+  const Comparison w = compare(base, cur, {});
+  EXPECT_EQ(w.counts.at(kRegressed), 3);
+  EXPECT_EQ(w.exit_code, 1);
 }
