@@ -122,7 +122,8 @@ struct RunSession::State {
   CaseEnv case_env();
   bool on_watchdog(const WatchdogEvent& e);
   void record_abort(const std::string& reason, double stopped_s = 0);
-  void mark_aborted(const std::string& reason);
+  /// Marks run.json aborted (rank 0); keep_existing leaves a reason already written alone.
+  void mark_aborted(const std::string& reason, bool keep_existing = false);
   bool write_run_or_warn(double wait_s = Sink::kWaitForever);
   void append(const ResultRecord& rec);
   void end_health();
@@ -398,10 +399,11 @@ bool RunSession::State::write_run_or_warn(double wait_s) {
   }
 }
 
-void RunSession::State::mark_aborted(const std::string& reason) {
+void RunSession::State::mark_aborted(const std::string& reason, bool keep_existing) {
   if (Watchdog::signal_received()) stopped_in_order = true;
   if (!ctx.is_root() || !sink) return;
   std::lock_guard<std::mutex> lock(mu);
+  if (keep_existing && run.aborted) return;
   run.aborted = true;
   run.abort_reason = reason;
   run.finished_at = utc_now_iso();
@@ -533,15 +535,18 @@ void RunSession::State::record_abort_for_silent_root(const std::string& reason) 
 bool RunSession::State::on_watchdog(const WatchdogEvent& e) {
   std::unique_lock<std::mutex> running(handler_mu);
   // The case saw the signal first (it polls signal_received()), stopped and marked the run
-  // aborted; the run is ending in order (run_cases stops, the report follows).
-  if (e.kind == WatchdogEvent::Kind::signal && !signal_handler && stopped_in_order) return false;
+  // aborted; the run is ending in order (run_cases stops, the report follows). Its handler may
+  // still be installed (the case is between its record and its end): its reason stands.
+  if (e.kind == WatchdogEvent::Kind::signal && stopped_in_order) return false;
   if (ctx.is_root() && channel) channel->post_root_abort();
   if (e.kind != WatchdogEvent::Kind::signal || !signal_handler) {
     running.unlock();
     record_abort(e.reason, e.stopped_s);
     return true;
   }
-  mark_aborted(e.reason);  // a kill right after this still leaves an aborted run.json
+  // A kill right after this still leaves an aborted run.json; a case that marked it in the
+  // meantime keeps its own reason.
+  mark_aborted(e.reason, /*keep_existing=*/true);
   std::optional<std::string> now = signal_handler(e.reason);
   if (!now) return false;  // the case stops in order
   mark_aborted(*now);
