@@ -95,6 +95,15 @@ def peers_table(tmpd, rounds, np_):
             else:
                 row += [float("nan"), float("nan")]
         print("%12d %9.3f %9.3f %9.3f %8.3f %8.3f" % (b, row[0], row[1], row[3], row[2], row[4]))
+    # Best against best (the fastest round of each tool, as STREAM reports its best rate): this
+    # VM's two cores switch between two speeds of core-to-core traffic every few seconds
+    # (docs/collectives.md), so a round's median depends on which speed each tool drew.
+    print("best round of each tool (us); ratio = peer best / our best")
+    for b in sorted(ours_t):
+        o = min(ours_t[b])
+        cells = [min(p[b]) if b in p else float("nan") for p in (osu, imb)]
+        print("%12d %9.3f %9.3f %9.3f %8.3f %8.3f" % (b, o, cells[0], cells[1], cells[0] / o,
+                                                       cells[1] / o))
 
 ours, plain, ratio, single = {}, {}, {}, {}  # size -> one value per round
 for k in range(1, rounds + 1):

@@ -542,6 +542,50 @@ double case_share(const ResultRecord& r) {
   return s != p->end() && s->is_number() ? s->get<double>() : -1;
 }
 
+/// A record's core-to-core round trips [before, after] the case, ns, those measured (0 to 2).
+std::vector<double> case_c2c(const ResultRecord& r) {
+  std::vector<double> out;
+  if (!r.extra.is_object()) return out;
+  auto p = r.extra.find("host_probe");
+  if (p == r.extra.end() || !p->is_object()) return out;
+  auto c = p->find("c2c_ns");
+  if (c == p->end() || !c->is_array()) return out;
+  for (const auto& v : *c)
+    if (v.is_number() && v.get<double>() > 0) out.push_back(v.get<double>());
+  return out;
+}
+
+bool apart(double a, double b) { return std::max(a, b) > (1 + kC2cTolerance) * std::min(a, b); }
+
+double mean_of(const std::vector<double>& v) {
+  double sum = 0;
+  for (double x : v) sum += x;
+  return sum / static_cast<double>(v.size());
+}
+
+std::string c2c_text(const std::vector<double>& v) {
+  std::string out;
+  for (double x : v) out += (out.empty() ? "" : "/") + format_number(std::round(x));
+  return out + " ns";
+}
+
+}  // namespace
+
+std::string c2c_drift(const ResultRecord& baseline, const ResultRecord& current) {
+  const bool several_cores = baseline.scope.kind == ScopeKind::cluster ||
+                             baseline.scope.kind == ScopeKind::link ||
+                             std::max(case_share(baseline), case_share(current)) > kMultiCoreShare;
+  const std::vector<double> b = case_c2c(baseline), c = case_c2c(current);
+  if (!several_cores || b.empty() || c.empty()) return "";
+  const bool moved = (b.size() == 2 && apart(b[0], b[1])) || (c.size() == 2 && apart(c[0], c[1])) ||
+                     apart(mean_of(b), mean_of(c));
+  if (!moved) return "";
+  return "the core-to-core round trip (before/after the case) was " + c2c_text(b) +
+         " in BASELINE and " + c2c_text(c) + " in CURRENT (the cores' placement changed)";
+}
+
+namespace {
+
 /// Why a host-bound case's change is not judged ("" when it is): its own CPU share moved
 /// (another job on its cores while it ran), or its host's probe drifted.
 std::string drift_reason(const CaseChange& cc, const std::map<std::string, const HostDrift*>& by) {
@@ -550,6 +594,7 @@ std::string drift_reason(const CaseChange& cc, const std::map<std::string, const
     return "this case used " + format_number(std::round(c * 100) / 100) +
            " cores' worth of CPU in CURRENT against " + format_number(std::round(b * 100) / 100) +
            " in BASELINE (other work shared its cores)";
+  if (std::string c2c = c2c_drift(*cc.baseline, *cc.current); !c2c.empty()) return c2c;
   const Scope& sc = cc.current->scope;
   if (sc.kind == ScopeKind::cluster) return by.empty() ? "" : drift_text(*by.begin()->second);
   for (const auto& h : sc.kind == ScopeKind::link ? sc.hosts : std::vector<std::string>{sc.host})

@@ -131,6 +131,19 @@ inline constexpr double kHostDriftTolerance = 0.10;
 inline constexpr double kBusyShare = 0.5;
 inline constexpr double kShareTolerance = 0.15;
 
+/// A case on several cores (several ranks, or several busy threads) carries the core-to-core
+/// round trips around it (extra.host_probe.c2c_ns: [before, after] the case, ns): a side whose
+/// two differ by more than kC2cTolerance straddled a change, and two sides whose means are
+/// further apart than that ran on differently placed cores (a virtual machine's vCPUs moved);
+/// either way the traffic between its cores changed speed with them.
+inline constexpr double kC2cTolerance = 0.25;
+/// A one-rank case counts as on several cores when its CPU share is above this in either run.
+inline constexpr double kMultiCoreShare = 1.25;
+
+/// Why a change of a case on several cores is not judged for its core-to-core round trips (""
+/// when it is, or when a side measured none): see kC2cTolerance.
+std::string c2c_drift(const ResultRecord& baseline, const ResultRecord& current);
+
 /// Probe samples per host and probe name, from the ok records that carry extra.host_probe.
 using ProbeSamples = std::map<std::string, std::map<std::string, std::vector<double>>>;
 ProbeSamples probe_samples(const std::vector<ResultRecord>& records);

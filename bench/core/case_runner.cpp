@@ -7,6 +7,7 @@
 #include <iostream>
 #include <map>
 #include <sstream>
+#include <thread>
 
 #include "core/error.hpp"
 #include "core/host_probe.hpp"
@@ -267,6 +268,24 @@ RankCase place_case(const Benchmark& b, const json& planned, const CaseEnv& ce) 
   return rc;
 }
 
+namespace {
+/// The core-to-core probe (host_probe.hpp) before or after a case: the node's local rank 0
+/// measures (about 1 ms) while its other ranks sleep, so that no rank's work shares the probe's
+/// cores. -1 on the other ranks, or when not measured.
+double c2c_turn(const Context& ctx) {
+  if (ctx.local_rank() == 0) return core_to_core_ns(0.001);
+  std::this_thread::sleep_for(std::chrono::microseconds(2500));
+  return -1;
+}
+
+/// [before, after] in ns, null where not measured.
+json c2c_pair(double before, double after) {
+  json out = json::array();
+  for (double v : {before, after}) out.push_back(v > 0 ? json(std::round(v * 10) / 10) : json());
+  return out;
+}
+}  // namespace
+
 CaseResult run_case(const Benchmark& b, const json& planned, CaseEnv& ce) {
   const RankCase rc = place_case(b, planned, ce);
   ResultRecord rec;
@@ -293,12 +312,14 @@ CaseResult run_case(const Benchmark& b, const json& planned, CaseEnv& ce) {
   CaseResult out;
   std::vector<ResultRecord> more;
   if (member) {
+    const double c2c_before = c2c_turn(ce.ctx);
     json probe = host_probe();  // the host's own speed, for compare (host_probe.hpp)
     const CpuUse use = cpu_use_now();
     CaseRunImpl run(b, rc, ce, *group);
     run_member(b, run, rec, out, ce);
     more = std::move(run.more_);
     probe["cpu_share"] = cpu_share(use, cpu_use_now());
+    if (ce.ctx.local_rank() == 0) probe["c2c_ns"] = c2c_pair(c2c_before, c2c_turn(ce.ctx));
     if (rec.status == Status::ok) rec.extra["host_probe"] = probe;
   }
   rec.duration_s = std::chrono::duration<double>(Clock::now() - t0).count();

@@ -14,6 +14,15 @@ namespace clusterbench {
 /// (memory bandwidth of one core; GB/s = 1e9 B/s). About 3 ms on a current core.
 json host_probe();
 
+/// Core-to-core round trip, ns: this thread (pinned for the probe to the CPU it is on) and a helper
+/// pinned to another online CPU pass one cache line back and forth; the median over batches of
+/// 64 round trips in about `budget_s` seconds. What MPI's shared-memory transport between two
+/// ranks of a node is made of: on a virtual machine it moves when the hypervisor moves the vCPUs
+/// (measured here: 90 or 420 ns, switching every few seconds; docs/compare.md "Host drift").
+/// The thread's affinity is restored. -1 when not measured: one online CPU, or the helper did
+/// not answer within 5 ms (its CPU busy with other work).
+double core_to_core_ns(double budget_s = 0.001);
+
 /// The wall clock and this process's CPU time (all its threads), seconds.
 struct CpuUse {
   double wall_s = 0, cpu_s = 0;

@@ -20,19 +20,20 @@ run_ci() {
   local rc=$?
   case $rc in 0 | 1 | 4) ;; *) tail -30 "$TMP/$name.log" >&2; fail "run $name: exit $rc" ;; esac
 }
-# Nothing changed between the two runs. What compare says is printed, and its calls must follow
-# the rule: every regression or improvement past its tolerance with p < 0.05 on >= 5 repetitions
-# a side; a host drift (exit 4) only when the host probe's medians are more than 10% apart with
-# p < 0.05 on >= 5 samples a side; >= 90% of the ok cases comparable when no host drifted. A
-# clean pair is not required: on this shared VM MPI between the two cores has been measured up
-# to 2x slower in one run of a pair (broadcast 256 KiB -46%, p = 6e-15) while the host probe
-# (one core's clock and memory) did not move (docs/compare.md "Host drift").
+# Nothing changed between the two runs. What compare says is printed, and every call must follow
+# the rule: a regression or improvement past its tolerance with p < 0.05 on >= 5 repetitions a
+# side; a host drift (exit 4) only when the host probe's medians are more than 10% apart with
+# p < 0.05 on >= 5 samples a side, a case's CPU share moved, or its cores' round trip did (this
+# VM's two vCPUs switch between 90 and 420 ns every few seconds: docs/compare.md "Host drift");
+# >= 90% of the ok cases comparable by their repetitions. A clean pair (exit 0 or 4) is not
+# required: 3 of 4 pairs measured on 2026-12-02 were, the fourth called the dataloader at 2 and 4
+# workers -28% and -31% and fio checkpoint_write's p99 +59% with every probe level.
 run_ci a
 run_ci b
 "$CB_BIN" compare "$TMP/a" "$TMP/b" --out "$TMP/cmp" >"$TMP/cmp.log" 2>&1
 rc=$?
 echo "back-to-back pair: compare exit $rc: $(grep '^COMPARE:' "$TMP/cmp.log")"
-grep '^REGRESSED\|^host drift' "$TMP/cmp.log" | cut -c1-200
+grep '^REGRESSED\|^IMPROVED\|^host drift' "$TMP/cmp.log" | cut -c1-200
 case $rc in 0 | 1 | 4) ;; *) cat "$TMP/cmp.log" >&2; fail "compare exit $rc" ;; esac
 py "
 c = json.load(open(sys.argv[1] + '/cmp/compare.json'))
@@ -42,9 +43,12 @@ assert (rc == 1) == (c['counts']['regressed'] > 0), (rc, c['counts'])
 assert (rc == 4) == (c['counts']['regressed'] == 0 and c['drift_cases'] > 0), (rc, c['counts'])
 ok = [x for x in c['cases'] if x['baseline_status'] == 'ok' and x['current_status'] == 'ok'
       and x['metrics']]
+drifted = [x for x in ok if 'host drift' in (x['message'] or '')]
+assert len(drifted) == c['drift_cases'], (len(drifted), c['drift_cases'])
 comparable = [x for x in ok if x['verdict'] != 'not_comparable']
-frac = len(comparable) / len(ok)
-print('ok cases with metrics: %d, comparable: %d (%.1f%%)' % (len(ok), len(comparable), 100 * frac))
+frac = (len(comparable) + len(drifted)) / len(ok)
+print('ok cases with metrics: %d, judged: %d, not judged for host drift: %d, comparable by their '
+      'repetitions: %.1f%%' % (len(ok), len(comparable), len(drifted), 100 * frac))
 for x in ok:
     if x['verdict'] == 'not_comparable' and 'host drift' not in x['message']:
         print('not comparable:', x['benchmark'], x['message'])
@@ -58,8 +62,7 @@ for d in c['host_drift']:
     assert abs(d['change_pct']) > 10 and d['p_value'] < 0.05, d
     assert d['baseline_n'] >= 5 and d['current_n'] >= 5, d
     print('host drift:', d)
-if not c['host_drift']:
-    assert frac >= 0.9, frac
+assert frac >= 0.9, frac
 ra = {r['id']: r['outcome'] for r in json.load(open(sys.argv[1] + '/a/report.json'))['rows']}
 rb = {r['id']: r['outcome'] for r in json.load(open(sys.argv[1] + '/b/report.json'))['rows']}
 print('rows whose outcome differs:', {k: (ra[k], rb.get(k)) for k in ra if ra[k] != rb.get(k)})

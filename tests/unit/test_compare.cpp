@@ -469,3 +469,83 @@ TEST(HostDrift, ACaseThatGotLessOfItsCpusIsNotJudgedAWaitingOneIs) {
   EXPECT_EQ(w.counts.at(kRegressed), 3);
   EXPECT_EQ(w.exit_code, 1);
 }
+
+namespace clusterbench {
+namespace {
+
+ResultRecord c2c_record(ScopeKind kind, json c2c) {
+  ResultRecord r;
+  r.scope.kind = kind;
+  r.extra = {{"host_probe", {{"c2c_ns", std::move(c2c)}}}};
+  return r;
+}
+
+TEST(C2cDrift, MultiRankCasesOnMovedCoresAreNotJudged) {
+  const ResultRecord fast = c2c_record(ScopeKind::cluster, {92.0, 95.0});
+  const ResultRecord fast2 = c2c_record(ScopeKind::cluster, {110.0, 100.0});  // 205/187: +9.6%
+  const ResultRecord slow = c2c_record(ScopeKind::cluster, {415.0, 420.0});
+  const ResultRecord straddled = c2c_record(ScopeKind::cluster, {95.0, 410.0});
+  EXPECT_EQ(c2c_drift(fast, fast2), "");
+  EXPECT_EQ(c2c_drift(fast, slow),
+            "the core-to-core round trip (before/after the case) was 92/95 ns in BASELINE and "
+            "415/420 ns in CURRENT (the cores' placement changed)");
+  // One side changed during the case: 410 > 1.25 x 95.
+  EXPECT_NE(c2c_drift(fast, straddled), "");
+  EXPECT_NE(c2c_drift(straddled, fast), "");
+  // 25% is the bound: 100/100 against 125/125 is judged, against 126/126 not.
+  EXPECT_EQ(c2c_drift(c2c_record(ScopeKind::link, {100.0, 100.0}),
+                      c2c_record(ScopeKind::link, {125.0, 125.0})),
+            "");
+  EXPECT_NE(c2c_drift(c2c_record(ScopeKind::link, {100.0, 100.0}),
+                      c2c_record(ScopeKind::link, {126.0, 126.0})),
+            "");
+  // One of a side's two not measured (the other core too busy to answer): the other stands.
+  EXPECT_EQ(c2c_drift(fast, c2c_record(ScopeKind::cluster, {nullptr, 420.0})),
+            "the core-to-core round trip (before/after the case) was 92/95 ns in BASELINE and "
+            "420 ns in CURRENT (the cores' placement changed)");
+  EXPECT_EQ(c2c_drift(fast, c2c_record(ScopeKind::cluster, {nullptr, 100.0})), "");
+  // Neither measured on a side (another rank's record, one CPU): nothing to say.
+  EXPECT_EQ(c2c_drift(fast, c2c_record(ScopeKind::cluster, {nullptr, nullptr})), "");
+  // A one-rank case on one core says nothing by its cores' round trip; one with two busy threads
+  // (STREAM's OpenMP: a CPU share above 1.25 in either run) does.
+  ResultRecord one_b = c2c_record(ScopeKind::node, {92.0, 95.0});
+  ResultRecord one_c = c2c_record(ScopeKind::node, {415.0, 420.0});
+  one_b.extra["host_probe"]["cpu_share"] = 0.99, one_c.extra["host_probe"]["cpu_share"] = 1.0;
+  EXPECT_EQ(c2c_drift(one_b, one_c), "");
+  one_c.extra["host_probe"]["cpu_share"] = 1.9;
+  EXPECT_NE(c2c_drift(one_b, one_c), "");
+}
+
+TEST(C2cDrift, ARegressedMpiCaseOnMovedCoresIsHostDriftAndExit4) {
+  const std::string fx = std::string(CB_FIXTURES) + "/results/compare-baseline";
+  RunDir base = read_run_dir(fx), cur = read_run_dir(fx);
+  int mpi = 0;
+  for (RunDir* d : {&base, &cur})
+    for (auto& r : d->records.records)
+      if (r.status == Status::ok && r.scope.kind == ScopeKind::cluster) {
+        r.params["backend"] = "mpi";  // the fixture's all_reduce, made an MPI one: host-bound
+        ASSERT_TRUE(host_bound(r));
+        r.extra["host_probe"]["c2c_ns"] = d == &base ? json{92.0, 95.0} : json{415.0, 420.0};
+        if (d == &cur) {
+          ++mpi;
+          for (auto& m : r.metrics) {  // twice the time: half the rate
+            const double f = m.higher_is_better ? 0.5 : 2;
+            m.value *= f;
+            for (double& v : m.reps) v *= f;
+          }
+        }
+      }
+  ASSERT_GT(mpi, 0);
+  const Comparison c = compare(base, cur, {});
+  EXPECT_EQ(c.counts.at(kRegressed), 0);
+  EXPECT_EQ(c.drift_cases, mpi);
+  EXPECT_EQ(c.exit_code, 4);
+  for (const auto& cc : c.cases) {
+    if (!cc.current || cc.current->scope.kind != ScopeKind::cluster) continue;
+    EXPECT_NE(cc.message.find("host drift: the core-to-core round trip"), std::string::npos)
+        << cc.message;
+  }
+}
+
+}  // namespace
+}  // namespace clusterbench
