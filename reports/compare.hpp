@@ -131,17 +131,19 @@ inline constexpr double kHostDriftTolerance = 0.10;
 inline constexpr double kBusyShare = 0.5;
 inline constexpr double kShareTolerance = 0.15;
 
-/// A case on several cores (several ranks, or several busy threads) carries the core-to-core
-/// round trips around it (extra.host_probe.c2c_ns: [before, after] the case, ns): a side whose
-/// two differ by more than kC2cTolerance straddled a change, and two sides whose means are
-/// further apart than that ran on differently placed cores (a virtual machine's vCPUs moved);
-/// either way the traffic between its cores changed speed with them.
+/// A multi-rank case (cluster or link scope) carries the core-to-core round trips around it
+/// (extra.host_probe.c2c_ns: [before, after] the case, ns): a side whose two differ by more than
+/// kC2cTolerance straddled a change, and two sides whose means are further apart than that ran
+/// on differently placed cores (a virtual machine's vCPUs moved); either way MPI's traffic
+/// between its ranks changed speed with them. Such a change is left unjudged only up to the
+/// ratio of the round trips measured (c2c_ratio): a larger change is judged.
 inline constexpr double kC2cTolerance = 0.25;
-/// A one-rank case counts as on several cores when its CPU share is above this in either run.
-inline constexpr double kMultiCoreShare = 1.25;
 
-/// Why a change of a case on several cores is not judged for its core-to-core round trips (""
-/// when it is, or when a side measured none): see kC2cTolerance.
+/// The largest over the smallest of the round trips both records measured (1 when none).
+double c2c_ratio(const ResultRecord& baseline, const ResultRecord& current);
+
+/// Why a multi-rank case's change is not judged for its core-to-core round trips ("" when it
+/// is, or when a side measured none): see kC2cTolerance.
 std::string c2c_drift(const ResultRecord& baseline, const ResultRecord& current);
 
 /// Probe samples per host and probe name, from the ok records that carry extra.host_probe.

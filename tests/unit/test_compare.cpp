@@ -506,14 +506,15 @@ TEST(C2cDrift, MultiRankCasesOnMovedCoresAreNotJudged) {
   EXPECT_EQ(c2c_drift(fast, c2c_record(ScopeKind::cluster, {nullptr, 100.0})), "");
   // Neither measured on a side (another rank's record, one CPU): nothing to say.
   EXPECT_EQ(c2c_drift(fast, c2c_record(ScopeKind::cluster, {nullptr, nullptr})), "");
-  // A one-rank case on one core says nothing by its cores' round trip; one with two busy threads
-  // (STREAM's OpenMP: a CPU share above 1.25 in either run) does.
+  // A one-rank case says nothing by its cores' round trip, even with two busy threads (STREAM's
+  // OpenMP): a slowed STREAM must still be called while the vCPUs move.
   ResultRecord one_b = c2c_record(ScopeKind::node, {92.0, 95.0});
   ResultRecord one_c = c2c_record(ScopeKind::node, {415.0, 420.0});
-  one_b.extra["host_probe"]["cpu_share"] = 0.99, one_c.extra["host_probe"]["cpu_share"] = 1.0;
+  one_b.extra["host_probe"]["cpu_share"] = 1.9, one_c.extra["host_probe"]["cpu_share"] = 1.9;
   EXPECT_EQ(c2c_drift(one_b, one_c), "");
-  one_c.extra["host_probe"]["cpu_share"] = 1.9;
-  EXPECT_NE(c2c_drift(one_b, one_c), "");
+  // The ratio of the round trips: 420 / 92.
+  EXPECT_NEAR(c2c_ratio(fast, slow), 420.0 / 92, 1e-12);
+  EXPECT_NEAR(c2c_ratio(fast, c2c_record(ScopeKind::cluster, {nullptr, 100.0})), 100.0 / 92, 1e-12);
 }
 
 TEST(C2cDrift, ARegressedMpiCaseOnMovedCoresIsHostDriftAndExit4) {
@@ -545,6 +546,18 @@ TEST(C2cDrift, ARegressedMpiCaseOnMovedCoresIsHostDriftAndExit4) {
     EXPECT_NE(cc.message.find("host drift: the core-to-core round trip"), std::string::npos)
         << cc.message;
   }
+  // 10x slower is more than a move of the cores (415-420 against 92-95 ns: 4.6x) explains.
+  for (auto& r : cur.records.records)
+    if (r.status == Status::ok && r.scope.kind == ScopeKind::cluster)
+      for (auto& m : r.metrics) {
+        const double f = m.higher_is_better ? 0.2 : 5;  // 2 x 5 = 10x the baseline's time
+        m.value *= f;
+        for (double& v : m.reps) v *= f;
+      }
+  const Comparison ten = compare(base, cur, {});
+  EXPECT_EQ(ten.counts.at(kRegressed), mpi);
+  EXPECT_EQ(ten.drift_cases, 0);
+  EXPECT_EQ(ten.exit_code, 1);
 }
 
 }  // namespace
