@@ -60,6 +60,12 @@ FieldDef version(const char* name, std::string Versions::*field) {
   return {name, "versions", "", [field](const EnvRecord& e) { return known(e.versions.*field); }};
 }
 
+/// The i-th of software_fields (records.hpp): a version, or the component's state.
+FieldDef software(const char* name, size_t i) {
+  return {name, "versions", "",
+          [i](const EnvRecord& e) { return software_fields(e.software)[i].second; }};
+}
+
 template <class T>
 FieldDef tuning(const char* name, T Tuning::*field) {
   return {name, "tuning", "", [field](const EnvRecord& e) { return known(e.tuning.*field); }};
@@ -82,7 +88,17 @@ std::vector<FieldDef> version_fields() {
           version("versions.nccl", &Versions::nccl),
           version("versions.mpi", &Versions::mpi),
           version("versions.kernel", &Versions::kernel),
-          version("versions.clusterbench", &Versions::clusterbench)};
+          version("versions.clusterbench", &Versions::clusterbench),
+          software("software.cudnn", 0),
+          software("software.nccl", 1),
+          software("software.pytorch", 2),
+          software("software.pytorch_cuda", 3),
+          software("software.container_toolkit", 4),
+          software("software.container_runtime", 5),
+          software("software.kubernetes", 6),
+          software("software.device_plugin", 7),
+          software("software.gpu_feature_discovery", 8),
+          software("software.dcgm_exporter", 9)};
 }
 
 std::string platform_model(const EnvRecord& e) {

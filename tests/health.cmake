@@ -21,3 +21,6 @@ endif()
 cb_unit_test(test_health_report clusterbench_reports)
 target_sources(clusterbench_testbin PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/support/health_inject.cpp)
 cb_integration_test(health_run TIMEOUT 120)
+# Issue 25: the software stack with stand-ins (nvidia-ctk, python3 with torch, a kubelet, a DCGM
+# exporter on 127.0.0.1), its rows PASS and WARN/FAIL without them.
+cb_integration_test(software_stack TIMEOUT 120)

@@ -23,6 +23,7 @@
 #include <sstream>
 
 #include "env/nvml.hpp"
+#include "env/software.hpp"
 #include "records/utf8.hpp"
 
 extern char** environ;
@@ -1014,6 +1015,9 @@ EnvRecord collect_env(const InventoryOptions& opt) {
   r.environment = collect_environment();
   r.versions.kernel = kernel_version(root, w);
   if (opt.probe_tools && is_live(root)) r.versions.fio = probe_fio_version();
+  // The software stack's libraries, commands and exporter are this process's, whatever the
+  // root; its sockets and labels are read below the root (software.hpp).
+  if (opt.probe_tools) r.software = collect_software({root, "", 20, 2});
   add_gpus(r, std::move(on_pci), opt.query_nvml);
   make_valid_utf8(r);
   return r;

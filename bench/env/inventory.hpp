@@ -23,7 +23,9 @@ struct InventoryOptions {
   std::string fs_root = "/";  ///< root of /sys, /proc, /dev; "/" is this system
   std::string host;           ///< host name to record (the MPI context's)
   bool query_nvml = true;     ///< dlopen NVML (CLUSTERBENCH_NVML_LIB overrides the library path)
-  bool probe_tools = true;    ///< run `fio --version` (only when fs_root is "/")
+  /// run `fio --version` (only when fs_root is "/") and the software stack's probes
+  /// (env/software.hpp: its files below fs_root)
+  bool probe_tools = true;
 };
 
 /// Collects everything of DESIGN.md's EnvRecord that is readable; what is not readable is left

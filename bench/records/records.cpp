@@ -286,6 +286,42 @@ void from_json(const json& j, GpuDirectSettings& v) {
   CB_FROM(iommu_cmdline), CB_FROM(iommu_groups), CB_FROM(peermem), CB_FROM(acs_bridges_checked),
       CB_FROM(acs_redirect);
 }
+std::string software_text(const SoftwareComponent& c) {
+  if (c.state.empty()) return "unknown";
+  return c.version ? *c.version : c.state;
+}
+
+std::vector<std::pair<std::string, std::string>> software_fields(const SoftwareStack& s) {
+  const bool probed = !s.pytorch.state.empty();
+  return {{"cudnn", software_text(s.cudnn)},
+          {"nccl library", software_text(s.nccl)},
+          {"pytorch", software_text(s.pytorch)},
+          {"pytorch cuda", s.pytorch_cuda ? *s.pytorch_cuda
+                           : probed       ? "none"
+                                          : "unknown"},
+          {"container toolkit", software_text(s.container_toolkit)},
+          {"container runtime", software_text(s.container_runtime)},
+          {"kubernetes", software_text(s.kubernetes)},
+          {"device plugin", software_text(s.device_plugin)},
+          {"gpu feature discovery", software_text(s.gpu_feature_discovery)},
+          {"dcgm exporter", software_text(s.dcgm_exporter)}};
+}
+
+void to_json(json& j, const SoftwareComponent& v) { CB_TO(state), CB_TO(version), CB_TO(detail); }
+void from_json(const json& j, SoftwareComponent& v) {
+  CB_FROM(state), CB_FROM(version), CB_FROM(detail);
+}
+void to_json(json& j, const SoftwareStack& v) {
+  CB_TO(cudnn), CB_TO(nccl), CB_TO(pytorch), CB_TO(pytorch_cuda), CB_TO(container_toolkit),
+      CB_TO(container_runtime), CB_TO(kubernetes), CB_TO(device_plugin),
+      CB_TO(gpu_feature_discovery), CB_TO(dcgm_exporter), CB_TO(nccl_env);
+}
+void from_json(const json& j, SoftwareStack& v) {
+  CB_FROM(cudnn), CB_FROM(nccl), CB_FROM(pytorch), CB_FROM(pytorch_cuda),
+      CB_FROM(container_toolkit), CB_FROM(container_runtime), CB_FROM(kubernetes),
+      CB_FROM(device_plugin), CB_FROM(gpu_feature_discovery), CB_FROM(dcgm_exporter),
+      CB_FROM(nccl_env);
+}
 void to_json(json& j, const GpuStatus& v) {
   CB_TO(on_pci), CB_TO(nvml), CB_TO(plugin), CB_TO(cuda_devices);
 }
@@ -295,7 +331,8 @@ void from_json(const json& j, GpuStatus& v) {
 void to_json(json& j, const EnvRecord& v) {
   CB_TO(schema), CB_TO(host), CB_TO(collected_at), CB_TO(fs_root), CB_TO(cpu), CB_TO(memory),
       CB_TO(gpus), CB_TO(gpu_status), CB_TO(nics), CB_TO(block_devices), CB_TO(versions),
-      CB_TO(tuning), CB_TO(dmi), CB_TO(gpudirect), CB_TO(environment), CB_TO(warnings);
+      CB_TO(tuning), CB_TO(dmi), CB_TO(gpudirect), CB_TO(software), CB_TO(environment),
+      CB_TO(warnings);
   if (!v.health.empty()) CB_TO(health);
 }
 namespace {
@@ -326,8 +363,8 @@ void env_v1_unknowns(EnvRecord& v) {
 void from_json(const json& j, EnvRecord& v) {
   CB_FROM(schema), CB_FROM(host), CB_FROM(collected_at), CB_FROM(fs_root), CB_FROM(cpu),
       CB_FROM(memory), CB_FROM(gpus), CB_FROM(gpu_status), CB_FROM(nics), CB_FROM(block_devices),
-      CB_FROM(versions), CB_FROM(tuning), CB_FROM(dmi), CB_FROM(gpudirect), CB_FROM(environment),
-      CB_FROM(warnings);
+      CB_FROM(versions), CB_FROM(tuning), CB_FROM(dmi), CB_FROM(gpudirect), CB_FROM(software),
+      CB_FROM(environment), CB_FROM(warnings);
   CB_FROM(health);
   if (v.schema == kEnvSchemaV1) env_v1_unknowns(v);
 }

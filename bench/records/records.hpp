@@ -176,6 +176,34 @@ struct GpuDirectSettings {
   std::vector<std::string> acs_redirect;
 };
 
+/// One piece of a node's software stack (bench/env/software.hpp).
+struct SoftwareComponent {
+  /// "present" or "absent" (a library, a tool); "up" or "down" (a service); "not applicable"
+  /// (the device plugin and container toolkit on a node without Kubernetes); "" not probed
+  /// (unknown: a row over it is MISSING).
+  std::string state;
+  std::optional<std::string> version;  ///< null when absent or when it does not say
+  std::string detail;                  ///< how it was found ("libcudnn.so.9"), or why not
+};
+
+/// One line for a component, for tables and diffs: its version where it has one, else its state
+/// ("present", "absent", "up", "not applicable"), "unknown" when not probed.
+std::string software_text(const SoftwareComponent& c);
+
+/// The seed guide's software list on one node, beyond versions.driver/cuda_driver (issue 25).
+struct SoftwareStack {
+  SoftwareComponent cudnn, nccl, pytorch, container_toolkit, container_runtime, kubernetes,
+      device_plugin, gpu_feature_discovery, dcgm_exporter;
+  std::optional<std::string> pytorch_cuda;  ///< torch.version.cuda ("12.1"); null: none or CPU
+  /// NCCL_IB_DISABLE and NCCL_SOCKET_IFNAME as the run's processes see them, "unset" when not set.
+  std::map<std::string, std::string> nccl_env;
+};
+
+/// (name, software_text) of every component and the CUDA PyTorch was built for, in a fixed order:
+/// "cudnn", "nccl library", "pytorch", "pytorch cuda", "container toolkit", "container runtime",
+/// "kubernetes", "device plugin", "gpu feature discovery", "dcgm exporter".
+std::vector<std::pair<std::string, std::string>> software_fields(const SoftwareStack& s);
+
 /// Status of the GPU stack on a node: decides waived vs failed for GPU cases.
 struct GpuStatus {
   int on_pci = 0;        ///< NVIDIA display/3D controllers on the PCI bus
@@ -199,6 +227,7 @@ struct EnvRecord {
   Tuning tuning;
   DmiInfo dmi;
   GpuDirectSettings gpudirect;
+  SoftwareStack software;  ///< every state "" in records written before it existed
   std::map<std::string, std::string> environment;  ///< allow-listed variables only
   std::vector<std::string> warnings;               ///< what could not be read, and why
   /// Health counter snapshots (docs/health.md): {"start": ..., "end": ...}, each a

@@ -28,7 +28,7 @@ FRAMEWORK = {"core", "env", "records", "gpu", "process"}
 ALLOWED = {
     "records": {"records"},
     "process": {"process", "records"},  # records/utf8.hpp: a tool's output made valid UTF-8
-    "env": {"env", "records"},
+    "env": {"env", "records", "process"},
     "gpu": {"gpu", "env", "records"},
     "core": {"core", "env", "records", "gpu", "process"},
     "app": set(BENCH_LAYERS) | set(BENCHMARK_FOLDERS) | {"reports"},

@@ -886,3 +886,76 @@ TEST(SpecTables, Fp8GemmRowsJudgeFastAccumulation) {
 
 }  // namespace
 }  // namespace clusterbench::report
+
+namespace clusterbench::report {
+namespace {
+
+/// The gpu-killed run (gpu01, driver 535, CUDA 12.2) with a software stack as collect_software
+/// writes it: everything of the seed present, no Kubernetes, the exporter up, the seed's NCCL
+/// environment.
+RunDir software_run() {
+  RunDir run = fixture_run("gpu-killed");
+  SoftwareStack& s = run.run.env[0].software;
+  s.cudnn = {"present", std::string("9.1.0"), "libcudnn.so.9: cudnnGetVersion = 90100"};
+  s.nccl = {"present", std::string("2.19.3"), "libnccl.so.2: ncclGetVersion = 21903"};
+  s.pytorch = {"present", std::string("2.3.1+cu121"), "python3 -c 'import torch'"};
+  s.pytorch_cuda = "12.1";
+  s.kubernetes = {"absent", std::nullopt, "no kubelet on this node"};
+  s.device_plugin = s.gpu_feature_discovery =
+      s.container_toolkit = {"not applicable", std::nullopt, "no Kubernetes on this node"};
+  s.container_runtime = {"absent", std::nullopt, "no container runtime socket"};
+  s.dcgm_exporter = {"up", std::nullopt, "http://localhost:9400/metrics exports it"};
+  s.nccl_env = {{"NCCL_IB_DISABLE", "0"}, {"NCCL_SOCKET_IFNAME", "ib0"}};
+  return run;
+}
+
+const char* const kStackRows[] = {
+    "gpu.cuda_version",  "gpu.nccl_present",  "gpu.cudnn_present",   "gpu.container_toolkit",
+    "gpu.device_plugin", "gpu.dcgm_exporter", "gpu.nccl_ib_disable", "gpu.nccl_socket_ifname"};
+
+TEST(SoftwareRows, TheSeedsStackPassesEachRow) {
+  const Spec spec = load_spec(std::string(CB_SOURCE_DIR) + "/reports/specs/h100-sxm-80g-8x.json");
+  const Report r = make_report(software_run(), spec);
+  for (const char* id : kStackRows) {
+    const RowResult& row = find_row(r, id);
+    EXPECT_EQ(row.outcome, kPass) << id << ": " << row.message;
+    EXPECT_FALSE(row.req.source.empty()) << id;
+  }
+  EXPECT_EQ(find_row(r, "gpu.cuda_version").value, "12.2");
+  EXPECT_EQ(find_row(r, "gpu.device_plugin").value, "not applicable");
+}
+
+TEST(SoftwareRows, AbsentOldOrDownFailsOrWarnsNamingTheNode) {
+  const Spec spec = load_spec(std::string(CB_SOURCE_DIR) + "/reports/specs/h100-sxm-80g-8x.json");
+  RunDir run = software_run();
+  SoftwareStack& s = run.run.env[0].software;
+  run.run.env[0].versions.cuda_driver = "12.1";  // older than the seed's 12.2
+  s.cudnn = {"absent", std::nullopt, "libcudnn.so.9: cannot open shared object file"};
+  s.kubernetes = {"present", std::nullopt, "/var/lib/kubelet/device-plugins/kubelet.sock"};
+  s.device_plugin = {"absent", std::nullopt, "no nvidia*.sock in /var/lib/kubelet/device-plugins"};
+  s.dcgm_exporter = {"down", std::nullopt, "http://localhost:9400/metrics: Connection refused"};
+  s.nccl_env["NCCL_SOCKET_IFNAME"] = "unset";
+  const Report r = make_report(run, spec);
+  EXPECT_EQ(find_row(r, "gpu.cuda_version").outcome, kFail);
+  EXPECT_EQ(find_row(r, "gpu.cudnn_present").outcome, kFail);
+  EXPECT_EQ(find_row(r, "gpu.cudnn_present").worst_item, "gpu01");
+  EXPECT_EQ(find_row(r, "gpu.cudnn_present").value, "absent");
+  EXPECT_EQ(find_row(r, "gpu.nccl_present").outcome, kPass);
+  EXPECT_EQ(find_row(r, "gpu.device_plugin").outcome, kWarn);
+  EXPECT_EQ(find_row(r, "gpu.dcgm_exporter").outcome, kWarn);
+  EXPECT_EQ(find_row(r, "gpu.nccl_socket_ifname").outcome, kWarn);
+  EXPECT_EQ(find_row(r, "gpu.nccl_socket_ifname").value, "unset");
+  EXPECT_EQ(find_row(r, "gpu.nccl_ib_disable").outcome, kPass);
+}
+
+TEST(SoftwareRows, ARecordFromBeforeTheStackIsMissingNotFailed) {
+  const Spec spec = load_spec(std::string(CB_SOURCE_DIR) + "/reports/specs/h100-sxm-80g-8x.json");
+  const Report r = make_report(fixture_run("gpu-killed"), spec);
+  for (const char* id : kStackRows) {
+    if (std::string(id) == "gpu.cuda_version") continue;  // versions.cuda_driver was recorded
+    EXPECT_EQ(find_row(r, id).outcome, kMissing) << id << ": " << find_row(r, id).message;
+  }
+}
+
+}  // namespace
+}  // namespace clusterbench::report

@@ -1,0 +1,169 @@
+// env/software.hpp: the software stack's version decoders and parsers against hand-decoded
+// values, and collect_software on a fixture root with sockets, labels and a DCGM stand-in.
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "env/software.hpp"
+
+namespace clusterbench {
+namespace {
+
+namespace fs = std::filesystem;
+
+TEST(Software, CudnnAndNcclVersionNumbers) {
+  EXPECT_EQ(cudnn_version_text(90100), "9.1.0");   // 9 * 10000 + 1 * 100 + 0
+  EXPECT_EQ(cudnn_version_text(91002), "9.10.2");  // 9 * 10000 + 10 * 100 + 2
+  EXPECT_EQ(cudnn_version_text(8902), "8.9.2");    // 8 * 1000 + 9 * 100 + 2
+  EXPECT_EQ(cudnn_version_text(0), "");
+  EXPECT_EQ(nccl_version_text(22105), "2.21.5");  // 2 * 10000 + 21 * 100 + 5
+  EXPECT_EQ(nccl_version_text(2708), "2.7.8");    // before 2.9: 2 * 1000 + 7 * 100 + 8
+  EXPECT_EQ(nccl_version_text(-1), "");
+}
+
+TEST(Software, VersionsFromToolOutput) {
+  EXPECT_EQ(container_toolkit_version("NVIDIA Container Toolkit CLI version 1.14.3\n"
+                                      "commit: 53b24618a542025b108239fe602e66e912b7d6e2\n"),
+            "1.14.3");
+  EXPECT_EQ(container_toolkit_version("nvidia-ctk: unknown flag\n"), "");
+  EXPECT_EQ(first_version("Docker version 24.0.7, build afdd53b"), "24.0.7");
+  EXPECT_EQ(first_version("containerd github.com/containerd/containerd 1.7.2 0cae528"), "1.7.2");
+  EXPECT_EQ(first_version("podman version 4.3.1"), "4.3.1");
+  EXPECT_EQ(first_version("no number here"), "");
+}
+
+TEST(Software, ExporterMetricMustBeASampleLine) {
+  std::string why;
+  const std::string head = "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n\r\n";
+  EXPECT_TRUE(exports_metric(head + "# HELP DCGM_FI_DEV_GPU_TEMP GPU temperature (in C).\n"
+                                    "# TYPE DCGM_FI_DEV_GPU_TEMP gauge\n"
+                                    "DCGM_FI_DEV_GPU_TEMP{gpu=\"0\",UUID=\"GPU-1\"} 34\n",
+                             "DCGM_FI_DEV_GPU_TEMP", why));
+  // Only the comments: the metric is declared but no GPU is watched.
+  EXPECT_FALSE(exports_metric(head + "# HELP DCGM_FI_DEV_GPU_TEMP GPU temperature (in C).\n"
+                                     "DCGM_FI_DEV_GPU_TEMPERATURE_X 1\n",
+                              "DCGM_FI_DEV_GPU_TEMP", why));
+  EXPECT_EQ(why,
+            "up, but DCGM_FI_DEV_GPU_TEMP is not exported (no GPU watched, or a reduced "
+            "metric list)");
+  EXPECT_FALSE(exports_metric("HTTP/1.1 404 Not Found\r\n\r\n", "DCGM_FI_DEV_GPU_TEMP", why));
+  EXPECT_EQ(why, "answered 'HTTP/1.1 404 Not Found'");
+}
+
+/// A UNIX socket file at `path` (bound, then the descriptor closed: the file stays).
+void make_socket(const std::string& path) {
+  fs::create_directories(fs::path(path).parent_path());
+  int fd = ::socket(AF_UNIX, SOCK_STREAM, 0);
+  ASSERT_GE(fd, 0);
+  sockaddr_un a{};
+  a.sun_family = AF_UNIX;
+  std::snprintf(a.sun_path, sizeof a.sun_path, "%s", path.c_str());
+  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0) << path;
+  ::close(fd);
+}
+
+/// Serves one HTTP request on 127.0.0.1 with `response`; returns its port.
+int serve_once(const std::string& response, std::thread& t) {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+  socklen_t len = sizeof a;
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  ::listen(fd, 1);
+  t = std::thread([fd, response] {
+    int c = ::accept(fd, nullptr, nullptr);
+    char buf[4096];
+    (void)::recv(c, buf, sizeof buf, 0);
+    (void)::send(c, response.data(), response.size(), MSG_NOSIGNAL);
+    ::close(c);
+    ::close(fd);
+  });
+  return ntohs(a.sin_port);
+}
+
+class SoftwareRoot : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/cbsoftroot.XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    root_ = tmpl;
+  }
+  void TearDown() override { fs::remove_all(root_); }
+  std::string root_;
+};
+
+TEST_F(SoftwareRoot, NoKubernetesMakesPluginAndToolkitNotApplicable) {
+  SoftwareProbeOptions opt;
+  opt.fs_root = root_;
+  opt.dcgm_url = "http://127.0.0.1:1/metrics";  // port 1: nothing listens
+  const SoftwareStack s = collect_software(opt);
+  EXPECT_EQ(s.kubernetes.state, "absent");
+  EXPECT_EQ(s.kubernetes.detail,
+            "no kubelet on this node: " + root_ +
+                "/var/lib/kubelet/device-plugins/kubelet.sock is not a socket");
+  EXPECT_EQ(s.device_plugin.state, "not applicable");
+  EXPECT_EQ(s.gpu_feature_discovery.state, "not applicable");
+  EXPECT_FALSE(s.device_plugin.version.has_value());
+  EXPECT_EQ(s.dcgm_exporter.state, "down");
+  EXPECT_NE(s.dcgm_exporter.detail.find("http://127.0.0.1:1/metrics: "), std::string::npos);
+  EXPECT_EQ(s.container_runtime.state, "absent");  // no runtime socket below the fixture root
+  const char* ib = std::getenv("NCCL_IB_DISABLE");
+  EXPECT_EQ(s.nccl_env.at("NCCL_IB_DISABLE"), ib ? ib : "unset");
+}
+
+TEST_F(SoftwareRoot, KubeletPluginLabelsRuntimeAndExporterFound) {
+  const std::string plugins = root_ + "/var/lib/kubelet/device-plugins";
+  make_socket(plugins + "/kubelet.sock");
+  SoftwareProbeOptions opt;
+  opt.fs_root = root_;
+  std::thread server;
+  const int port =
+      serve_once("HTTP/1.0 200 OK\r\n\r\nDCGM_FI_DEV_GPU_TEMP{gpu=\"0\"} 41\n", server);
+  opt.dcgm_url = "http://127.0.0.1:" + std::to_string(port) + "/metrics";
+  SoftwareStack s = collect_software(opt);
+  server.join();
+  EXPECT_EQ(s.kubernetes.state, "present");
+  EXPECT_EQ(s.device_plugin.state, "absent");  // a kubelet, but no NVIDIA plugin registered
+  EXPECT_EQ(s.device_plugin.detail, "no nvidia*.sock in " + plugins);
+  EXPECT_EQ(s.gpu_feature_discovery.state, "absent");
+  EXPECT_EQ(s.dcgm_exporter.state, "up");
+
+  make_socket(plugins + "/nvidia-gpu.sock");
+  make_socket(root_ + "/run/containerd/containerd.sock");
+  fs::create_directories(root_ + "/etc/kubernetes/node-feature-discovery/features.d");
+  std::ofstream(root_ + "/etc/kubernetes/node-feature-discovery/features.d/gfd")
+      << "nvidia.com/gpu.product=NVIDIA-H200\n";
+  opt.dcgm_url = "http://127.0.0.1:1/metrics";
+  s = collect_software(opt);
+  EXPECT_EQ(s.device_plugin.state, "present");
+  EXPECT_EQ(s.device_plugin.detail, plugins + "/nvidia-gpu.sock");
+  EXPECT_EQ(s.gpu_feature_discovery.state, "present");
+  EXPECT_EQ(s.container_runtime.state, "present");
+  EXPECT_EQ(s.container_runtime.detail.rfind("containerd (/run/containerd/containerd.sock)", 0), 0u)
+      << s.container_runtime.detail;
+}
+
+TEST(Software, TextForTablesNeverAVersionZero) {
+  SoftwareStack s;
+  EXPECT_EQ(software_text(s.cudnn), "unknown");  // not probed (an older record)
+  s.cudnn = {"present", std::string("9.1.0"), "libcudnn.so.9"};
+  s.nccl = {"absent", std::nullopt, "libnccl.so.2: cannot open shared object file"};
+  EXPECT_EQ(software_text(s.cudnn), "9.1.0");
+  EXPECT_EQ(software_text(s.nccl), "absent");
+  auto f = software_fields(s);
+  ASSERT_EQ(f.size(), 10u);
+  EXPECT_EQ(f[0], (std::pair<std::string, std::string>{"cudnn", "9.1.0"}));
+  EXPECT_EQ(f[3], (std::pair<std::string, std::string>{"pytorch cuda", "unknown"}));
+}
+
+}  // namespace
+}  // namespace clusterbench
