@@ -1,6 +1,7 @@
 // The software stack probes (software.hpp).
 #include "env/software.hpp"
 
+#include <arpa/inet.h>
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <netdb.h>
@@ -9,11 +10,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cctype>
+#include <cerrno>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
-#include <regex>
 #include <sstream>
 
 #include "process/process.hpp"
@@ -60,10 +62,41 @@ SoftwareComponent library_version(const std::vector<std::string>& names, const c
       v = static_cast<long long>(reinterpret_cast<size_t (*)()>(sym)());
     }
     dlclose(h);
-    if (!sym) return {"present", std::nullopt, name + " loaded, but it has no " + fn};
+    if (!sym) {  // a file of that name that is not the library (another library, a stub)
+      tried += (tried.empty() ? "" : "; ") + name + " loaded, but it has no " + fn;
+      continue;
+    }
     return present(text(v), name + ": " + fn + " = " + std::to_string(v));
   }
   return absent(tried);
+}
+
+/// What of a tool's output is parsed: a version is in its first lines.
+constexpr size_t kMaxOutput = 4096;
+
+/// `text` cut to 200 bytes (a reason, not a dump), on a UTF-8 boundary.
+std::string clip(const std::string& text) {
+  if (text.size() <= 200) return text;
+  size_t n = 200;
+  while (n > 0 && (static_cast<unsigned char>(text[n]) & 0xC0) == 0x80) --n;
+  return text.substr(0, n) + "...";
+}
+
+/// A version token: digits and dots, starting with a digit, with an optional local part after
+/// '+' or '-' ("2.3.1+cu121", "12.1", "1.14.3"), at most 64 bytes; "" otherwise.
+std::string version_token(const std::string& text) {
+  if (text.empty() || text.size() > 64 || !std::isdigit(static_cast<unsigned char>(text[0])))
+    return "";
+  size_t i = 0;
+  while (i < text.size() && (std::isdigit(static_cast<unsigned char>(text[i])) || text[i] == '.'))
+    ++i;
+  if (text.find('.') == std::string::npos || text.find('.') >= i) return "";
+  for (size_t j = i; j < text.size(); ++j) {
+    const unsigned char c = static_cast<unsigned char>(text[j]);
+    if (!(std::isalnum(c) || c == '.' || c == '+' || c == '-' || c == '_')) return "";
+  }
+  if (i < text.size() && text[i] != '+' && text[i] != '-') return "";
+  return text;
 }
 
 /// Runs `argv` (argv[0] looked up on PATH) for at most `timeout_s`; "" and `why` when it did not
@@ -85,12 +118,14 @@ std::string command_output(std::vector<std::string> argv, double timeout_s, std:
   fs::remove_all(tmpl, ec);
   if (r.timed_out) {
     why = path + " ran past " + std::to_string(static_cast<int>(timeout_s)) + " s: killed";
+  } else if (r.signal != 0) {
+    why = path + " was killed by signal " + std::to_string(r.signal);
   } else if (r.exit_code != 0) {
     std::string err = r.err.substr(0, r.err.find_last_not_of(" \n") + 1);
     if (auto nl = err.rfind('\n'); nl != std::string::npos) err = err.substr(nl + 1);
-    why = path + " exited " + std::to_string(r.exit_code) + (err.empty() ? "" : ": " + err);
+    why = path + " exited " + std::to_string(r.exit_code) + (err.empty() ? "" : ": " + clip(err));
   } else {
-    return r.out;
+    return r.out.substr(0, kMaxOutput);
   }
   return "";
 }
@@ -102,19 +137,27 @@ SoftwareComponent pytorch(const SoftwareProbeOptions& opt, std::optional<std::st
       opt.command_timeout_s, why);
   if (out.empty()) return absent(why.empty() ? "python3 printed nothing" : why);
   std::istringstream lines(out);
-  std::string version, built_for;
-  std::getline(lines, version);
+  std::string first, built_for;
+  std::getline(lines, first);
   std::getline(lines, built_for);
-  if (!built_for.empty() && built_for != "None") cuda = built_for;
+  const std::string version = version_token(first);
+  if (version.empty())
+    return absent("python3 -c 'import torch' printed '" + clip(valid_utf8(first)) +
+                  "', not a version");
+  if (!version_token(built_for).empty()) cuda = built_for;
   return present(version, "python3 -c 'import torch'" +
                               std::string(cuda ? "" : ": torch.version.cuda is None (CPU build)"));
 }
 
-SoftwareComponent container_toolkit(const SoftwareProbeOptions& opt) {
+SoftwareComponent container_toolkit() {
   std::string why;
-  const std::string out = command_output({"nvidia-ctk", "--version"}, opt.command_timeout_s, why);
+  const std::string out = command_output({"nvidia-ctk", "--version"}, 5, why);
   if (out.empty()) return absent(why.empty() ? "nvidia-ctk printed nothing" : why);
-  return present(container_toolkit_version(out), "nvidia-ctk --version");
+  const std::string version = container_toolkit_version(out);
+  if (version.empty())
+    return absent("nvidia-ctk --version printed no 'NVIDIA Container Toolkit ... version': '" +
+                  clip(valid_utf8(out.substr(0, out.find('\n')))) + "'");
+  return present(version, "nvidia-ctk --version");
 }
 
 /// The container runtimes whose sockets exist below fs_root, with the version of the first one's
@@ -127,26 +170,37 @@ SoftwareComponent container_runtime(const SoftwareProbeOptions& opt) {
                               {"cri-o", "/run/crio/crio.sock", "crio"},
                               {"docker", "/run/docker.sock", "docker"},
                               {"podman", "/run/podman/podman.sock", "podman"}};
-  std::string found, version, tried;
+  std::string found, version, tried, how;
   for (const auto& r : runtimes) {
     struct stat st {};
     const std::string path = below(opt.fs_root, r.socket);
     tried += std::string(tried.empty() ? "" : ", ") + r.socket;
     if (::stat(path.c_str(), &st) != 0 || !S_ISSOCK(st.st_mode)) continue;
-    found += std::string(found.empty() ? "" : ", ") + r.name + " (" + r.socket + ")";
+    const bool first = found.empty();
+    found += std::string(first ? "" : ", ") + r.name + " (" + r.socket + ")";
+    if (!first) continue;  // the version is the first runtime's, from its own command
     std::string why;
-    if (version.empty()) version = first_version(command_output({r.command, "--version"}, 5, why));
+    version = version_token(first_version(command_output({r.command, "--version"}, 5, why)));
+    how = version.empty()
+              ? "; no version: " +
+                    (why.empty() ? std::string(r.command) + " --version printed none" : why)
+              : "; version from " + std::string(r.command) + " --version";
   }
   if (found.empty()) return absent("no container runtime socket: " + tried);
-  return present(version, found);
+  return present(version, found + how);
 }
 
-/// Kubernetes on this node: the kubelet's device-plugin registration socket exists.
+/// Kubernetes on this node: the kubelet's device-plugin registration socket exists. Unknown
+/// (state "") when the directory cannot be read: absent is only what was seen to be absent.
 SoftwareComponent kubernetes(const std::string& plugins_dir) {
   struct stat st {};
   const std::string kubelet = plugins_dir + "/kubelet.sock";
-  if (::stat(kubelet.c_str(), &st) == 0 && S_ISSOCK(st.st_mode)) return present("", kubelet);
-  return absent("no kubelet on this node: " + kubelet + " is not a socket");
+  if (::stat(kubelet.c_str(), &st) == 0)
+    return S_ISSOCK(st.st_mode)
+               ? present("", kubelet)
+               : absent("no kubelet on this node: " + kubelet + " is not a socket");
+  if (errno == ENOENT || errno == ENOTDIR) return absent("no kubelet on this node: no " + kubelet);
+  return {"", std::nullopt, "cannot tell: " + kubelet + ": " + std::strerror(errno)};
 }
 
 /// NVIDIA's device plugin registers a socket nvidia*.sock in the kubelet's device-plugins dir.
@@ -157,6 +211,7 @@ SoftwareComponent device_plugin(const std::string& plugins_dir, bool k8s) {
     if (name.rfind("nvidia", 0) == 0 && it->is_socket(ec)) return present("", it->path().string());
   }
   if (!k8s) return {"not applicable", std::nullopt, "no Kubernetes on this node"};
+  if (ec) return {"", std::nullopt, "cannot tell: " + plugins_dir + ": " + ec.message()};
   return absent("no nvidia*.sock in " + plugins_dir);
 }
 
@@ -165,65 +220,106 @@ SoftwareComponent feature_discovery(const std::string& fs_root, bool k8s) {
   const std::string labels =
       below(fs_root, "/etc/kubernetes/node-feature-discovery/features.d/gfd");
   std::error_code ec;
-  if (fs::exists(labels, ec)) return present("", labels);
+  if (fs::is_regular_file(labels, ec)) return present("", labels);
   if (!k8s) return {"not applicable", std::nullopt, "no Kubernetes on this node"};
-  return absent(labels + " not found");
+  return absent(labels + " is not a file");
 }
 
-/// host and port of an http:// URL, and its path ("/metrics").
-bool split_url(const std::string& url, std::string& host, std::string& port, std::string& path) {
-  static const std::regex re(R"(^http://([^/:]+)(?::([0-9]+))?(/.*)?$)");
-  std::smatch m;
-  if (!std::regex_match(url, m, re)) return false;
-  host = m[1], port = m[2].matched ? m[2].str() : "80", path = m[3].matched ? m[3].str() : "/";
+/// Host, port and path of "http://HOST[:PORT][/PATH]"; false (and why) when it is not one. Only
+/// numeric addresses and "localhost" are probed: a name lookup cannot be bounded in time.
+bool split_url(const std::string& url, std::string& host, int& port, std::string& path,
+               std::string& why) {
+  const std::string scheme = "http://";
+  why = "not an http://HOST:PORT/PATH URL";
+  if (url.size() > 2048 || url.compare(0, scheme.size(), scheme) != 0) return false;
+  const size_t start = scheme.size(), slash = url.find('/', start);
+  std::string authority = url.substr(start, slash == std::string::npos ? slash : slash - start);
+  path = slash == std::string::npos ? "/" : url.substr(slash);
+  port = 80;
+  if (authority.size() > 1 && authority.front() == '[') {  // [IPv6]:port
+    const size_t close = authority.find(']');
+    if (close == std::string::npos) return false;
+    host = authority.substr(1, close - 1);
+    authority = authority.substr(close + 1);
+    if (!authority.empty() && authority.front() != ':') return false;
+  } else {
+    host = authority.substr(0, authority.find(':'));
+    authority = authority.find(':') == std::string::npos ? "" : authority.substr(host.size());
+  }
+  if (!authority.empty()) {  // ":PORT"
+    const std::string digits = authority.substr(1);
+    if (digits.empty() || digits.size() > 5 ||
+        digits.find_first_not_of("0123456789") != std::string::npos)
+      return false;
+    port = std::stoi(digits);
+  }
+  if (host.empty() || port < 1 || port > 65535) return false;
+  if (host == "localhost") host = "127.0.0.1";
+  in6_addr a6{};
+  in_addr a4{};
+  if (inet_pton(AF_INET, host.c_str(), &a4) != 1 && inet_pton(AF_INET6, host.c_str(), &a6) != 1)
+    return why = "host " + clip(host) + ": only numeric addresses and localhost are probed", false;
   return true;
 }
 
-/// One HTTP/1.0 GET within `timeout_s` in all; the response, or "" and `why`.
+/// Connects `fd` to `addr` before `ms` milliseconds pass; "" or why not.
+std::string connect_within(int fd, const sockaddr* addr, socklen_t len, int ms) {
+  if (::connect(fd, addr, len) == 0) return "";
+  if (errno != EINPROGRESS) return std::strerror(errno);
+  pollfd p{fd, POLLOUT, 0};
+  if (::poll(&p, 1, ms) != 1) return "no connection within the timeout";
+  int err = 0;
+  socklen_t n = sizeof err;
+  if (::getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &n) != 0) return std::strerror(errno);
+  return err ? std::strerror(err) : "";
+}
+
+/// One HTTP/1.0 GET within `timeout_s` in all; the whole response (at most 16 MiB), or "" and
+/// `why`.
 std::string http_get(const std::string& url, double timeout_s, std::string& why) {
-  std::string host, port, path;
-  if (!split_url(url, host, port, path)) return why = url + ": not an http:// URL", "";
+  std::string host, path;
+  int port = 0;
+  if (!split_url(url, host, port, path, why)) return "";
   addrinfo hints{}, *res = nullptr;
   hints.ai_socktype = SOCK_STREAM;
-  if (int rc = getaddrinfo(host.c_str(), port.c_str(), &hints, &res); rc != 0)
+  hints.ai_flags = AI_NUMERICHOST | AI_NUMERICSERV;
+  if (int rc = getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &res); rc != 0)
     return why = host + ": " + gai_strerror(rc), "";
   const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
   auto left_ms = [&] {
-    auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                  end - std::chrono::steady_clock::now())
-                  .count();
-    return static_cast<int>(std::max<long long>(0, ms));
+    return static_cast<int>(std::max<long long>(
+        0, std::chrono::duration_cast<std::chrono::milliseconds>(end -
+                                                                 std::chrono::steady_clock::now())
+               .count()));
   };
-  std::string out;
-  why = "connection refused";
-  for (addrinfo* a = res; a && out.empty(); a = a->ai_next) {
-    int fd = ::socket(a->ai_family, a->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    if (fd < 0) continue;
-    pollfd p{fd, POLLOUT, 0};
-    int err = 0;
-    socklen_t len = sizeof err;
-    bool up = ::connect(fd, a->ai_addr, a->ai_addrlen) == 0 ||
-              (errno == EINPROGRESS && ::poll(&p, 1, left_ms()) == 1 &&
-               ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) == 0 && err == 0);
-    if (!up) {
-      why = err ? std::strerror(err) : "no connection within the timeout";
-      ::close(fd);
-      continue;
-    }
-    const std::string req = "GET " + path + " HTTP/1.0\r\nHost: " + host + "\r\n\r\n";
-    if (::send(fd, req.data(), req.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(req.size())) {
-      char buf[65536];
-      p.events = POLLIN;
-      while (out.size() < (64u << 20) && ::poll(&p, 1, left_ms()) == 1) {
-        ssize_t n = ::recv(fd, buf, sizeof buf, 0);
-        if (n <= 0) break;
-        out.append(buf, static_cast<size_t>(n));
-      }
-      if (left_ms() == 0) why = "no complete answer within the timeout", out.clear();
-    }
-    ::close(fd);
-  }
+  int fd = ::socket(res->ai_family, res->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  why =
+      fd < 0 ? std::strerror(errno) : connect_within(fd, res->ai_addr, res->ai_addrlen, left_ms());
   freeaddrinfo(res);
+  std::string out;
+  const std::string req = "GET " + path + " HTTP/1.0\r\nHost: " + host + "\r\n\r\n";
+  if (why.empty() &&
+      ::send(fd, req.data(), req.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(req.size())) {
+    constexpr size_t kMax = 16u << 20;
+    char buf[65536];
+    pollfd p{fd, POLLIN, 0};
+    ssize_t n = 1;
+    while (out.size() <= kMax && ::poll(&p, 1, left_ms()) == 1 &&
+           (n = ::recv(fd, buf, sizeof buf, 0)) > 0)
+      out.append(buf, static_cast<size_t>(n));
+    if (n < 0)
+      why = std::string("reading the answer: ") + std::strerror(errno);
+    else if (out.size() > kMax)
+      why = "an answer over 16 MiB";
+    else if (n > 0)  // the server did not close: the time ran out
+      why = "no complete answer within the timeout";
+    else if (out.empty())
+      why = "the connection was closed without an answer";
+    if (!why.empty()) out.clear();
+  } else if (why.empty()) {
+    why = std::string("cannot send the request: ") + std::strerror(errno);
+  }
+  if (fd >= 0) ::close(fd);
   return out;
 }
 
@@ -235,10 +331,10 @@ SoftwareComponent dcgm_exporter(const SoftwareProbeOptions& opt) {
   }
   std::string why;
   const std::string response = http_get(url, opt.http_timeout_s, why);
-  if (response.empty()) return {"down", std::nullopt, url + ": " + why};
+  if (response.empty()) return {"down", std::nullopt, clip(valid_utf8(url)) + ": " + why};
   if (!exports_metric(response, "DCGM_FI_DEV_GPU_TEMP", why))
-    return {"down", std::nullopt, url + ": " + why};
-  return {"up", std::nullopt, url + " exports DCGM_FI_DEV_GPU_TEMP"};
+    return {"down", std::nullopt, clip(valid_utf8(url)) + ": " + why};
+  return {"up", std::nullopt, clip(valid_utf8(url)) + " exports DCGM_FI_DEV_GPU_TEMP"};
 }
 
 }  // namespace
@@ -258,21 +354,41 @@ std::string nccl_version_text(long long v) {
 }
 
 std::string first_version(const std::string& text) {
-  static const std::regex re(R"((^|[^0-9.])([0-9]+\.[0-9]+(\.[0-9]+)?))");
-  std::smatch m;
-  return std::regex_search(text, m, re) ? m[2].str() : "";
+  for (size_t i = 0; i < text.size() && i < kMaxOutput; ++i) {
+    if (!std::isdigit(static_cast<unsigned char>(text[i])) ||
+        (i > 0 && (std::isdigit(static_cast<unsigned char>(text[i - 1])) || text[i - 1] == '.')))
+      continue;
+    size_t j = i;
+    while (j < text.size() && j - i < 64 &&
+           (std::isdigit(static_cast<unsigned char>(text[j])) || text[j] == '.'))
+      ++j;
+    std::string v = text.substr(i, j - i);
+    while (!v.empty() && v.back() == '.') v.pop_back();
+    if (v.find('.') != std::string::npos && j - i < 64) return v;
+    i = j;
+  }
+  return "";
 }
 
 std::string container_toolkit_version(const std::string& out) {
-  static const std::regex re(R"(version ([0-9]+\.[0-9]+(\.[0-9]+)?))");
-  std::smatch m;
-  return std::regex_search(out, m, re) ? m[1].str() : "";
+  // "NVIDIA Container Toolkit CLI version 1.14.3" (older: "NVIDIA Container Toolkit version").
+  const std::string head = out.substr(0, out.find('\n'));
+  const std::string key = "Container Toolkit";
+  const size_t at = head.find(key);
+  if (at == std::string::npos) return "";
+  const size_t v = head.find("version ", at + key.size());
+  if (v == std::string::npos) return "";
+  const std::string rest = head.substr(v + 8);
+  return version_token(rest.substr(0, rest.find_first_of(" \t\r")));
 }
 
 bool exports_metric(const std::string& response, const std::string& metric, std::string& why) {
   const auto line_end = response.find('\n');
-  const std::string status = response.substr(0, line_end);
-  if (status.find(" 200") == std::string::npos) {
+  const std::string status = response.substr(0, std::min<size_t>(line_end, 200));
+  const size_t sp = status.find(' ');
+  if (status.compare(0, 5, "HTTP/") != 0 || sp == std::string::npos ||
+      status.compare(sp + 1, 3, "200") != 0 ||
+      (status.size() > sp + 4 && status[sp + 4] != ' ' && status[sp + 4] != '\r')) {
     why = "answered '" + valid_utf8(status.substr(0, status.find_last_not_of("\r") + 1)) + "'";
     return false;
   }
@@ -299,10 +415,13 @@ SoftwareStack collect_software(const SoftwareProbeOptions& opt) {
   const bool k8s = s.kubernetes.state == "present";
   s.device_plugin = device_plugin(plugins, k8s);
   s.gpu_feature_discovery = feature_discovery(opt.fs_root, k8s);
-  s.container_toolkit = container_toolkit(opt);
+  s.container_toolkit = container_toolkit();
   if (s.container_toolkit.state == "absent" && !k8s)
     s.container_toolkit = {"not applicable", std::nullopt,
                            "no Kubernetes on this node (" + s.container_toolkit.detail + ")"};
+  if (s.kubernetes.state.empty())  // whether the node runs Kubernetes is not known
+    for (SoftwareComponent* c : {&s.device_plugin, &s.gpu_feature_discovery, &s.container_toolkit})
+      if (c->state != "present") *c = {"", std::nullopt, s.kubernetes.detail};
   s.dcgm_exporter = dcgm_exporter(opt);
   for (const char* v : {"NCCL_IB_DISABLE", "NCCL_SOCKET_IFNAME"}) {
     const char* e = std::getenv(v);

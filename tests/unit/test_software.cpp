@@ -37,6 +37,14 @@ TEST(Software, VersionsFromToolOutput) {
   EXPECT_EQ(first_version("containerd github.com/containerd/containerd 1.7.2 0cae528"), "1.7.2");
   EXPECT_EQ(first_version("podman version 4.3.1"), "4.3.1");
   EXPECT_EQ(first_version("no number here"), "");
+  // Found only where the toolkit says it: not a CUDA version elsewhere in the line.
+  EXPECT_EQ(container_toolkit_version("nvidia-ctk: cuda version 12.4\n"), "");
+  EXPECT_EQ(container_toolkit_version("NVIDIA Container Toolkit CLI version 1.x\n"), "");
+  // Long input is cut, not recursed over (a regex over 100,000 digits crashed).
+  EXPECT_EQ(first_version("v 1." + std::string(100000, '7')), "");
+  EXPECT_EQ(container_toolkit_version("NVIDIA Container Toolkit CLI version 1." +
+                                      std::string(100000, '7')),
+            "");
 }
 
 TEST(Software, ExporterMetricMustBeASampleLine) {
@@ -55,6 +63,11 @@ TEST(Software, ExporterMetricMustBeASampleLine) {
             "metric list)");
   EXPECT_FALSE(exports_metric("HTTP/1.1 404 Not Found\r\n\r\n", "DCGM_FI_DEV_GPU_TEMP", why));
   EXPECT_EQ(why, "answered 'HTTP/1.1 404 Not Found'");
+  // " 200" elsewhere in the status line is not a 200.
+  EXPECT_FALSE(
+      exports_metric("HTTP/1.1 503 Unavailable, retry after 200 s\r\n\r\n"
+                     "DCGM_FI_DEV_GPU_TEMP{gpu=\"0\"} 41\n",
+                     "DCGM_FI_DEV_GPU_TEMP", why));
 }
 
 /// A UNIX socket file at `path` (bound, then the descriptor closed: the file stays).
@@ -107,15 +120,22 @@ TEST_F(SoftwareRoot, NoKubernetesMakesPluginAndToolkitNotApplicable) {
   opt.dcgm_url = "http://127.0.0.1:1/metrics";  // port 1: nothing listens
   const SoftwareStack s = collect_software(opt);
   EXPECT_EQ(s.kubernetes.state, "absent");
-  EXPECT_EQ(s.kubernetes.detail,
-            "no kubelet on this node: " + root_ +
-                "/var/lib/kubelet/device-plugins/kubelet.sock is not a socket");
+  EXPECT_EQ(s.kubernetes.detail, "no kubelet on this node: no " + root_ +
+                                     "/var/lib/kubelet/device-plugins/kubelet.sock");
   EXPECT_EQ(s.device_plugin.state, "not applicable");
   EXPECT_EQ(s.gpu_feature_discovery.state, "not applicable");
   EXPECT_FALSE(s.device_plugin.version.has_value());
   EXPECT_EQ(s.dcgm_exporter.state, "down");
   EXPECT_NE(s.dcgm_exporter.detail.find("http://127.0.0.1:1/metrics: "), std::string::npos);
   EXPECT_EQ(s.container_runtime.state, "absent");  // no runtime socket below the fixture root
+  // A URL that is not probed: a name (its lookup cannot be bounded), a port out of range.
+  for (const char* url : {"http://exporter.invalid:9400/metrics", "http://127.0.0.1:84937/metrics",
+                          "https://127.0.0.1:9400/metrics"}) {
+    opt.dcgm_url = url;
+    const SoftwareComponent d = collect_software(opt).dcgm_exporter;
+    EXPECT_EQ(d.state, "down") << url;
+    EXPECT_NE(d.detail.find(url), std::string::npos) << d.detail;
+  }
   const char* ib = std::getenv("NCCL_IB_DISABLE");
   EXPECT_EQ(s.nccl_env.at("NCCL_IB_DISABLE"), ib ? ib : "unset");
 }
