@@ -597,27 +597,41 @@ namespace {
 
 /// Why a host-bound case's change is not judged ("" when it is): its own CPU share moved
 /// (another job on its cores while it ran), or its host's probe drifted.
+/// Whether a cause that moved the host's speed by `factor` (>= 1) can explain every regressed or
+/// improved metric of the case: each changed by at most that factor. A 5x slowdown on a host
+/// whose probe moved 22% is judged.
+bool explains(const CaseChange& cc, double factor) {
+  return std::all_of(cc.metrics.begin(), cc.metrics.end(), [&](const MetricChange& m) {
+    const double f = 1 + m.change_pct / 100;
+    return (m.verdict != kRegressed && m.verdict != kImproved) ||
+           (f > 0 && std::max(f, 1 / f) <= factor);
+  });
+}
+
+double ratio_of(double a, double b) { return std::max(a, b) / std::min(a, b); }
+
 std::string drift_reason(const CaseChange& cc, const std::map<std::string, const HostDrift*>& by) {
   const double b = case_share(*cc.baseline), c = case_share(*cc.current);
-  if (b >= kBusyShare && c >= 0 && std::abs(c - b) > kShareTolerance * b)
+  // A share or a probe explains a change up to its own ratio, with the probe's tolerance as a
+  // margin; a move of the cores up to the ratio of the round trips it measured.
+  if (b >= kBusyShare && c > 0 && std::abs(c - b) > kShareTolerance * b &&
+      explains(cc, ratio_of(b, c) * (1 + kHostDriftTolerance)))
     return "this case used " + format_number(std::round(c * 100) / 100) +
            " cores' worth of CPU in CURRENT against " + format_number(std::round(b * 100) / 100) +
            " in BASELINE (other work shared its cores)";
-  if (std::string c2c = c2c_drift(*cc.baseline, *cc.current); !c2c.empty()) {
-    // A move of the cores explains a change up to the ratio of the round trips it measured: a
-    // larger one is judged (an MPI case 10x slower is not a vCPU move of 4.5x).
-    const double ratio = c2c_ratio(*cc.baseline, *cc.current);
-    const bool within = std::all_of(cc.metrics.begin(), cc.metrics.end(), [&](const auto& m) {
-      const double f = 1 + m.change_pct / 100;
-      return (m.verdict != kRegressed && m.verdict != kImproved) ||
-             (f > 0 && std::max(f, 1 / f) <= ratio);
-    });
-    if (within) return c2c;
-  }
+  if (std::string c2c = c2c_drift(*cc.baseline, *cc.current);
+      !c2c.empty() && explains(cc, c2c_ratio(*cc.baseline, *cc.current)))
+    return c2c;
   const Scope& sc = cc.current->scope;
-  if (sc.kind == ScopeKind::cluster) return by.empty() ? "" : drift_text(*by.begin()->second);
+  std::vector<const HostDrift*> drifts;
+  if (sc.kind == ScopeKind::cluster)
+    for (const auto& [host, d] : by) drifts.push_back(d);
   for (const auto& h : sc.kind == ScopeKind::link ? sc.hosts : std::vector<std::string>{sc.host})
-    if (by.count(h)) return drift_text(*by.at(h));
+    if (by.count(h)) drifts.push_back(by.at(h));
+  for (const HostDrift* d : drifts)
+    if (d->baseline > 0 && d->current > 0 &&
+        explains(cc, ratio_of(d->baseline, d->current) * (1 + kHostDriftTolerance)))
+      return drift_text(*d);
   return "";
 }
 

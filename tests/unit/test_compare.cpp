@@ -388,7 +388,7 @@ TEST(HostDrift, HostSideChangesOnADriftedHostAreNotJudgedGpuOnesAre) {
   RunDir base = read_run_dir(fx), cur = read_run_dir(fx);
   set_probes(base, 1000);
   set_probes(cur, 600);  // the whole host 40% slower in CURRENT
-  scale_stream(cur, 0.5);
+  scale_stream(cur, 0.6);  // STREAM as much slower: what the drift explains (1.67 x 1.1)
   const Comparison c = compare(base, cur, {});
   ASSERT_EQ(c.host_drift.size(), 1u);
   EXPECT_EQ(c.host_drift[0].probe, "cpu_mops");
@@ -423,6 +423,12 @@ TEST(HostDrift, HostSideChangesOnADriftedHostAreNotJudgedGpuOnesAre) {
   const Comparison g = compare(base, cur, {});
   EXPECT_EQ(g.counts.at(kRegressed), 1);
   EXPECT_EQ(g.exit_code, 1);
+
+  // STREAM 5x slower is more than a host 40% slower explains: regressed, drift or not.
+  scale_stream(cur, 1.0 / 3);  // 0.6 / 3 = 0.2 of the baseline
+  const Comparison five = compare(base, cur, {});
+  EXPECT_EQ(five.counts.at(kRegressed), 4);  // 3 STREAM kernels and the GPU case
+  EXPECT_EQ(five.drift_cases, 0);
 
   // The same halved STREAM with the host steady: regressed, as before.
   RunDir steady = read_run_dir(fx);
@@ -459,6 +465,10 @@ TEST(HostDrift, ACaseThatGotLessOfItsCpusIsNotJudgedAWaitingOneIs) {
                 std::string::npos)
           << cc.message;
     }
+  // 0.99 -> 0.5 explains a change up to 0.99 / 0.5 x 1.1 = 2.18x: 5x is judged.
+  scale_stream(cur, 0.4);  // 0.5 x 0.4 = 0.2 of the baseline
+  EXPECT_EQ(compare(base, cur, {}).counts.at(kRegressed), 3);
+  scale_stream(cur, 2.5);
   // 0.99 -> 0.86 is within 15% of 0.99 (0.84 is the bound): judged, regressed.
   share(cur, 0.86);
   EXPECT_EQ(compare(base, cur, {}).counts.at(kRegressed), 3);
