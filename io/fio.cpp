@@ -14,6 +14,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <sstream>
 
@@ -45,6 +46,18 @@ bool looks_like_direct_refused(const std::string& out, const std::string& err,
   return false;
 }
 
+double fio_seconds(const std::string& text, const std::string& what) {
+  static const std::map<std::string, double> scale = {
+      {"", 1}, {"s", 1}, {"ms", 1e-3}, {"us", 1e-6}, {"m", 60}, {"h", 3600}, {"d", 86400}};
+  size_t digits = 0;
+  while (digits < text.size() && std::isdigit(static_cast<unsigned char>(text[digits]))) ++digits;
+  auto unit = scale.find(text.substr(digits));
+  if (digits == 0 || digits > 9 || unit == scale.end())
+    throw InputError(what + ": '" + text +
+                     "' is not a time (a whole number of s, ms, us, m, h or d, e.g. 30s, 500ms)");
+  return std::stod(text.substr(0, digits)) * unit->second;
+}
+
 namespace {
 
 std::string comma_joined(const std::vector<std::string>& xs) {
@@ -71,22 +84,6 @@ int profile_numjobs(const std::string& text) {
   return n;
 }
 
-/// Seconds of a fio time value: a whole number with an optional unit ("500ms", "2", "1m",
-/// "10s"; no unit is seconds; fio HOWTO "Time values"). Only forms that fio reads the same way
-/// are accepted: no fraction, exponent, hex or sign, since the text itself is handed to fio.
-/// Throws InputError naming `what` otherwise.
-double fio_seconds(const std::string& text, const std::string& what) {
-  static const std::map<std::string, double> scale = {
-      {"", 1}, {"s", 1}, {"ms", 1e-3}, {"us", 1e-6}, {"m", 60}, {"h", 3600}, {"d", 86400}};
-  size_t digits = 0;
-  while (digits < text.size() && std::isdigit(static_cast<unsigned char>(text[digits]))) ++digits;
-  auto unit = scale.find(text.substr(digits));
-  if (digits == 0 || digits > 9 || unit == scale.end())
-    throw InputError(what + ": '" + text +
-                     "' is not a time (a whole number of s, ms, us, m, h or d, e.g. 30s, 500ms)");
-  return std::stod(text.substr(0, digits)) * unit->second;
-}
-
 /// The knobs of io.fio as one case reads them.
 struct FioOptions {
   std::string binary;         ///< fio, by name (looked up on PATH) or path
@@ -102,7 +99,7 @@ struct FioOptions {
 };
 
 /// One case's fio job: the profile's job file and what fio's environment gives it.
-struct FioJob {
+struct ProfileJob {
   std::string profile, bin, job_file, job_text;
   int numjobs = 1;
   long long size = 0;
@@ -202,7 +199,7 @@ void refuse_if_written(const std::string& target, const std::string& what) {
 }
 
 /// Refused unless `dir` holds every job's file plus a 64 MiB margin.
-void refuse_if_too_full(const FioJob& job, const std::string& dir) {
+void refuse_if_too_full(const ProfileJob& job, const std::string& dir) {
   long long need = static_cast<long long>(job.numjobs) * job.size;
   long long avail = free_bytes(dir);
   if (avail < 0)
@@ -296,6 +293,89 @@ void check_job_targets(const std::string& job_file, const std::string& text, boo
   }
 }
 
+/// Runs fio on `job` `job.repeat` times, each run with its own ramp: the first run retries
+/// buffered when direct=1 is refused, and the others run as it did. `note` gets the evidence as
+/// it grows (fio_command, fio_env, direct, direct_fallback, fio_exit_code), before a failed run
+/// throws (throw_if_failed), so that a failed record still says how fio was run.
+std::vector<FioOutput> run_repeats(const ProfileJob& job, const FioTarget& t,
+                                   const std::function<void(const json&)>& note) {
+  std::map<std::string, std::string> env = {{"CB_FIO_DIR", t.work_dir},
+                                            {"CB_FIO_SIZE", std::to_string(job.size)},
+                                            {"CB_FIO_RUNTIME", job.runtime},
+                                            {"CB_FIO_RAMP", job.ramp},
+                                            {"CB_FIO_DIRECT", "1"}};
+  std::vector<std::string> argv = {job.bin, "--output-format=json", job.job_file};
+  json evidence = {{"fio_command", argv}};
+  std::vector<FioOutput> outs;
+  std::vector<int> exit_codes;
+  for (int i = 0; i < job.repeat; ++i) {
+    FioRun r = run_fio(argv, env, t);
+    if (!r.fallback.empty()) evidence["direct_fallback"] = r.fallback;
+    evidence["fio_env"] = env;
+    evidence["direct"] = env["CB_FIO_DIRECT"] == "1";
+    exit_codes.push_back(r.a.proc.exit_code);
+    evidence["fio_exit_code"] = exit_codes;
+    note(evidence);
+    throw_if_failed(r.a, job.job_file);
+    outs.push_back(std::move(*r.a.parsed));
+  }
+  return outs;
+}
+
+/// The profile's job file, read, and the numbers fio's environment gives it.
+ProfileJob load_job(const std::string& profiles_dir, const std::string& bin,
+                    const std::string& profile, long long size, const std::string& runtime,
+                    const std::string& ramp, int repeat) {
+  ProfileJob job;
+  job.profile = profile;
+  job.bin = bin;
+  job.job_file = profiles_dir + "/" + profile + ".fio";
+  job.job_text = read_file(job.job_file);
+  job.numjobs = profile_numjobs(job.job_text);
+  job.size = size;
+  job.runtime = runtime;
+  job.ramp = ramp;
+  job.repeat = repeat;
+  return job;
+}
+
+/// Refused unless `dir` (resolved: the result) is an existing directory this process may create
+/// files in; `origin` says where it came from.
+std::string checked_directory(const std::string& dir, const std::string& origin) {
+  if (dir.empty()) throw Refused("refused: " + origin + " names no directory (it is empty)");
+  const std::string real = checked_fio_path(dir, origin);  // checks and fio on the resolved path
+  std::error_code ec;
+  if (!std::filesystem::is_directory(dir, ec))
+    throw Refused("refused: " + origin + " " + dir + " is not a directory" +
+                  (std::filesystem::exists(dir, ec) ? "" : " (it does not exist)"));
+  if (::access(dir.c_str(), W_OK | X_OK) != 0)
+    throw Refused("refused: " + origin + " " + dir + ": fio cannot create its files there (" +
+                  std::strerror(errno) + ")");
+  return real;
+}
+
+/// One direction's numbers in one fio run: name -> value (bandwidth GB/s, IOPS, clat us). With
+/// group_reporting there is one entry; otherwise bandwidth and IOPS add up over the entries
+/// and each percentile is the worst entry's. Empty when the run moved no data that way.
+std::map<std::string, double> direction_values(const FioOutput& f, bool read, std::string& source) {
+  std::map<std::string, double> v;
+  const std::string name = read ? "read" : "write";
+  auto worst = [&](const std::string& key, const std::optional<double>& x) {
+    if (x && (!v.count(key) || *x > v[key])) v[key] = *x;
+  };
+  for (const auto& j : f.jobs) {
+    const FioDirection& d = read ? j.read : j.write;
+    if (!d.active()) continue;
+    v[name + "_bw"] += d.bw_bytes_per_s / 1e9;
+    v[name + "_iops"] += d.iops;
+    source = d.bw_source;
+    worst(name + "_clat_p50", d.clat_p50_us);
+    worst(name + "_clat_p99", d.clat_p99_us);
+    worst(name + "_clat_p999", d.clat_p999_us);
+  }
+  return v;
+}
+
 class Fio : public Benchmark {
  public:
   std::string id() const override { return "io.fio"; }
@@ -355,7 +435,8 @@ class Fio : public Benchmark {
     const FioOptions o = options(run.settings());
     const std::string bin = find_on_path(o.binary);
     if (bin.empty()) throw Waived("fio not found");
-    const FioJob job = load_job(o, bin, run.params().at("profile"));
+    const ProfileJob job = load_job(o.profiles_dir, bin, run.params().at("profile"), o.size,
+                                    o.runtime, o.ramp, o.repeat);
     auto mounts = read_mountinfo();
     check_job_targets(job.job_file, job.job_text, o.allow_destructive, mounts);
     if (o.on_device) {
@@ -399,21 +480,6 @@ class Fio : public Benchmark {
     return o;
   }
 
-  /// The profile's job file, read, and the numbers fio's environment gives it.
-  static FioJob load_job(const FioOptions& o, const std::string& bin, const std::string& profile) {
-    FioJob job;
-    job.profile = profile;
-    job.bin = bin;
-    job.job_file = o.profiles_dir + "/" + profile + ".fio";
-    job.job_text = read_file(job.job_file);
-    job.numjobs = profile_numjobs(job.job_text);
-    job.size = o.size;
-    job.runtime = o.runtime;
-    job.ramp = o.ramp;
-    job.repeat = o.repeat;
-    return job;
-  }
-
   /// The directory of our own fio works in: on --set io.fio.scratch, else on the automatic
   /// choice. Refused unless it is an existing directory this process may create files in, and,
   /// when chosen automatically, on a local filesystem.
@@ -425,17 +491,9 @@ class Fio : public Benchmark {
     else
       t.where = default_scratch(run.env().block_devices, mounts, system_tmpdir(),
                                 [](const std::string& d) { return free_bytes(d); });
-    const std::string& dir = t.where.dir;
+    const std::string dir = t.where.dir;
     const std::string origin = o.named ? "--set " + id() + ".scratch" : t.where.reason;
-    if (dir.empty()) throw Refused("refused: " + origin + " names no directory (it is empty)");
-    t.where.dir = checked_fio_path(dir, origin);  // checks and fio on the resolved path
-    std::error_code ec;
-    if (!std::filesystem::is_directory(dir, ec))
-      throw Refused("refused: " + origin + " " + dir + " is not a directory" +
-                    (std::filesystem::exists(dir, ec) ? "" : " (it does not exist)"));
-    if (::access(dir.c_str(), W_OK | X_OK) != 0)
-      throw Refused("refused: " + origin + " " + dir + ": fio cannot create its files there (" +
-                    std::strerror(errno) + ")");
+    t.where.dir = checked_directory(dir, origin);
     const Mount* m = mount_of(dir, mounts);
     t.fs_type = m ? m->fs_type : "";
     if (is_network_fs(t.fs_type) && !o.named)
@@ -447,7 +505,7 @@ class Fio : public Benchmark {
   /// A raw block device as the target (--set io.fio.device=/dev/X), only when it passes every
   /// check of raw_device_refusal. The profile's directory= becomes filename=DEVICE and each job
   /// gets its own region (offset_increment = size).
-  void run_on_device(CaseRun& run, const FioJob& job, const FioOptions& o,
+  void run_on_device(CaseRun& run, const ProfileJob& job, const FioOptions& o,
                      const std::vector<Mount>& mounts) const {
     // Every check, and fio, on the resolved path: a symlink to a mounted or busy device is that
     // device.
@@ -456,7 +514,7 @@ class Fio : public Benchmark {
     if (!why.empty()) throw Refused(why + (device != o.device ? " (" + o.device + ")" : ""));
     refuse_if_written(device, "device");
     ScratchDir capture(system_tmpdir(), "fio-output");
-    FioJob device_job = job;
+    ProfileJob device_job = job;
     std::string& text = device_job.job_text;
     auto pos = text.find("directory=${CB_FIO_DIR}");
     CHECK_MSG(pos != std::string::npos, "clusterbench",
@@ -472,59 +530,19 @@ class Fio : public Benchmark {
     execute(run, device_job, t);
   }
 
-  /// Runs fio on the job `job.repeat` times (each run with its own ramp; the first run retries
-  /// buffered when direct=1 is refused, and the others run as it did) and records the result.
-  static void execute(CaseRun& run, const FioJob& job, const FioTarget& t) {
-    std::map<std::string, std::string> env = {{"CB_FIO_DIR", t.work_dir},
-                                              {"CB_FIO_SIZE", std::to_string(job.size)},
-                                              {"CB_FIO_RUNTIME", job.runtime},
-                                              {"CB_FIO_RAMP", job.ramp},
-                                              {"CB_FIO_DIRECT", "1"}};
-    std::vector<std::string> argv = {job.bin, "--output-format=json", job.job_file};
+  /// Runs fio on the job `job.repeat` times (run_repeats) and records the result.
+  static void execute(CaseRun& run, const ProfileJob& job, const FioTarget& t) {
     run.set_extra("profile", job.profile);
     run.set_extra("job_file", job.job_file);
     run.set_extra("job_file_text", job.job_text);
-    run.set_extra("fio_command", argv);
     run.set_extra("scratch", t.where.dir);
     run.set_extra("scratch_reason", t.where.reason);
     run.set_extra("scratch_fs_type", t.fs_type);
     run.set_extra("scratch_device", scratch_device_evidence(t.where.dir));  // what was measured
-    std::vector<FioOutput> outs;
-    std::vector<int> exit_codes;
-    for (int i = 0; i < job.repeat; ++i) {
-      FioRun r = run_fio(argv, env, t);
-      if (!r.fallback.empty()) run.set_extra("direct_fallback", r.fallback);
-      run.set_extra("fio_env", env);
-      run.set_extra("direct", env["CB_FIO_DIRECT"] == "1");
-      exit_codes.push_back(r.a.proc.exit_code);
-      run.set_extra("fio_exit_code", exit_codes);
-      throw_if_failed(r.a, job.job_file);
-      outs.push_back(std::move(*r.a.parsed));
-    }
+    std::vector<FioOutput> outs = run_repeats(job, t, [&run](const json& evidence) {
+      for (const auto& [key, value] : evidence.items()) run.set_extra(key, value);
+    });
     record(run, outs);
-  }
-
-  /// One direction's numbers in one fio run: name -> value (bandwidth GB/s, IOPS, clat us). With
-  /// group_reporting there is one entry; otherwise bandwidth and IOPS add up over the entries
-  /// and each percentile is the worst entry's. Empty when the run moved no data that way.
-  static std::map<std::string, double> direction_values(const FioOutput& f, bool read,
-                                                        std::string& source) {
-    std::map<std::string, double> v;
-    const std::string name = read ? "read" : "write";
-    auto worst = [&](const std::string& key, const std::optional<double>& x) {
-      if (x && (!v.count(key) || *x > v[key])) v[key] = *x;
-    };
-    for (const auto& j : f.jobs) {
-      const FioDirection& d = read ? j.read : j.write;
-      if (!d.active()) continue;
-      v[name + "_bw"] += d.bw_bytes_per_s / 1e9;
-      v[name + "_iops"] += d.iops;
-      source = d.bw_source;
-      worst(name + "_clat_p50", d.clat_p50_us);
-      worst(name + "_clat_p99", d.clat_p99_us);
-      worst(name + "_clat_p999", d.clat_p999_us);
-    }
-    return v;
   }
 
   /// fio's numbers as metrics (each the median of the runs, with every run as a repetition) and
@@ -590,4 +608,40 @@ class Fio : public Benchmark {
 CLUSTERBENCH_REGISTER(Fio);
 
 }  // namespace
+
+FioProfileResult run_fio_in(const FioInDirectory& o, const std::string& profile,
+                            const std::string& dir, const std::string& origin) {
+  const std::string bin = find_on_path(o.binary);
+  if (bin.empty()) throw Waived("fio not found (looked for '" + o.binary + "' on PATH)");
+  const ProfileJob job =
+      load_job(o.profiles_dir, bin, profile, o.size, o.runtime, o.ramp, o.repeat);
+  const auto mounts = read_mountinfo();
+  check_job_targets(job.job_file, job.job_text, false, mounts);
+  FioTarget t;
+  t.where = {checked_directory(dir, origin), origin};
+  const Mount* m = mount_of(t.where.dir, mounts);
+  t.fs_type = m ? m->fs_type : "";
+  refuse_if_too_full(job, t.where.dir);
+  refuse_if_written(t.where.dir, origin);
+  ScratchDir work(t.where.dir, "fio-" + job.profile);  // fio's files; removed on any exit
+  ScratchDir capture(system_tmpdir(), "fio-output");   // fio's stdout/stderr
+  t.work_dir = work.path();
+  t.capture_dir = capture.path();
+  FioProfileResult r;
+  r.evidence = {{"profile", profile}, {"job_file", job.job_file}};
+  std::vector<FioOutput> outs = run_repeats(job, t, [&r](const json& e) { r.evidence.update(e); });
+  r.evidence["fio_version"] = outs.back().version;
+  for (bool read : {true, false}) {
+    std::string source;
+    std::vector<double> reps;
+    for (const auto& out : outs) {
+      auto v = direction_values(out, read, source);
+      if (auto it = v.find(read ? "read_bw" : "write_bw"); it != v.end())
+        reps.push_back(it->second);
+    }
+    if (reps.size() == outs.size()) r.bw[read ? "read" : "write"] = std::move(reps);
+  }
+  return r;
+}
+
 }  // namespace clusterbench::io

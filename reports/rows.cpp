@@ -695,13 +695,15 @@ class RowEvaluator {
     std::vector<std::string> keys;       ///< case keys, into the chosen candidate only
     std::vector<std::string> unmet;      ///< why each ok record missing select.require is skipped
     std::vector<std::string> described;  ///< select.describe of the records judged, distinct
+    size_t repeated = 0;  ///< values left out: their select.distinct value was seen before
   };
 
   Sorted sort_records(const Item& item) const {
     Sorted s;
     s.keys.reserve(item.records.size());
     const Select& sel = req_.select;
-    const bool conditions = !sel.require.empty() || !sel.describe.empty();
+    const bool conditions = !sel.require.empty() || !sel.describe.empty() || !sel.distinct.empty();
+    std::set<std::string> seen;  // select.distinct values already counted
     for (const ResultRecord* rec : item.records) {
       s.keys.push_back(case_key_of(*rec));
       // The record as records.jsonl holds it, for select.require and the templates.
@@ -714,6 +716,10 @@ class RowEvaluator {
       } else if (!(why = unmet_reason(*rec, doc)).empty()) {
         s.unmet.push_back(why);
       } else if (const Metric* m = find_metric(*rec, sel.metric)) {
+        if (!first_of_its_kind(doc, seen)) {
+          ++s.repeated;
+          continue;
+        }
         s.values.push_back(m->value), s.metrics.push_back(m);
         if (!sel.describe.empty()) add_unique(s.described, fill_template(sel.describe, doc));
       } else {
@@ -721,6 +727,24 @@ class RowEvaluator {
       }
     }
     return s;
+  }
+
+  /// ": REASON" where the record says why it lacks the row's metric (extra.unmeasured.METRIC),
+  /// else "".
+  std::string unmeasured_reason(const ResultRecord& rec) const {
+    auto u = rec.extra.find("unmeasured");
+    if (u == rec.extra.end() || !u->is_object()) return "";
+    auto why = u->find(req_.select.metric);
+    return why != u->end() && why->is_string() ? ": " + why->get<std::string>() : "";
+  }
+
+  /// Whether `doc` is the first judged record with its select.distinct value (always, without
+  /// select.distinct or where the record has no value there).
+  bool first_of_its_kind(const json& doc, std::set<std::string>& seen) const {
+    if (req_.select.distinct.empty()) return true;
+    const json::json_pointer p(req_.select.distinct);
+    if (!doc.contains(p) || doc.at(p).is_null()) return true;
+    return seen.insert(doc.at(p).dump()).second;
   }
 
   /// Why an ok record is not judged by this row ("" when it meets select.require): the row's
@@ -781,6 +805,9 @@ class RowEvaluator {
         cands.push_back(judged(r, {agg}, req_.aggregate + " "));
       }
       with_noise(cands.back(), s);
+      if (s.repeated)
+        cands.back().message += "; " + std::to_string(s.repeated) + " more record(s) of the same " +
+                                req_.select.distinct + " counted once";
       cands.back().measured = join(s.described, "; ");
       if (!s.described.empty()) cands.back().message += "; " + cands.back().measured;
     } else if (!s.waived.empty() && s.failed.empty()) {
@@ -818,7 +845,7 @@ class RowEvaluator {
       r.outcome = kMissing;
       if (!s.lacking.empty())
         r.message = item.name + ": record " + case_key_of(*s.lacking.front()) + " has no metric '" +
-                    req_.select.metric + "'";
+                    req_.select.metric + "'" + unmeasured_reason(*s.lacking.front());
       else
         r.message =
             item.name + ": no record of " + req_.select.benchmark + " " + req_.select.params.dump();

@@ -83,6 +83,7 @@ struct RunSession::State {
   RunRecord run;
   std::unique_ptr<Sink> sink;
   json spec_chain;  // run.json "spec_chain": every file of the spec's extends chain + sha256
+  json spec_tiers = json::array();  // the chosen table's storage tiers (tiers_json), rank 0
 
   // Cases.
   GbenchCollector reporter;
@@ -267,6 +268,7 @@ void RunSession::State::choose_spec() {
   run.spec.name = spec.name;
   run.spec.sha256 = sha256_file(run.spec.path);
   spec_chain = spec_chain_json(spec.extends_chain);
+  spec_tiers = tiers_json(spec.tiers);
 }
 
 void RunSession::State::plan_rows() {
@@ -790,6 +792,8 @@ int RunSession::setup() {
   if (setup_failed(s.ctx, error)) return s.ctx.allreduce_sum(stalled) > 0 ? 3 : 2;
   s.run.run_id = s.ctx.bcast(s.run.run_id);
   s.run_dir = s.ctx.bcast(s.sink ? s.sink->dir() : "");
+  // The chosen table's storage tiers, for io.tiers on every rank.
+  s.settings.set_spec_tiers(json::parse(s.ctx.bcast(s.spec_tiers.dump())));
   std::string mask;
   for (const auto& p : s.plan) mask += p.to_run ? '1' : '0';
   mask = s.ctx.bcast(mask);

@@ -53,10 +53,17 @@ class Settings {
   /// Every KEY of --set, for validation against known benchmarks.
   const std::map<std::string, std::string>& values() const { return values_; }
 
+  /// The run's spec table's storage tiers (SpecTier as JSON objects: name, path, shared,
+  /// mount_point, title), set once the table is chosen (every rank, before the cases); empty
+  /// before and in runs without one. io.tiers reads them where --set names no path.
+  void set_spec_tiers(json tiers) { spec_tiers_ = std::move(tiers); }
+  const json& spec_tiers() const { return spec_tiers_; }
+
  private:
   const std::string* find(const std::string& bench_id, const std::string& key) const;
   std::string suite_ = "ci";
   std::map<std::string, std::string> values_;
+  json spec_tiers_ = json::array();
 };
 
 /// Parses a size with binary suffix ("8", "4K", "64M", "8G"). Throws InputError naming `what`.

@@ -173,6 +173,8 @@ void parse_record_conditions(const json& sel, const std::string& row, Select& ou
   }
   out.unmet = optional_string(sel, "unmet", row + " select");
   out.describe = optional_string(sel, "describe", row + " select");
+  out.distinct = optional_string(sel, "distinct", row + " select");
+  if (!out.distinct.empty()) check_pointer(out.distinct, row + ": field 'select.distinct'");
   if (!out.unmet.empty() && out.require.empty())
     throw InputError(row + ": field 'select.unmet' needs 'select.require'");
   for (const auto* t : {&out.unmet, &out.describe}) {
@@ -207,7 +209,7 @@ Select parse_select(const json& r, const std::string& row) {
     parse_record_conditions(sel, row, out);
     return out;
   }
-  for (const char* key : {"require", "unmet", "describe"})
+  for (const char* key : {"require", "unmet", "describe", "distinct"})
     if (sel.contains(key))
       throw InputError(row + ": field 'select." + key + "' is for records rows (select.benchmark)");
   return out;
@@ -405,7 +407,7 @@ void override_family(SpecFamily& parent, SpecFamily child) {
 /// replaced in place, a new one appended.
 void merge_families(const json& j, const std::string& schema, const std::string& path, Spec& spec) {
   if (!j.contains("families")) return;
-  if (schema != kSpecSchema && schema != kSpecSchemaV2)
+  if (schema == kSpecSchemaV1)
     throw InputError(path + ": field 'families' needs schema " + kSpecSchemaV2 + " or later, not " +
                      schema);
   const json& fams = j.at("families");
@@ -413,9 +415,10 @@ void merge_families(const json& j, const std::string& schema, const std::string&
   std::set<std::string> here;
   for (size_t i = 0; i < fams.size(); ++i) {
     SpecFamily f = parse_family(fams[i], path + ": families[" + std::to_string(i) + "]");
-    if (!f.compare.empty() && schema != kSpecSchema)
+    if (!f.compare.empty() && (schema == kSpecSchemaV1 || schema == kSpecSchemaV2))
       throw InputError(path + ": families[" + std::to_string(i) +
-                       "]: field 'compare' needs schema " + kSpecSchema + ", not " + schema);
+                       "]: field 'compare' needs schema " + kSpecSchemaV3 + " or later, not " +
+                       schema);
     if (!here.insert(f.benchmark).second)
       throw InputError(path + ": families[" + std::to_string(i) + "]: benchmark '" + f.benchmark +
                        "' appears twice in this table");
@@ -426,6 +429,47 @@ void merge_families(const json& j, const std::string& schema, const std::string&
     else
       spec.families.push_back(std::move(f));
   }
+}
+
+/// One entry of `tiers` over what the table inherited for that tier.
+void parse_tier(const json& t, const std::string& at, SpecTier& out) {
+  if (!t.is_object()) throw InputError(at + " must be an object");
+  check_keys(t, {"path", "shared", "mount_point", "title"}, at);
+  if (t.contains("path")) {
+    out.path = t.at("path").is_null() ? "" : require_field<std::string>(t, "path", at);
+    if (!out.path.empty())
+      if (std::string why = tier_path_refusal(out.path); !why.empty())
+        throw InputError(at + ": field 'path': " + why);
+  }
+  if (t.contains("shared")) out.shared = require_field<bool>(t, "shared", at);
+  if (t.contains("mount_point")) out.mount_point = require_field<bool>(t, "mount_point", at);
+  if (t.contains("title")) out.title = require_field<std::string>(t, "title", at);
+}
+
+/// `tiers` of a clusterbench.spec/4 file merged into `spec`, kept in spec_tier_names() order.
+void merge_tiers(const json& j, const std::string& schema, const std::string& path, Spec& spec) {
+  if (!j.contains("tiers")) return;
+  if (schema != kSpecSchema)
+    throw InputError(path + ": field 'tiers' needs schema " + kSpecSchema + ", not " + schema);
+  const json& tiers = j.at("tiers");
+  if (!tiers.is_object()) throw InputError(path + ": field 'tiers' must be an object");
+  for (const auto& item : tiers.items()) {
+    const std::string name = item.key();  // a copy: lambdas cannot capture a structured binding
+    const json& t = item.value();
+    const auto& names = spec_tier_names();
+    if (std::find(names.begin(), names.end(), name) == names.end())
+      throw InputError(path + ": tiers: '" + name + "' is not a tier (hot, warm or cold)");
+    auto it = std::find_if(spec.tiers.begin(), spec.tiers.end(),
+                           [&](const SpecTier& x) { return x.name == name; });
+    if (it == spec.tiers.end()) it = spec.tiers.insert(spec.tiers.end(), SpecTier{name});
+    parse_tier(t, path + ": tiers." + name, *it);
+  }
+  auto rank = [](const SpecTier& x) {
+    const auto& n = spec_tier_names();
+    return std::find(n.begin(), n.end(), x.name) - n.begin();
+  };
+  std::sort(spec.tiers.begin(), spec.tiers.end(),
+            [&](const SpecTier& a, const SpecTier& b) { return rank(a) < rank(b); });
 }
 
 void parse_match(const json& j, const std::string& path, Spec& spec) {
@@ -500,9 +544,10 @@ Spec load_one(const std::string& path, std::set<std::string>& seen,
   json j = read_json_file(path, kMaxSpecBytes, by);
   if (!j.is_object()) throw InputError(path + ": a spec table must be a JSON object");
   std::string schema = require_field<std::string>(j, "schema", path);
-  if (schema != kSpecSchema && schema != kSpecSchemaV2 && schema != kSpecSchemaV1)
+  if (schema != kSpecSchema && schema != kSpecSchemaV3 && schema != kSpecSchemaV2 &&
+      schema != kSpecSchemaV1)
     throw InputError(path + ": field 'schema' is '" + schema + "', expected " + kSpecSchema +
-                     " (or " + kSpecSchemaV2 + ", " + kSpecSchemaV1 + ")");
+                     " (or " + kSpecSchemaV3 + ", " + kSpecSchemaV2 + ", " + kSpecSchemaV1 + ")");
   Spec spec;
   if (j.contains("extends")) {
     std::string parent = require_field<std::string>(j, "extends", path);
@@ -519,6 +564,7 @@ Spec load_one(const std::string& path, std::set<std::string>& seen,
     parse_match(j, path, spec);
     merge_rows(j, path, spec);
     merge_families(j, schema, path, spec);
+    merge_tiers(j, schema, path, spec);
   } catch (const InputError& e) {
     if (chain.empty()) throw;
     throw InputError(std::string(e.what()) + " (" + by + ")");
@@ -651,6 +697,42 @@ std::string unknown_reason(const json& doc, const std::string& pointer) {
     auto why = unknown->find(pointer.substr(cut + 1));
     if (why != unknown->end() && why->is_string()) return why->get<std::string>();
   }
+  return "";
+}
+
+const std::vector<std::string>& spec_tier_names() {
+  static const std::vector<std::string> k = {"hot", "warm", "cold"};
+  return k;
+}
+
+json tiers_json(const std::vector<SpecTier>& tiers) {
+  json out = json::array();
+  for (const auto& t : tiers)
+    out.push_back({{"name", t.name},
+                   {"title", t.title},
+                   {"path", t.path},
+                   {"shared", t.shared ? json(*t.shared) : json(nullptr)},
+                   {"mount_point", t.mount_point}});
+  return out;
+}
+
+bool is_object_storage_url(const std::string& path) {
+  auto sep = path.find("://");
+  if (sep == std::string::npos || sep == 0 || !std::isalpha(static_cast<unsigned char>(path[0])))
+    return false;
+  for (size_t i = 0; i < sep; ++i) {
+    const unsigned char c = path[i];
+    if (!std::isalnum(c) && c != '+' && c != '.' && c != '-') return false;
+  }
+  return sep + 3 < path.size();
+}
+
+std::string tier_path_refusal(const std::string& path) {
+  for (unsigned char c : path)
+    if (c < 0x20 || c == 0x7f) return "'" + path + "' holds a control character";
+  if (is_object_storage_url(path)) return "";
+  if (path.empty() || path[0] != '/')
+    return "'" + path + "' is neither an absolute path nor an object-storage URL (s3://...)";
   return "";
 }
 

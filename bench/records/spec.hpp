@@ -43,6 +43,10 @@ struct Select {
   /// Records rows only: a template naming what a record measured, added to its item's message
   /// ("measured on {/extra/scratch_device/summary}").
   std::string describe;
+  /// Records rows only: a JSON pointer into the record; among the records judged, those holding
+  /// the same value there are counted once (the first in file order). A shared filesystem seen
+  /// from every node is one tier: "/extra/tier/filesystem_id". Empty: every record counts.
+  std::string distinct;
 };
 
 /// One row of a spec table.
@@ -109,8 +113,37 @@ struct SpecFamily {
   std::string series;
 };
 
+/// The storage tiers a table may name (clusterbench.spec/4 `tiers`): hot, warm, cold.
+const std::vector<std::string>& spec_tier_names();
+
+/// One storage tier of the cluster (clusterbench.spec/4 `tiers`, docs/specs.md "Storage tiers").
+/// io.tiers measures it on every node (--set io.tiers.NAME overrides `path`).
+struct SpecTier {
+  std::string name;   ///< hot | warm | cold
+  std::string title;  ///< what the tier is for ("" when the table says nothing)
+  /// An absolute path, an object-storage URL (scheme://...: recorded as not measured), or ""
+  /// when the table names none (the tier's cases are waived until a path is given).
+  std::string path;
+  /// Counted once for the cluster (the same filesystem on every node); unset: only a network
+  /// filesystem (nfs, lustre, ...) is, a local one is summed over the nodes.
+  std::optional<bool> shared;
+  /// The path must be a mount point of its own: a directory on the filesystem above it (the
+  /// tier's filesystem failed to mount) is "not mounted". false: any directory will do.
+  bool mount_point = true;
+};
+
+/// Why `path` cannot be a tier's path, or "": an absolute path without control characters, or
+/// a URL "scheme://..." (object storage).
+std::string tier_path_refusal(const std::string& path);
+
+/// The tiers as JSON objects {name, title, path, shared (null: unset), mount_point}.
+json tiers_json(const std::vector<SpecTier>& tiers);
+
+/// True when `path` is an object-storage URL ("s3://bucket/prefix"): scheme "://" ...
+bool is_object_storage_url(const std::string& path);
+
 struct Spec {
-  std::string schema = kSpecSchema;  ///< the file's own schema (/1 or /2)
+  std::string schema = kSpecSchema;  ///< the file's own schema (/1 to /4)
   std::string name, title, path;
   std::vector<std::string> extends_chain;  ///< files merged in, base first
   SpecMatch match;
@@ -119,6 +152,9 @@ struct Spec {
   /// Families, parents' first; a child's family with the same `benchmark` glob replaces the
   /// parent's in place. A clusterbench.spec/1 file declares none (it may inherit some).
   std::vector<SpecFamily> families;
+  /// Storage tiers (spec/4), in the order hot, warm, cold; a child's tier replaces the fields
+  /// it sets of its parent's.
+  std::vector<SpecTier> tiers;
 };
 
 /// A spec regex (op `matches`, `match.gpu_name`), compiled once by RE2: matching takes time

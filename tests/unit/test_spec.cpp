@@ -150,10 +150,10 @@ TEST(LoadSpec, MissingFileAndMissingParent) {
 
 TEST(LoadSpec, WrongSchemaIsAnError) {
   std::string path = temp_dir("schema") + "/s.json";
-  std::ofstream(path) << R"({"schema": "clusterbench.spec/4", "name": "s", "requirements": []})";
+  std::ofstream(path) << R"({"schema": "clusterbench.spec/5", "name": "s", "requirements": []})";
   EXPECT_NE(input_error([&] { load_spec(path); })
-                .find("field 'schema' is 'clusterbench.spec/4', expected clusterbench.spec/3 (or "
-                      "clusterbench.spec/2, clusterbench.spec/1)"),
+                .find("field 'schema' is 'clusterbench.spec/5', expected clusterbench.spec/4 (or "
+                      "clusterbench.spec/3, clusterbench.spec/2, clusterbench.spec/1)"),
             std::string::npos);
 }
 
@@ -205,11 +205,11 @@ TEST(Families, InheritedThroughExtendsAndReplacedByGlob) {
       "fam_parent",
       json::parse(R"([{"benchmark": "a.*", "outlier_tolerance": 0.1, "series": "soak"},
                       {"benchmark": "b.x", "outlier_tolerance": 0.2}])"));
-  Spec s = load_spec(write_families(
-      "fam_child", json::parse(R"([{"benchmark": "c.y", "outlier_tolerance": 0.3},
+  Spec s = load_spec(write_families("fam_child",
+                                    json::parse(R"([{"benchmark": "c.y", "outlier_tolerance": 0.3},
                                    {"benchmark": "a.*", "outlier_tolerance": 0.05,
                                     "compare": [{"metric": "*", "tolerance": 0.3}]}])"),
-      parent, "clusterbench.spec/3"));
+                                    parent, "clusterbench.spec/3"));
   ASSERT_EQ(s.families.size(), 3u);
   EXPECT_EQ(s.families[0].benchmark, "a.*");
   EXPECT_EQ(s.families[0].outlier_tolerance, 0.05);

@@ -1,0 +1,351 @@
+// io.tiers: each declared storage tier on every node, its filesystem, capacity and media, and
+// fio's throughput there through io.fio's safety rules (docs/fio.md "Storage tiers").
+#include "io/tiers.hpp"
+
+#include <sys/statvfs.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <map>
+#include <set>
+
+#include "core/benchmark.hpp"
+#include "core/error.hpp"
+#include "env/paths.hpp"
+#include "io/fio.hpp"
+#include "records/spec.hpp"
+
+namespace clusterbench::io {
+
+std::optional<FsSpace> statvfs_space(const std::string& dir) {
+  struct statvfs st {};
+  if (::statvfs(dir.c_str(), &st) != 0) return std::nullopt;
+  const double frsize = static_cast<double>(st.f_frsize);
+  return FsSpace{static_cast<double>(st.f_blocks) * frsize / 1e12,
+                 static_cast<double>(st.f_bavail) * frsize / 1e12};
+}
+
+namespace {
+
+/// One disk's kind: nvme, nvme over TRANSPORT, ssd (TRANSPORT), hdd (TRANSPORT), or unknown.
+std::string disk_kind(const Disk& d) {
+  if (d.nvme)
+    return d.transport.empty() || d.transport == "pcie" ? "nvme" : "nvme over " + d.transport;
+  const std::string how = d.transport.empty() ? "" : " (" + d.transport + ")";
+  if (!d.rotational) return "unknown" + how;
+  return (*d.rotational ? "hdd" : "ssd") + how;
+}
+
+std::string tb_text(double tb) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, tb >= 10 ? "%.1f" : "%.3g", tb);
+  return std::string(buf) + " TB";
+}
+
+/// The probe's one line for people.
+std::string probe_summary(const TierDecl& t, const TierProbe& p, const std::string& host) {
+  std::string s = t.name + " " + t.path + " on " + host + ": ";
+  if (!p.mounted) return s + "not mounted: " + p.reason;
+  const ScratchDevice& d = p.device;
+  s += d.fs_type + " on " + d.mount_point + " from " + d.source + ", " + p.media;
+  s += p.space ? ", " + tb_text(p.space->capacity_tb) + ", " + tb_text(p.space->free_tb) + " free"
+               : ", capacity unknown (" + p.reason + ")";
+  return s + (p.shared ? ", shared (counted once)" : ", local (summed over nodes)");
+}
+
+}  // namespace
+
+std::string tier_media(const ScratchDevice& d, bool network) {
+  if (network) return "network (" + d.fs_type + ")";
+  if (d.fs_type == "tmpfs" || d.fs_type == "ramfs") return "memory (" + d.fs_type + ")";
+  if (d.disks.empty()) return "unknown (" + (d.reason.empty() ? "no disk found" : d.reason) + ")";
+  std::vector<std::string> kinds;
+  for (const auto& disk : d.disks)
+    if (std::string k = disk_kind(disk); std::find(kinds.begin(), kinds.end(), k) == kinds.end())
+      kinds.push_back(k);
+  std::string out;
+  for (const auto& k : kinds) out += (out.empty() ? "" : "+") + k;
+  return out;
+}
+
+TierProbe probe_tier(const TierDecl& t, const std::vector<Mount>& mounts, const std::string& host,
+                     const std::string& fs_root, const SpaceOf& space) {
+  TierProbe p;
+  const std::string root = fs_root == "/" ? "" : fs_root;
+  std::error_code ec;
+  const std::filesystem::path real = std::filesystem::canonical(root + t.path, ec);
+  if (ec) {
+    p.reason = t.path + " does not exist (" + ec.message() + ")";
+  } else if (!std::filesystem::is_directory(real, ec)) {
+    p.reason = t.path + " is not a directory";
+  } else {
+    p.real_path = real.string().substr(root.size());
+    if (p.real_path.empty()) p.real_path = "/";
+    p.device = scratch_device(p.real_path, mounts, fs_root);
+    p.mounted = !t.mount_point || p.device.mount_point == p.real_path;
+    if (!p.mounted)
+      p.reason = t.path + " is a directory on " + p.device.mount_point + " (" + p.device.fs_type +
+                 " from " + p.device.source +
+                 "), not a mount point of its own: the tier's filesystem is not mounted (a "
+                 "table sets mount_point false for a tier that is a directory)";
+  }
+  if (p.mounted) {
+    p.network = is_network_fs(p.device.fs_type);
+    p.shared = t.shared.value_or(p.network);
+    p.filesystem_id = p.shared ? "shared:" + p.device.fs_type + ":" + p.device.source
+                               : "local:" + host + ":" + p.device.dev;
+    p.media = tier_media(p.device, p.network);
+    p.space = space(root + p.real_path);
+    if (!p.space) p.reason = std::string("statvfs: ") + std::strerror(errno);
+  }
+  p.summary = probe_summary(t, p, host);
+  return p;
+}
+
+json tier_json(const TierDecl& t, const TierProbe& p) {
+  const ScratchDevice& d = p.device;
+  auto text = [&p](const std::string& s) { return p.mounted ? json(s) : json(nullptr); };
+  return {
+      {"name", t.name},
+      {"path", t.path},
+      {"origin", t.origin},
+      {"mounted", p.mounted},
+      {"reason", p.reason},
+      {"real_path", p.real_path.empty() ? json(nullptr) : json(p.real_path)},
+      {"mount_point", text(d.mount_point)},
+      {"fs_type", text(d.fs_type)},
+      {"source", text(d.source)},
+      {"dev", text(d.dev)},
+      {"network", p.mounted ? json(p.network) : json(nullptr)},
+      {"shared", p.mounted ? json(p.shared) : json(nullptr)},
+      {"filesystem_id", text(p.filesystem_id)},
+      {"counting", p.mounted ? json(p.shared ? "shared: counted once" : "local: summed over nodes")
+                             : json(nullptr)},
+      {"media", text(p.media)},
+      {"device", p.mounted ? scratch_device_json(d) : json(nullptr)},
+      {"capacity_tb", p.space ? json(p.space->capacity_tb) : json(nullptr)},
+      {"free_tb", p.space ? json(p.space->free_tb) : json(nullptr)},
+      {"summary", p.summary}};
+}
+
+std::vector<FoundFs> data_filesystems(const std::vector<Mount>& mounts, const std::string& fs_root,
+                                      const SpaceOf& space) {
+  static const std::set<std::string> kSkipTypes = {"squashfs", "overlay", "iso9660"};
+  std::map<std::string, FoundFs> by_dev;  // dev (local) or source (network) -> shortest mount
+  const std::string root = fs_root == "/" ? "" : fs_root;
+  for (const auto& m : mounts) {
+    const bool network = is_network_fs(m.fs_type);
+    const bool block = m.dev.rfind("0:", 0) != 0;
+    bool system = false;
+    for (const char* top : {"/proc", "/sys", "/dev", "/run", "/boot"})
+      system =
+          system || m.mount_point == top || m.mount_point.rfind(std::string(top) + "/", 0) == 0;
+    const bool read_only = (m.options + ",").rfind("ro,", 0) == 0;
+    if ((!block && !network) || system || read_only || kSkipTypes.count(m.fs_type)) continue;
+    const std::string key = network ? m.fs_type + ":" + m.source : m.dev;
+    auto it = by_dev.find(key);
+    if (it != by_dev.end() && it->second.mount_point.size() <= m.mount_point.size()) continue;
+    ScratchDevice d = scratch_device(m.mount_point, mounts, fs_root);
+    by_dev[key] = {m.mount_point,
+                   m.fs_type,
+                   m.source,
+                   m.dev,
+                   tier_media(d, network),
+                   space(root + m.mount_point)};
+  }
+  std::vector<FoundFs> out;
+  for (auto& [key, f] : by_dev) out.push_back(std::move(f));
+  std::sort(out.begin(), out.end(),
+            [](const FoundFs& a, const FoundFs& b) { return a.mount_point < b.mount_point; });
+  return out;
+}
+
+namespace {
+
+constexpr const char* kUnlabelled = "unlabelled";
+
+class Tiers : public Benchmark {
+ public:
+  std::string id() const override { return "io.tiers"; }
+  std::string description() const override {
+    return "storage tiers (hot, warm, cold): mount, capacity, media and fio throughput per node";
+  }
+  Level level() const override { return Level::node; }
+  std::vector<json> cases(const Settings& s) const override {
+    for (const auto& name : spec_tier_names())
+      if (std::string p = path_(s, name); !p.empty())
+        if (std::string why = tier_path_refusal(p); !why.empty())
+          throw InputError("--set io.tiers." + name + ": " + why);
+    if (size_(s) <= 0) throw InputError("--set io.tiers.size: must be a positive value");
+    if (repeat_(s) < 1) throw InputError("--set io.tiers.repeat: must be at least 1");
+    if (fio_seconds(runtime_(s), "--set io.tiers.runtime") <= 0)
+      throw InputError("--set io.tiers.runtime: must be a positive value");
+    fio_seconds(ramp_(s), "--set io.tiers.ramp");
+    for (const auto& p : profiles_(s)) {
+      std::error_code ec;
+      const std::string file = profiles_dir_(s) + "/" + p + ".fio";
+      if (!std::filesystem::is_regular_file(file, ec))
+        throw InputError("--set io.tiers.profiles: no job file " + file);
+    }
+    std::vector<json> out;
+    for (const auto& name : spec_tier_names()) out.push_back({{"tier", name}});
+    out.push_back({{"tier", kUnlabelled}});
+    return out;
+  }
+  /// fio per profile as io.fio estimates it, for a tier named with --set; 0.2 s otherwise (a
+  /// table's tier paths are known only once the table is chosen).
+  double estimate_s(const Settings& s, const json& params) const override {
+    const std::string tier = params.value("tier", "");
+    if (tier == kUnlabelled || path_(s, tier).empty()) return 0.2;
+    const double run_s = 0.7 + fio_seconds(ramp_(s), "--set io.tiers.ramp") +
+                         fio_seconds(runtime_(s), "--set io.tiers.runtime");
+    return 0.3 + static_cast<double>(profiles_(s).size() * repeat_(s)) * run_s;
+  }
+  std::string applicable(const NodeEnv& /*node*/) const override { return ""; }
+
+  void run(CaseRun& run) const override {
+    const std::string name = run.params().at("tier");
+    if (name == kUnlabelled) return run_unlabelled(run);
+    const TierDecl t = declared(run.settings(), name);
+    const TierProbe p = probe_tier(t, read_mountinfo(), run.ctx().host(), "/", statvfs_space);
+    run.set_extra("tier", tier_json(t, p));
+    run.add(Metric{"mounted", p.mounted ? 1.0 : 0.0, "count"});
+    json unmeasured = json::object();
+    if (p.space)
+      run.add(Metric{"capacity_tb", p.space->capacity_tb, "TB"});
+    else
+      unmeasured["capacity_tb"] = p.mounted ? p.reason : "not mounted: " + p.reason;
+    json fio = json::array();
+    for (const auto& profile : profiles_(run.settings())) {
+      if (!p.mounted) {
+        unmeasured[profile + "_bw"] = "not mounted: " + p.reason;
+        continue;
+      }
+      measure(run, profile, t, p.real_path, fio, unmeasured);
+    }
+    run.set_extra("fio", fio);
+    run.set_extra("unmeasured", unmeasured);
+    run.finish_as(Status::ok, p.summary);
+  }
+
+ private:
+  std::string path_(const Settings& s, const std::string& name) const {
+    if (name == "hot") return hot_(s);
+    if (name == "warm") return warm_(s);
+    if (name == "cold") return cold_(s);
+    return "";
+  }
+  bool given(const Settings& s, const std::string& name) const {
+    return name == "hot" ? hot_.given(s) : name == "warm" ? warm_.given(s) : cold_.given(s);
+  }
+
+  /// The tier as --set or the run's spec table declares it; Waived when neither names a path or
+  /// the path is object storage.
+  TierDecl declared(const Settings& s, const std::string& name) const {
+    TierDecl t{name, "", "", std::nullopt, true};
+    for (const auto& st : s.spec_tiers())
+      if (st.value("name", "") == name) {
+        t.path = st.value("path", "");
+        t.origin = "spec table tiers." + name;
+        if (st.contains("shared") && st["shared"].is_boolean()) t.shared = st["shared"].get<bool>();
+        t.mount_point = st.value("mount_point", true);
+      }
+    if (given(s, name)) t.path = path_(s, name), t.origin = "--set io.tiers." + name;
+    if (t.path.empty())
+      throw Waived("no path for storage tier " + name +
+                   ": the spec table names none; --set io.tiers." + name + "=/PATH, or set tiers." +
+                   name + ".path in a table that extends it");
+    if (is_object_storage_url(t.path))
+      throw Waived("storage tier " + name + " is object storage (" + t.path +
+                   "): not measured; clusterbench measures filesystems only");
+    return t;
+  }
+
+  /// One fio profile on the tier: its bandwidth metric(s) with their repetitions, or the reason
+  /// it has none (fio not found, a refusal, fio's error) in `unmeasured`.
+  void measure(CaseRun& run, const std::string& profile, const TierDecl& t, const std::string& dir,
+               json& fio, json& unmeasured) const {
+    const Settings& s = run.settings();
+    FioInDirectory o{binary_(s),  profiles_dir_(s), size_(s),
+                     runtime_(s), ramp_(s),         static_cast<int>(repeat_(s))};
+    try {
+      FioProfileResult r = run_fio_in(o, profile, dir, "tier " + t.name + " (" + t.origin + ")");
+      fio.push_back(r.evidence);
+      for (const auto& [direction, reps] : r.bw) {
+        const std::string metric =
+            r.bw.size() == 1 ? profile + "_bw" : profile + "_" + direction + "_bw";
+        run.add(Metric{metric, median_of(reps), "GB/s", true, reps});
+      }
+    } catch (const Waived& e) {
+      unmeasured[profile + "_bw"] = std::string("fio: ") + e.what();
+    } catch (const CallError& e) {
+      unmeasured[profile + "_bw"] = std::string("fio failed: ") + e.what();
+    }
+  }
+
+  /// The node's data filesystems that hold no declared tier: listed, not judged.
+  void run_unlabelled(CaseRun& run) const {
+    const auto mounts = read_mountinfo();
+    std::set<std::string> tier_devs;
+    for (const auto& name : spec_tier_names()) {
+      TierDecl t;
+      try {
+        t = declared(run.settings(), name);
+      } catch (const Waived&) {
+        continue;
+      }
+      TierProbe p = probe_tier(t, mounts, run.ctx().host(), "/", statvfs_space);
+      if (p.mounted) tier_devs.insert(p.device.dev);
+    }
+    json list = json::array();
+    std::string note;
+    for (const auto& f : data_filesystems(mounts, "/", statvfs_space)) {
+      if (tier_devs.count(f.dev)) continue;
+      note += (note.empty() ? "" : "; ") + f.mount_point + " (" + f.fs_type + " from " + f.source +
+              ", " + f.media +
+              (f.space ? ", " + tb_text(f.space->capacity_tb) + ", " + tb_text(f.space->free_tb) +
+                             " free"
+                       : "") +
+              ")";
+      list.push_back({{"mount_point", f.mount_point},
+                      {"fs_type", f.fs_type},
+                      {"source", f.source},
+                      {"media", f.media},
+                      {"capacity_tb", f.space ? json(f.space->capacity_tb) : json(nullptr)},
+                      {"free_tb", f.space ? json(f.space->free_tb) : json(nullptr)}});
+    }
+    run.set_extra("filesystems", list);
+    run.add(Metric{"filesystems", static_cast<double>(list.size()), "count"});
+    run.finish_as(Status::ok, "filesystems on no declared tier (listed, not judged): " +
+                                  (note.empty() ? std::string("none") : note));
+  }
+
+  Knob<std::string> hot_ =
+      knobs_.text("hot", "", "path of the hot tier (default: the spec table's tiers.hot.path)");
+  Knob<std::string> warm_ =
+      knobs_.text("warm", "", "path of the warm tier (default: the spec table's tiers.warm.path)");
+  Knob<std::string> cold_ =
+      knobs_.text("cold", "", "path of the cold tier (default: the spec table's tiers.cold.path)");
+  Knob<std::vector<std::string>> profiles_ =
+      knobs_.list("profiles", "seq_read,seq_write,checkpoint_write",
+                  "fio job profiles run on each tier (NAME.fio in profiles_dir)");
+  Knob<long long> size_ =
+      knobs_.size("size", SuiteDefault("16M", "1G", "4G"), "file size of each fio job");
+  Knob<std::string> runtime_ = knobs_.text("runtime", SuiteDefault("300ms", "1500ms", "12"),
+                                           "fio runtime= per run (as io.fio.runtime)");
+  Knob<std::string> ramp_ = knobs_.text("ramp", SuiteDefault("200ms", "500ms", "2"),
+                                        "fio ramp_time= before each run (as io.fio.ramp)");
+  Knob<long long> repeat_ = knobs_.integer("repeat", "5", "count", "fio runs per profile");
+  Knob<std::string> binary_ =
+      knobs_.text("binary", "fio", "the fio program (a name on PATH or a path)");
+  Knob<std::string> profiles_dir_ = knobs_.text("profiles_dir", data_dir("profiles", "io/profiles"),
+                                                "directory of the NAME.fio job files");
+};
+
+CLUSTERBENCH_REGISTER(Tiers);
+
+}  // namespace
+}  // namespace clusterbench::io
