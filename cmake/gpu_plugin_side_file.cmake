@@ -1,7 +1,7 @@
 # cb_gpu_plugin_side_file(TARGET CUDA_VERSION): writes FILE.cuda beside the GPU plugin TARGET,
 # "clusterbench-gpu-plugin abi=N cuda=NNNNN" (CB_GPU_ABI_VERSION of bench/gpu/plugin_abi.h, the
 # CUDA version it is built with as CUDART_VERSION, e.g. 13000), so that the loader chooses among
-# plugins without loading any of them (issue 18 item 5: both NCCL builds are libnccl.so.2).
+# plugins without loading any of them (both NCCL builds are libnccl.so.2).
 set(_cb_plugin_abi_header ${CMAKE_CURRENT_LIST_DIR}/../bench/gpu/plugin_abi.h)
 
 function(cb_gpu_plugin_side_file target cuda_version)

@@ -1,4 +1,4 @@
-# Install layout and the Debian package (issue 22; docs/install.md).
+# Install layout and the Debian package (docs/install.md).
 #   bin/clusterbench
 #   lib/clusterbench/               the GPU plugin(s) and their .cuda side files (env/paths.hpp)
 #   share/clusterbench/specs/       the seed spec tables (reports/specs)

@@ -1,5 +1,5 @@
 // allreduce_reference: the plain MPI_Allreduce timing loop that collectives.all_reduce's MPI
-// backend must match (issue 4 "Performance": busbw ratio >= 0.97 on medians). Every rank:
+// backend must match (busbw ratio >= 0.97 on medians). Every rank:
 //   mpirun -np N allreduce_reference [MINBYTES=1024] [MAXBYTES=67108864] [STEP=4] [SECONDS=0.5]
 // For each size S (float, sum, out-of-place) it times the way the harness does
 // (bench/core/measure.cpp CaseRunImpl::exec with min_time = SECONDS, 0.5 s in the quick suite): 16
@@ -23,7 +23,7 @@ namespace {
 std::string env(const char* name) { return std::getenv(name) ? std::getenv(name) : ""; }
 
 /// MPI_Init as ALLREDUCE_REFERENCE_THREADS says (serialized: MPI_THREAD_SERIALIZED, as
-/// clusterbench initialises MPI; multiple: MPI_THREAD_MULTIPLE, as it did before issue 21; else
+/// clusterbench initialises MPI; multiple: MPI_THREAD_MULTIPLE, as it did before the progress channel moved to TCP; else
 /// plain MPI_Init), to tell the threading level's cost from ours. Returns the loop's
 /// communicator: ALLREDUCE_REFERENCE_COMM=split gives one split from MPI_COMM_WORLD, as
 /// clusterbench runs each case on its members' communicator (Context::split).

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # allreduce_vs_reference.sh BUILD_DIR [RANKS=2] [MINBYTES=1K] [MAXBYTES=64M] [STEP=4] [ROUNDS=3]:
-# issue 4 "Performance": the MPI backend's float all_reduce busbw (collectives.all_reduce,
+# the goal: the MPI backend's float all_reduce busbw (collectives.all_reduce,
 # out-of-place, median) against a plain MPI_Allreduce timing loop at the same sizes and ranks, in
 # one run: `--set collectives.all_reduce.reference=true` makes each case run one batch of the
 # plain loop on the same buffers after each timed batch of the harness, with the same count
@@ -11,7 +11,7 @@
 # (allreduce_reference, MPI_THREAD_SINGLE): what the threading level itself costs. A benchmark,
 # not a test: the numbers are only as steady as the machine.
 #
-# Peers (issue 21): OSU_SRC=DIR (OSU Micro-Benchmarks 5.x source) and IMB_SRC=DIR (Intel MPI
+# Peers: OSU_SRC=DIR (OSU Micro-Benchmarks 5.x source) and IMB_SRC=DIR (Intel MPI
 # Benchmarks source), public repositories the user fetches (never committed here), are built into
 # BUILD_DIR/peers/ and run in the same rounds, interleaved: `osu_allreduce -m MIN:MAX -i 200`
 # and `IMB-MPI1 Allreduce -msglog a:b -iter_policy off -iter 200`. Printed per size: our time per

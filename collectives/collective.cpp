@@ -469,8 +469,8 @@ struct BackendBuffer {
   BackendBuffer& operator=(const BackendBuffer&) = delete;
 };
 
-/// A library error inside an operation leaves the peers waiting in it: it ends the run (issue 4
-/// "on timeout or error, the rank aborts"), with the error's call, host and rank.
+/// A library error inside an operation leaves the peers waiting in it: it ends the run
+/// ("on timeout or error, the rank aborts"), with the error's call, host and rank.
 template <class F>
 double abort_on_error(F&& f) {
   try {
@@ -612,7 +612,7 @@ TimeStats timed(CaseRun& run, CaseBuffers& bufs, const CaseShape& s, const Fault
 
 /// The in-place form (where the backend has one), then the out-of-place form, last so that the
 /// record's time statistics are out-of-place; each verified after its timed loop.
-/// `with_reference`: issue 4's check that the harness adds nothing, in the same run on the same
+/// `with_reference`: the check that the harness adds nothing, in the same run on the same
 /// buffers: after each timed out-of-place batch, one batch of the same count of plain
 /// MPI_Allreduce calls (A/B interleaved, so a slow spell of a shared machine falls on both).
 Timings measure(CaseRun& run, CaseBuffers& bufs, const CaseShape& s, const Fault& fault,
@@ -685,7 +685,7 @@ void record_reference(CaseRun& run, const Collective& c, const CaseShape& s, con
                  {"ratio", r.ref.median / r.oop.median},
                  {"ratio_definition",
                   "busbw / reference busbw = reference median time / "
-                  "median time; issue 4: >= 0.97"}});
+                  "median time; the goal: >= 0.97"}});
 }
 
 /// nccl-tests' table row of the case, under a new header when `header` differs from the last

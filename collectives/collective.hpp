@@ -132,7 +132,7 @@ class Backend {
                      const Layout& /*l*/, int /*root*/) {
     return json::object();
   }
-  /// Issue 4's reference, in the same run: one batch of `ops` plain MPI_Allreduce calls (float,
+  /// The reference, in the same run: one batch of `ops` plain MPI_Allreduce calls (float,
   /// sum, out-of-place, `count` elements, MPI_COMM_WORLD), timed with MPI_Wtime and taken at the
   /// slowest rank (an MPI_Allreduce MAX after it). Returns those seconds for the whole batch; a
   /// negative value where the backend has no plain loop (NCCL: has_plain_allreduce is false). Run

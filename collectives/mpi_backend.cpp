@@ -70,7 +70,7 @@ class MpiBackend : public Backend {
   double run(const Collective& c, Dtype t, const void* send, void* recv, const Layout& l, int root,
              bool inplace, long long ops) override {
     // Everything but the MPI call is settled once per batch, so the loop is a plain MPI timing
-    // loop (issue 4: the harness adds nothing to MPI's own time).
+    // loop (the harness adds nothing to MPI's own time).
     if (std::max(l.send_count, l.recv_count) > INT_MAX)
       throw Waived("MPI backend: " + std::to_string(std::max(l.send_count, l.recv_count)) +
                    " elements exceed MPI's int count (OpenMPI 4 has no large-count calls)");

@@ -331,7 +331,7 @@ class GemmOp : public clusterbench::gpu::Op {
         {"selection_seconds_per_op", sel.best_seconds}};
   }
 
-  /// One timed batch's products as a CUDA graph (issue 18 item 8: a small shape's GPU work is a
+  /// One timed batch's products as a CUDA graph (a small shape's GPU work is a
   /// few microseconds, less than a host launch), of gemm_graph_products(the kept algorithm's
   /// time) products; enqueue() launches it count / that many times. Where capture fails, the
   /// products are launched one by one, and info()["launch"] says why.

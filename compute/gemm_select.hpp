@@ -2,9 +2,9 @@
 // and the tests (docs/gemm.md "GPU path"): a warm-up by time, then every candidate timed once per
 // round, round-robin, over several rounds, and each judged by the median of its rounds.
 // Why: timed once each right after the fill kernels, the first candidate ran on an idle-clocked
-// GPU (345 MHz idle against 1980 MHz loaded on an H200, issue 18 item 7) and lost to the clocks,
+// GPU (345 MHz idle against 1980 MHz loaded on an H200) and lost to the clocks,
 // not to its speed; interleaving spreads any drift that is left over every candidate alike.
-// The timed batches then launch CUDA graphs of gemm_graph_products products (issue 18 item 8).
+// The timed batches then launch CUDA graphs of gemm_graph_products products.
 // Pure functions over timing callbacks: the plugin times with CUDA events, the tests with a model.
 #pragma once
 

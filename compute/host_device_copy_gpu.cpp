@@ -131,8 +131,7 @@ class HostCopy : public clusterbench::gpu::Op {
   }
 
   /// Pageable bidir: CUDA returns from a copy into pageable host memory only when it is done,
-  /// so one thread issuing both directions would run them nearly one after the other (issue 18
-  /// item 9). The D2H copies are issued from a thread of their own, on the second stream (forked
+  /// so one thread issuing both directions would run them nearly one after the other. The D2H copies are issued from a thread of their own, on the second stream (forked
   /// and joined as in enqueue), while this thread issues the H2D copies.
   void enqueue_threads(long long count) {
     int dev = 0;

@@ -1,4 +1,4 @@
-// OpenBLAS in a -DCLUSTERBENCH_GPU_CHECK=ON build (issue 18): not linked (36.5 MB of the 48 MiB
+// OpenBLAS in a -DCLUSTERBENCH_GPU_CHECK=ON build: not linked (36.5 MB of the 48 MiB
 // bundle a GPU machine can take). The cblas.h functions compute/ calls are defined here: the
 // GEMMs throw, naming the build; compute.gemm's openblas cases and the CPU burn-in are waived
 // before they could call them (compute/cpu_blas.hpp openblas_absent()).

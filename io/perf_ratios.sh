@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Prints the performance ratios of issue 5 (a benchmark, not a timed test; docs/fio.md "Ratios"):
+# Prints the performance ratios of io.fio and io.dataloader against their peers (a benchmark, not a timed test; docs/fio.md "Ratios"):
 #  1. clusterbench-driven fio vs fio by hand with the same job file (seq_read), 5 alternating rounds
 #     (the order rotates from round to round, and each run starts after a sync and a pause: a
 #     run that follows right after the other's files were deleted was 2-6% slower): medians and

@@ -32,6 +32,8 @@ namespace {
 
 /// One disk's kind: nvme, nvme over TRANSPORT, ssd (TRANSPORT), hdd (TRANSPORT), or unknown.
 std::string disk_kind(const Disk& d) {
+  // A virtual machine's disk says nothing true of the media behind it (virtio: rotational 1).
+  if (d.transport == "virtio" || d.subsystem == "virtio") return "virtual disk (virtio)";
   if (d.nvme)
     return d.transport.empty() || d.transport == "pcie" ? "nvme" : "nvme over " + d.transport;
   const std::string how = d.transport.empty() ? "" : " (" + d.transport + ")";
@@ -184,11 +186,15 @@ class Tiers : public Benchmark {
     if (fio_seconds(runtime_(s), "--set io.tiers.runtime") <= 0)
       throw InputError("--set io.tiers.runtime: must be a positive value");
     fio_seconds(ramp_(s), "--set io.tiers.ramp");
-    for (const auto& p : profiles_(s)) {
+    // The job files are needed only where a tier is named here (a table's tiers are known
+    // later: a missing job file then leaves that tier's throughput unmeasured, with the reason).
+    const bool named = hot_.given(s) || warm_.given(s) || cold_.given(s);
+    for (const auto& p : named ? profiles_(s) : std::vector<std::string>{}) {
       std::error_code ec;
-      const std::string file = profiles_dir_(s) + "/" + p + ".fio";
+      const std::string file = profiles_dir(s) + "/" + p + ".fio";
       if (!std::filesystem::is_regular_file(file, ec))
-        throw InputError("--set io.tiers.profiles: no job file " + file);
+        throw InputError("io.tiers: no job file " + file + " (profile " + p +
+                         "; --set io.tiers.profiles_dir, or io.profiles_dir for io.fio too)");
     }
     std::vector<json> out;
     for (const auto& name : spec_tier_names()) out.push_back({{"tier", name}});
@@ -199,7 +205,8 @@ class Tiers : public Benchmark {
   /// table's tier paths are known only once the table is chosen).
   double estimate_s(const Settings& s, const json& params) const override {
     const std::string tier = params.value("tier", "");
-    if (tier == kUnlabelled || path_(s, tier).empty()) return 0.2;
+    const std::string path = tier == kUnlabelled ? "" : path_(s, tier);
+    if (path.empty() || is_object_storage_url(path)) return 0.2;
     const double run_s = 0.7 + fio_seconds(ramp_(s), "--set io.tiers.ramp") +
                          fio_seconds(runtime_(s), "--set io.tiers.runtime");
     return 0.3 + static_cast<double>(profiles_(s).size() * repeat_(s)) * run_s;
@@ -219,7 +226,12 @@ class Tiers : public Benchmark {
     else
       unmeasured["capacity_tb"] = p.mounted ? p.reason : "not mounted: " + p.reason;
     json fio = json::array();
-    for (const auto& profile : profiles_(run.settings())) {
+    const auto profiles = profiles_(run.settings());
+    for (const char* row_profile : {"seq_read", "seq_write", "checkpoint_write"})
+      if (std::find(profiles.begin(), profiles.end(), row_profile) == profiles.end())
+        unmeasured[std::string(row_profile) + "_bw"] =
+            std::string("not run: --set io.tiers.profiles leaves out ") + row_profile;
+    for (const auto& profile : profiles) {
       if (!p.mounted) {
         unmeasured[profile + "_bw"] = "not mounted: " + p.reason;
         continue;
@@ -269,8 +281,8 @@ class Tiers : public Benchmark {
   void measure(CaseRun& run, const std::string& profile, const TierDecl& t, const std::string& dir,
                json& fio, json& unmeasured) const {
     const Settings& s = run.settings();
-    FioInDirectory o{binary_(s),  profiles_dir_(s), size_(s),
-                     runtime_(s), ramp_(s),         static_cast<int>(repeat_(s))};
+    FioInDirectory o{binary_(s),  profiles_dir(s), size_(s),
+                     runtime_(s), ramp_(s),        static_cast<int>(repeat_(s))};
     try {
       FioProfileResult r = run_fio_in(o, profile, dir, "tier " + t.name + " (" + t.origin + ")");
       fio.push_back(r.evidence);
@@ -283,7 +295,16 @@ class Tiers : public Benchmark {
       unmeasured[profile + "_bw"] = std::string("fio: ") + e.what();
     } catch (const CallError& e) {
       unmeasured[profile + "_bw"] = std::string("fio failed: ") + e.what();
+    } catch (const InputError& e) {  // a job file that cannot be read
+      unmeasured[profile + "_bw"] = std::string("fio not run: ") + e.what();
     }
+  }
+
+  /// The job files' directory: --set io.tiers.profiles_dir, else io.fio's when given, else the
+  /// installed profiles.
+  std::string profiles_dir(const Settings& s) const {
+    if (profiles_dir_.given(s) || !s.has("io.fio", "profiles_dir")) return profiles_dir_(s);
+    return s.get("io.fio", "profiles_dir", profiles_dir_(s));
   }
 
   /// The node's data filesystems that hold no declared tier: listed, not judged.
@@ -318,7 +339,6 @@ class Tiers : public Benchmark {
                       {"free_tb", f.space ? json(f.space->free_tb) : json(nullptr)}});
     }
     run.set_extra("filesystems", list);
-    run.add(Metric{"filesystems", static_cast<double>(list.size()), "count"});
     run.finish_as(Status::ok, "filesystems on no declared tier (listed, not judged): " +
                                   (note.empty() ? std::string("none") : note));
   }

@@ -1,5 +1,5 @@
 // p2p_reference: the plain MPI_Send/MPI_Recv streaming loop that network.p2p's unidirectional
-// bandwidth must match (issue 6 "Performance": ratio >= 0.97 on medians). Ranks 0 and 1 only:
+// bandwidth must match (the goal: ratio >= 0.97 on medians). Ranks 0 and 1 only:
 //   mpirun -np 2 p2p_reference [BYTES=4194304] [MESSAGES=64] [REPEATS=11]
 // Prints the median over REPEATS of BYTES * MESSAGES / seconds in GB/s (1e9 B/s). Each repeat
 // streams MESSAGES sends and ends with one empty ack, as network.p2p's batch does.

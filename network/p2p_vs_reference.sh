@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # p2p_vs_reference.sh BUILD_DIR [BYTES]: network.p2p's unidirectional bandwidth against the plain
 # MPI_Send/MPI_Recv streaming loop (p2p_reference), both on a 2-node netns cluster (unshaped veth),
-# and prints their ratio (issue 6 "Performance": >= 0.97 on medians). A benchmark, not a test.
+# and prints their ratio (the goal: >= 0.97 on medians). A benchmark, not a test.
 set -euo pipefail
 BUILD=${1:?usage: p2p_vs_reference.sh BUILD_DIR [BYTES]}
 BYTES=${2:-4M}

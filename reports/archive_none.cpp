@@ -1,4 +1,4 @@
-// Run archives in a -DCLUSTERBENCH_GPU_CHECK=ON build (issue 18): that build carries no libarchive
+// Run archives in a -DCLUSTERBENCH_GPU_CHECK=ON build: that build carries no libarchive
 // (its ICU data alone is 31 MB of the bundle a GPU machine can take), so `archive` and `verify`
 // refuse with the reason; a full build packs and verifies archives (archive.cpp).
 #include <iostream>

@@ -2,7 +2,7 @@
 # Scale benchmark of `clusterbench report` and `clusterbench compare` (docs/report.md "Scale"):
 # a synthetic result set of NODES x GPUS (default 1,000 x 8) with the record count of the `full`
 # plan, timed with /usr/bin/time -v. Not a test: it prints the numbers and whether each command
-# finished under the 10 s goal of issue 7.
+# finished under the 10 s goal.
 #
 #   reports/bench_report_scale.sh [NODES] [GPUS]      CB_BIN=build-rep/clusterbench (default build/)
 #

@@ -568,7 +568,10 @@ double mean_of(const std::vector<double>& v) {
 
 std::string c2c_text(const std::vector<double>& v) {
   std::string out;
-  for (double x : v) out += (out.empty() ? "" : "/") + format_number(std::round(x));
+  for (double x : v) {
+    if (!out.empty()) out += '/';
+    out += format_number(std::round(x));
+  }
   return out + " ns";
 }
 

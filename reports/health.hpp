@@ -1,4 +1,4 @@
-// Health counter deltas (issue 8, docs/health.md): what rose between a node's start and end
+// Health counter deltas (docs/health.md): what rose between a node's start and end
 // snapshots (bench/env/health.hpp, EnvRecord::health). Reads the snapshots only; make_report
 // computes them once per node (Report::health) and the spec rows that select {"health": METRIC}
 // are judged over them (reports/rows.hpp).

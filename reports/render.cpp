@@ -265,9 +265,9 @@ void md_records(std::ostringstream& md, const RunDir& run) {
     const auto& rec = recs[i];
     md << "| " << cell(rec.benchmark) << " | " << cell(rec.params.dump()) << " | "
        << cell(scope_item(rec.scope)) << " | " << status_name(rec.status) << " | "
-       << cell(rec.status != Status::ok ? rec.message
-               : rec.message.empty()    ? metrics_text(rec)
-                                        : metrics_text(rec) + "; " + rec.message)
+       << cell(rec.status != Status::ok || rec.metrics.empty() ? rec.message
+               : rec.message.empty()                           ? metrics_text(rec)
+                                     : metrics_text(rec) + "; " + rec.message)
        << " |\n";
   }
 }

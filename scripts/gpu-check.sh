@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# One-shot GPU check (DESIGN.md, issue #3 item 7): build a single-process binary, run the GPU cases
+# One-shot GPU check (DESIGN.md): build a single-process binary, run the GPU cases
 # on this machine's GPUs, run the same work through PyTorch as an anchor, and print a table of our
 # median, the anchor's median and their ratio. It finishes within 5 minutes: each section has a
 # time budget, and past 270 s the remaining sections are skipped, saying so.
@@ -251,7 +251,7 @@ for path in sys.argv[2:]:
         gpu = r["scope"].get("gpu_index", "")
         print("compute.gemm|%s gpu%s|%s|%s|TFLOP/s" % (label, gpu, ours, a))
         x = r.get("extra", {})
-        if r["status"] == "ok":  # items 7 and 8 of issue 18: the choice's warm-up, the launch
+        if r["status"] == "ok":  # the choice's warm-up, the launch
             al, ln = x.get("algorithm", {}), x.get("launch", {})
             print("compute.gemm|%s gpu%s choice, launch|warm-up %.2f s, %s rounds, %s/%s tried; %s|n/a|-" % (
                 label, gpu, al.get("warmup_seconds", 0), al.get("selection_rounds"), al.get("tried"),
@@ -314,7 +314,7 @@ for r in recs:
 P
 }
 
-# The seven collectives over NCCL on one rank (issue 4): busbw's factor is 0 with one rank, so the
+# The seven collectives over NCCL on one rank: busbw's factor is 0 with one rank, so the
 # sweep (float, half, bfloat16; 8 B to 64 MiB) is a correctness check, #wrong 0 in every case.
 section_collectives() {
   say "collectives.* (NCCL, 1 rank: correctness)"
@@ -356,7 +356,7 @@ section_host_device_copy() {
     --set compute.host_device_copy.bytes=$bytes --set compute.host_device_copy.min_time=0.5 \
     --out "$OUT/hcopy" >"$OUT/hcopy.log" 2>&1
   echo "clusterbench exited $? (its verdict code: 0 pass, 1 a row failed, 4 incomplete; verdicts: $OUT/hcopy/report.md)"
-  # Pageable: bidir issues each direction from a host thread of its own (issue 18 item 9); read
+  # Pageable: bidir issues each direction from a host thread of its own; read
   # against the pageable h2d and d2h beside it (no anchor).
   timeout 30 "$BIN" run --suite quick "${SPEC_ARGS[@]}" --only compute.host_device_copy \
     --set compute.host_device_copy.directions=h2d,d2h,bidir --set compute.host_device_copy.memory=pageable \
@@ -418,7 +418,7 @@ for r in recs:
 P2
 }
 
-# clusterbench burnin on the GPU (issue 8): a 20-second soak (6 intervals of bf16 8192^3 GEMM
+# clusterbench burnin on the GPU: a 20-second soak (6 intervals of bf16 8192^3 GEMM
 # with a concurrent 1-rank NCCL all_reduce), its per-GPU verdict, rates and the health counter
 # deltas (ECC, XID, row remapping, NVLink, AER) read through the real NVML at the start and end.
 section_burnin() {

@@ -79,7 +79,7 @@ Context& Context::init(int* argc, char*** argv) {
     int provided = 0;
     // SERIALIZED: the burn-in's all_reduce thread calls MPI while the main thread does not; the
     // progress channel is TCP (progress.hpp), the watchdog only writes files and MPI_Abort()s.
-    // MPI_THREAD_MULTIPLE's locking cost small collectives up to 3x here (issue 21).
+    // MPI_THREAD_MULTIPLE's locking cost small collectives up to 3x here.
     CHECK_MPI(MPI_Init_thread(argc, argv, MPI_THREAD_SERIALIZED, &provided));
     (void)provided;
   }

@@ -1,4 +1,4 @@
-// The host's own speed just before each case (issue 19): a few milliseconds of fixed work whose
+// The host's own speed just before each case: a few milliseconds of fixed work whose
 // rate moves only when the host does (another job or VM on its cores or memory, a lower clock).
 // `compare` sets the probes of two runs side by side per host: where they differ beyond the noise,
 // the host-side changes between the runs are not called regressions (docs/compare.md "Host

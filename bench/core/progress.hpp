@@ -1,10 +1,10 @@
 // Progress: where each rank is in the run, so that rank 0's watchdog can name the ranks and hosts
-// that did not finish a hung case (DESIGN.md "Who writes"; issue 4 "Hang and error safety").
+// that did not finish a hung case (DESIGN.md "Who writes").
 // Each rank counts, in memory, the case it is in and the operations of that case it has issued
 // and completed (two relaxed atomic increments per batch: nothing a timed loop can feel). A thread
 // per rank answers rank 0's question "where are you?", and carries a rank's own abort (a failed
 // NCCL communicator) to rank 0, which then writes the record. The channel is TCP beside MPI, not
-// MPI (issue 21): MPI is then initialised at MPI_THREAD_SERIALIZED, not MPI_THREAD_MULTIPLE, whose
+// MPI: MPI is then initialised at MPI_THREAD_SERIALIZED, not MPI_THREAD_MULTIPLE, whose
 // locking made small collectives up to 3x slower. Each rank listens on an ephemeral port of every
 // IPv4 address; the ports and addresses are exchanged once over MPI; a question is one short
 // connection. The thread sleeps in poll(): no message travels and nothing wakes while the run is

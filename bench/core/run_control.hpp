@@ -1,4 +1,4 @@
-// Resumable, bounded and careful runs (issue 9, parts 3-4): `run --resume DIR`, `run --dry-run`
+// Resumable, bounded and careful runs: `run --resume DIR`, `run --dry-run`
 // with per-case estimates, `run --time-limit`, and the busy-GPU refusal. The runner calls these;
 // they hold the rules so that runner.cpp only wires them in.
 #pragma once

@@ -1,4 +1,4 @@
-// Health counters (issue 8, docs/health.md): one snapshot of a node's error counters, read at the
+// Health counters (docs/health.md): one snapshot of a node's error counters, read at the
 // start and at the end of every run into EnvRecord::health ({"start": ..., "end": ...}), and the
 // NVML XID event watcher that runs in between. Only reads and records: the deltas and every
 // verdict are computed in reports/health.hpp from the two snapshots.

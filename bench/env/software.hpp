@@ -1,4 +1,4 @@
-// The software stack of a node beyond the GPU driver (issue 25, the seed guide's software list):
+// The software stack of a node beyond the GPU driver (the seed guide's software list):
 // cuDNN, NCCL, PyTorch and the CUDA it was built for, the NVIDIA container toolkit, the container
 // runtime, Kubernetes' NVIDIA device plugin and GPU feature discovery, the DCGM exporter, and the
 // NCCL environment of the run. Each is recorded as found, with its version, or as absent with

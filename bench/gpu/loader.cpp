@@ -178,7 +178,7 @@ std::pair<GpuPluginCandidate, void*> dlopen_plugin(const std::string& file) {
   return {c, h};
 }
 
-/// The candidate `file` without loading it (issue 18 item 5: two plugins loaded side by side
+/// The candidate `file` without loading it (two plugins loaded side by side
 /// share one libnccl.so.2, the SONAME of both NCCL builds). Its side file FILE.cuda, written at
 /// build time, says "clusterbench-gpu-plugin abi=N cuda=NNNNN". Without a side file the plugin is
 /// loaded, read and unloaded before the next one is looked at.

@@ -191,7 +191,7 @@ struct SoftwareComponent {
 /// ("present", "absent", "up", "not applicable"), "unknown" when not probed.
 std::string software_text(const SoftwareComponent& c);
 
-/// The seed guide's software list on one node, beyond versions.driver/cuda_driver (issue 25).
+/// The seed guide's software list on one node, beyond versions.driver/cuda_driver.
 struct SoftwareStack {
   SoftwareComponent cudnn, nccl, pytorch, container_toolkit, container_runtime, kubernetes,
       device_plugin, gpu_feature_discovery, dcgm_exporter;

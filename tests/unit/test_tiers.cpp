@@ -1,4 +1,4 @@
-// Storage tiers (issue: storage tiers and the software stack): the spec table's `tiers`
+// Storage tiers: the spec table's `tiers`
 // (bench/records/spec.cpp), what io.tiers finds at a tier's path (io/tiers.cpp: probe_tier,
 // tier_media, data_filesystems), and how reports/rows.cpp counts a shared filesystem once
 // (select.distinct) and says why a record lacks a metric (extra.unmeasured).
@@ -230,6 +230,10 @@ TEST(TierMedia, FromTheDisksBelow) {
   EXPECT_EQ(io::tier_media(d, false), "hdd (sata)+ssd (sas)");
   d.disks = {tcp};
   EXPECT_EQ(io::tier_media(d, false), "nvme over tcp");
+  io::Disk vda;
+  vda.subsystem = "virtio", vda.transport = "virtio", vda.rotational = true;
+  d.disks = {vda};
+  EXPECT_EQ(io::tier_media(d, false), "virtual disk (virtio)");  // not an HDD for saying so
   d.disks = {};
   d.reason = "no sysfs";
   EXPECT_EQ(io::tier_media(d, false), "unknown (no sysfs)");
