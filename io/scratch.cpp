@@ -5,10 +5,13 @@
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <sys/sysmacros.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cctype>
+#include <chrono>
+#include <csignal>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -409,21 +412,35 @@ std::string scratch_host() {
   return buf;
 }
 
+std::string scratch_pid_namespace() {
+  std::error_code ec;
+  const std::string link = fs::read_symlink("/proc/self/ns/pid", ec).string();  // pid:[4026531836]
+  const auto open = link.find('['), close = link.find(']');
+  return ec || open == std::string::npos || close == std::string::npos
+             ? ""
+             : link.substr(open + 1, close - open - 1);
+}
+
 std::string scratch_owner_line() {
   const long pid = static_cast<long>(::getpid());
-  return "pid=" + std::to_string(pid) + " host=" + scratch_host() + " start=" + process_start(pid);
+  const std::string ns = scratch_pid_namespace();
+  return "pid=" + std::to_string(pid) + " host=" + scratch_host() + " start=" + process_start(pid) +
+         (ns.empty() ? "" : " pidns=" + ns);
 }
 
 bool scratch_owner_gone(const std::string& line, const std::string& host) {
   std::istringstream in(line);
-  std::string word, owner_host, start;
+  std::string word, owner_host, start, pidns;
   long pid = 0;
   while (in >> word) {
     if (starts_with(word, "pid=")) pid = std::atol(word.c_str() + 4);
     if (starts_with(word, "host=")) owner_host = word.substr(5);
     if (starts_with(word, "start=")) start = word.substr(6);
+    if (starts_with(word, "pidns=")) pidns = word.substr(6);
   }
   if (pid <= 0 || owner_host.empty() || owner_host != host) return false;
+  // Another pid namespace (a container with the host's name): its pids mean nothing here.
+  if (!pidns.empty() && pidns != scratch_pid_namespace()) return false;
   const std::string now = process_start(pid);
   return now.empty() || (!start.empty() && now != start);
 }
@@ -450,6 +467,27 @@ std::vector<std::string> sweep_dead_scratch(const std::string& parent, const std
   return removed;
 }
 
+bool remove_all_bounded(const std::string& path, double seconds) {
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+    ::_exit(ec ? 1 : 0);
+  }
+  if (pid < 0) {  // no child: remove it here
+    std::error_code ec;
+    fs::remove_all(path, ec);
+    return !ec;
+  }
+  const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  int status = 0;
+  while (::waitpid(pid, &status, WNOHANG) == 0) {
+    if (std::chrono::steady_clock::now() >= until) return false;  // it goes on without us
+    ::usleep(10000);
+  }
+  return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
 ScratchDir::ScratchDir(const std::string& parent, const std::string& tag) {
   for (const auto& d : sweep_dead_scratch(parent))
     std::cerr << "clusterbench: removed " << d << ", left by a run that is gone" << std::endl;
@@ -462,15 +500,15 @@ ScratchDir::ScratchDir(const std::string& parent, const std::string& tag) {
   }
   path_ = buf.data();
   std::ofstream(path_ + "/" + kScratchOwnerFile) << scratch_owner_line() << "\n";
-  remove_on_abort_ = std::make_unique<AbortCleanup>([p = path_] {
-    std::error_code ec;
-    fs::remove_all(p, ec);
-  });
+  remove_on_abort_ = std::make_unique<AbortCleanup>([p = path_] { remove_all_bounded(p, 5); });
 }
 
 ScratchDir::~ScratchDir() {
-  std::error_code ec;
-  fs::remove_all(path_, ec);
+  if (!remove_all_bounded(path_, 5))
+    std::cerr << "clusterbench: removing " << path_
+              << " did not finish within 5 s (a frozen or hung filesystem); a child process "
+                 "goes on with it"
+              << std::endl;
 }
 
 std::string block_signature(const std::string& h) {
@@ -567,6 +605,22 @@ std::vector<JobFileTarget> job_file_targets(const std::string& text) {
   return out;
 }
 
+namespace {
+/// The parent pid of the process whose /proc directory is `proc_dir` (field 4 of its stat,
+/// after the command name's closing parenthesis); -1 when unreadable.
+int parent_of(const std::string& proc_dir) {
+  std::ifstream in(proc_dir + "/stat");
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const auto close = text.rfind(')');
+  if (close == std::string::npos) return -1;
+  std::istringstream rest(text.substr(close + 1));
+  std::string state;
+  int ppid = -1;
+  rest >> state >> ppid;
+  return ppid;
+}
+}  // namespace
+
 std::vector<OpenWriter> open_writers(const std::string& target, int* unreadable,
                                      const std::string& proc_root) {
   std::vector<OpenWriter> out;
@@ -580,7 +634,9 @@ std::vector<OpenWriter> open_writers(const std::string& target, int* unreadable,
     const std::string name = entry.path().filename().string();
     if (name.empty() || !std::all_of(name.begin(), name.end(), ::isdigit)) continue;
     const int pid = std::atoi(name.c_str());
-    if (pid == self) continue;
+    // This process and its own helpers (the records writer writes the run's output, which may
+    // well lie on the target).
+    if (pid == self || parent_of(entry.path().string()) == self) continue;
     std::error_code fd_ec;
     fs::directory_iterator fds(entry.path() / "fd", fd_ec);
     if (fd_ec) {

@@ -111,15 +111,25 @@ std::string system_tmpdir();
 /// -1 when statvfs fails.
 long long free_bytes(const std::string& dir);
 
+/// Removes `path` and everything below it in a child process and waits at most `seconds`: on a
+/// frozen or hung filesystem the child goes on once it answers, and the caller is not held.
+/// True when the removal finished (and succeeded) in time.
+bool remove_all_bounded(const std::string& path, double seconds);
+
 /// The owner file of a ScratchDir: "<dir>/.cb-owner".
 inline constexpr const char* kScratchOwnerFile = ".cb-owner";
 
-/// The owner line this process writes: "pid=P host=H start=S" (S: the process's start time,
-/// field 22 of /proc/P/stat, so that a reused pid is not taken for the owner).
+/// The inode number of this process's pid namespace (/proc/self/ns/pid), "" when unreadable.
+std::string scratch_pid_namespace();
+
+/// The owner line this process writes: "pid=P host=H start=S pidns=N" (S: the process's start
+/// time, field 22 of /proc/P/stat, so that a reused pid is not taken for the owner; N: its pid
+/// namespace, so that a run in a container with the host's name is never taken for gone).
 std::string scratch_owner_line();
 
-/// Whether the owner named by `line` (scratch_owner_line's format) is gone: its host is `host`
-/// and no process `pid` with that start time runs here. False for another host's owner (its
+/// Whether the owner named by `line` (scratch_owner_line's format) is gone: its host is `host`,
+/// its pid namespace (when the line names one) is this process's, and no process `pid` with that
+/// start time runs here. False for another host's owner (its
 /// pid means nothing here) and for a line that does not parse.
 bool scratch_owner_gone(const std::string& line, const std::string& host);
 
@@ -137,7 +147,7 @@ std::vector<std::string> sweep_dead_scratch(const std::string& parent,
 /// everything in it when destroyed: on success and on failure alike. It holds an owner file
 /// (kScratchOwnerFile, scratch_owner_line) and, before it is made, `parent` is swept of what dead
 /// runs left (sweep_dead_scratch; each removal named on stderr). Throws CallError when the
-/// directory cannot be created.
+/// directory cannot be created. The removal runs in a child process (remove_all_bounded, 5 s).
 class ScratchDir {
  public:
   ScratchDir(const std::string& parent, const std::string& tag);
@@ -188,7 +198,8 @@ struct OpenWriter {
   std::string path;  ///< the file, as /proc/PID/fd/N links to it
 };
 
-/// Processes other than this one that hold `target` or a file below it open for writing
+/// Processes other than this one and its children (its records writer) that hold `target` or a
+/// file below it open for writing
 /// (O_WRONLY or O_RDWR): every `proc_root`/PID/fd/N whose link points there, with the access mode
 /// from the "flags:" line (octal) of `proc_root`/PID/fdinfo/N (proc(5)). `target` is compared by
 /// its absolute, normalised path. A process whose fd directory cannot be read (another user's,

@@ -2,10 +2,17 @@
 // fio's throughput there through io.fio's safety rules (docs/fio.md "Storage tiers").
 #include "io/tiers.hpp"
 
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/stat.h>
 #include <sys/statvfs.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -50,6 +57,7 @@ std::string tb_text(double tb) {
 /// The probe's one line for people.
 std::string probe_summary(const TierDecl& t, const TierProbe& p, const std::string& host) {
   std::string s = t.name + " " + t.path + " on " + host + ": ";
+  if (!p.known) return s + "unknown: " + p.reason;
   if (!p.mounted) return s + "not mounted: " + p.reason;
   const ScratchDevice& d = p.device;
   s += d.fs_type + " on " + d.mount_point + " from " + d.source + ", " + p.media;
@@ -79,7 +87,11 @@ TierProbe probe_tier(const TierDecl& t, const std::vector<Mount>& mounts, const 
   const std::string root = fs_root == "/" ? "" : fs_root;
   std::error_code ec;
   const std::filesystem::path real = std::filesystem::canonical(root + t.path, ec);
-  if (ec) {
+  if (ec && ec != std::errc::no_such_file_or_directory && ec != std::errc::not_a_directory &&
+      ec != std::errc::too_many_symbolic_link_levels) {
+    p.known = false;
+    p.reason = t.path + " cannot be examined (" + ec.message() + ")";
+  } else if (ec) {
     p.reason = t.path + " does not exist (" + ec.message() + ")";
   } else if (!std::filesystem::is_directory(real, ec)) {
     p.reason = t.path + " is not a directory";
@@ -94,6 +106,15 @@ TierProbe probe_tier(const TierDecl& t, const std::vector<Mount>& mounts, const 
                  "), not a mount point of its own: the tier's filesystem is not mounted (a "
                  "table sets mount_point false for a tier that is a directory)";
   }
+  static const std::set<std::string> kPseudo = {
+      "proc",      "sysfs",      "devtmpfs",    "devpts",   "cgroup",     "cgroup2", "debugfs",
+      "tracefs",   "securityfs", "pstore",      "bpf",      "configfs",   "fusectl", "mqueue",
+      "hugetlbfs", "autofs",     "binfmt_misc", "efivarfs", "rpc_pipefs", "nsfs"};
+  if (p.mounted && kPseudo.count(p.device.fs_type)) {
+    p.mounted = false;
+    p.reason = t.path + " is on " + p.device.fs_type + " (" + p.device.mount_point +
+               "), a kernel filesystem, not storage";
+  }
   if (p.mounted) {
     p.network = is_network_fs(p.device.fs_type);
     p.shared = t.shared.value_or(p.network);
@@ -101,7 +122,12 @@ TierProbe probe_tier(const TierDecl& t, const std::vector<Mount>& mounts, const 
                                : "local:" + host + ":" + p.device.dev;
     p.media = tier_media(p.device, p.network);
     p.space = space(root + p.real_path);
-    if (!p.space) p.reason = std::string("statvfs: ") + std::strerror(errno);
+    if (!p.space) {
+      p.reason = std::string("statvfs: ") + std::strerror(errno);
+    } else if (p.space->capacity_tb <= 0) {
+      p.space.reset();
+      p.reason = "statvfs reports no blocks (" + p.device.fs_type + " keeps no count of its size)";
+    }
   }
   p.summary = probe_summary(t, p, host);
   return p;
@@ -114,7 +140,7 @@ json tier_json(const TierDecl& t, const TierProbe& p) {
       {"name", t.name},
       {"path", t.path},
       {"origin", t.origin},
-      {"mounted", p.mounted},
+      {"mounted", p.known ? json(p.mounted) : json(nullptr)},
       {"reason", p.reason},
       {"real_path", p.real_path.empty() ? json(nullptr) : json(p.real_path)},
       {"mount_point", text(d.mount_point)},
@@ -131,6 +157,103 @@ json tier_json(const TierDecl& t, const TierProbe& p) {
       {"capacity_tb", p.space ? json(p.space->capacity_tb) : json(nullptr)},
       {"free_tb", p.space ? json(p.space->free_tb) : json(nullptr)},
       {"summary", p.summary}};
+}
+
+std::optional<json> json_in_child(const std::function<json()>& work, double seconds) {
+  int fds[2];
+  if (::pipe2(fds, O_CLOEXEC) != 0)
+    throw std::runtime_error("pipe2: " + std::string(std::strerror(errno)));
+  const pid_t pid = ::fork();
+  if (pid == 0) {  // the child: whatever may wait on a filesystem
+    ::close(fds[0]);
+    std::string out;
+    try {
+      out = work().dump();
+    } catch (const std::exception&) {
+      ::_exit(1);
+    }
+    for (size_t done = 0; done < out.size();) {
+      const ssize_t n = ::write(fds[1], out.data() + done, out.size() - done);
+      if (n <= 0) break;
+      done += static_cast<size_t>(n);
+    }
+    ::_exit(0);
+  }
+  ::close(fds[1]);
+  if (pid < 0) {
+    ::close(fds[0]);
+    throw std::runtime_error("fork: " + std::string(std::strerror(errno)));
+  }
+  std::string text;
+  const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  bool eof = false;
+  while (!eof && std::chrono::steady_clock::now() < until) {
+    pollfd pfd{fds[0], POLLIN, 0};
+    if (::poll(&pfd, 1, 50) <= 0) continue;
+    char buf[4096];
+    const ssize_t n = ::read(fds[0], buf, sizeof buf);
+    if (n > 0) text.append(buf, static_cast<size_t>(n));
+    eof = n == 0 || (n < 0 && errno != EINTR);
+  }
+  ::close(fds[0]);
+  if (!eof) {
+    ::kill(pid, SIGKILL);  // stuck in a filesystem: it dies when that wait ends
+    ::waitpid(pid, nullptr, WNOHANG);
+    return std::nullopt;
+  }
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  json j = json::parse(text, nullptr, false);
+  if (j.is_discarded() || !WIFEXITED(status) || WEXITSTATUS(status) != 0) return json();
+  return j;
+}
+
+namespace {
+
+/// "" when a file can be created in `dir`, else strerror. An unnamed file (O_TMPFILE) first: a
+/// probe killed while the filesystem is frozen leaves nothing behind once it thaws; a directory
+/// made and removed where the filesystem has no unnamed files (NFS).
+std::string write_test(const std::string& dir) {
+  int fd = ::open(dir.c_str(), O_TMPFILE | O_WRONLY | O_CLOEXEC, 0600);
+  if (fd >= 0) {
+    ::close(fd);
+    return "";
+  }
+  if (errno != EOPNOTSUPP && errno != EISDIR && errno != EINVAL) return std::strerror(errno);
+  const std::string probe = dir + "/.cb-probe-" + std::to_string(::getpid());
+  if (::mkdir(probe.c_str(), 0700) != 0 || ::rmdir(probe.c_str()) != 0) return std::strerror(errno);
+  return "";
+}
+
+}  // namespace
+
+json probe_tier_bounded(const TierDecl& t, const std::string& host, double seconds) {
+  std::optional<json> j = json_in_child(
+      [&] {
+        TierProbe p = probe_tier(t, read_mountinfo(), host, "/", statvfs_space);
+        json out = tier_json(t, p);
+        out["write_error"] = "";
+        if (p.mounted) out["write_error"] = write_test(p.real_path);
+        return out;
+      },
+      seconds);
+  if (j && j->is_object()) {
+    (*j)["answered"] = true;
+    return *j;
+  }
+  char secs[32];
+  std::snprintf(secs, sizeof secs, "%g", seconds);
+  const std::string why = t.path + (j ? " could not be examined (the probe gave no answer)"
+                                      : " did not answer within " + std::string(secs) +
+                                            " s (a frozen filesystem, or a hung network mount)");
+  return {{"name", t.name},
+          {"path", t.path},
+          {"origin", t.origin},
+          {"answered", false},
+          {"mounted", nullptr},
+          {"reason", why},
+          {"write_error", ""},
+          {"summary", t.name + " " + t.path + " on " + host + ": unknown: " + why}};
 }
 
 std::vector<FoundFs> data_filesystems(const std::vector<Mount>& mounts, const std::string& fs_root,
@@ -178,14 +301,20 @@ class Tiers : public Benchmark {
   Level level() const override { return Level::node; }
   std::vector<json> cases(const Settings& s) const override {
     for (const auto& name : spec_tier_names())
-      if (std::string p = path_(s, name); !p.empty())
-        if (std::string why = tier_path_refusal(p); !why.empty())
+      if (given(s, name))
+        if (std::string why = tier_path_refusal(path_(s, name)); !why.empty())
           throw InputError("--set io.tiers." + name + ": " + why);
     if (size_(s) <= 0) throw InputError("--set io.tiers.size: must be a positive value");
     if (repeat_(s) < 1) throw InputError("--set io.tiers.repeat: must be at least 1");
     if (fio_seconds(runtime_(s), "--set io.tiers.runtime") <= 0)
       throw InputError("--set io.tiers.runtime: must be a positive value");
     fio_seconds(ramp_(s), "--set io.tiers.ramp");
+    for (const auto& p : profiles_(s))
+      if (p.empty() || p.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                           "0123456789_-") != std::string::npos)
+        throw InputError("--set io.tiers.profiles: '" + p +
+                         "' is not a profile name (letters, digits, '_' and '-': NAME.fio in "
+                         "profiles_dir)");
     // The job files are needed only where a tier is named here (a table's tiers are known
     // later: a missing job file then leaves that tier's throughput unmeasured, with the reason).
     const bool named = hot_.given(s) || warm_.given(s) || cold_.given(s);
@@ -217,14 +346,25 @@ class Tiers : public Benchmark {
     const std::string name = run.params().at("tier");
     if (name == kUnlabelled) return run_unlabelled(run);
     const TierDecl t = declared(run.settings(), name);
-    const TierProbe p = probe_tier(t, read_mountinfo(), run.ctx().host(), "/", statvfs_space);
-    run.set_extra("tier", tier_json(t, p));
-    run.add(Metric{"mounted", p.mounted ? 1.0 : 0.0, "count"});
+    const json tier = probe_tier_bounded(t, run.ctx().host(), kProbeSeconds);
+    run.set_extra("tier", tier);
     json unmeasured = json::object();
-    if (p.space)
-      run.add(Metric{"capacity_tb", p.space->capacity_tb, "TB"});
+    const std::string reason = tier.value("reason", "");
+    const bool mounted = tier["mounted"].is_boolean() && tier["mounted"].get<bool>();
+    if (tier["mounted"].is_boolean())
+      run.add(Metric{"mounted", mounted ? 1.0 : 0.0, "count"});
     else
-      unmeasured["capacity_tb"] = p.mounted ? p.reason : "not mounted: " + p.reason;
+      unmeasured["mounted"] = reason;
+    if (tier.contains("capacity_tb") && tier["capacity_tb"].is_number())
+      run.add(Metric{"capacity_tb", tier["capacity_tb"].get<double>(), "TB"});
+    else if (!tier["mounted"].is_boolean() || mounted)
+      unmeasured["capacity_tb"] = reason;  // unknown, not "not mounted"
+    // Why fio does not run here, if it does not.
+    std::string no_fio = !tier["mounted"].is_boolean() ? reason
+                         : !mounted                    ? "not mounted: " + reason
+                                                       : "";
+    if (no_fio.empty() && !tier.value("write_error", "").empty())
+      no_fio = "the tier refused a new file (" + tier.value("write_error", "") + ")";
     json fio = json::array();
     const auto profiles = profiles_(run.settings());
     for (const char* row_profile : {"seq_read", "seq_write", "checkpoint_write"})
@@ -232,16 +372,19 @@ class Tiers : public Benchmark {
         unmeasured[std::string(row_profile) + "_bw"] =
             std::string("not run: --set io.tiers.profiles leaves out ") + row_profile;
     for (const auto& profile : profiles) {
-      if (!p.mounted) {
-        unmeasured[profile + "_bw"] = "not mounted: " + p.reason;
-        continue;
-      }
-      measure(run, profile, t, p.real_path, fio, unmeasured);
+      if (!no_fio.empty())
+        unmeasured[profile + "_bw"] = no_fio;
+      else
+        measure(run, profile, t, tier.value("real_path", t.path), fio, unmeasured);
     }
     run.set_extra("fio", fio);
     run.set_extra("unmeasured", unmeasured);
-    run.finish_as(Status::ok, p.summary);
+    run.finish_as(Status::ok, tier.value("summary", ""));
   }
+
+  /// How long a tier's filesystem has to answer the probe (resolve the path, statvfs, make and
+  /// remove a directory).
+  static constexpr double kProbeSeconds = 10;
 
  private:
   std::string path_(const Settings& s, const std::string& name) const {
@@ -318,12 +461,23 @@ class Tiers : public Benchmark {
       } catch (const Waived&) {
         continue;
       }
-      TierProbe p = probe_tier(t, mounts, run.ctx().host(), "/", statvfs_space);
-      if (p.mounted) tier_devs.insert(p.device.dev);
+      const json p = probe_tier_bounded(t, run.ctx().host(), kProbeSeconds);
+      if (p.value("mounted", json()) == json(true)) tier_devs.insert(p.value("dev", ""));
     }
     json list = json::array();
     std::string note;
-    for (const auto& f : data_filesystems(mounts, "/", statvfs_space)) {
+    // statvfs in a child: a hung network mount must not hold the run.
+    const SpaceOf bounded_space = [](const std::string& dir) -> std::optional<FsSpace> {
+      std::optional<json> j = json_in_child(
+          [&dir] {
+            auto sp = statvfs_space(dir);
+            return sp ? json::array({sp->capacity_tb, sp->free_tb}) : json();
+          },
+          kProbeSeconds / 2);
+      if (!j || !j->is_array()) return std::nullopt;
+      return FsSpace{(*j)[0].get<double>(), (*j)[1].get<double>()};
+    };
+    for (const auto& f : data_filesystems(mounts, "/", bounded_space)) {
       if (tier_devs.count(f.dev)) continue;
       note += (note.empty() ? "" : "; ") + f.mount_point + " (" + f.fs_type + " from " + f.source +
               ", " + f.media +

@@ -34,6 +34,7 @@ std::optional<FsSpace> statvfs_space(const std::string& dir);
 /// What a node has at a tier's path.
 struct TierProbe {
   bool mounted = false;
+  bool known = true;      ///< false: the path could not be examined (EACCES, EIO): mounted unknown
   std::string reason;     ///< why it is not mounted, or why its capacity is unknown
   std::string real_path;  ///< the path with its symlinks resolved ("" when it does not exist)
   ScratchDevice device;   ///< the filesystem holding it and the disks below
@@ -57,6 +58,17 @@ std::string tier_media(const ScratchDevice& d, bool network);
 /// Paths and /sys are read below `fs_root`; `space` reads the capacity.
 TierProbe probe_tier(const TierDecl& t, const std::vector<Mount>& mounts, const std::string& host,
                      const std::string& fs_root, const SpaceOf& space);
+
+/// Runs `work` in a forked child and returns its JSON, or nullopt when the child has not
+/// answered within `seconds` (it is killed, and dies when the filesystem wait that holds it
+/// ends), or a null json when it failed. For every step that may wait on a tier's filesystem.
+std::optional<json> json_in_child(const std::function<json()>& work, double seconds);
+
+/// probe_tier and a write test (a directory made and removed at the path) in a child process
+/// that must answer within `seconds`, so that a frozen filesystem or a hung network mount never
+/// holds the run: tier_json plus `answered` (false: the child did not answer in time, `mounted`
+/// is null and `reason` says so) and `write_error` ("" when the directory could be made).
+json probe_tier_bounded(const TierDecl& t, const std::string& host, double seconds);
 
 /// The probe as extra.tier of an io.tiers record (docs/records.md): name, path, origin,
 /// mounted, reason, real_path, mount_point, fs_type, source, dev, network, shared,

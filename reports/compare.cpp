@@ -216,7 +216,12 @@ void compare_case(const ResultRecord& b, const ResultRecord* c,
     if (!cm) {
       mc.verdict = kRegressed;
       mc.missing = true;
-      cc.message = "metric '" + bm.name + "' missing from CURRENT";
+      // Every metric that is gone, each with the reason CURRENT gives (extra.unmeasured).
+      std::string why;
+      if (auto u = c->extra.find("unmeasured"); u != c->extra.end() && u->is_object())
+        if (auto w = u->find(bm.name); w != u->end() && w->is_string()) why = w->get<std::string>();
+      mc.reason = why.empty() ? "missing from CURRENT" : "not measured in CURRENT: " + why;
+      cc.message += (cc.message.empty() ? "" : "; ") + ("metric '" + bm.name + "' " + mc.reason);
     } else {
       judge_metric(bm, *cm, mc.tolerance, mc);
     }
@@ -931,7 +936,7 @@ json render_compare_json(const Comparison& c) {
                                {"unit", m.unit},
                                {"higher_is_better", m.higher_is_better},
                                {"baseline", m.baseline},
-                               {"current", m.current},
+                               {"current", m.missing ? json(nullptr) : json(m.current)},
                                {"change_pct", m.change_pct},
                                {"baseline_spread", m.baseline_spread},
                                {"current_spread", m.current_spread},
@@ -983,8 +988,8 @@ std::string render_compare_junit(const Comparison& c) {
     const bool skipped = cc.verdict == kNotCompared || cc.verdict == kNotComparable;
     for (const auto& m : cc.metrics)
       detail += (detail.empty() ? "" : "; ") + m.name + " " + format_number(m.baseline) + " -> " +
-                format_number(m.current) + " " + m.unit + " (" + signed_pct(m.change_pct) + ", " +
-                m.verdict + ")";
+                (m.missing ? "not measured" : format_number(m.current)) + " " + m.unit + " (" +
+                (m.missing ? m.reason : signed_pct(m.change_pct) + ", " + m.verdict) + ")";
     if (cc.verdict == kRegressed)
       x << "<failure message=\"regressed\">" << xml_escape(detail) << "</failure>";
     else if (skipped)
@@ -1013,7 +1018,10 @@ std::string render_compare_console(const Comparison& c) {
     o << "REGRESSED " << case_label(cc);
     if (!cc.message.empty()) o << ": " << cc.message;
     for (const auto& m : cc.metrics)
-      if (m.verdict == kRegressed)
+      if (m.verdict == kRegressed && m.missing)
+        o << "; " << m.name << " " << format_number(m.baseline) << " " << m.unit
+          << " -> not measured";
+      else if (m.verdict == kRegressed)
         o << "; " << m.name << " " << format_number(m.baseline) << " -> "
           << format_number(m.current) << " " << m.unit << " (" << signed_pct(m.change_pct)
           << ", p = " << format_number(m.p_value) << ", n = " << m.baseline_n << "/" << m.current_n

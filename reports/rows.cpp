@@ -696,6 +696,8 @@ class RowEvaluator {
     std::vector<std::string> unmet;      ///< why each ok record missing select.require is skipped
     std::vector<std::string> described;  ///< select.describe of the records judged, distinct
     size_t repeated = 0;  ///< values left out: their select.distinct value was seen before
+    /// "ITEM: REASON" of each ok record that could not measure the metric (extra.unmeasured)
+    std::vector<std::string> unknown;
   };
 
   Sorted sort_records(const Item& item) const {
@@ -724,6 +726,8 @@ class RowEvaluator {
         if (!sel.describe.empty()) add_unique(s.described, fill_template(sel.describe, doc));
       } else {
         s.lacking.push_back(rec);
+        if (std::string why = unmeasured_reason(*rec); !why.empty())
+          s.unknown.push_back(scope_item(rec->scope) + why);
       }
     }
     return s;
@@ -803,6 +807,7 @@ class RowEvaluator {
         json agg = aggregate_numbers(xs, req_.aggregate);
         if (req_.aggregate == "count") agg = xs.size();
         cands.push_back(judged(r, {agg}, req_.aggregate + " "));
+        if (req_.aggregate == "sum" && !s.unknown.empty()) sum_with_unknown(cands.back(), s);
       }
       with_noise(cands.back(), s);
       if (s.repeated)
@@ -817,6 +822,20 @@ class RowEvaluator {
       cands.push_back(candidate(r, kWaived, item.name + ": waived: " + join(reasons, "; "), 1, ""));
     }
     return cands;
+  }
+
+  /// A sum with addends that could not be measured: it can only grow by them (the metrics summed
+  /// are sizes), so a `>=` it passes stands, and says what it left out; any other outcome could
+  /// change with them: MISSING, naming them.
+  void sum_with_unknown(ItemResult& c, const Sorted& s) const {
+    const std::string left_out = join(s.unknown, "; ");
+    if (c.outcome == kPass && req_.op == ">=") {
+      c.message += "; not counted (unknown): " + left_out;
+      return;
+    }
+    c.outcome = kMissing;
+    c.message =
+        c.item + ": the " + c.message + " leaves out what could not be measured: " + left_out;
   }
 
   /// The noise of the metric that gave the candidate's value (min, max, each: one record's; a

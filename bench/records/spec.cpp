@@ -437,9 +437,9 @@ void parse_tier(const json& t, const std::string& at, SpecTier& out) {
   check_keys(t, {"path", "shared", "mount_point", "title"}, at);
   if (t.contains("path")) {
     out.path = t.at("path").is_null() ? "" : require_field<std::string>(t, "path", at);
-    if (!out.path.empty())
+    if (!t.at("path").is_null())
       if (std::string why = tier_path_refusal(out.path); !why.empty())
-        throw InputError(at + ": field 'path': " + why);
+        throw InputError(at + ": field 'path': " + why + " (null: no path)");
   }
   if (t.contains("shared")) out.shared = require_field<bool>(t, "shared", at);
   if (t.contains("mount_point")) out.mount_point = require_field<bool>(t, "mount_point", at);
@@ -717,7 +717,12 @@ json tiers_json(const std::vector<SpecTier>& tiers) {
 }
 
 bool is_object_storage_url(const std::string& path) {
+  // Object stores' schemes (S3 and its kin, Google Cloud Storage, Azure Blob, Swift, MinIO).
+  static const std::set<std::string> kSchemes = {"s3",    "s3a",   "s3n",   "gs",   "gcs",
+                                                 "az",    "abfs",  "abfss", "wasb", "wasbs",
+                                                 "swift", "minio", "oss",   "cos"};
   auto sep = path.find("://");
+  if (sep == std::string::npos || !kSchemes.count(path.substr(0, sep))) return false;
   if (sep == std::string::npos || sep == 0 || !std::isalpha(static_cast<unsigned char>(path[0])))
     return false;
   for (size_t i = 0; i < sep; ++i) {
@@ -731,6 +736,9 @@ std::string tier_path_refusal(const std::string& path) {
   for (unsigned char c : path)
     if (c < 0x20 || c == 0x7f) return "'" + path + "' holds a control character";
   if (is_object_storage_url(path)) return "";
+  if (path.find("://") != std::string::npos)
+    return "'" + path + "' is a URL of no object store (s3, gs, az, abfs, wasb, swift, oss, cos: " +
+           "not measured); a filesystem is named by its absolute path";
   if (path.empty() || path[0] != '/')
     return "'" + path + "' is neither an absolute path nor an object-storage URL (s3://...)";
   return "";

@@ -138,4 +138,36 @@ sed 's/"cold"/"lukewarm"/' "$W/table.json" >"$W/bad.json"
 expect_rc 2 "$CB_BIN" run "${FAST[@]}" --spec "$W/bad.json" --out "$W/bad2"
 expect_out "bad.json: tiers: 'lukewarm' is not a tier \(hot, warm or cold\)"
 ok "bad tier paths and names are exit 2 naming the key or file"
+# 5. A frozen tier (fsfreeze on a loop-mounted ext4): the probe does not answer, the run goes on
+# and ends in time, the tier is unknown (MISSING with the reason), never "not mounted".
+for t in fsfreeze mkfs.ext4 losetup; do
+  command -v $t >/dev/null || fail "$t not installed (scripts/setup.sh installs it)"
+done
+mkdir -p "$W/frz"
+truncate -s 32M "$W/frz.img"
+mkfs.ext4 -q -F "$W/frz.img" || fail "mkfs.ext4"
+mount -o loop "$W/frz.img" "$W/frz" || fail "cannot loop-mount an image"
+trap 'fsfreeze -u "$W/frz" 2>/dev/null; sleep 0.3; umount "$W/frz" 2>/dev/null; rm -rf "$TMP" "$W"' EXIT
+fsfreeze -f "$W/frz" || fail "fsfreeze"
+start=$(date +%s)
+timeout 120 "$CB_BIN" run "${FAST[@]}" --set io.tiers.hot="$W/frz" --set io.tiers.profiles=seq_read \
+  --out "$W/frozen" >"$W/frozen.log" 2>&1
+rc=$?
+took=$(($(date +%s) - start))
+fsfreeze -u "$W/frz"
+[ "$rc" = 1 ] || { cat "$W/frozen.log"; fail "frozen tier: exit $rc after $took s"; }
+((took < 60)) || fail "frozen tier: the run took $took s"
+py '
+out, w = sys.argv[1], sys.argv[2]
+recs = {r["params"]["tier"]: r for r in map(json.loads, open(out + "/records.jsonl"))}
+hot = recs["hot"]
+assert hot["status"] == "ok" and hot["metrics"] == [], hot["metrics"]
+why = hot["extra"]["unmeasured"]
+assert "did not answer within 10 s" in why["mounted"] and why["capacity_tb"] == why["mounted"], why
+rows = {r["id"]: r for r in json.load(open(out + "/report.json"))["rows"]}
+r = rows["storage.tier_hot_mounted"]
+assert r["outcome"] == "MISSING" and "did not answer within 10 s" in r["message"], r["message"]
+assert [d for d in os.listdir(w + "/frz") if d.startswith("cb-") or d.startswith(".cb-")] == [], os.listdir(w + "/frz")
+' "$W/frozen" "$W"
+ok "a frozen tier: the run ends in $took s, the tier unknown with the reason"
 echo "PASS io_tiers ($PASSES checks)"

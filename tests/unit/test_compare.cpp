@@ -572,3 +572,27 @@ TEST(C2cDrift, ARegressedMpiCaseOnMovedCoresIsHostDriftAndExit4) {
 
 }  // namespace
 }  // namespace clusterbench
+
+TEST(Compare, MetricsNotMeasuredInCurrentAreNamedWithTheirReasonNotZero) {
+  RunDir base = read_run_dir(std::string(CB_FIXTURES) + "/results/compare-baseline");
+  RunDir cur = base;
+  base.records.records.resize(1);
+  cur.records.records.resize(1);
+  ResultRecord& b = base.records.records[0];
+  ResultRecord& c = cur.records.records[0];
+  b.status = c.status = Status::ok;
+  b.metrics = {Metric{"seq_read_bw", 7.18, "GB/s", true, {7, 7.1, 7.18, 7.2, 7.3}},
+               Metric{"seq_write_bw", 6, "GB/s", true, {6, 6, 6, 6, 6}}};
+  c.metrics.clear();
+  c.extra["unmeasured"] = {{"seq_read_bw", "fio: refused: no space"}};
+  const Comparison cmp = compare(base, cur, {});
+  ASSERT_EQ(cmp.cases.size(), 1u);
+  const CaseChange& cc = cmp.cases[0];
+  EXPECT_EQ(cc.verdict, kRegressed);
+  EXPECT_EQ(cc.message,
+            "metric 'seq_read_bw' not measured in CURRENT: fio: refused: no space; metric "
+            "'seq_write_bw' missing from CURRENT");
+  const json j = render_compare_json(cmp);
+  EXPECT_TRUE(j["cases"][0]["metrics"][0]["current"].is_null());
+  EXPECT_EQ(j["cases"][0]["metrics"][0]["missing"], true);
+}

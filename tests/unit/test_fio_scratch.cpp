@@ -306,6 +306,12 @@ TEST(Scratch, OwnerFileNamesThisProcess) {
   // Our pid with another start time: the pid was reused, the owner is gone.
   EXPECT_TRUE(scratch_owner_gone("pid=" + std::to_string(getpid()) + " host=h start=1", "h"));
   EXPECT_FALSE(scratch_owner_gone("garbage", "h"));
+  // The pid namespace: ours is named, and a dead pid of another namespace is not called gone.
+  const std::string ns = scratch_pid_namespace();
+  ASSERT_FALSE(ns.empty());
+  EXPECT_NE(line.find(" pidns=" + ns), std::string::npos) << line;
+  EXPECT_TRUE(scratch_owner_gone(dead + " pidns=" + ns, "h"));
+  EXPECT_FALSE(scratch_owner_gone(dead + " pidns=1" + ns, "h"));
 }
 
 TEST(Scratch, SweepRemovesOnlyDeadOwnersOfThisHost) {

@@ -81,26 +81,51 @@ TEST_F(OpenWritersTest, FindsThisMachinesRealWriter) {
   std::string file = (dir / "held.bin").string();
   int self_fd = ::open((dir / "mine.bin").c_str(), O_WRONLY | O_CREAT, 0644);
   ASSERT_GE(self_fd, 0);
+  // The writer is a grandchild: this process's own children (its records writer) do not count.
+  int pids[2];
+  ASSERT_EQ(::pipe(pids), 0);
   pid_t child = ::fork();
   if (child == 0) {
-    ::close(self_fd);  // the child holds only held.bin
-    int f = ::open(file.c_str(), O_WRONLY | O_CREAT, 0644);
-    if (f < 0) _exit(1);
+    ::close(self_fd);
+    pid_t writer = ::fork();
+    if (writer == 0) {  // holds only held.bin
+      int f = ::open(file.c_str(), O_WRONLY | O_CREAT, 0644);
+      if (f < 0) _exit(1);
+      ::pause();
+      _exit(0);
+    }
+    if (::write(pids[1], &writer, sizeof writer) != sizeof writer) _exit(1);
     ::pause();
     _exit(0);
   }
   ASSERT_GT(child, 0);
+  pid_t writer = -1;
+  ASSERT_EQ(::read(pids[0], &writer, sizeof writer), static_cast<ssize_t>(sizeof writer));
   std::vector<clusterbench::io::OpenWriter> w;
   for (int i = 0; i < 100 && w.empty(); ++i) {
     ::usleep(20000);
     w = open_writers(dir.string());
   }
+  ::kill(writer, SIGKILL);
   ::kill(child, SIGKILL);
   ::waitpid(child, nullptr, 0);
   ::close(self_fd);
+  ::close(pids[0]), ::close(pids[1]);
   ASSERT_EQ(w.size(), 1u);
-  EXPECT_EQ(w[0].pid, child);
+  EXPECT_EQ(w[0].pid, writer);
   EXPECT_EQ(w[0].path, file);
+  // A child of this process holding a file there is this run's own (the records writer).
+  pid_t own = ::fork();
+  if (own == 0) {
+    int f = ::open(file.c_str(), O_WRONLY | O_CREAT, 0644);
+    if (f < 0) _exit(1);
+    ::pause();
+    _exit(0);
+  }
+  ::usleep(200000);
+  EXPECT_TRUE(open_writers(dir.string()).empty());
+  ::kill(own, SIGKILL);
+  ::waitpid(own, nullptr, 0);
 }
 
 }  // namespace

@@ -110,6 +110,11 @@ TEST(SpecTiers, PathForms) {
   EXPECT_EQ(tier_path_refusal("/mnt/hot"), "");
   EXPECT_EQ(tier_path_refusal("s3://bucket"), "");
   EXPECT_NE(tier_path_refusal("hot"), "");
+  EXPECT_NE(tier_path_refusal(""), "");
+  EXPECT_FALSE(is_object_storage_url("file:///tmp"));  // a local filesystem, not a store
+  EXPECT_NE(tier_path_refusal("file:///tmp").find("a URL of no object store"), std::string::npos);
+  EXPECT_NE(tier_path_refusal("http://x"), "");
+  EXPECT_NE(tier_path_refusal("S3://b"), "");
 }
 
 // --- probe_tier --------------------------------------------------------------------------------
@@ -316,6 +321,30 @@ TEST(TierRows, ASharedFilesystemCountsOnceALocalOneIsSummed) {
   report::Report summed = capacity_report(local, true);
   EXPECT_EQ(summed.rows.at(0).outcome, report::kPass);
   EXPECT_EQ(summed.rows.at(0).value, 120.0);
+}
+
+TEST(TierRows, ASumWithAnUnknownAddendIsNotCalledShort) {
+  const json io_error = {{"capacity_tb", "statvfs: Input/output error"}};
+  report::Report shortfall = capacity_report({tier_record("node01", 60, "local:node01:259:1"),
+                                              tier_record("node02", std::nullopt, "", io_error)},
+                                             true);
+  EXPECT_EQ(shortfall.rows.at(0).outcome, report::kMissing);
+  EXPECT_EQ(shortfall.rows.at(0).message,
+            "cluster: the sum 60 TB on cluster (>= 100 TB) leaves out what could not be measured: "
+            "node02: statvfs: Input/output error");
+  report::Report enough = capacity_report({tier_record("node01", 120, "local:node01:259:1"),
+                                           tier_record("node02", std::nullopt, "", io_error)},
+                                          true);
+  EXPECT_EQ(enough.rows.at(0).outcome, report::kPass);  // more can only add to it
+  EXPECT_NE(
+      enough.rows.at(0).message.find("not counted (unknown): node02: statvfs: Input/output error"),
+      std::string::npos)
+      << enough.rows.at(0).message;
+  // A node where the tier is not mounted records no capacity and no reason for it: not unknown.
+  report::Report absent = capacity_report(
+      {tier_record("node01", 60, "local:node01:259:1"), tier_record("node02", std::nullopt, "")},
+      true);
+  EXPECT_EQ(absent.rows.at(0).outcome, report::kFail);
 }
 
 TEST(TierRows, ARecordWithoutTheMetricSaysWhy) {
