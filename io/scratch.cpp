@@ -21,6 +21,7 @@
 #include <sstream>
 
 #include "core/error.hpp"
+#include "process/process.hpp"
 
 namespace fs = std::filesystem;
 
@@ -606,18 +607,19 @@ std::vector<JobFileTarget> job_file_targets(const std::string& text) {
 }
 
 namespace {
-/// The parent pid of the process whose /proc directory is `proc_dir` (field 4 of its stat,
-/// after the command name's closing parenthesis); -1 when unreadable.
-int parent_of(const std::string& proc_dir) {
+/// Whether the process whose /proc directory is `proc_dir` is this process's own helper: a child
+/// of `self`, or in a session this process started (is_own_session: the detached records
+/// writer). Fields 4 and 6 of its stat, after the command name's closing parenthesis.
+bool own_helper(const std::string& proc_dir, int self) {
   std::ifstream in(proc_dir + "/stat");
   std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   const auto close = text.rfind(')');
-  if (close == std::string::npos) return -1;
+  if (close == std::string::npos) return false;
   std::istringstream rest(text.substr(close + 1));
   std::string state;
-  int ppid = -1;
-  rest >> state >> ppid;
-  return ppid;
+  int ppid = -1, pgrp = -1, sid = -1;
+  rest >> state >> ppid >> pgrp >> sid;
+  return ppid == self || is_own_session(sid);
 }
 }  // namespace
 
@@ -636,7 +638,7 @@ std::vector<OpenWriter> open_writers(const std::string& target, int* unreadable,
     const int pid = std::atoi(name.c_str());
     // This process and its own helpers (the records writer writes the run's output, which may
     // well lie on the target).
-    if (pid == self || parent_of(entry.path().string()) == self) continue;
+    if (pid == self || own_helper(entry.path().string(), self)) continue;
     std::error_code fd_ec;
     fs::directory_iterator fds(entry.path() / "fd", fd_ec);
     if (fd_ec) {

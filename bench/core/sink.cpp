@@ -19,6 +19,7 @@
 #include <stdexcept>
 
 #include "core/run_lock.hpp"
+#include "process/process.hpp"
 #include "records/utf8.hpp"
 
 namespace clusterbench {
@@ -140,6 +141,7 @@ bool start_writer(int sock, int records_fd, const std::string& dir) {
     ::close_range(static_cast<unsigned>(hi + 1), ~0U, 0);
     writer_main(sock, records_fd, run_path, tmp_path, dir + kAbortMarker);
   }
+  add_own_session(first);  // the writer's session: it writes this run's files, nobody else's
   int status = 0;
   while (::waitpid(first, &status, 0) < 0 && errno == EINTR) {
   }

@@ -17,6 +17,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <mutex>
 #include <sstream>
 #include <thread>
 
@@ -36,6 +37,28 @@ std::string slurp(const std::string& path) {
   return ss.str();
 }
 }  // namespace
+
+namespace {
+std::mutex& own_sessions_mutex() {
+  static std::mutex m;
+  return m;
+}
+std::vector<pid_t>& own_sessions() {
+  static std::vector<pid_t> v;
+  return v;
+}
+}  // namespace
+
+void add_own_session(pid_t sid) {
+  std::lock_guard<std::mutex> lock(own_sessions_mutex());
+  own_sessions().push_back(sid);
+}
+
+bool is_own_session(pid_t sid) {
+  std::lock_guard<std::mutex> lock(own_sessions_mutex());
+  const auto& v = own_sessions();
+  return sid > 0 && std::find(v.begin(), v.end(), sid) != v.end();
+}
 
 std::string find_on_path(const std::string& name) {
   if (name.empty()) return "";

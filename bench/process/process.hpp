@@ -21,6 +21,13 @@ struct ProcessResult {
                            ///< that are not become U+FFFD: records/utf8.hpp)
 };
 
+/// Marks session `sid` as this process's own: the session of a helper it started and detached
+/// (the records writer calls setsid(), and its process is a grandchild). Thread-safe.
+void add_own_session(pid_t sid);
+
+/// Whether `sid` is a session add_own_session marked. Thread-safe.
+bool is_own_session(pid_t sid);
+
 /// Full path of an executable: `name` itself when it holds a '/', else the first match on $PATH.
 /// Empty when none is found or it is not executable.
 std::string find_on_path(const std::string& name);

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "io/scratch.hpp"
+#include "process/process.hpp"
 
 namespace fs = std::filesystem;
 using clusterbench::io::describe_writers;
@@ -126,6 +127,38 @@ TEST_F(OpenWritersTest, FindsThisMachinesRealWriter) {
   EXPECT_TRUE(open_writers(dir.string()).empty());
   ::kill(own, SIGKILL);
   ::waitpid(own, nullptr, 0);
+  // A helper this process detached into a session of its own (the records writer: setsid, then
+  // a grandchild) is its own too, once its session is marked.
+  int sids[2];
+  ASSERT_EQ(::pipe(sids), 0);
+  pid_t leader = ::fork();
+  if (leader == 0) {
+    ::setsid();
+    pid_t helper = ::fork();
+    if (helper == 0) {
+      int f = ::open(file.c_str(), O_WRONLY | O_CREAT, 0644);
+      if (f < 0) _exit(1);
+      ::pause();
+      _exit(0);
+    }
+    if (::write(sids[1], &helper, sizeof helper) != sizeof helper) _exit(1);
+    _exit(0);  // the helper is reparented: no longer a child of anyone here
+  }
+  pid_t helper = -1;
+  ASSERT_EQ(::read(sids[0], &helper, sizeof helper), static_cast<ssize_t>(sizeof helper));
+  ::waitpid(leader, nullptr, 0);
+  std::vector<clusterbench::io::OpenWriter> before;
+  for (int i = 0; i < 100 && before.empty(); ++i) {
+    ::usleep(20000);
+    before = open_writers(dir.string());
+  }
+  clusterbench::add_own_session(leader);
+  const auto after = open_writers(dir.string());
+  ::kill(helper, SIGKILL);
+  ::close(sids[0]), ::close(sids[1]);
+  ASSERT_EQ(before.size(), 1u);  // unmarked: another writer
+  EXPECT_EQ(before[0].pid, helper);
+  EXPECT_TRUE(after.empty());
 }
 
 }  // namespace
