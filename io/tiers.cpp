@@ -23,7 +23,6 @@
 #include "core/error.hpp"
 #include "env/paths.hpp"
 #include "io/fio.hpp"
-#include "process/process.hpp"
 #include "records/spec.hpp"
 
 namespace clusterbench::io {
@@ -158,6 +157,55 @@ json tier_json(const TierDecl& t, const TierProbe& p) {
       {"capacity_tb", p.space ? json(p.space->capacity_tb) : json(nullptr)},
       {"free_tb", p.space ? json(p.space->free_tb) : json(nullptr)},
       {"summary", p.summary}};
+}
+
+std::optional<json> json_in_child(const std::function<json()>& work, double seconds) {
+  int fds[2];
+  if (::pipe2(fds, O_CLOEXEC) != 0)
+    throw std::runtime_error("pipe2: " + std::string(std::strerror(errno)));
+  const pid_t pid = ::fork();
+  if (pid == 0) {  // the child: whatever may wait on a filesystem
+    ::close(fds[0]);
+    std::string out;
+    try {
+      out = work().dump();
+    } catch (const std::exception&) {
+      ::_exit(1);
+    }
+    for (size_t done = 0; done < out.size();) {
+      const ssize_t n = ::write(fds[1], out.data() + done, out.size() - done);
+      if (n <= 0) break;
+      done += static_cast<size_t>(n);
+    }
+    ::_exit(0);
+  }
+  ::close(fds[1]);
+  if (pid < 0) {
+    ::close(fds[0]);
+    throw std::runtime_error("fork: " + std::string(std::strerror(errno)));
+  }
+  std::string text;
+  const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  bool eof = false;
+  while (!eof && std::chrono::steady_clock::now() < until) {
+    pollfd pfd{fds[0], POLLIN, 0};
+    if (::poll(&pfd, 1, 50) <= 0) continue;
+    char buf[4096];
+    const ssize_t n = ::read(fds[0], buf, sizeof buf);
+    if (n > 0) text.append(buf, static_cast<size_t>(n));
+    eof = n == 0 || (n < 0 && errno != EINTR);
+  }
+  ::close(fds[0]);
+  if (!eof) {
+    ::kill(pid, SIGKILL);  // stuck in a filesystem: it dies when that wait ends
+    ::waitpid(pid, nullptr, WNOHANG);
+    return std::nullopt;
+  }
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  json j = json::parse(text, nullptr, false);
+  if (j.is_discarded() || !WIFEXITED(status) || WEXITSTATUS(status) != 0) return json();
+  return j;
 }
 
 namespace {

@@ -59,6 +59,11 @@ std::string tier_media(const ScratchDevice& d, bool network);
 TierProbe probe_tier(const TierDecl& t, const std::vector<Mount>& mounts, const std::string& host,
                      const std::string& fs_root, const SpaceOf& space);
 
+/// Runs `work` in a forked child and returns its JSON, or nullopt when the child has not
+/// answered within `seconds` (it is killed, and dies when the filesystem wait that holds it
+/// ends), or a null json when it failed. For every step that may wait on a tier's filesystem.
+std::optional<json> json_in_child(const std::function<json()>& work, double seconds);
+
 /// probe_tier and a write test (a directory made and removed at the path) in a child process
 /// that must answer within `seconds`, so that a frozen filesystem or a hung network mount never
 /// holds the run: tier_json plus `answered` (false: the child did not answer in time, `mounted`

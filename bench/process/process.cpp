@@ -3,7 +3,6 @@
 
 #include <dirent.h>
 #include <fcntl.h>
-#include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
@@ -15,14 +14,10 @@
 #include <atomic>
 #include <cerrno>
 #include <chrono>
-#include <csignal>
-#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
-#include <functional>
 #include <mutex>
-#include <optional>
 #include <sstream>
 #include <thread>
 
@@ -63,55 +58,6 @@ bool is_own_session(pid_t sid) {
   std::lock_guard<std::mutex> lock(own_sessions_mutex());
   const auto& v = own_sessions();
   return sid > 0 && std::find(v.begin(), v.end(), sid) != v.end();
-}
-
-std::optional<json> json_in_child(const std::function<json()>& work, double seconds) {
-  int fds[2];
-  if (::pipe2(fds, O_CLOEXEC) != 0)
-    throw std::runtime_error("pipe2: " + std::string(std::strerror(errno)));
-  const pid_t pid = ::fork();
-  if (pid == 0) {  // the child: whatever may wait on a filesystem
-    ::close(fds[0]);
-    std::string out;
-    try {
-      out = work().dump();
-    } catch (const std::exception&) {
-      ::_exit(1);
-    }
-    for (size_t done = 0; done < out.size();) {
-      const ssize_t n = ::write(fds[1], out.data() + done, out.size() - done);
-      if (n <= 0) break;
-      done += static_cast<size_t>(n);
-    }
-    ::_exit(0);
-  }
-  ::close(fds[1]);
-  if (pid < 0) {
-    ::close(fds[0]);
-    throw std::runtime_error("fork: " + std::string(std::strerror(errno)));
-  }
-  std::string text;
-  const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
-  bool eof = false;
-  while (!eof && std::chrono::steady_clock::now() < until) {
-    pollfd pfd{fds[0], POLLIN, 0};
-    if (::poll(&pfd, 1, 50) <= 0) continue;
-    char buf[4096];
-    const ssize_t n = ::read(fds[0], buf, sizeof buf);
-    if (n > 0) text.append(buf, static_cast<size_t>(n));
-    eof = n == 0 || (n < 0 && errno != EINTR);
-  }
-  ::close(fds[0]);
-  if (!eof) {
-    ::kill(pid, SIGKILL);  // stuck in a filesystem: it dies when that wait ends
-    ::waitpid(pid, nullptr, WNOHANG);
-    return std::nullopt;
-  }
-  int status = 0;
-  ::waitpid(pid, &status, 0);
-  json j = json::parse(text, nullptr, false);
-  if (j.is_discarded() || !WIFEXITED(status) || WEXITSTATUS(status) != 0) return json();
-  return j;
 }
 
 std::string find_on_path(const std::string& name) {

@@ -5,13 +5,9 @@
 
 #include <sys/types.h>
 
-#include <functional>
 #include <map>
-#include <optional>
 #include <string>
 #include <vector>
-
-#include "records/records.hpp"
 
 namespace clusterbench {
 
@@ -31,12 +27,6 @@ void add_own_session(pid_t sid);
 
 /// Whether `sid` is a session add_own_session marked. Thread-safe.
 bool is_own_session(pid_t sid);
-
-/// Runs `work` in a forked child and returns its JSON, or nullopt when the child has not
-/// answered within `seconds` (it is killed, and dies when the wait that holds it ends: a frozen
-/// filesystem, a hung network mount), or a null json when it failed. For every step that may
-/// wait on a filesystem the run must not wait on. Throws std::runtime_error when fork fails.
-std::optional<json> json_in_child(const std::function<json()>& work, double seconds);
 
 /// Full path of an executable: `name` itself when it holds a '/', else the first match on $PATH.
 /// Empty when none is found or it is not executable.
