@@ -505,9 +505,11 @@ ScratchDir::ScratchDir(const std::string& parent, const std::string& tag) {
 }
 
 ScratchDir::~ScratchDir() {
-  if (!remove_all_bounded(path_, 5))
+  // A few GB of fio files take seconds on a busy disk: only a filesystem that does not answer
+  // for 2 minutes is left to the child.
+  if (!remove_all_bounded(path_, 120))
     std::cerr << "clusterbench: removing " << path_
-              << " did not finish within 5 s (a frozen or hung filesystem); a child process "
+              << " did not finish within 120 s (a frozen or hung filesystem?); a child process "
                  "goes on with it"
               << std::endl;
 }

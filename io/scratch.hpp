@@ -147,7 +147,8 @@ std::vector<std::string> sweep_dead_scratch(const std::string& parent,
 /// everything in it when destroyed: on success and on failure alike. It holds an owner file
 /// (kScratchOwnerFile, scratch_owner_line) and, before it is made, `parent` is swept of what dead
 /// runs left (sweep_dead_scratch; each removal named on stderr). Throws CallError when the
-/// directory cannot be created. The removal runs in a child process (remove_all_bounded, 5 s).
+/// directory cannot be created. The removal runs in a child process (remove_all_bounded: 120 s when
+/// destroyed, 5 s when the run aborts).
 class ScratchDir {
  public:
   ScratchDir(const std::string& parent, const std::string& tag);
