@@ -2,6 +2,7 @@
 #include "io/scratch.hpp"
 
 #include <fcntl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <sys/sysmacros.h>
@@ -468,11 +469,17 @@ std::vector<std::string> sweep_dead_scratch(const std::string& parent, const std
   return removed;
 }
 
-bool remove_all_bounded(const std::string& path, double seconds) {
+bool remove_all_bounded(const std::string& path, double seconds, bool detach) {
   const pid_t pid = ::fork();
   if (pid == 0) {
+    if (detach) ::setsid();
     std::error_code ec;
-    fs::remove_all(path, ec);
+    for (int attempt = 0; attempt < 40; ++attempt) {  // 40 x 50 ms
+      ec.clear();
+      fs::remove_all(path, ec);
+      if (!ec) break;
+      ::usleep(50000);
+    }
     ::_exit(ec ? 1 : 0);
   }
   if (pid < 0) {  // no child: remove it here
@@ -489,6 +496,61 @@ bool remove_all_bounded(const std::string& path, double seconds) {
   return WIFEXITED(status) && WEXITSTATUS(status) == 0;
 }
 
+namespace {
+
+/// The guard's body (start_scratch_guard); never returns.
+[[noreturn]] void run_scratch_guard(const std::string& path, int rfd) {
+  ::setsid();  // not in the group a launcher kills
+  if (::chdir("/") != 0) {
+  }
+  const int null = ::open("/dev/null", O_RDWR);
+  for (int fd = 0; fd < 3 && null >= 0; ++fd) ::dup2(null, fd);
+  if (rfd > 3) ::close_range(3, rfd - 1, 0);  // mpirun's pipes, the records pipe, sockets
+  ::close_range(rfd + 1, ~0U, 0);
+  char byte = 0;
+  ssize_t n = 0;
+  do {
+    n = ::read(rfd, &byte, 1);
+  } while (n < 0 && errno == EINTR);
+  if (n == 1) ::_exit(0);                            // released: the owner removed it
+  for (int attempt = 0; attempt < 600; ++attempt) {  // 600 x 50 ms
+    std::error_code ec;
+    fs::remove_all(path, ec);
+    if (!ec && !fs::exists(fs::symlink_status(path, ec))) ::_exit(0);
+    ::usleep(50000);
+  }
+  ::_exit(1);
+}
+
+}  // namespace
+
+int start_scratch_guard(const std::string& path) {
+  int fds[2];
+  if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) != 0) return -1;
+  const pid_t pid = ::fork();
+  if (pid == 0) {  // twice: the guard is nobody's child to reap
+    if (::fork() == 0) run_scratch_guard(path, fds[0]);
+    ::_exit(0);
+  }
+  ::close(fds[0]);
+  if (pid < 0) {
+    ::close(fds[1]);
+    return -1;
+  }
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  return fds[1];
+}
+
+void release_scratch_guard(int fd) {
+  if (fd < 0) return;
+  const char byte = 'k';
+  if (::send(fd, &byte, 1, MSG_NOSIGNAL) != 1) {  // the guard is gone: nothing to release
+  }
+  ::close(fd);
+}
+
 ScratchDir::ScratchDir(const std::string& parent, const std::string& tag) {
   for (const auto& d : sweep_dead_scratch(parent))
     std::cerr << "clusterbench: removed " << d << ", left by a run that is gone" << std::endl;
@@ -501,7 +563,9 @@ ScratchDir::ScratchDir(const std::string& parent, const std::string& tag) {
   }
   path_ = buf.data();
   std::ofstream(path_ + "/" + kScratchOwnerFile) << scratch_owner_line() << "\n";
-  remove_on_abort_ = std::make_unique<AbortCleanup>([p = path_] { remove_all_bounded(p, 5); });
+  remove_on_abort_ =
+      std::make_unique<AbortCleanup>([p = path_] { remove_all_bounded(p, 5, /*detach=*/true); });
+  guard_fd_ = start_scratch_guard(path_);
 }
 
 ScratchDir::~ScratchDir() {
@@ -512,6 +576,7 @@ ScratchDir::~ScratchDir() {
               << " did not finish within 120 s (a frozen or hung filesystem?); a child process "
                  "goes on with it"
               << std::endl;
+  release_scratch_guard(guard_fd_);
 }
 
 std::string block_signature(const std::string& h) {

@@ -112,9 +112,12 @@ std::string system_tmpdir();
 long long free_bytes(const std::string& dir);
 
 /// Removes `path` and everything below it in a child process and waits at most `seconds`: on a
-/// frozen or hung filesystem the child goes on once it answers, and the caller is not held.
+/// frozen or hung filesystem the child goes on once it answers, and the caller is not held. The
+/// child tries again for up to 2 s while the removal fails (a writer that was just killed may
+/// still add a file). With `detach` the child leaves this process's session and process group
+/// (setsid), so a launcher that kills the rank's group while it aborts does not stop the removal.
 /// True when the removal finished (and succeeded) in time.
-bool remove_all_bounded(const std::string& path, double seconds);
+bool remove_all_bounded(const std::string& path, double seconds, bool detach = false);
 
 /// The owner file of a ScratchDir: "<dir>/.cb-owner".
 inline constexpr const char* kScratchOwnerFile = ".cb-owner";
@@ -148,7 +151,8 @@ std::vector<std::string> sweep_dead_scratch(const std::string& parent,
 /// (kScratchOwnerFile, scratch_owner_line) and, before it is made, `parent` is swept of what dead
 /// runs left (sweep_dead_scratch; each removal named on stderr). Throws CallError when the
 /// directory cannot be created. The removal runs in a child process (remove_all_bounded: 120 s when
-/// destroyed, 5 s when the run aborts).
+/// destroyed, 5 s when the run aborts), and a guard process (start_scratch_guard) removes it when
+/// this process dies first: killed, or ended by another rank's MPI_Abort before its own cleanup.
 class ScratchDir {
  public:
   ScratchDir(const std::string& parent, const std::string& tag);
@@ -160,7 +164,18 @@ class ScratchDir {
  private:
   std::string path_;
   std::unique_ptr<AbortCleanup> remove_on_abort_;  // the run may end without destructors
+  int guard_fd_ = -1;                              // start_scratch_guard's pipe
 };
+
+/// Starts a guard for `path`: a child in a session of its own, holding no descriptor of this
+/// process, that waits on a pipe. release_scratch_guard(fd) ends it without touching `path`; when
+/// the pipe closes without that (this process died: kill -9, or a launcher ending the job), it
+/// removes `path`, trying again for up to 30 s while a dying writer still adds files. Returns the
+/// pipe's write end (close-on-exec), or -1 when no guard could start.
+int start_scratch_guard(const std::string& path);
+
+/// Ends the guard of start_scratch_guard (fd < 0: nothing to do).
+void release_scratch_guard(int fd);
 
 /// Filesystem or partition-table signature in the first bytes of a block device (blkid's magics:
 /// MBR 0x55AA at 510, GPT "EFI PART" at 512, ext2/3/4 0xEF53 at 1080, XFS "XFSB" at 0, btrfs

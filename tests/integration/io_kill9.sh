@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # A run SIGKILLed while fio writes: fio and its job processes stop within seconds (fio gets
-# SIGTERM when its parent dies, PR_SET_PDEATHSIG, and stops its jobs), and the next run removes
-# the scratch the dead run left (cb-fio-* in the scratch directory, cb-fio-output-* in TMPDIR:
-# their owner file names a pid of this host that is gone), while a live owner's directory, another
-# host's and one without an owner file stay.
+# SIGTERM when its parent dies, PR_SET_PDEATHSIG, and stops its jobs), the scratch it wrote in
+# goes too (its guard), and the next run removes what a dead run of this host left where no guard
+# ran (cb-fio-* in the scratch directory, cb-fio-output-* in TMPDIR: their owner file names a pid
+# of this host that is gone), while a live owner's directory, another host's and one without an
+# owner file stay.
 source "$(dirname "$0")/lib.sh"
 command -v fio >/dev/null || { echo "SKIP: fio not installed"; exit 77; }
 mkdir -p "$TMP/scratch" "$TMP/tmpdir"
@@ -25,11 +26,24 @@ if [ -n "$left" ]; then
 fi
 ok "SIGKILL during fio: fio and its jobs gone within 5 s"
 
-# What the dead run left, plus directories that must stay.
-ls -d "$TMP"/scratch/cb-fio-seq_write-* >/dev/null 2>&1 || fail "the killed run left no scratch (test broken)"
-ls -d "$TMP"/tmpdir/cb-fio-output-* >/dev/null 2>&1 || fail "the killed run left no fio output dir"
-grep -q "^pid=$pid host=$(hostname) start=" "$TMP"/scratch/cb-fio-seq_write-*/.cb-owner ||
-  fail "owner file: $(cat "$TMP"/scratch/cb-fio-seq_write-*/.cb-owner)"
+# What the dead run left goes with it: each scratch directory's guard process removes it once its
+# owner is gone (io/scratch.hpp start_scratch_guard).
+for _ in $(seq 1 100); do
+  ls -d "$TMP"/scratch/cb-fio-seq_write-* "$TMP"/tmpdir/cb-fio-output-* >/dev/null 2>&1 || break
+  sleep 0.1
+done
+left=$(ls -d "$TMP"/scratch/cb-fio-seq_write-* "$TMP"/tmpdir/cb-fio-output-* 2>/dev/null)
+[ -z "$left" ] || fail "10 s after the SIGKILL, the killed run's scratch is still there: $left"
+ok "SIGKILL during fio: its scratch and fio output directories removed by their guards"
+
+# Where the guard could not run either (the node rebooted, the guard was killed), the next run
+# sweeps what a dead owner of this host left, and keeps a live owner's directory, another
+# host's and one without an owner file.
+mkdir "$TMP/scratch/cb-fio-seq_write-dead" "$TMP/tmpdir/cb-fio-output-dead"
+for d in "$TMP/scratch/cb-fio-seq_write-dead" "$TMP/tmpdir/cb-fio-output-dead"; do
+  echo "pid=$pid host=$(hostname) start=1" >"$d/.cb-owner"
+  head -c 4096 /dev/zero >"$d/seq_write.0.0"
+done
 mkdir "$TMP/scratch/cb-fio-live-x" "$TMP/scratch/cb-fio-other-x" "$TMP/scratch/cb-fio-noowner-x"
 echo "pid=$$ host=$(hostname) start=$(awk '{print $22}' /proc/$$/stat)" >"$TMP/scratch/cb-fio-live-x/.cb-owner"
 echo "pid=$pid host=not-$(hostname) start=1" >"$TMP/scratch/cb-fio-other-x/.cb-owner"

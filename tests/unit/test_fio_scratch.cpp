@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -241,6 +242,42 @@ TEST(Scratch, DirectoryIsRemovedOnSuccessAndOnFailure) {
   // Only our directory went: the file beside it stays.
   EXPECT_TRUE(fs::exists(parent + "/keep.txt"));
   EXPECT_EQ(std::distance(fs::directory_iterator(parent), fs::directory_iterator()), 1);
+  fs::remove_all(parent);
+}
+
+// A process killed while it holds a scratch directory (kill -9, or mpirun ending the job after
+// another rank's MPI_Abort) runs no destructor and no abort cleanup: its guard removes it. A
+// released guard leaves the path alone.
+TEST(Scratch, GuardRemovesTheDirectoryOfAKilledOwnerOnly) {
+  std::string parent = fs::temp_directory_path() / ("cbguard-" + std::to_string(getpid()));
+  fs::create_directories(parent + "/released");
+  const int released = start_scratch_guard(parent + "/released");
+  ASSERT_GE(released, 0);
+  release_scratch_guard(released);
+  int pipefd[2];
+  ASSERT_EQ(pipe(pipefd), 0);
+  const pid_t owner = fork();
+  if (owner == 0) {
+    ScratchDir d(parent, "killed");
+    std::ofstream(d.path() + "/job.0.0") << "data";
+    const std::string name = d.path();
+    if (write(pipefd[1], name.data(), name.size()) < 0) _exit(2);
+    pause();  // killed below, with the directory in place
+    _exit(0);
+  }
+  close(pipefd[1]);
+  char buf[4096] = {};
+  const ssize_t n = read(pipefd[0], buf, sizeof buf - 1);
+  close(pipefd[0]);
+  ASSERT_GT(n, 0);
+  const std::string made(buf, static_cast<size_t>(n));
+  EXPECT_TRUE(fs::exists(made + "/job.0.0"));
+  kill(owner, SIGKILL);
+  waitpid(owner, nullptr, 0);
+  for (int i = 0; i < 200 && fs::exists(made); ++i) usleep(20000);
+  EXPECT_FALSE(fs::exists(made)) << made << " outlived its killed owner";
+  usleep(100000);  // the released guard has long exited: its path stays
+  EXPECT_TRUE(fs::exists(parent + "/released"));
   fs::remove_all(parent);
 }
 
