@@ -312,10 +312,10 @@ std::string render_fleet_markdown(const FleetView& fv) {
        << " | " << n.records_ok << "/" << n.records_failed << "/" << n.records_waived << " | "
        << n.outliers << " | " << (why.empty() ? "-" : why) << " |\n";
   }
-  md << "\n### Outliers (worse than the fleet median by more than the tolerance)\n\n";
   if (fv.outliers.empty()) {
-    md << "None.\n";
+    md << "\nOutliers (worse than the fleet median by more than the tolerance): none.\n";
   } else {
+    md << "\n### Outliers (worse than the fleet median by more than the tolerance)\n\n";
     md << "| benchmark | params | metric | host | GPU | UUID | PCI bus id | value | fleet median | "
           "deviation | tolerance |\n|---|---|---|---|---|---|---|---|---|---|---|\n";
     for (const auto& o : fv.outliers) {
@@ -334,14 +334,10 @@ std::string render_fleet_markdown(const FleetView& fv) {
       md << "- " << l.benchmark << " " << l.metric << " `" << l.params.dump() << "`: " << l.text
          << "\n";
   }
-  md << "\n### Failing hosts (failing-hosts.txt)\n\n";
-  if (fv.failing_hosts.empty())
-    md << "None.\n";
-  else {
-    md << "```\n";
-    for (const auto& h : fv.failing_hosts) md << h << "\n";
-    md << "```\n";
-  }
+  md << "\nFailing hosts (failing-hosts.txt): ";
+  if (fv.failing_hosts.empty()) md << "none";
+  for (size_t i = 0; i < fv.failing_hosts.size(); ++i) md << (i ? ", " : "") << fv.failing_hosts[i];
+  md << ".\n";
   return md.str();
 }
 

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <future>
@@ -14,6 +15,7 @@
 
 #include "records/utf8.hpp"
 #include "reports/charts.hpp"
+#include "reports/first_page.hpp"
 #include "reports/html.hpp"
 
 namespace clusterbench::report {
@@ -115,7 +117,9 @@ void env_summary(std::ostringstream& md, const EnvRecord& e) {
 
 std::string metrics_text(const ResultRecord& r) {
   std::vector<std::string> parts;
-  for (const auto& m : r.metrics) parts.push_back(m.name + " " + format_value(m.value, m.unit));
+  for (const auto& m : r.metrics)  // "ratio 1.391", not "ratio 1.391 ratio"
+    parts.push_back(m.name + " " +
+                    format_value(m.value, m.unit == m.name || m.unit == "ratio" ? "" : m.unit));
   return join(parts, ", ");
 }
 
@@ -185,17 +189,20 @@ void md_header(std::ostringstream& md, const Report& r) {
   md << "- Spec: " << code(r.spec_name) << " at " << code(r.spec_path) << ", sha256 "
      << code(r.spec_sha256.empty() ? "unknown" : r.spec_sha256) << "\n";
   if (!run.version.empty()) md << "- clusterbench: " << run.version << "\n";
+}
+
+/// The table of every row, without sources (the findings carry them).
+void md_requirements(std::ostringstream& md, const Report& r) {
   md << "\n## Requirements\n\n";
-  md << "| row | title | outcome | value | requirement | worst item | source |\n";
-  md << "|---|---|---|---|---|---|---|\n";
+  md << "| row | title | outcome | value | requirement | worst item |\n";
+  md << "|---|---|---|---|---|---|\n";
   for (const auto& row : r.rows) {
     std::string word = to_string(row.outcome);
     std::string outcome = row.outcome == kPass ? word : "**" + word + "**";
     std::string sev = row.req.severity == "warn" ? " (warn)" : "";
     md << "| " << cell(row.req.id) << " | " << cell(row.req.title) << " | " << outcome << " | "
        << cell(format_value(row.value, row.req.unit)) << " | "
-       << cell(format_requirement(row.req) + sev) << " | " << cell(row.worst_item) << " | "
-       << cell(row.req.source) << " |\n";
+       << cell(format_requirement(row.req) + sev) << " | " << cell(row.worst_item) << " |\n";
   }
 }
 
@@ -207,32 +214,34 @@ std::string selects_text(const Requirement& q) {
   return code(q.select.env);
 }
 
+/// One FAIL, WARN or MISSING row: its requirement, what it selects, its source, its non-PASS
+/// items and the records it used.
 void md_finding(std::ostringstream& md, const RowResult& row) {
-  md << "\n### " << row.req.id << ": " << row.outcome << "\n\n";
-  md << row.req.title << ". Requirement: " << format_requirement(row.req) << ", severity "
-     << row.req.severity << ", scope " << row.req.scope << "; selects " << selects_text(row.req)
-     << ". Source: " << row.req.source
-     << (!row.req.source.empty() && row.req.source.back() == '.' ? "\n\n" : ".\n\n");
-  md << "- " << row.message << "\n";
-  // Item messages name their item; a one-item row's message is its item's message.
-  const bool full = row.items.size() <= kFullDetailItems;
-  for (const auto& it : row.items) {
-    if (it.outcome == kPass || row.items.size() == 1) continue;
-    md << "- " << it.outcome << ": " << it.message << "\n";
-    const size_t n = full ? it.records.size() : std::min(it.records.size(), kItemRecords);
-    for (size_t i = 0; i < n; ++i) md << "  - record " << code(it.records[i]) << "\n";
-    if (n < it.records.size())
-      md << "  - ... and " << it.records.size() - n << " more records (report.json counts them)\n";
-  }
+  md << "- `" << row.req.id << "` " << row.outcome << ": " << format_requirement(row.req)
+     << " (severity " << row.req.severity << ", scope " << row.req.scope << "), selects "
+     << selects_text(row.req) << ". Source: " << row.req.source
+     << (!row.req.source.empty() && row.req.source.back() == '.' ? "" : ".");
   if (!row.evidence.empty()) {
-    md << "- Evidence:";
-    for (size_t i = 0; i < row.evidence.size() && i < kFullDetailItems; ++i)
+    md << " Evidence:";
+    for (size_t i = 0; i < row.evidence.size() && i < kItemRecords; ++i)
       md << " " << code(row.evidence[i]);
-    if (row.evidence.size() > kFullDetailItems)
-      md << " ... and " << row.evidence.size() - kFullDetailItems
-         << " more records (report.json lists those of the non-PASS items)";
-    md << "\n";
+    if (row.evidence.size() > kItemRecords)
+      md << " and " << row.evidence.size() - kItemRecords << " more (report.json)";
   }
+  md << "\n";
+  if (row.items.size() <= 1) return;
+  // A one-item row's message is its item's message; the first page names the items in words.
+  size_t shown = 0, left = 0;
+  for (const auto& it : row.items) {
+    if (it.outcome == kPass) continue;
+    if (shown == kItemRecords) {
+      ++left;
+      continue;
+    }
+    ++shown;
+    md << "  - " << it.outcome << ": " << it.message << "\n";
+  }
+  if (left > 0) md << "  - and " << left << " more (report.json lists them)\n";
 }
 
 /// What the rows whose select names it (select.describe) measured, PASS rows included: their
@@ -247,29 +256,124 @@ void md_measured(std::ostringstream& md, const Report& r) {
   }
 }
 
+/// A message size in words: 1024 -> "1 KiB".
+std::string bytes_words(long long b) {
+  static const char* kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  int u = 0;
+  double v = static_cast<double>(b);
+  while (v >= 1024 && u < 4 && std::fmod(v, 1024) == 0) v /= 1024, ++u;
+  return format_number(v) + " " + kUnits[u];
+}
+
+/// Records of one benchmark, item and status whose params differ only in `bytes` (a sweep): one
+/// line of report.md. The largest size's metrics stand for it, as nccl-tests' headline does.
+struct RecordGroup {
+  std::vector<const ResultRecord*> recs;
+};
+
+std::string group_line(const RecordGroup& g) {
+  const ResultRecord& first = *g.recs.front();
+  const ResultRecord* largest = g.recs.front();
+  long long lo = -1, hi = -1;
+  for (const ResultRecord* r : g.recs) {
+    if (!r->params.contains("bytes") || !r->params["bytes"].is_number_integer()) continue;
+    long long b = r->params["bytes"].get<long long>();
+    if (lo < 0 || b < lo) lo = b;
+    if (hi < 0 || b > hi) hi = b, largest = r;
+  }
+  json params = first.params;
+  std::string text;
+  if (g.recs.size() > 1 && lo >= 0) {
+    params.erase("bytes");
+    text = std::to_string(g.recs.size()) + " sizes, " + bytes_words(lo) + " to " + bytes_words(hi) +
+           "; at " + bytes_words(hi) + ": ";
+  }
+  const ResultRecord& rec = *largest;
+  text += rec.status != Status::ok || rec.metrics.empty() ? rec.message
+          : rec.message.empty()                           ? metrics_text(rec)
+                                                          : metrics_text(rec) + "; " + rec.message;
+  return "| " + cell(first.benchmark) + " | " + cell(params.dump()) + " | " +
+         cell(scope_item(first.scope)) + " | " + status_name(first.status) + " | " + cell(text) +
+         " |\n";
+}
+
+/// Ok records of one case on many items (every GPU's GEMM): one line with the median, the
+/// lowest and the highest of the first metric, naming their items.
+std::string across_items_line(const std::vector<const ResultRecord*>& recs) {
+  const ResultRecord& first = *recs.front();
+  std::vector<std::pair<double, const ResultRecord*>> values;
+  for (const ResultRecord* r : recs)
+    if (!r->metrics.empty() && r->metrics.front().name == first.metrics.front().name)
+      values.push_back({r->metrics.front().value, r});
+  std::sort(values.begin(), values.end(),
+            [](const auto& a, const auto& b) { return a.first < b.first; });
+  const Metric& m = first.metrics.front();
+  const std::string unit = m.unit == "count" || m.unit == "ratio" ? "" : " " + m.unit;
+  auto at = [&](const std::pair<double, const ResultRecord*>& v) {
+    return format_number(v.first) + " on " + scope_item(v.second->scope);
+  };
+  std::string text = m.name + " median " + format_number(values[values.size() / 2].first) + unit +
+                     ", lowest " + at(values.front()) + ", highest " + at(values.back());
+  return "| " + cell(first.benchmark) + " | " + cell(first.params.dump()) + " | " +
+         std::to_string(recs.size()) + " items | ok | " + cell(text) + " |\n";
+}
+
+/// The records, summarised: ok and failed ones in a table (a sweep over message sizes is one
+/// line, one case on many items is one line), waived ones one line per benchmark and reason.
+/// records.jsonl and report.json hold every record.
 void md_records(std::ostringstream& md, const RunDir& run) {
-  md << "## Records\n\n";
-  if (run.records.records.empty()) {
+  md << "\n## Records\n\n";
+  const auto& recs = run.records.records;
+  if (recs.empty()) {
     md << "No records.\n";
     return;
   }
-  // A 1,000-node full run has 700,000 records: past kMaxRecordRows the table would be
-  // hundreds of MB that nobody reads; records.jsonl holds them all.
-  constexpr size_t kMaxRecordRows = 10000;
-  const auto& recs = run.records.records;
-  if (recs.size() > kMaxRecordRows)
-    md << "The first " << kMaxRecordRows << " of " << recs.size()
-       << " records; all of them are in records.jsonl.\n\n";
-  md << "| benchmark | params | item | status | metrics / message |\n|---|---|---|---|---|\n";
-  for (size_t i = 0; i < recs.size() && i < kMaxRecordRows; ++i) {
-    const auto& rec = recs[i];
-    md << "| " << cell(rec.benchmark) << " | " << cell(rec.params.dump()) << " | "
-       << cell(scope_item(rec.scope)) << " | " << status_name(rec.status) << " | "
-       << cell(rec.status != Status::ok || rec.metrics.empty() ? rec.message
-               : rec.message.empty()                           ? metrics_text(rec)
-                                     : metrics_text(rec) + "; " + rec.message)
-       << " |\n";
+  std::map<Status, size_t> counts;
+  std::vector<std::vector<const ResultRecord*>> cases;  // one case (sizes aside), every item
+  std::map<std::string, size_t> case_at;
+  std::vector<std::pair<std::string, size_t>> waived;  // "benchmark: reason", count
+  std::map<std::string, size_t> waived_at;
+  for (const auto& rec : recs) {
+    ++counts[rec.status];
+    if (rec.status == Status::waived) {
+      const std::string key = "`" + rec.benchmark + "`: " + rec.message;
+      auto [at, fresh] = waived_at.emplace(key, waived.size());
+      if (fresh) waived.push_back({key, 0});
+      ++waived[at->second].second;
+      continue;
+    }
+    json params = rec.params;
+    params.erase("bytes");
+    const std::string key = rec.benchmark + "|" + params.dump() + "|" + status_name(rec.status);
+    auto [at, fresh] = case_at.emplace(key, cases.size());
+    if (fresh) cases.push_back({});
+    cases[at->second].push_back(&rec);
   }
+  md << recs.size() << " records: " << counts[Status::ok] << " ok, " << counts[Status::failed]
+     << " failed, " << counts[Status::waived]
+     << " waived (records.jsonl holds each one; report.html lists them).\n\n";
+  if (!cases.empty())
+    md << "| benchmark | params | item | status | metrics / message |\n|---|---|---|---|---|\n";
+  for (const auto& c : cases) {
+    std::vector<RecordGroup> by_item;
+    std::map<std::string, size_t> item_at;
+    bool sweep = false, metrics = true;
+    for (const ResultRecord* r : c) {
+      sweep = sweep || r->params.contains("bytes");
+      metrics = metrics && !r->metrics.empty();
+      auto [at, fresh] = item_at.emplace(scope_item(r->scope), by_item.size());
+      if (fresh) by_item.push_back({});
+      by_item[at->second].recs.push_back(r);
+    }
+    if (!sweep && metrics && c.front()->status == Status::ok && by_item.size() > 3 &&
+        by_item.size() == c.size())
+      md << across_items_line(c);
+    else
+      for (const auto& g : by_item) md << group_line(g);
+  }
+  if (!waived.empty()) md << "\nWaived cases:\n\n";
+  for (const auto& [key, n] : waived)
+    md << "- " << key << " (" << n << (n == 1 ? " case" : " cases") << ")\n";
 }
 
 }  // namespace
@@ -278,11 +382,13 @@ std::string render_markdown(const Report& r) {
   const RunDir& run = *r.run;
   std::ostringstream md;
   md_header(md, r);
+  md << "\n" << render_first_page_markdown(first_page(r));
+  md_requirements(md, r);
   md_measured(md, r);
   bool any_finding = false;
   for (const auto& row : r.rows) {
-    if (row.outcome == kPass) continue;
-    if (!any_finding) md << "\n## Findings\n";
+    if (row.outcome == kPass || row.outcome == kWaived) continue;  // waived: on the first page
+    if (!any_finding) md << "\n## Findings\n\n";
     any_finding = true;
     md_finding(md, row);
   }
@@ -335,6 +441,7 @@ json row_json(const RowResult& row) {
   return {{"id", row.req.id},
           {"title", row.req.title},
           {"source", row.req.source},
+          {"remedy", row.req.remedy.empty() ? json(nullptr) : json(row.req.remedy)},
           {"severity", row.req.severity},
           {"scope", row.req.scope},
           {"aggregate", row.req.aggregate},

@@ -8,6 +8,7 @@
 #include <deque>
 #include <optional>
 #include <set>
+#include <sstream>
 #include <string_view>
 #include <unordered_map>
 #include <unordered_set>
@@ -31,7 +32,10 @@ std::string format_number(double v) {
   if (std::isfinite(v) && v == std::floor(v) && std::fabs(v) < 1e15)
     return std::to_string(static_cast<long long>(v));
   char buf[64];
-  std::snprintf(buf, sizeof buf, "%.6g", v);
+  if (std::isfinite(v) && std::fabs(v) >= 1000 && std::fabs(v) < 1e15)
+    std::snprintf(buf, sizeof buf, "%.0f", v);  // 40826.1 -> 40826, not 4.083e+04
+  else
+    std::snprintf(buf, sizeof buf, "%.4g", v);
   return buf;
 }
 
@@ -70,8 +74,79 @@ std::string noise_text(const json& noise) {
          (noise["within_noise"].get<bool>() ? ", within noise" : "");
 }
 
+std::string comparison_text(const std::string& op, const std::string& target, bool fails) {
+  static const std::map<std::string, std::pair<std::string, std::string>> kWords = {
+      {">=", {"at least", "below"}},    {"<=", {"at most", "above"}},
+      {"==", {"is", "expected"}},       {"!=", {"is not", "must not be"}},
+      {"in", {"one of", "not one of"}}, {"matches", {"matches", "does not match"}},
+  };
+  auto it = kWords.find(op);
+  if (it == kWords.end()) return op + " " + target;
+  return (fails ? it->second.second : it->second.first) + " " + target;
+}
+
 std::string format_requirement(const Requirement& req) {
   return req.aggregate + " " + req.op + " " + format_value(req.value, req.unit);
+}
+
+namespace {
+
+/// A field of the env record in words: "rate_gbps" -> "rate", "memory_gib" -> "memory".
+std::string field_words(const std::string& field) {
+  static const std::map<std::string, std::string> kWords = {
+      {"rate_gbps", "rate"},
+      {"memory_gib", "memory"},
+      {"installed_gib", "installed memory"},
+      {"usable_gib", "usable memory"},
+      {"capacity_tb", "capacity"},
+      {"nvlink_links_up", "NVLink links up"},
+      {"gen_current", "PCIe generation"},
+      {"width_current", "PCIe width"},
+  };
+  if (auto it = kWords.find(field); it != kWords.end()) return it->second;
+  if (std::any_of(field.begin(), field.end(), ::isupper)) return field;  // NCCL_IB_DISABLE
+  std::string out = field;
+  std::replace(out.begin(), out.end(), '_', ' ');
+  return out;
+}
+
+/// The thing an env pointer's collection entry is: "NIC eth0", "GPU 3 (0000:3a:00.0)", "disk
+/// nvme0n1"; "" when `env` has no such entry.
+std::string entry_words(const EnvRecord* env, const std::string& collection, size_t index) {
+  static const std::map<std::string, std::string> kNames = {
+      {"nics", "NIC"}, {"gpus", "GPU"}, {"block_devices", "disk"}};
+  auto it = kNames.find(collection);
+  if (it == kNames.end()) return "";
+  std::string name;
+  if (env && collection == "nics" && index < env->nics.size()) name = env->nics[index].name;
+  if (env && collection == "gpus" && index < env->gpus.size()) {
+    const GpuInfo& g = env->gpus[index];
+    name = std::to_string(g.index) + (g.pci_bus_id.empty() ? "" : " (" + g.pci_bus_id + ")");
+  }
+  if (env && collection == "block_devices" && index < env->block_devices.size())
+    name = env->block_devices[index].name;
+  if (name.rfind("(", 0) == 0)
+    return "physical " + it->second + "s";  // "(physical NICs not visible)"
+  return it->second + " " + (name.empty() ? std::to_string(index) : name);
+}
+
+}  // namespace
+
+std::string pointer_words(const std::string& pointer, const EnvRecord* env) {
+  std::vector<std::string> parts;
+  std::stringstream in(pointer);
+  for (std::string seg; std::getline(in, seg, '/');)
+    if (!seg.empty()) parts.push_back(seg);
+  if (parts.empty()) return pointer;
+  const std::string field = field_words(parts.back());
+  if (parts.size() == 3 && std::all_of(parts[1].begin(), parts[1].end(), ::isdigit)) {
+    std::string entry = entry_words(env, parts[0], std::stoul(parts[1]));
+    if (!entry.empty()) return "the " + field + " of " + entry;
+  }
+  if (parts.size() == 2)
+    return "the " + (field.find(parts[0]) != std::string::npos ? field : parts[0] + " " + field);
+  const bool name = std::any_of(field.begin(), field.end(), ::isupper);  // a variable's name
+  return (name ? "" : "the ") + field + " (" + pointer + ")";
 }
 
 namespace {
@@ -498,13 +573,24 @@ class RowEvaluator {
   std::string nothing_matched() const {
     const std::string& env = req_.select.env;
     const size_t star = env.rfind("/*");
-    std::string what =
-        star == std::string::npos ? "value at " + env : env.substr(0, star + 2) + " entry";
+    static const std::map<std::string, std::string> kEntries = {
+        {"/nics/*", "NIC"}, {"/gpus/*", "GPU"}, {"/block_devices/*", "disk"}};
+    std::string what = "value for " + pointer_words(env, nullptr);
+    if (star != std::string::npos) {
+      auto it = kEntries.find(env.substr(0, star + 2));
+      what = it != kEntries.end() ? it->second : env.substr(0, star + 2) + " entry";
+    }
     std::vector<std::string> conds;
-    for (const auto& [k, v] : req_.select.where.items())
-      conds.push_back((k.rfind('/', 0) == 0 ? k.substr(1) : k) + " = " + v.dump());
-    if (!conds.empty()) what += " with " + join(conds, ", ");
-    return "no " + what + " in the inventory (" + env + ")";
+    for (const auto& [k, v] : req_.select.where.items()) {
+      const std::string key = k.rfind('/', 0) == 0 ? k.substr(1) : k;
+      if (key == "virtual" && v.is_boolean()) {  // "no physical NIC", not "virtual false"
+        what = (v.get<bool>() ? "virtual " : "physical ") + what;
+        continue;
+      }
+      conds.push_back(key + " " + (v.is_string() ? v.get<std::string>() : v.dump()));
+    }
+    if (!conds.empty()) what += " with " + join(conds, " and ");
+    return "no " + what + " in the inventory";
   }
 
   ItemResult judge_env_item(const Item& item) {
@@ -567,12 +653,16 @@ class RowEvaluator {
     return item.nulls.empty() ? item.undecided.front() : item.nulls.front();
   }
 
-  static std::string unknown_text(const UnknownValue& u) {
-    return u.pointer + " unknown: " + (u.reason.empty() ? "null in the env record" : u.reason);
+  std::string unknown_text(const UnknownValue& u) const {
+    const EnvRecord* env = nullptr;
+    for (const auto& e : run_.run.env)
+      if (e.host == u.host) env = &e;
+    return pointer_words(u.pointer, env) +
+           " is unknown: " + (u.reason.empty() ? "not in the env record" : u.reason);
   }
 
   /// An item decided by its known values: its message names the unknown ones it did not need.
-  static ItemResult noted(ItemResult r, const Item& item) {
+  ItemResult noted(ItemResult r, const Item& item) const {
     const size_t n = item.nulls.size() + item.undecided.size();
     r.message += "; not needed to decide: " + unknown_text(first_unknown(item));
     if (n > 1) r.message += " (and " + std::to_string(n - 1) + " more unknown)";
@@ -606,8 +696,8 @@ class RowEvaluator {
     std::string what = prefix;
     if (prefix.empty() && values.size() > 1)
       what = "worst of " + std::to_string(values.size()) + " ";
-    r.message = what + format_value(r.value, req_.unit) + " on " + r.item + " (" + req_.op + " " +
-                format_value(req_.value, req_.unit) + ")";
+    r.message = what + format_value(r.value, req_.unit) + " on " + r.item + " (" +
+                comparison_text(req_.op, format_value(req_.value, req_.unit), worst_fails) + ")";
     return r;
   }
 

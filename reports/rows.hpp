@@ -102,7 +102,9 @@ std::string noise_text(const json& noise);
 /// {"FAIL": n, "MISSING": n, ...}: outcome counts as report.json writes them.
 json outcome_counts_json(const std::map<Outcome, int>& counts);
 
-/// Formats a number for reports: integers exactly, others with 6 significant digits.
+/// Formats a number for reports: integers exactly, others with 4 significant digits (32.42,
+/// 0.2749), from 1000 up rounded to an integer (40826); no exponent below 1e15 but for tiny
+/// values (1.2e-05). report.json keeps the full values.
 std::string format_number(double v);
 
 /// Formats a judged value with its unit: "12.3 GB/s", "\"performance\"", "-" for null.
@@ -113,6 +115,16 @@ template <typename T>
 std::string format_known(const std::optional<T>& v, const std::string& unit) {
   return v ? format_value(json(*v), unit) : "unknown";
 }
+
+/// An env pointer in words for messages: "/nics/0/rate_gbps" -> "the rate of NIC eth0" (the
+/// entry's name from `env`, its index without one), "/memory/installed_gib" -> "the installed
+/// memory", "/cpu/physical_cores" -> "the cpu physical cores"; others "the FIELD (POINTER)".
+std::string pointer_words(const std::string& pointer, const EnvRecord* env);
+
+/// A row's comparison in words, as item messages end: "below 64" for a value that fails `>= 64`,
+/// "at least 64" for one that passes; "above"/"at most" (<=), "expected"/"is" (==), "must not
+/// be"/"is not" (!=), "not one of"/"one of" (in), "does not match"/"matches" (matches).
+std::string comparison_text(const std::string& op, const std::string& target, bool fails);
 
 /// The requirement as text: "min >= 10 GB/s", "each in [\"a\",\"b\"]".
 std::string format_requirement(const Requirement& req);

@@ -288,15 +288,21 @@ std::string render_uniformity_markdown(const Uniformity& u) {
   md << "Fields that should be identical on every node; the most common value is the reference"
         " (docs/report.md#uniformity). ";
   if (u.hosts.empty())
-    md << "All " << u.fields.size() << " fields agree on the " << nodes << " node(s).\n\n";
+    md << "All " << u.fields.size() << " fields agree on the " << nodes
+       << " node(s); report.json and report.html list their values.\n";
   else
     md << u.hosts.size() << " of " << nodes << " node(s) differ: " << [&] {
       std::string s;
       for (const auto& h : u.hosts) s += (s.empty() ? "" : ", ") + h;
       return s;
     }() << ".\n\n";
-  md << "| field | reference | nodes agreeing | differing nodes |\n|---|---|---|---|\n";
+  // The fields every node agrees on are in report.json and report.html; here only the others.
+  bool table = false;
   for (const auto& f : u.fields) {
+    if (f.agreeing == f.nodes && f.deviations.empty()) continue;
+    if (!table)
+      md << "| field | reference | nodes agreeing | differing nodes |\n|---|---|---|---|\n";
+    table = true;
     std::string who;
     for (const auto& d : f.deviations) who += (who.empty() ? "" : ", ") + d.host;
     md << "| " << md_cell(f.name) << " | " << md_cell(f.reference)

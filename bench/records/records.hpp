@@ -26,7 +26,8 @@ inline constexpr const char* kEnvSchema = "clusterbench.env/2";
 inline constexpr const char* kEnvSchemaV1 = "clusterbench.env/1";
 inline constexpr const char* kResultSchema = "clusterbench.result/1";
 /// Spec tables: /2 adds `families` (docs/records.md "Spec table"); /1 tables still load.
-inline constexpr const char* kSpecSchema = "clusterbench.spec/4";    ///< adds `tiers`
+inline constexpr const char* kSpecSchema = "clusterbench.spec/5";    ///< adds a row's `remedy`
+inline constexpr const char* kSpecSchemaV4 = "clusterbench.spec/4";  ///< adds `tiers`
 inline constexpr const char* kSpecSchemaV3 = "clusterbench.spec/3";  ///< adds family `compare`
 inline constexpr const char* kSpecSchemaV2 = "clusterbench.spec/2";
 inline constexpr const char* kSpecSchemaV1 = "clusterbench.spec/1";

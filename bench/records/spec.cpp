@@ -261,7 +261,7 @@ void check_unit(const Requirement& q, const std::string& row) {
   }
 }
 
-Requirement parse_row(const json& r, const std::string& where) {
+Requirement parse_row(const json& r, const std::string& where, const std::string& schema) {
   Requirement q;
   q.id = require_field<std::string>(r, "id", where);
   std::string row = where + ": requirement '" + q.id + "'";
@@ -269,6 +269,11 @@ Requirement parse_row(const json& r, const std::string& where) {
   q.source = require_field<std::string>(r, "source", row);
   if (q.source.empty())
     throw InputError(row + ": field 'source' is empty; name the threshold's source");
+  if (r.contains("remedy")) {
+    if (schema != kSpecSchema)
+      throw InputError(row + ": field 'remedy' needs schema " + kSpecSchema + ", not " + schema);
+    q.remedy = require_field<std::string>(r, "remedy", row);
+  }
   q.severity = require_field<std::string>(r, "severity", row);
   if (!kSeverities.count(q.severity))
     throw InputError(row + ": field 'severity' is '" + q.severity + "', expected fail or warn");
@@ -449,8 +454,9 @@ void parse_tier(const json& t, const std::string& at, SpecTier& out) {
 /// `tiers` of a clusterbench.spec/4 file merged into `spec`, kept in spec_tier_names() order.
 void merge_tiers(const json& j, const std::string& schema, const std::string& path, Spec& spec) {
   if (!j.contains("tiers")) return;
-  if (schema != kSpecSchema)
-    throw InputError(path + ": field 'tiers' needs schema " + kSpecSchema + ", not " + schema);
+  if (schema != kSpecSchema && schema != kSpecSchemaV4)
+    throw InputError(path + ": field 'tiers' needs schema " + kSpecSchemaV4 + " or later, not " +
+                     schema);
   const json& tiers = j.at("tiers");
   if (!tiers.is_object()) throw InputError(path + ": field 'tiers' must be an object");
   for (const auto& item : tiers.items()) {
@@ -498,7 +504,7 @@ void remove_row(Spec& spec, const std::string& id, const std::string& what) {
 }
 
 /// `requirements` and `remove` of one file merged into `spec`: rows override by id.
-void merge_rows(const json& j, const std::string& path, Spec& spec) {
+void merge_rows(const json& j, const std::string& schema, const std::string& path, Spec& spec) {
   json rows = require_field<json>(j, "requirements", path);
   if (!rows.is_array()) throw InputError(path + ": field 'requirements' must be an array");
   std::set<std::string> ids_here;
@@ -513,7 +519,7 @@ void merge_rows(const json& j, const std::string& path, Spec& spec) {
         continue;
       }
     }
-    Requirement q = parse_row(rows[i], where);
+    Requirement q = parse_row(rows[i], where, schema);
     if (!ids_here.insert(q.id).second)
       throw InputError(where + ": requirement id '" + q.id + "' appears twice in this table");
     bool replaced = false;
@@ -544,10 +550,11 @@ Spec load_one(const std::string& path, std::set<std::string>& seen,
   json j = read_json_file(path, kMaxSpecBytes, by);
   if (!j.is_object()) throw InputError(path + ": a spec table must be a JSON object");
   std::string schema = require_field<std::string>(j, "schema", path);
-  if (schema != kSpecSchema && schema != kSpecSchemaV3 && schema != kSpecSchemaV2 &&
-      schema != kSpecSchemaV1)
+  if (schema != kSpecSchema && schema != kSpecSchemaV4 && schema != kSpecSchemaV3 &&
+      schema != kSpecSchemaV2 && schema != kSpecSchemaV1)
     throw InputError(path + ": field 'schema' is '" + schema + "', expected " + kSpecSchema +
-                     " (or " + kSpecSchemaV3 + ", " + kSpecSchemaV2 + ", " + kSpecSchemaV1 + ")");
+                     " (or " + kSpecSchemaV4 + ", " + kSpecSchemaV3 + ", " + kSpecSchemaV2 + ", " +
+                     kSpecSchemaV1 + ")");
   Spec spec;
   if (j.contains("extends")) {
     std::string parent = require_field<std::string>(j, "extends", path);
@@ -562,7 +569,7 @@ Spec load_one(const std::string& path, std::set<std::string>& seen,
     spec.name = require_field<std::string>(j, "name", path);
     if (j.contains("title")) spec.title = require_field<std::string>(j, "title", path);
     parse_match(j, path, spec);
-    merge_rows(j, path, spec);
+    merge_rows(j, schema, path, spec);
     merge_families(j, schema, path, spec);
     merge_tiers(j, schema, path, spec);
   } catch (const InputError& e) {

@@ -52,6 +52,9 @@ struct Select {
 /// One row of a spec table.
 struct Requirement {
   std::string id, title, source;
+  /// What to do about a failing item, in a few words ("reseat or replace the riser"); "" when
+  /// the table gives none. Schema /5.
+  std::string remedy;
   std::string severity = "fail";  ///< fail | warn
   Select select;
   std::string scope = "node";      ///< gpu | node | link | cluster
@@ -143,7 +146,7 @@ json tiers_json(const std::vector<SpecTier>& tiers);
 bool is_object_storage_url(const std::string& path);
 
 struct Spec {
-  std::string schema = kSpecSchema;  ///< the file's own schema (/1 to /4)
+  std::string schema = kSpecSchema;  ///< the file's own schema (/1 to /5)
   std::string name, title, path;
   std::vector<std::string> extends_chain;  ///< files merged in, base first
   SpecMatch match;

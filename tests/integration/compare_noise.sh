@@ -106,4 +106,41 @@ for bench, metric in [('compute.memory_bandwidth', 'bandwidth'), ('io.dataloader
         {k['name']: k for k in x['metrics']}[metric]['p_value']) for x in cases])
 " "$TMP"
 ok "STREAM and the dataloader slowed 5x: regressed, each with its p-value"
+# The report.md of a 2-rank ci run (docs/report.md "First page"): under 200 lines; it opens with
+# the verdict, then every FAIL row in words with its node and the spec's remedy, the WARN rows, and
+# what could not be judged (each MISSING row, the WAIVED rows one line per reason), before the
+# table; the records are summarised (a sweep on one line, waived cases per benchmark and reason).
+py "
+import re
+md = open(sys.argv[1] + '/report.md').read()
+rep = json.load(open(sys.argv[1] + '/report.json'))
+spec = {}
+base = json.load(open(sys.argv[2] + '/reports/specs/base.json'))
+for r in base['requirements']:
+    spec[r['id']] = r
+lines = md.count(chr(10))
+assert lines < 200, lines
+first = md.split('## Requirements')[0]
+assert first.startswith('# clusterbench report: ') and '**Verdict: ' in first.splitlines()[2], first[:300]
+rows = rep['rows']
+for r in rows:
+    head = '**' + r['title'] + '** (\x60' + r['id'] + '\x60)'
+    if r['outcome'] in ('FAIL', 'WARN', 'MISSING'):
+        assert head in first, r['id']
+        line = first[first.index(head):].split(chr(10))[0]
+    if r['outcome'] in ('FAIL', 'WARN'):
+        assert r['remedy'] == spec[r['id']]['remedy'], (r['id'], r['remedy'])
+        assert 'What to do: ' + r['remedy'] in line, line
+        assert any(it['item'] in line for it in r['items'] if it['outcome'] != 'PASS'), line
+        assert not re.search(r'\\((>=|<=|==|matches) ', line), line
+    if r['outcome'] == 'WAIVED':
+        assert re.search(r'- Waived \\([0-9]+ rows?: [^)]*\x60' + re.escape(r['id']) + '\x60', first), r['id']
+assert first.index('## What to fix') < first.index('## Not judged')
+waived = sum(1 for l in open(sys.argv[1] + '/records.jsonl') if json.loads(l)['status'] == 'waived')
+listed = sum(int(n) for n in re.findall(r'\\(([0-9]+) cases?\\)', md.split('Waived cases:')[1]))
+assert listed == waived, (listed, waived)
+assert re.search(r'collectives.all_reduce .* [0-9]+ sizes, ', md), 'no sweep line'
+print('report.md:', lines, 'lines;', sum(r['outcome'] == 'FAIL' for r in rows), 'FAIL rows on the first page')
+" "$TMP/a" "$CB_SOURCE_DIR"
+ok "report.md of a ci run: under 200 lines, the first page names what to fix and what was not judged"
 echo "PASS ($PASSES checks)"

@@ -18,7 +18,7 @@ rows = []
 for name in ("base.json", "gpu-node-base.json"):
     rows += [r for r in json.load(open(f"{sys.argv[1]}/{name}"))["requirements"]
              if r["id"].startswith("health.")]
-json.dump({"schema": "clusterbench.spec/1", "name": "health", "title": "health rows",
+json.dump({"schema": "clusterbench.spec/5", "name": "health", "title": "health rows",
            "requirements": rows}, open(sys.argv[2], "w"), indent=1)
 P
 
@@ -85,8 +85,8 @@ ok "faulty run: FAIL/WARN rows name the GPU, port and PCIe device"
 expect_rc 1 "$BIN" report "$TMP/faulty"
 expect_out "health.gpu_ecc_uncorrected +FAIL +2"
 MD=$TMP/faulty/report.md
-grep -q "### health.gpu_ecc_uncorrected: FAIL" "$MD" || fail "report.md lacks the ECC section"
-grep -Eq "2 on $G0 \(<= 0\): volatile 0 -> 2, aggregate 5 -> 7" "$MD" || { cat "$MD" >&2; fail "report.md lacks the ECC evidence"; }
+grep -qF -- '- `health.gpu_ecc_uncorrected` FAIL: ' "$MD" || fail "report.md lacks the ECC finding"
+grep -Eq "2 on $G0 \(above 0\): volatile 0 -> 2, aggregate 5 -> 7" "$MD" || { cat "$MD" >&2; fail "report.md lacks the ECC evidence"; }
 grep -q "selects \`health gpu.ecc_uncorrected\`" "$MD" || fail "report.md does not say what the row selects"
 grep -q "kernel log: NVRM: Xid (PCI:0000:17:00): 79" "$MD" || fail "report.md lacks the XID evidence"
 grep -q "symbol_error 3 -> 48" "$MD" || fail "report.md lacks the symbol_error evidence"

@@ -108,7 +108,7 @@ out, w = sys.argv[1], sys.argv[2]
 rows = {r["id"]: r for r in json.load(open(out + "/report.json"))["rows"]}
 host = json.load(open(out + "/run.json"))["hosts"][0]
 r = rows["storage.tier_hot_mounted"]
-assert r["outcome"] == "FAIL" and r["message"].startswith("0 on " + host + " (== 1); hot " + w + "/empty on " + host + ": not mounted: " + w + "/empty is a directory on "), r["message"]
+assert r["outcome"] == "FAIL" and r["message"].startswith("0 on " + host + " (expected 1); hot " + w + "/empty on " + host + ": not mounted: " + w + "/empty is a directory on "), r["message"]
 assert "not a mount point of its own" in r["message"], r["message"]
 r = rows["storage.tier_warm_mounted"]
 assert r["outcome"] == "FAIL" and (w + "/nowhere does not exist") in r["message"] and host in r["message"], r["message"]

@@ -7,7 +7,7 @@ F=$CB_FIXTURES/results
 # A driver upgrade: 4 regressed (STREAM triad -12%, GEMM bf16 -10% on GPU A, GEMM fp16 -3%,
 # STREAM add missing), 2 improved, 2 unchanged, 1 new, 1 not compared.
 expect_rc 1 "$CB_BIN" compare "$F/compare-baseline" "$F/compare-current" --out "$TMP/cmp"
-expect_out "^REGRESSED compute.memory_bandwidth \{\"kernel\":\"triad\",\"threads\":64\} node01; bandwidth 300 -> 264 GB/s \(-12%, p = 0.000582751, n = 7/7\)$"
+expect_out "^REGRESSED compute.memory_bandwidth \{\"kernel\":\"triad\",\"threads\":64\} node01; bandwidth 300 -> 264 GB/s \(-12%, p = 0.0005828, n = 7/7\)$"
 expect_out "^REGRESSED compute.memory_bandwidth \{\"kernel\":\"add\",\"threads\":64\} node01: case missing from CURRENT$"
 expect_out "^env driver: 535.161.08 -> 550.54.15 on node01$"
 expect_out "^COMPARE: REGRESSED \(exit 1\): 4 regressed, 2 improved, 1 new, 1 not_compared, 2 unchanged$"

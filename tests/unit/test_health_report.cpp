@@ -72,7 +72,7 @@ TEST(HealthDeltas, IbSymbolErrorsRiseAndTheRowWarnsNamingThePort) {
   EXPECT_EQ(sym.outcome, kWarn);  // 11 > 10; mlx5_0/1 at exactly 10 passes
   EXPECT_EQ(sym.worst_item, "node01/nic[mlx5_1/1]");
   EXPECT_EQ(sym.message,
-            "11 on node01/nic[mlx5_1/1] (<= 10): symbol_error 0 -> 11; 2 items: 1 WARN, 1 PASS");
+            "11 on node01/nic[mlx5_1/1] (above 10): symbol_error 0 -> 11; 2 items: 1 WARN, 1 PASS");
   EXPECT_EQ(row(r, "health.ib_link_downed").outcome, kPass);
   // The deltas are computed once per node and kept in the report.
   ASSERT_EQ(r.health.size(), 1u);

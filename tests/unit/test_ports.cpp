@@ -246,7 +246,7 @@ TEST_F(BaseRows, VirtualInterfacesCarryNcclButAreNoPhysicalNics) {
   EXPECT_NE(
       item(rate, "cbns1")
           ->message.find(
-              "/nics/4/rate_gbps unknown: no physical NIC is visible here, only br0 (bridge)"),
+              "the rate of physical NICs is unknown: no physical NIC is visible here, only br0 (bridge)"),
       std::string::npos)
       << item(rate, "cbns1")->message;
   const auto& ports = row(r, "net.ports_active_at_rate");
@@ -286,7 +286,7 @@ TEST_F(BaseRows, UnknownSpeedOfADownPortDoesNotDecideTheRate) {
   const auto& rate = row(r, "host.network_rate");
   EXPECT_EQ(rate.outcome, kPass) << rate.message;
   EXPECT_EQ(rate.value, 200);
-  EXPECT_NE(rate.message.find("not needed to decide: /nics/4/rate_gbps unknown: sysfs speed -1"),
+  EXPECT_NE(rate.message.find("not needed to decide: the rate of NIC eno2 is unknown: sysfs speed -1"),
             std::string::npos)
       << rate.message;
   // Without the IB ports, eno1's 10 Gb/s no longer decides: eno2 may be the fast one.
@@ -297,7 +297,7 @@ TEST_F(BaseRows, UnknownSpeedOfADownPortDoesNotDecideTheRate) {
   const auto& unknown = row(slow, "host.network_rate");
   EXPECT_EQ(unknown.outcome, kMissing);  // was FAIL "0 Gb/s"
   EXPECT_EQ(unknown.message,
-            "n1: /nics/1/rate_gbps unknown: sysfs speed -1 (link down, or the driver does not "
+            "n1: the rate of NIC eno2 is unknown: sysfs speed -1 (link down, or the driver does not "
             "report its speed)");
   EXPECT_NE(std::find(slow.warnings.begin(), slow.warnings.end(),
                       "n1: /nics/1/rate_gbps unknown: sysfs speed -1 (link down, or the driver "

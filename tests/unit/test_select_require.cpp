@@ -125,7 +125,7 @@ TEST(SelectRequire, WithoutUnmetTheRowSaysWhichConditionFailed) {
       "node01: not judged: record test.disk|{\"profile\":\"seq_read\"}|node01: /extra/n is 1, "
       "select.require wants {\">=\":2}");
   EXPECT_EQ(item_of(row, "node02").outcome, kPass);
-  EXPECT_EQ(item_of(row, "node02").message, "3 GB/s on node02 (>= 1 GB/s); n=4");
+  EXPECT_EQ(item_of(row, "node02").message, "3 GB/s on node02 (at least 1 GB/s); n=4");
 }
 
 TEST(SelectRequire, UnmetIsFilledOverTheRecordThatMissedIt) {
@@ -148,7 +148,7 @@ TEST(SelectRequire, UnmetIsFilledOverTheRecordThatMissedIt) {
             "node01: not judged: ran on /tmp (hdd, seq_read) (and 1 more records not meeting "
             "select.require)");
   EXPECT_EQ(item_of(row, "node01").records.size(), 2u);  // both are the item's evidence
-  EXPECT_EQ(item_of(row, "node02").message, "3 GB/s on node02 (>= 1 GB/s); on /mnt/nvme");
+  EXPECT_EQ(item_of(row, "node02").message, "3 GB/s on node02 (at least 1 GB/s); on /mnt/nvme");
   EXPECT_EQ(item_of(row, "node02").measured, "on /mnt/nvme");
   EXPECT_EQ(row.message, item_of(row, "node01").message + "; 2 items: 1 MISSING, 1 PASS");
   EXPECT_EQ(row.measured, "");  // the worst item was not compared

@@ -148,12 +148,35 @@ TEST(LoadSpec, MissingFileAndMissingParent) {
             std::string::npos);
 }
 
+// A row's remedy (spec/5) is kept for the first page; an older table naming one is refused, and
+// the seed's rows all carry one.
+TEST(LoadSpec, RemedyNeedsSchema5) {
+  const std::string dir = temp_dir("remedy");
+  auto table = [&](const std::string& schema) {
+    std::ofstream(dir + "/r.json") << R"({"schema": ")" << schema << R"(", "name": "r",
+      "requirements": [{"id": "a", "title": "t", "source": "s", "remedy": "reseat the riser",
+        "severity": "fail", "select": {"env": "/cpu/physical_cores"}, "scope": "node",
+        "aggregate": "each", "op": ">=", "value": 1, "unit": "count"}]})";
+    return dir + "/r.json";
+  };
+  EXPECT_EQ(load_spec(table("clusterbench.spec/5")).requirements.at(0).remedy, "reseat the riser");
+  EXPECT_NE(input_error([&] { load_spec(table("clusterbench.spec/4")); })
+                .find("r.json: requirements[0]: requirement 'a': field 'remedy' needs schema "
+                      "clusterbench.spec/5, not clusterbench.spec/4"),
+            std::string::npos);
+  for (const char* name : {"cpu-node.json", "h100-sxm-80g-8x.json", "burnin-gpu.json"})
+    for (const auto& q :
+         load_spec(std::string(CB_SOURCE_DIR) + "/reports/specs/" + name).requirements)
+      EXPECT_FALSE(q.remedy.empty()) << name << ": " << q.id;
+}
+
 TEST(LoadSpec, WrongSchemaIsAnError) {
   std::string path = temp_dir("schema") + "/s.json";
-  std::ofstream(path) << R"({"schema": "clusterbench.spec/5", "name": "s", "requirements": []})";
+  std::ofstream(path) << R"({"schema": "clusterbench.spec/6", "name": "s", "requirements": []})";
   EXPECT_NE(input_error([&] { load_spec(path); })
-                .find("field 'schema' is 'clusterbench.spec/5', expected clusterbench.spec/4 (or "
-                      "clusterbench.spec/3, clusterbench.spec/2, clusterbench.spec/1)"),
+                .find("field 'schema' is 'clusterbench.spec/6', expected clusterbench.spec/5 (or "
+                      "clusterbench.spec/4, clusterbench.spec/3, clusterbench.spec/2, "
+                      "clusterbench.spec/1)"),
             std::string::npos);
 }
 

@@ -76,12 +76,12 @@ TEST(StorageRows, NvmeScratchIsJudgedAndTheMessageNamesTheDrive) {
       "S64HNE0R100000), xfs on /mnt/nvme0 via nvme0n1p1";
   const ItemResult& a = item_of(row, "node01");
   EXPECT_EQ(a.outcome, kPass);
-  EXPECT_EQ(a.message, "6.5 GB/s on node01 (>= 6.2 GB/s); measured on " + nvme0);
+  EXPECT_EQ(a.message, "6.5 GB/s on node01 (at least 6.2 GB/s); measured on " + nvme0);
   EXPECT_EQ(a.measured, "measured on " + nvme0);
   const ItemResult& b = item_of(row, "node02");
   EXPECT_EQ(b.outcome, kFail);
   EXPECT_EQ(b.message,
-            "5.9 GB/s on node02 (>= 6.2 GB/s); measured on nvme1n1 (NVMe pcie, non-rotational, "
+            "5.9 GB/s on node02 (below 6.2 GB/s); measured on nvme1n1 (NVMe pcie, non-rotational, "
             "model SAMSUNG MZQL23T8HCLS-00A07, serial S64HNE0R100001), ext4 on /data via dm-0");
   EXPECT_EQ(row.message, b.message + "; 2 items: 1 FAIL, 1 PASS");
   EXPECT_EQ(row.measured, b.measured);
@@ -182,14 +182,14 @@ TEST(StorageRows, LocalNvmeCountsNvmeDrivesOnly) {
   Report pass = make_report(run, load_spec(kSeedSpec));
   const RowResult& ok = row_of(pass, "host.local_nvme");
   EXPECT_EQ(ok.outcome, kPass);  // each node has a 3.84 TB nvme0n1
-  EXPECT_EQ(ok.message, "count 1 on node01 (>= 1); 2 items: 2 PASS");
+  EXPECT_EQ(ok.message, "count 1 on node01 (at least 1); 2 items: 2 PASS");
   // A 7.68 TB SATA disk is not a local NVMe drive, nor a 1.92 TB NVMe one.
   run.run.env[1].block_devices = {{"sda", "", "", "", 7.68, false, false},
                                   {"nvme0n1", "", "", "", 1.92, true, false}};
   Report fail = make_report(run, load_spec(kSeedSpec));
   const RowResult& row = row_of(fail, "host.local_nvme");
   EXPECT_EQ(row.outcome, kFail);
-  EXPECT_EQ(item_of(row, "node02").message, "count 0 on node02 (>= 1)");
+  EXPECT_EQ(item_of(row, "node02").message, "count 0 on node02 (below 1)");
 }
 
 }  // namespace

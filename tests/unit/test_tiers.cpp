@@ -95,7 +95,7 @@ TEST(SpecTiers, BadTiersAreInputErrors) {
   EXPECT_NE(load_error(table("type", {{"hot", {{"shared", "yes"}}}})).find("shared"),
             std::string::npos);
   EXPECT_NE(load_error(table("old", {{"hot", {{"path", "/x"}}}}, kSpecSchemaV3))
-                .find("field 'tiers' needs schema clusterbench.spec/4"),
+                .find("field 'tiers' needs schema clusterbench.spec/4 or later"),
             std::string::npos);
   EXPECT_NE(load_error(table("ctl", {{"hot", {{"path", "/x\ny"}}}})).find("control character"),
             std::string::npos);
@@ -330,7 +330,7 @@ TEST(TierRows, ASumWithAnUnknownAddendIsNotCalledShort) {
                                              true);
   EXPECT_EQ(shortfall.rows.at(0).outcome, report::kMissing);
   EXPECT_EQ(shortfall.rows.at(0).message,
-            "cluster: the sum 60 TB on cluster (>= 100 TB) leaves out what could not be measured: "
+            "cluster: the sum 60 TB on cluster (below 100 TB) leaves out what could not be measured: "
             "node02: statvfs: Input/output error");
   report::Report enough = capacity_report({tier_record("node01", 120, "local:node01:259:1"),
                                            tier_record("node02", std::nullopt, "", io_error)},
