@@ -105,6 +105,7 @@ struct RunSession::State {
   bool refused = false;
   bool stopped_at_limit = false;
   size_t stop_index = 0;
+  std::vector<size_t> skipped_for_limit;  // cases --time-limit left out that later ones did not
 
   State(const Context& c, RunOptions o, RunHooks h, const Registry& r)
       : ctx(c), given(std::move(o)), hooks(std::move(h)), registry(r), reporter(c.is_root()) {}
@@ -119,7 +120,9 @@ struct RunSession::State {
   void apply_resume();
   void open_run_dir(const std::string& dir);
   void run_one(size_t index);
-  bool past_time_limit(size_t index);
+  /// --time-limit before case `index`: 0 run it, 1 skip it (its estimate ends past the limit; a
+  /// later, shorter case may still fit), 2 stop (the limit has passed). Rank 0 decides for all.
+  int time_limit_step(size_t index);
   CaseEnv case_env();
   bool on_watchdog(const WatchdogEvent& e);
   void record_abort(const std::string& reason, double stopped_s = 0);
@@ -580,18 +583,19 @@ double RunSession::State::case_timeout(const PlannedEntry& p) const {
   return std::max(suite_s, 2 * p.bench->estimate_s(settings, p.params) + 60);
 }
 
-bool RunSession::State::past_time_limit(size_t index) {
-  if (opt.time_limit_s <= 0) return false;
-  // Rank 0 decides: no case starts past the limit, nor one estimated to end past it.
-  long long stop = 0;
+int RunSession::State::time_limit_step(size_t index) {
+  if (opt.time_limit_s <= 0) return 0;
+  long long step = 0;
   if (ctx.is_root()) {
     double elapsed = std::chrono::duration<double>(Clock::now() - t0).count();
-    stop = elapsed >= opt.time_limit_s || elapsed + plan[index].estimate_s > opt.time_limit_s;
+    step = elapsed >= opt.time_limit_s                           ? 2
+           : elapsed + plan[index].estimate_s > opt.time_limit_s ? 1
+                                                                 : 0;
   }
-  if (ctx.allreduce_sum(stop) == 0) return false;
-  stopped_at_limit = true;
-  stop_index = index;
-  return true;
+  step = ctx.allreduce_sum(step);
+  if (step == 1) skipped_for_limit.push_back(index);
+  if (step == 2) stopped_at_limit = true, stop_index = index;
+  return static_cast<int>(step);
 }
 
 void RunSession::State::start_in_progress(const PlannedEntry& p) {
@@ -692,19 +696,27 @@ void RunSession::State::end_health() {
 }
 
 void RunSession::State::note_time_limit() {
-  if (!ctx.is_root() || !stopped_at_limit) return;
+  if (!ctx.is_root() || (!stopped_at_limit && skipped_for_limit.empty())) return;
   json not_run = json::array();
-  for (size_t i = stop_index; i < plan.size(); ++i)
+  auto add = [&](size_t i) {
     if (plan[i].to_run)
       for (const auto& e : plan[i].expected)
         not_run.push_back({{"benchmark", plan[i].bench->id()}, {"params", e.params}});
+  };
+  for (size_t i : skipped_for_limit) add(i);
+  if (stopped_at_limit)
+    for (size_t i = stop_index; i < plan.size(); ++i) add(i);
   double elapsed = std::chrono::duration<double>(Clock::now() - t0).count();
-  sink->set_run_field(
-      "time_limit",
-      {{"seconds", opt.time_limit_s}, {"stopped_after_s", elapsed}, {"not_run", not_run}});
-  std::cout << "clusterbench: --time-limit " << opt.time_limit_s << " s: stopped after " << elapsed
-            << " s, as the next case would have ended past the limit (estimate); " << not_run.size()
-            << " planned case(s) not run (MISSING in the report)" << std::endl;
+  sink->set_run_field("time_limit", {{"seconds", opt.time_limit_s},
+                                     {"stopped_after_s", elapsed},
+                                     {"skipped", skipped_for_limit.size()},
+                                     {"not_run", not_run}});
+  std::cout << "clusterbench: --time-limit " << opt.time_limit_s << " s: ended after " << elapsed
+            << " s; " << skipped_for_limit.size()
+            << " case(s) skipped, as each would have ended past the limit (estimate), and later "
+               "ones that fit ran"
+            << (stopped_at_limit ? "; the limit was reached before the plan's end" : "") << "; "
+            << not_run.size() << " planned case(s) not run (MISSING in the report)" << std::endl;
 }
 
 int RunSession::State::make_report() {
@@ -810,7 +822,10 @@ void RunSession::run_cases() {
   for (size_t i = 0; i < s.plan.size(); ++i) {
     if (!s.plan[i].to_run) continue;  // --resume: done in the earlier run
     s.phase("the start of case " + std::to_string(i + 1) + " of " + std::to_string(s.plan.size()));
-    if (s.past_time_limit(i)) break;
+    if (const int step = s.time_limit_step(i); step == 2)
+      break;
+    else if (step == 1)
+      continue;
     s.run_one(i);
     // A record that cannot be written, or a case stopped in order by a signal, ends the run.
     bool aborted = false;

@@ -34,7 +34,7 @@ limit=$(python3 -c "print(round(1.5 * $est, 2))")
 start=$(date +%s.%N)
 expect_rc 4 "$CB_BIN" run "${SETS[@]}" --spec "$TMP/easy.json" --time-limit "$limit" --out "$TMP/a"
 end=$(date +%s.%N)
-expect_out "--time-limit $limit s: stopped after .* the next case would have ended past the limit \(estimate\); .* planned case\(s\) not run \(MISSING in the report\)"
+expect_out "--time-limit $limit s: ended after .* s; 3 case\(s\) skipped, as each would have ended past the limit \(estimate\), and later ones that fit ran; 3 planned case\(s\) not run \(MISSING in the report\)"
 expect_out "bw.copy +PASS"
 expect_out "MISSING"
 expect_out "VERDICT: INCOMPLETE \(exit 4\)"
@@ -57,6 +57,27 @@ assert tl['stopped_after_s'] <= float(sys.argv[2]) + max(r['duration_s'] for r i
 print('ran', ran, 'not run', not_run, 'stopped after', round(tl['stopped_after_s'], 2), 's')
 " "$TMP/a" "$limit"
 ok "--time-limit $limit: stopped before the limit, rest MISSING, exit 4"
+
+# 1b. A case that does not fit is skipped and later, shorter ones that fit still run: after the
+#     first STREAM case the other three (about 4 s each) are skipped, and the OpenBLAS GEMM cases
+#     after them (under 1 s each) run while they fit.
+limit2=$(python3 -c "print(round(1.5 * $est + 2, 2))")
+expect_rc 4 "$CB_BIN" run "${SETS[@]}" --only compute.gemm --spec "$TMP/easy.json" \
+  --time-limit "$limit2" --out "$TMP/a2"
+py "
+run = json.load(open(sys.argv[1] + '/run.json'))
+recs = [json.loads(l) for l in open(sys.argv[1] + '/records.jsonl')]
+tl = run['time_limit']
+stream = [r['params']['kernel'] for r in recs if r['benchmark'] == 'compute.memory_bandwidth']
+gemm = [r for r in recs if r['benchmark'] == 'compute.gemm' and r['status'] == 'ok']
+skipped = [c['params'].get('kernel') for c in tl['not_run'] if c['benchmark'] == 'compute.memory_bandwidth']
+assert stream == ['copy'] and sorted(skipped) == ['add', 'scale', 'triad'], (stream, tl)
+assert tl['skipped'] >= 3 and gemm, (tl, len(gemm))
+# Every case that ran ended within the limit (as estimated, plus one case's overrun).
+assert tl['stopped_after_s'] <= float(sys.argv[2]) + max(r['duration_s'] for r in recs) + 1, tl
+print('ran copy and', len(gemm), 'GEMM cases after skipping', skipped)
+" "$TMP/a2" "$limit2"
+ok "--time-limit $limit2: cases that do not fit skipped, later ones that fit ran"
 
 # 2. With a failing row: exit 1 (a FAIL outranks the incomplete verdict).
 expect_rc 1 "$CB_BIN" run "${SETS[@]}" --spec "$TMP/hard.json" --time-limit "$limit" --out "$TMP/b"
