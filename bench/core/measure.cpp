@@ -153,17 +153,14 @@ LoopResult measure(const LoopSpec& spec, const ReduceMax& reduce_max,
   return r;
 }
 
-GbenchCollector::GbenchCollector(bool console)
-    : console_(console), console_reporter_(benchmark::ConsoleReporter::OO_Tabular) {}
+GbenchCollector::GbenchCollector(bool console) : console_(console) {}
 
-bool GbenchCollector::ReportContext(const Context& context) {
-  if (console_ && !context_printed_) context_printed_ = console_reporter_.ReportContext(context);
-  return true;
-}
+bool GbenchCollector::ReportContext(const Context&) { return true; }
 
 void GbenchCollector::ReportRuns(const std::vector<Run>& runs) {
+  // Collected for gbench.json only: the console gets one line per case with its headline number
+  // (core/case_line.hpp), not Google Benchmark's batch times.
   runs_.insert(runs_.end(), runs.begin(), runs.end());
-  if (console_) console_reporter_.ReportRuns(runs);
 }
 
 namespace {

@@ -56,12 +56,12 @@ LoopResult measure(const LoopSpec& spec, const ReduceMax& reduce_max,
                    const std::function<double(long long)>& batch,
                    const std::function<double(long long)>& paired = nullptr);
 
-/// Collects Google Benchmark's runs of a whole run; echoes them to the console on rank 0. No
-/// colour codes: under mpirun each rank's stdout is a pseudo-terminal even when the job's output
-/// goes to a log file.
+/// Collects Google Benchmark's runs of a whole run for gbench.json. The console shows one line
+/// per case instead (core/case_line.hpp); `console` says whether this rank prints (rank 0).
 class GbenchCollector : public benchmark::BenchmarkReporter {
  public:
   explicit GbenchCollector(bool console);
+  bool console() const { return console_; }
   bool ReportContext(const Context& context) override;
   void ReportRuns(const std::vector<Run>& runs) override;
   /// Writes every collected run once, with Google Benchmark's JSON reporter (its file reporter
@@ -72,8 +72,6 @@ class GbenchCollector : public benchmark::BenchmarkReporter {
 
  private:
   bool console_;
-  bool context_printed_ = false;
-  benchmark::ConsoleReporter console_reporter_;
   std::vector<Run> runs_;
 };
 

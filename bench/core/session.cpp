@@ -11,8 +11,10 @@
 #include <iostream>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <thread>
 
+#include "core/case_line.hpp"
 #include "core/case_runner.hpp"
 #include "core/error.hpp"
 #include "core/progress.hpp"
@@ -138,6 +140,10 @@ struct RunSession::State {
   void phase(const std::string& what, const std::string& hint = kPeerHint);
   void start_in_progress(const PlannedEntry& p);
   void write_case_lines(const PlannedEntry& p, const std::vector<std::string>& gathered);
+  /// Rank 0's console line per record of case `index` (case_line.hpp), with the run's progress;
+  /// collective records are left to their nccl-tests table, a waived reason is said once.
+  void print_case_lines(size_t index, const std::vector<std::string>& lines);
+  std::set<std::string> waived_said;  // "benchmark\nmessage" already on the console
   void record_abort_for_silent_root(const std::string& reason);
   /// Writes the failed records of the case in progress and marks run.json aborted in `dir`
   /// without the record writer (gone, or another rank's); `mu` held. Nothing when another rank
@@ -641,7 +647,37 @@ void RunSession::State::run_one(size_t index) {
     in_progress.clear();
     case_what.clear();
   }
-  if (ctx.is_root()) write_case_lines(p, gathered);
+  if (ctx.is_root()) {
+    write_case_lines(p, gathered);
+    print_case_lines(index, lines_to_write(p.bench->case_level(p.params), gathered));
+  }
+}
+
+void RunSession::State::print_case_lines(size_t index, const std::vector<std::string>& lines) {
+  size_t total = 0, done = 0;
+  double left_s = 0;
+  for (size_t i = 0; i < plan.size(); ++i) {
+    if (!plan[i].to_run) continue;
+    ++total;
+    if (i <= index)
+      ++done;
+    else
+      left_s += plan[i].estimate_s;
+  }
+  const double elapsed = std::chrono::duration<double>(Clock::now() - t0).count();
+  for (const auto& line : lines) {
+    ResultRecord r;
+    try {
+      r = json::parse(line).get<ResultRecord>();
+    } catch (const std::exception&) {
+      continue;  // not a record line
+    }
+    if (r.status == Status::ok && r.benchmark.rfind("collectives.", 0) == 0) continue;
+    if (r.status == Status::waived && !waived_said.insert(r.benchmark + "\n" + r.message).second)
+      continue;
+    std::cout << progress_prefix(done, total, elapsed, left_s) << " " << case_line(r) << "\n";
+  }
+  std::cout << std::flush;
 }
 
 void RunSession::State::write_case_lines(const PlannedEntry& p,

@@ -46,6 +46,22 @@ expect_rc 1 "$CB_BIN" run --suite ci --only compute.memory_bandwidth --set compu
 expect_out "VERDICT: FAIL \(exit 1\)"
 check_run "$TMP/run"
 ok "single process run writes a complete, consistent run directory"
+# The console's line per case: its place in the plan and the headline number of its record, to
+# 4 significant digits, with its repetitions and spread (core/case_line.hpp).
+py "
+import re
+out = open(sys.argv[1]).read()
+recs = [json.loads(l) for l in open(sys.argv[2] + '/records.jsonl')]
+for i, r in enumerate(recs, 1):
+    m = r['metrics'][0]
+    pat = (r'^\[%d/4, [0-9]+ s, about [0-9]+ s left\] compute.memory_bandwidth \{\"kernel\":\"%s\"\} '
+           r'[^ ]+: bandwidth ([0-9.]+) GB/s \(%d reps, spread [0-9.]+%%\)$') % (i, r['params']['kernel'], len(m['reps']))
+    got = re.search(pat, out, re.M)
+    assert got, (pat, out[:2000])
+    assert abs(float(got.group(1)) - m['value']) <= 0.0005 * m['value'], (got.group(1), m['value'])
+assert 'manual_time' not in out, 'Google Benchmark batch lines on the console'
+" "$TMP/out" "$TMP/run"
+ok "the console prints one line per case with its headline number"
 
 expect_rc 1 "$CB_BIN" report "$TMP/run"
 expect_out "VERDICT: FAIL \(exit 1\)"
