@@ -31,10 +31,56 @@ std::string case_line(const ResultRecord& r) {
   return line;
 }
 
-std::string progress_prefix(size_t done, size_t total, double elapsed_s, double left_s) {
-  return "[" + std::to_string(done) + "/" + std::to_string(total) + ", " +
-         console_number(std::round(elapsed_s)) + " s, about " +
+std::string progress_prefix(const std::string& place, double elapsed_s, double left_s) {
+  return "[" + place + ", " + console_number(std::round(elapsed_s)) + " s, about " +
          console_number(std::round(std::max(0.0, left_s))) + " s left]";
+}
+
+Heartbeat::Heartbeat(double quiet_s, std::ostream& out, Clock::time_point t0)
+    : quiet_s_(quiet_s), out_(out), t0_(t0), thread_([this] { loop(); }) {}
+
+Heartbeat::~Heartbeat() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  thread_.join();
+}
+
+void Heartbeat::start_case(const std::string& place, const std::string& what, double estimate_s) {
+  std::lock_guard<std::mutex> lock(mu_);
+  place_ = place, what_ = what, estimate_s_ = estimate_s;
+  in_case_ = true;
+  case_start_ = Clock::now();
+}
+
+void Heartbeat::end_case() {
+  std::lock_guard<std::mutex> lock(mu_);
+  in_case_ = false;
+}
+
+void Heartbeat::printed() {
+  std::lock_guard<std::mutex> lock(mu_);
+  last_ = Clock::now();
+}
+
+void Heartbeat::loop() {
+  std::unique_lock<std::mutex> lock(mu_);
+  while (!stop_) {
+    cv_.wait_for(lock, std::chrono::milliseconds(200));
+    const auto now = Clock::now();
+    if (stop_ || !in_case_ || std::chrono::duration<double>(now - last_).count() < quiet_s_)
+      continue;
+    auto secs = [&](Clock::time_point from) {
+      return console_number(std::round(std::chrono::duration<double>(now - from).count()));
+    };
+    const std::string line = "[" + place_ + ", " + secs(t0_) + " s] still running " + what_ + ": " +
+                             secs(case_start_) + " s so far (estimated " +
+                             console_number(std::round(estimate_s_)) + " s)\n";
+    out_ << line << std::flush;
+    last_ = now;
+  }
 }
 
 }  // namespace clusterbench

@@ -2,7 +2,12 @@
 // its headline number, printed by rank 0 as each case's records are written.
 #pragma once
 
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <ostream>
 #include <string>
+#include <thread>
 
 #include "records/records.hpp"
 
@@ -16,8 +21,38 @@ std::string console_number(double v);
 /// and "...: waived: why" for the others.
 std::string case_line(const ResultRecord& r);
 
-/// "[5/19, 12 s, about 30 s left]": the case's place in the plan, the time since the run
-/// started, and the sum of the estimates of the cases still to run (seconds).
-std::string progress_prefix(size_t done, size_t total, double elapsed_s, double left_s);
+/// "[5/19, 12 s, about 30 s left]": the case's place in the plan ("5/19"), the time since the
+/// run started, and the sum of the estimates of the cases still to run (seconds).
+std::string progress_prefix(const std::string& place, double elapsed_s, double left_s);
+
+/// Keeps the console from going quiet during a long case (fio, the dataloader, a burn-in soak):
+/// while a case runs and no other line went out for `quiet_s` seconds, its thread prints
+/// "[5/19, 42 s] still running io.fio {...}: 20 s so far (estimated 26 s)" to `out`. Rank 0 only.
+class Heartbeat {
+ public:
+  /// `t0`: when the run started (the elapsed time of each line counts from it).
+  Heartbeat(double quiet_s, std::ostream& out, std::chrono::steady_clock::time_point t0);
+  ~Heartbeat();
+  Heartbeat(const Heartbeat&) = delete;
+  Heartbeat& operator=(const Heartbeat&) = delete;
+  /// Case `place` of the plan ("5/19") starts: `what` is its benchmark and params.
+  void start_case(const std::string& place, const std::string& what, double estimate_s);
+  void end_case();
+  /// Another line went out now: the quiet time starts again.
+  void printed();
+
+ private:
+  using Clock = std::chrono::steady_clock;
+  void loop();
+  double quiet_s_;
+  std::ostream& out_;
+  Clock::time_point t0_, case_start_{}, last_ = Clock::now();
+  std::string place_, what_;
+  double estimate_s_ = 0;
+  bool in_case_ = false, stop_ = false;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::thread thread_;
+};
 
 }  // namespace clusterbench

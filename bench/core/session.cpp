@@ -143,7 +143,11 @@ struct RunSession::State {
   /// Rank 0's console line per record of case `index` (case_line.hpp), with the run's progress;
   /// collective records are left to their nccl-tests table, a waived reason is said once.
   void print_case_lines(size_t index, const std::vector<std::string>& lines);
-  std::set<std::string> waived_said;  // "benchmark\nmessage" already on the console
+  /// "5/19": case `index`'s place among the cases this run runs; `left_s`: the estimates of
+  /// those after it.
+  std::string plan_place(size_t index, double* left_s = nullptr) const;
+  std::optional<Heartbeat> heartbeat;  // rank 0: a line when the console was quiet for 8 s
+  std::set<std::string> waived_said;   // "benchmark\nmessage" already on the console
   void record_abort_for_silent_root(const std::string& reason);
   /// Writes the failed records of the case in progress and marks run.json aborted in `dir`
   /// without the record writer (gone, or another rank's); `mu` held. Nothing when another rank
@@ -629,6 +633,7 @@ void RunSession::State::run_one(size_t index) {
   const std::string what = p.bench->id() + " " + dump_json(p.params);
   start_in_progress(p);
   case_what = what;
+  if (heartbeat) heartbeat->start_case(plan_place(index), what, p.estimate_s);
   progress::next_case();
   watchdog->arm(what, case_timeout(p));
   test_stop_point("case:" + p.bench->id(), ctx.world_rank());
@@ -653,17 +658,24 @@ void RunSession::State::run_one(size_t index) {
   }
 }
 
-void RunSession::State::print_case_lines(size_t index, const std::vector<std::string>& lines) {
+std::string RunSession::State::plan_place(size_t index, double* left_s) const {
   size_t total = 0, done = 0;
-  double left_s = 0;
+  double left = 0;
   for (size_t i = 0; i < plan.size(); ++i) {
     if (!plan[i].to_run) continue;
     ++total;
     if (i <= index)
       ++done;
     else
-      left_s += plan[i].estimate_s;
+      left += plan[i].estimate_s;
   }
+  if (left_s) *left_s = left;
+  return std::to_string(done) + "/" + std::to_string(total);
+}
+
+void RunSession::State::print_case_lines(size_t index, const std::vector<std::string>& lines) {
+  double left_s = 0;
+  const std::string place = plan_place(index, &left_s);
   const double elapsed = std::chrono::duration<double>(Clock::now() - t0).count();
   for (const auto& line : lines) {
     ResultRecord r;
@@ -675,9 +687,10 @@ void RunSession::State::print_case_lines(size_t index, const std::vector<std::st
     if (r.status == Status::ok && r.benchmark.rfind("collectives.", 0) == 0) continue;
     if (r.status == Status::waived && !waived_said.insert(r.benchmark + "\n" + r.message).second)
       continue;
-    std::cout << progress_prefix(done, total, elapsed, left_s) << " " << case_line(r) << "\n";
+    std::cout << progress_prefix(place, elapsed, left_s) << " " << case_line(r) << "\n";
   }
   std::cout << std::flush;
+  if (heartbeat) heartbeat->printed(), heartbeat->end_case();
 }
 
 void RunSession::State::write_case_lines(const PlannedEntry& p,
@@ -854,6 +867,7 @@ bool RunSession::dry_run_done() const { return s_->dry_run_done; }
 void RunSession::run_cases() {
   State& s = *s_;
   s.watch();
+  if (s.ctx.is_root()) s.heartbeat.emplace(8.0, std::cout, s.t0);
   if (!s.channel) s.channel.emplace(s.ctx, [&s](const std::string& r) { s.watchdog->trip(r); });
   for (size_t i = 0; i < s.plan.size(); ++i) {
     if (!s.plan[i].to_run) continue;  // --resume: done in the earlier run

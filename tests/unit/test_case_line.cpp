@@ -2,6 +2,9 @@
 // repetitions and spread, failures and waivers with their reason, and the run's progress.
 #include <gtest/gtest.h>
 
+#include <sstream>
+#include <thread>
+
 #include "core/case_line.hpp"
 
 namespace clusterbench {
@@ -42,10 +45,34 @@ TEST(CaseLine, FailedAndWaivedSayWhy) {
 }
 
 TEST(CaseLine, ProgressPrefix) {
-  EXPECT_EQ(progress_prefix(5, 19, 12.4, 30.6), "[5/19, 12 s, about 31 s left]");
-  EXPECT_EQ(progress_prefix(19, 19, 1234.5, -2), "[19/19, 1235 s, about 0 s left]");
+  EXPECT_EQ(progress_prefix("5/19", 12.4, 30.6), "[5/19, 12 s, about 31 s left]");
+  EXPECT_EQ(progress_prefix("19/19", 1234.5, -2), "[19/19, 1235 s, about 0 s left]");
   EXPECT_EQ(console_number(0.102516), "0.1025");
   EXPECT_EQ(console_number(2.61034), "2.61");
+}
+
+// A quiet console gets a line per quiet period while a case runs, and none between cases.
+TEST(Heartbeat, SpeaksWhenTheConsoleIsQuietDuringACase) {
+  std::ostringstream out;
+  std::string between;
+  {
+    Heartbeat hb(0.3, out, std::chrono::steady_clock::now());
+    std::this_thread::sleep_for(std::chrono::milliseconds(700));  // no case: nothing
+    between = out.str();
+    hb.start_case("5/19", "io.fio {\"profile\":\"seq_write\"}", 26.4);
+    std::this_thread::sleep_for(std::chrono::milliseconds(1100));
+    hb.end_case();
+  }
+  EXPECT_EQ(between, "");
+  const std::string text = out.str();
+  size_t lines = 0;
+  for (size_t at = text.find("] still running io.fio {\"profile\":\"seq_write\"}: ");
+       at != std::string::npos; at = text.find("] still running", at + 1))
+    ++lines;
+  EXPECT_GE(lines, 2u) << text;  // 1.1 s at one line per 0.3 s quiet (polled every 0.2 s)
+  EXPECT_LE(lines, 4u) << text;
+  EXPECT_EQ(text.rfind("[5/19, ", 0), 0u) << text;
+  EXPECT_NE(text.find(" s so far (estimated 26 s)\n"), std::string::npos) << text;
 }
 
 }  // namespace
