@@ -2,8 +2,13 @@
 #include "reports/first_page.hpp"
 
 #include <algorithm>
+#include <cctype>
+#include <cstdio>
+#include <cstring>
 #include <map>
 #include <sstream>
+
+#include "reports/render.hpp"
 
 namespace clusterbench::report {
 
@@ -59,15 +64,49 @@ FirstPageEntry entry_of(const RowResult& row, const RunDir& run) {
   return e;
 }
 
-/// `text` ending in one full stop.
+}  // namespace
+
+std::string md_text(const std::string& text) {
+  std::string out;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const unsigned char c = static_cast<unsigned char>(text[i]);
+    if (c == '\n' || c == '\r' || c == '\t') {
+      out += ' ';
+    } else if (c < 0x20 || c == 0x7f) {  // NUL, ESC, BEL: not for a reader
+    } else if (c == '<' && i + 1 < text.size() &&
+               (std::isalpha(static_cast<unsigned char>(text[i + 1])) ||
+                std::strchr("/!?", text[i + 1]))) {
+      out += "&lt;";  // a tag a Markdown viewer would run; "<= 10" stays as it is
+    } else if (c == 0xe2 && i + 2 < text.size() && text[i + 1] == '\x80' &&
+               (text[i + 2] == '\xae' || text[i + 2] == '\xad' || text[i + 2] == '\xaa' ||
+                text[i + 2] == '\xab' || text[i + 2] == '\xac')) {
+      i += 2;  // U+202A..U+202E: embeddings and overrides that reorder what is read
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out;
+}
+
+namespace {
+
+/// `text` as one Markdown line ending in one full stop.
 std::string sentence(const std::string& text) {
-  return !text.empty() && text.back() == '.' ? text : text + ".";
+  std::string t = md_text(text);
+  while (!t.empty() && t.back() == ' ') t.pop_back();
+  return !t.empty() && t.back() == '.' ? t : t + ".";
+}
+
+/// Inline code that survives backticks in the text.
+std::string md_code(const std::string& text) {
+  const std::string t = md_text(text);
+  return t.find('`') == std::string::npos ? "`" + t + "`" : "``" + t + " ``";
 }
 
 void entries_md(std::ostringstream& md, const std::vector<FirstPageEntry>& entries, bool remedies) {
   for (const auto& e : entries) {
     const RowResult& row = *e.row;
-    md << "- **" << row.req.title << "** (`" << row.req.id << "`)";
+    md << "- **" << md_text(row.req.title) << "** (" << md_code(row.req.id) << ")";
     if (e.items.size() == 1 && e.more == 0)
       md << ": " << sentence(e.items[0]);
     else
@@ -75,7 +114,7 @@ void entries_md(std::ostringstream& md, const std::vector<FirstPageEntry>& entri
     if (remedies && !row.req.remedy.empty()) md << " What to do: " << sentence(row.req.remedy);
     md << "\n";
     if (e.items.size() > 1 || e.more > 0) {
-      for (const auto& line : e.items) md << "  - " << line << "\n";
+      for (const auto& line : e.items) md << "  - " << md_text(line) << "\n";
       if (e.more > 0) md << "  - and " << e.more << " more (report.json lists them)\n";
     }
   }
@@ -105,8 +144,26 @@ std::string item_words(const std::string& item, const RunDir& run) {
   return words;
 }
 
+/// A fleet outlier in words: "node02 GPU3 (0000:61:00.0): compute.gemm {...} tflops 600 TFLOP/s,
+/// -15.49% from the fleet median 710 TFLOP/s (tolerance 5%)".
+std::string outlier_words(const Outlier& o, const RunDir& run) {
+  std::string who = o.kind == "link" ? o.item : o.host;
+  if (o.gpu_index >= 0) who = item_words(o.host + "/gpu" + std::to_string(o.gpu_index), run);
+  char dev[64];
+  std::snprintf(dev, sizeof dev, "%+.2f%%", 100 * o.deviation);
+  char tol[64];
+  std::snprintf(tol, sizeof tol, "%.3g%%", 100 * o.tolerance);
+  return who + ": " + o.benchmark + " " + o.params.dump() + " " + o.metric + " " +
+         format_number(o.value) + " " + o.unit + ", " + dev + " from the fleet median " +
+         format_number(o.median) + " " + o.unit + " (tolerance " + tol + ")";
+}
+
 FirstPage first_page(const Report& r) {
   FirstPage p;
+  for (const auto& o : r.fleet.outliers) {
+    if (p.outliers.size() == kFirstPageItems * 2) break;
+    p.outliers.push_back(outlier_words(o, *r.run));
+  }
   std::map<std::string, size_t> reason_at;
   for (const auto& row : r.rows) {
     if (row.outcome == kFail) p.fix.push_back(entry_of(row, *r.run));
@@ -131,20 +188,74 @@ std::string render_first_page_markdown(const FirstPage& p) {
   md << "## What to fix\n\n";
   if (p.fix.empty()) md << "Nothing: no row failed.\n";
   entries_md(md, p.fix, true);
-  if (!p.look.empty()) {
+  if (!p.look.empty() || !p.outliers.empty()) {
     md << "\n## Worth a look\n\n";
     entries_md(md, p.look, true);
+    if (!p.outliers.empty())
+      md << "- Fleet outliers (worse than the fleet median by more than the tolerance; "
+            "failing-hosts.txt lists their nodes):\n";
+    for (const auto& line : p.outliers) md << "  - " << md_text(line) << "\n";
   }
   if (!p.missing.empty() || !p.waived.empty()) {
     md << "\n## Not judged\n\n";
     entries_md(md, p.missing, false);
     for (const auto& [reason, ids] : p.waived) {
       md << "- Waived (" << ids.size() << (ids.size() == 1 ? " row" : " rows") << ": ";
-      for (size_t i = 0; i < ids.size(); ++i) md << (i ? ", " : "") << "`" << ids[i] << "`";
-      md << "): " << reason << "\n";
+      for (size_t i = 0; i < ids.size(); ++i) md << (i ? ", " : "") << md_code(ids[i]);
+      md << "): " << md_text(reason) << "\n";
     }
   }
   return md.str();
+}
+
+namespace {
+
+void entries_html(std::ostringstream& o, const std::vector<FirstPageEntry>& entries,
+                  bool remedies) {
+  o << "<ul>\n";
+  for (const auto& e : entries) {
+    const RowResult& row = *e.row;
+    o << "<li><b>" << xml_escape(row.req.title) << "</b> (<code>" << xml_escape(row.req.id)
+      << "</code>)";
+    if (remedies && !row.req.remedy.empty()) o << ". What to do: " << xml_escape(row.req.remedy);
+    o << "<ul>\n";
+    for (const auto& line : e.items) o << "<li>" << xml_escape(line) << "</li>\n";
+    if (e.more > 0) o << "<li>and " << e.more << " more (report.json lists them)</li>\n";
+    o << "</ul></li>\n";
+  }
+  o << "</ul>\n";
+}
+
+}  // namespace
+
+std::string render_first_page_html(const FirstPage& p) {
+  std::ostringstream o;
+  o << "<section id=\"first-page\">\n<h2>What to fix</h2>\n";
+  if (p.fix.empty()) o << "<p>Nothing: no row failed.</p>\n";
+  if (!p.fix.empty()) entries_html(o, p.fix, true);
+  if (!p.look.empty() || !p.outliers.empty()) {
+    o << "<h2>Worth a look</h2>\n";
+    if (!p.look.empty()) entries_html(o, p.look, true);
+    if (!p.outliers.empty()) {
+      o << "<p>Fleet outliers (worse than the fleet median by more than the tolerance):</p><ul>\n";
+      for (const auto& line : p.outliers) o << "<li>" << xml_escape(line) << "</li>\n";
+      o << "</ul>\n";
+    }
+  }
+  if (!p.missing.empty() || !p.waived.empty()) {
+    o << "<h2>Not judged</h2>\n";
+    if (!p.missing.empty()) entries_html(o, p.missing, false);
+    o << "<ul>\n";
+    for (const auto& [reason, ids] : p.waived) {
+      o << "<li>Waived (" << ids.size() << (ids.size() == 1 ? " row" : " rows") << ": ";
+      for (size_t i = 0; i < ids.size(); ++i)
+        o << (i ? ", " : "") << "<code>" << xml_escape(ids[i]) << "</code>";
+      o << "): " << xml_escape(reason) << "</li>\n";
+    }
+    o << "</ul>\n";
+  }
+  o << "</section>\n";
+  return o.str();
 }
 
 }  // namespace clusterbench::report

@@ -22,6 +22,7 @@ struct FirstPageEntry {
 struct FirstPage {
   std::vector<FirstPageEntry> fix, look, missing;
   std::vector<std::pair<std::string, std::vector<std::string>>> waived;  ///< reason -> row ids
+  std::vector<std::string> outliers;  ///< fleet outliers in words (at most 10)
 };
 
 /// At most this many items of one row are named on the first page.
@@ -31,6 +32,15 @@ inline constexpr size_t kFirstPageItems = 5;
 /// "node07 GPU3 (0000:3a:00.0, serial 1650...)" from the node's env record (what it lacks is left
 /// out); others are unchanged.
 std::string item_words(const std::string& item, const RunDir& run);
+
+/// `text` safe on one Markdown line: line breaks and tabs become spaces; control characters,
+/// and the Unicode embeddings and overrides (U+202A..U+202E) that reorder text, are dropped; a
+/// `<` that would open an HTML tag becomes "&lt;".
+std::string md_text(const std::string& text);
+
+/// The first page as HTML (a section "What to fix", "Worth a look", "Not judged"), every text
+/// escaped.
+std::string render_first_page_html(const FirstPage& p);
 
 /// The first page of `r` (rows in table order within each part).
 FirstPage first_page(const Report& r);

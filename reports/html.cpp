@@ -13,6 +13,7 @@
 
 #include "process/process.hpp"
 #include "reports/charts.hpp"
+#include "reports/first_page.hpp"
 #include "reports/render.hpp"
 
 namespace clusterbench::report {
@@ -241,6 +242,7 @@ std::string render_html(const Report& r, const std::string& gnuplot, const std::
        "<a href=\"#uniformity\">Uniformity</a> · <a href=\"#charts\">Charts</a> · "
        "<a href=\"#environment\">Environment</a> · "
        "<a href=\"#spec\">Spec</a></p>\n";
+  o << render_first_page_html(first_page(r));
   verdict_table(o, r);
   fleet_section(o, r.fleet);
   o << render_uniformity_html(r.uniformity);

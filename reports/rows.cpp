@@ -871,6 +871,22 @@ class RowEvaluator {
     return c;
   }
 
+  /// A planned case without a record, from its case key "benchmark|params|item": the case in
+  /// words ("io.fio {"profile":"seq_read"}") and why it has none: --time-limit left it out
+  /// (run.json time_limit.not_run), or the run ended before it finished.
+  std::pair<std::string, std::string> missing_case(const std::string& key) const {
+    const size_t a = key.find('|'), b = key.rfind('|');
+    if (a == std::string::npos || b <= a) return {key, "the run ended before it finished"};
+    const std::string bench = key.substr(0, a);
+    const json params = json::parse(key.substr(a + 1, b - a - 1), nullptr, false);
+    const std::string what = bench + " " + key.substr(a + 1, b - a - 1);
+    if (const auto& tl = run_.run.time_limit)
+      for (const auto& c : tl->not_run)
+        if (c.benchmark == bench && c.params == params)
+          return {what, "not run: --time-limit " + format_number(tl->seconds) + " s left it out"};
+    return {what, "the run ended before it finished"};
+  }
+
   /// Candidates: failed records, missing planned cases, the comparison (or the waivers when
   /// nothing ran).
   std::vector<ItemResult> candidates(const Item& item, const ItemResult& r, const Sorted& s) {
@@ -880,10 +896,10 @@ class RowEvaluator {
                                 item.name + ": failed: " + failure_text(*s.failed.front()),
                                 s.failed.size(), " more failed records"));
     if (!item.missing_keys.empty()) {
-      cands.push_back(candidate(
-          r, kMissing, item.name + ": no record for planned case " + item.missing_keys.front(),
-          item.missing_keys.size(), " more"));
-      cands.back().message += "; the run ended before it finished";
+      const auto [what, why] = missing_case(item.missing_keys.front());
+      cands.push_back(candidate(r, kMissing, item.name + ": no record of " + what,
+                                item.missing_keys.size(), " more"));
+      cands.back().message += "; " + why;
     }
     if (!s.unmet.empty())
       cands.push_back(candidate(r, kMissing, item.name + ": not judged: " + s.unmet.front(),

@@ -760,10 +760,19 @@ void RunSession::State::note_time_limit() {
                                      {"stopped_after_s", elapsed},
                                      {"skipped", skipped_for_limit.size()},
                                      {"not_run", not_run}});
-  std::cout << "clusterbench: --time-limit " << opt.time_limit_s << " s: ended after " << elapsed
-            << " s; " << skipped_for_limit.size()
-            << " case(s) skipped, as each would have ended past the limit (estimate), and later "
-               "ones that fit ran"
+  std::string names;
+  for (size_t k = 0; k < skipped_for_limit.size() && k < 5; ++k) {
+    const PlannedEntry& p = plan[skipped_for_limit[k]];
+    names += (k ? ", " : "") + p.bench->id() + " " + dump_json(p.params) + " (" +
+             console_number(p.estimate_s) + " s)";
+  }
+  if (skipped_for_limit.size() > 5)
+    names += " and " + std::to_string(skipped_for_limit.size() - 5) + " more";
+  std::cout << "clusterbench: --time-limit " << console_number(opt.time_limit_s)
+            << " s: the cases ended after " << console_number(elapsed) << " s; "
+            << skipped_for_limit.size()
+            << " case(s) skipped, as each would have ended past the limit (estimate)"
+            << (names.empty() ? "" : ": " + names)
             << (stopped_at_limit ? "; the limit was reached before the plan's end" : "") << "; "
             << not_run.size() << " planned case(s) not run (MISSING in the report)" << std::endl;
 }

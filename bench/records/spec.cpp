@@ -273,6 +273,8 @@ Requirement parse_row(const json& r, const std::string& where, const std::string
     if (schema != kSpecSchema)
       throw InputError(row + ": field 'remedy' needs schema " + kSpecSchema + ", not " + schema);
     q.remedy = require_field<std::string>(r, "remedy", row);
+    if (q.remedy.find_first_not_of(" \t\r\n") == std::string::npos)
+      throw InputError(row + ": field 'remedy' is blank; say what to do, or leave the field out");
   }
   q.severity = require_field<std::string>(r, "severity", row);
   if (!kSeverities.count(q.severity))

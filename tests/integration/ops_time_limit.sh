@@ -34,7 +34,7 @@ limit=$(python3 -c "print(round(1.5 * $est, 2))")
 start=$(date +%s.%N)
 expect_rc 4 "$CB_BIN" run "${SETS[@]}" --spec "$TMP/easy.json" --time-limit "$limit" --out "$TMP/a"
 end=$(date +%s.%N)
-expect_out "--time-limit $limit s: ended after .* s; 3 case\(s\) skipped, as each would have ended past the limit \(estimate\), and later ones that fit ran; 3 planned case\(s\) not run \(MISSING in the report\)"
+expect_out "--time-limit $limit s: the cases ended after [0-9.]+ s; 3 case\(s\) skipped, as each would have ended past the limit \(estimate\): compute.memory_bandwidth \{\"kernel\":\"scale\"\} \([0-9.]+ s\), .*; 3 planned case\(s\) not run \(MISSING in the report\)"
 expect_out "bw.copy +PASS"
 expect_out "MISSING"
 expect_out "VERDICT: INCOMPLETE \(exit 4\)"
@@ -51,6 +51,10 @@ assert run['exit_code'] == 4 and not run['aborted'], run
 rep = json.load(open(sys.argv[1] + '/report.json'))
 rows = {r['id']: r['outcome'] for r in rep['rows']}
 assert all(rows['bw.' + k] == 'MISSING' for k in not_run), rows
+msgs = {r['id']: r['message'] for r in rep['rows']}
+for k in not_run:  # the reason in words: the limit left it out, not 'the run ended'
+    want = 'no record of compute.memory_bandwidth {\"kernel\":\"%s\"}; not run: --time-limit ' % k
+    assert msgs['bw.' + k].startswith(want.replace('no record', msgs['bw.' + k].split(':')[0] + ': no record')), msgs['bw.' + k]
 assert all(rows['bw.' + k] == 'PASS' for k in ran), rows
 # Stopped cleanly: the time the run stopped at is within the limit plus one case's time.
 assert tl['stopped_after_s'] <= float(sys.argv[2]) + max(r['duration_s'] for r in recs) + 1, tl

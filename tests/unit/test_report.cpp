@@ -7,6 +7,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "reports/first_page.hpp"
+#include "reports/html.hpp"
 #include "reports/render.hpp"
 #include "reports/report.hpp"
 
@@ -153,7 +155,11 @@ TEST(Evaluate, KilledGpuRunIsIncompleteWithMissingGpuAndPlannedCase) {
   EXPECT_EQ(gemm.worst_item, kGpu7);
   ASSERT_EQ(gemm.items.size(), 8u);
   EXPECT_EQ(find_item(gemm, kGpu7).outcome, kMissing);
-  EXPECT_NE(find_item(gemm, kGpu7).message.find(R"(compute.gemm|{"dtype":"bf16","k":8192,)"),
+  EXPECT_NE(
+      find_item(gemm, kGpu7).message.find(R"(no record of compute.gemm {"dtype":"bf16","k":8192,)"),
+      std::string::npos)
+      << find_item(gemm, kGpu7).message;
+  EXPECT_NE(find_item(gemm, kGpu7).message.find("; the run ended before it finished"),
             std::string::npos);
   EXPECT_NE(gemm.message.find("8 items: 1 MISSING, 7 PASS"), std::string::npos) << gemm.message;
   EXPECT_DOUBLE_EQ(find_item(gemm, kGpu5).value.get<double>(), 689.9);
@@ -165,7 +171,7 @@ TEST(Evaluate, KilledGpuRunIsIncompleteWithMissingGpuAndPlannedCase) {
   EXPECT_EQ(ar.worst_item, "cluster");
   EXPECT_NE(
       ar.message.find(
-          R"(collectives.all_reduce|{"bytes":1073741824,"dtype":"float","op":"sum"}|cluster)"),
+          R"(cluster: no record of collectives.all_reduce {"bytes":1073741824,"dtype":"float","op":"sum"}; the run ended before it finished)"),
       std::string::npos)
       << ar.message;
 
@@ -576,6 +582,13 @@ TEST(Text, NumbersHaveFourSignificantDigitsAndComparisonsAreWords) {
   EXPECT_EQ(pointer_words("/gpus/0/memory_gib", &e), "the memory of GPU 3 (0000:3a:00.0)");
   EXPECT_EQ(pointer_words("/memory/installed_gib", &e), "the installed memory");
   EXPECT_EQ(pointer_words("/nics/7/rate_gbps", nullptr), "the rate of NIC 7");
+  // Spec text on the first page stays on its line and cannot run HTML or reorder what is read.
+  EXPECT_EQ(md_text("line one\n## heading\tx"), "line one ## heading x");
+  EXPECT_EQ(md_text(std::string("a\0b\x1b[31mc\x07", 10)), "ab[31mc");
+  EXPECT_EQ(md_text("<script>x</script> <= 10 </b>"), "&lt;script>x&lt;/script> <= 10 &lt;/b>");
+  EXPECT_EQ(md_text("a\xe2\x80\xae"
+                    "b"),
+            "ab");  // U+202E
 }
 
 // --- renderers ----------------------------------------------------------------------------------
@@ -613,6 +626,12 @@ TEST(Render, MarkdownHasVerdictTableFindingsAndEnvironment) {
   EXPECT_NE(md.find("- Memory: 1024 GiB installed (source dmi)"), std::string::npos);
   EXPECT_NE(md.find("- Disk nvme0n1: SAMSUNG MZQL23T8HCLS-00A07, 3.84 TB, NVMe"),
             std::string::npos);
+  // report.html opens with the same first page, escaped.
+  const std::string html = render_html(r, "", nullptr);
+  EXPECT_NE(html.find("<section id=\"first-page\">\n<h2>What to fix</h2>\n<ul>\n<li><b>Host memory "
+                      "bandwidth, STREAM triad (after the DIMM upgrade)</b>"),
+            std::string::npos);
+  EXPECT_LT(html.find("first-page"), html.find("id=\"verdicts\""));
   // Waived records: one line per benchmark and reason, counting them.
   EXPECT_NE(md.find("- `compute.gemm`: no NVIDIA GPU on the PCI bus (2 cases)"), std::string::npos)
       << md;

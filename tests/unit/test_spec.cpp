@@ -160,6 +160,14 @@ TEST(LoadSpec, RemedyNeedsSchema5) {
     return dir + "/r.json";
   };
   EXPECT_EQ(load_spec(table("clusterbench.spec/5")).requirements.at(0).remedy, "reseat the riser");
+  std::ofstream(dir + "/blank.json") << R"({"schema": "clusterbench.spec/5", "name": "b",
+      "requirements": [{"id": "a", "title": "t", "source": "s", "remedy": "  \n ",
+        "severity": "fail", "select": {"env": "/cpu/physical_cores"}, "scope": "node",
+        "aggregate": "each", "op": ">=", "value": 1, "unit": "count"}]})";
+  EXPECT_NE(input_error([&] {
+              load_spec(dir + "/blank.json");
+            }).find("blank.json: requirements[0]: requirement 'a': field 'remedy' is blank"),
+            std::string::npos);
   EXPECT_NE(input_error([&] { load_spec(table("clusterbench.spec/4")); })
                 .find("r.json: requirements[0]: requirement 'a': field 'remedy' needs schema "
                       "clusterbench.spec/5, not clusterbench.spec/4"),
