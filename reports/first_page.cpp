@@ -144,7 +144,7 @@ std::string item_words(const std::string& item, const RunDir& run) {
   return words;
 }
 
-/// A fleet outlier in words: "node02 GPU3 (0000:61:00.0): compute.gemm {...} tflops 600 TFLOP/s,
+/// A fleet outlier in words: "node02 GPU3 (0000:61:00.0): BENCHMARK {...} tflops 600 TFLOP/s,
 /// -15.49% from the fleet median 710 TFLOP/s (tolerance 5%)".
 std::string outlier_words(const Outlier& o, const RunDir& run) {
   std::string who = o.kind == "link" ? o.item : o.host;

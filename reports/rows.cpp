@@ -872,7 +872,7 @@ class RowEvaluator {
   }
 
   /// A planned case without a record, from its case key "benchmark|params|item": the case in
-  /// words ("io.fio {"profile":"seq_read"}") and why it has none: --time-limit left it out
+  /// words ("BENCHMARK {params}") and why it has none: --time-limit left it out
   /// (run.json time_limit.not_run), or the run ended before it finished.
   std::pair<std::string, std::string> missing_case(const std::string& key) const {
     const size_t a = key.find('|'), b = key.rfind('|');
