@@ -3,6 +3,7 @@
 // tier_media, data_filesystems), and how reports/rows.cpp counts a shared filesystem once
 // (select.distinct) and says why a record lacks a metric (extra.unmeasured).
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -15,8 +16,10 @@ namespace {
 
 namespace fs = std::filesystem;
 
+/// A fresh directory of this process: ctest runs each test in its own process, two at a time,
+/// and tests that share a name ("root") must not remove each other's trees.
 std::string temp_dir(const std::string& name) {
-  std::string dir = ::testing::TempDir() + "cb_tiers/" + name;
+  std::string dir = ::testing::TempDir() + "cb_tiers-" + std::to_string(::getpid()) + "/" + name;
   fs::remove_all(dir);
   fs::create_directories(dir);
   return dir;
@@ -329,9 +332,10 @@ TEST(TierRows, ASumWithAnUnknownAddendIsNotCalledShort) {
                                               tier_record("node02", std::nullopt, "", io_error)},
                                              true);
   EXPECT_EQ(shortfall.rows.at(0).outcome, report::kMissing);
-  EXPECT_EQ(shortfall.rows.at(0).message,
-            "cluster: the sum 60 TB on cluster (below 100 TB) leaves out what could not be measured: "
-            "node02: statvfs: Input/output error");
+  EXPECT_EQ(
+      shortfall.rows.at(0).message,
+      "cluster: the sum 60 TB on cluster (below 100 TB) leaves out what could not be measured: "
+      "node02: statvfs: Input/output error");
   report::Report enough = capacity_report({tier_record("node01", 120, "local:node01:259:1"),
                                            tier_record("node02", std::nullopt, "", io_error)},
                                           true);
