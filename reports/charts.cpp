@@ -21,6 +21,7 @@
 
 #include "process/process.hpp"
 #include "reports/burnin.hpp"
+#include "reports/chart_kinds.hpp"
 #include "reports/families.hpp"
 #include "reports/report.hpp"
 
@@ -33,64 +34,6 @@ std::string read_text(const std::string& path) {
   std::ostringstream s;
   s << f.rdbuf();
   return s.str();
-}
-
-/// A gnuplot string literal holding `s` as plain text: single-quoted, where gnuplot performs no
-/// backquote command substitution and no escapes (gnuplot docs "Substitution": only in
-/// double-quoted strings), a quote doubled, line breaks as spaces. Text from records and spec
-/// files (host names, params, row ids) must never reach gnuplot any other way.
-std::string gp_quote(const std::string& s) {
-  std::string out = "'";
-  for (char c : s) {
-    if (c == '\'')
-      out += "''";
-    else if (c == '\n' || c == '\r')
-      out += ' ';
-    else
-      out += c;
-  }
-  return out + "'";
-}
-
-std::string num(double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.10g", v);
-  return buf;
-}
-
-std::string short_item(const Scope& s) {
-  if (s.kind == ScopeKind::gpu) return s.host + "/gpu" + std::to_string(s.gpu_index);
-  return scope_item(s);
-}
-
-/// "{"dtype":"bf16"}" -> "dtype=bf16"; without `drop`.
-std::string params_label(const json& params, const std::string& drop = "") {
-  std::string out;
-  for (const auto& [k, v] : params.items()) {
-    if (k == drop) continue;
-    out += (out.empty() ? "" : " ") + k + "=" + (v.is_string() ? v.get<std::string>() : v.dump());
-  }
-  return out.empty() ? "-" : out;
-}
-
-bool has_number(const json& params, const char* key) {
-  return params.contains(key) && params.at(key).is_number();
-}
-
-/// Spec rows that put a numeric line on a chart of (benchmark, metric).
-std::vector<SpecLine> spec_lines(const Report& report, const std::string& bench,
-                                 const std::string& metric) {
-  std::vector<SpecLine> out;
-  for (const auto& row : report.rows) {
-    const auto& r = row.req;
-    if (r.select.benchmark != bench || r.select.metric != metric) continue;
-    if ((r.op != ">=" && r.op != "<=") || !r.value.is_number()) continue;
-    std::string sel = r.select.params.empty() ? "" : " (" + params_label(r.select.params) + ")";
-    out.push_back({"spec " + r.id + sel + " " + r.op + " " + format_number(r.value.get<double>()) +
-                       " " + r.unit,
-                   r.value.get<double>()});
-  }
-  return out;
 }
 
 }  // namespace
@@ -143,133 +86,64 @@ std::vector<const ResultRecord*> last_ok_records(const RunDir& run) {
   return recs;
 }
 
-/// A series' name on a family's line chart: the benchmark id after its area ("all_reduce"), or
-/// the item, then the params other than the x axis.
-std::string line_series_name(const FamilyChart& spec, const ResultRecord& r) {
-  std::string who =
-      spec.series == "item" ? short_item(r.scope) : r.benchmark.substr(r.benchmark.find('.') + 1);
-  return who + " " + params_label(r.params, spec.x);
-}
-
-/// A family's line chart; marks benchmark|metric pairs it drew in `done`.
-Chart family_chart(const SpecFamily& family, const std::vector<const ResultRecord*>& recs,
-                   std::set<std::string>& done) {
-  const FamilyChart& spec = *family.chart;
-  Chart c;
-  c.title = spec.title;
-  c.kind = "lines";
-  c.logx = spec.logx;
-  c.xlabel = spec.xlabel;
-  c.ylabel = spec.ylabel;
-  std::map<std::string, Series> series;
-  for (const auto* r : recs) {
-    if (!glob_match(family.benchmark, r->benchmark) || !has_number(r->params, spec.x.c_str()))
-      continue;
-    for (const auto& m : r->metrics) {
-      if (!spec.metric.empty() && m.name != spec.metric) continue;
-      if (!spec.unit.empty() && m.unit != spec.unit) continue;
-      std::string name = line_series_name(spec, *r);
-      if (spec.max_series > 0 && !series.count(name) &&
-          series.size() >= static_cast<size_t>(spec.max_series))
-        continue;
-      series[name].name = name;
-      series[name].points.push_back({r->params[spec.x].get<double>(), m.value});
-      ++c.records;
-      done.insert(r->benchmark + "|" + m.name);
-    }
-  }
-  for (auto& [n, s] : series) {
-    std::sort(s.points.begin(), s.points.end());
-    c.series.push_back(s);
-  }
-  return c;
-}
-
-/// A bar chart being assembled: one per (benchmark, metric).
-struct Pending {
-  std::string bench, metric, unit, scope;
-  std::vector<std::string> labels;
-  std::unordered_map<std::string, size_t> label_index;
-  std::map<std::string, Series> series;
-  int records = 0;
-};
-
-/// One bar per item, one series per params variant, for every (benchmark, metric) not in
-/// `done` and not of a soak family; in first-seen order.
-std::vector<Pending> pending_bars(const std::vector<const ResultRecord*>& recs,
-                                  const std::vector<SpecFamily>& families,
-                                  const std::set<std::string>& done) {
-  FamilyCache family(families);
-  std::unordered_map<std::string, size_t> at;
-  std::vector<Pending> pend;
-  std::string plabel;  // params_label of the record before, when the same
-  const json* plabel_of = nullptr;
-  for (const auto* r : recs) {
-    if (family(r->benchmark).soak) continue;  // drawn over time by burnin_charts()
-    if (!plabel_of || *plabel_of != r->params) plabel = params_label(r->params);
-    plabel_of = &r->params;
-    const bool cluster = r->scope.kind == ScopeKind::cluster;
-    const std::string item = cluster ? std::string() : short_item(r->scope);
-    for (const auto& m : r->metrics) {
-      std::string key = r->benchmark + "|" + m.name;
-      if (done.count(key)) continue;
-      auto [pit, fresh] = at.try_emplace(key, pend.size());
-      if (fresh) pend.emplace_back();
-      Pending& p = pend[pit->second];
-      p.bench = r->benchmark;
-      p.metric = m.name;
-      p.unit = m.unit;
-      p.scope = scope_kind_name(r->scope.kind);
-      const std::string& label = cluster ? plabel : item;
-      const std::string& sname = cluster ? m.name : plabel;
-      auto [it, new_label] = p.label_index.emplace(label, p.labels.size());
-      if (new_label) p.labels.push_back(label);
-      Series& series = p.series[sname];
-      series.name = sname;
-      series.points.push_back({static_cast<double>(it->second), m.value});
-      ++p.records;
-    }
-  }
-  return pend;
-}
-
-Chart bar_chart(Pending& p, const Report& report) {
-  Chart c;
-  const char* per = p.scope == "gpu"    ? " per GPU"
-                    : p.scope == "node" ? " per node"
-                    : p.scope == "link" ? " per link"
-                                        : "";
-  c.title = p.bench + " " + p.metric + per;
-  c.kind = p.labels.size() > kMaxBars ? "points" : "bars";
-  c.xlabel = p.scope == "cluster" ? "case" : p.scope;
-  if (c.kind == "points") c.xlabel += " (in host order)";
-  c.ylabel = p.metric + " (" + p.unit + ")";
-  c.labels = p.labels;
-  for (auto& [n, s] : p.series) c.series.push_back(s);
-  c.spec_lines = spec_lines(report, p.bench, p.metric);
-  c.records = p.records;
-  if (c.kind == "points" && static_cast<size_t>(p.records) > kMaxChartMarks) thin(c);
-  return c;
-}
-
 }  // namespace
 
 std::vector<Chart> build_charts(const Report& report) {
-  const RunDir& run = *report.run;
-  const auto& families = report.spec->families;
-  std::vector<const ResultRecord*> recs = last_ok_records(run);
-  std::vector<Chart> charts;
-  std::set<std::string> done;  // benchmark|metric drawn by a family's chart
-  for (const auto& f : families) {
-    if (!f.chart) continue;
-    Chart c = family_chart(f, recs, done);
-    if (c.records) charts.push_back(std::move(c));
+  std::vector<const ResultRecord*> recs = last_ok_records(*report.run);
+  std::set<std::string> done;  // benchmark|metric drawn by a heatmap or a family's chart
+  std::vector<Chart> charts = row_heatmaps(report, done);
+  for (auto& c : family_charts(report, recs, done)) charts.push_back(std::move(c));
+  for (auto& c : row_bar_charts(report, done)) charts.push_back(std::move(c));
+  for (auto& c : burnin_charts(*report.run, report.soaks)) charts.push_back(std::move(c));
+  std::erase_if(charts, [](const Chart& c) { return !worth_drawing(c); });
+  for (size_t i = 0; i < charts.size(); ++i) {
+    Chart& c = charts[i];
+    c.id = "chart-" + std::to_string(i + 1);
+    if ((c.kind == "points" || c.kind == "group-points") &&
+        static_cast<size_t>(c.records) > kMaxChartMarks)
+      thin(c);
   }
-  for (Pending& p : pending_bars(recs, families, done)) charts.push_back(bar_chart(p, report));
-  for (auto& c : burnin_charts(run, report.soaks)) charts.push_back(std::move(c));
-  for (size_t i = 0; i < charts.size(); ++i) charts[i].id = "chart-" + std::to_string(i + 1);
   return charts;
 }
+
+namespace {
+
+/// The plot commands of a lines, bars or points chart, after its datablocks.
+std::vector<std::string> xy_plots(const Chart& c, const std::string& block, std::ostream& g) {
+  std::vector<std::string> plots;
+  if (c.kind == "lines") {
+    if (c.logx) g << "set logscale x 2\nset format x '%.0b%BB'\n";
+    for (size_t s = 0; s < c.series.size(); ++s)
+      plots.push_back(block + std::to_string(s) + " using 1:2 with linespoints pt 7 ps 0.8 title " +
+                      gp_quote(c.series[s].name));
+    if (c.mark_x)
+      g << "set arrow from " << gp_num(*c.mark_x) << ", graph 0 to " << gp_num(*c.mark_x)
+        << ", graph 1 nohead dt 3 lw 2 lc rgb '#555555'\nset label "
+        << gp_quote(c.mark_label.empty() ? "x = " + gp_num(*c.mark_x) : c.mark_label) << " at "
+        << gp_num(*c.mark_x) << ", graph 0.04 right offset -0.5,0 font ',9'\n";
+    return plots;
+  }
+  const size_t n = c.labels.size();
+  g << "set xrange [-0.6:" << gp_num(n - 0.4) << "]\n";
+  if (c.kind == "bars") {
+    g << "set xtics rotate by -45 font ',9' (";
+    for (size_t i = 0; i < n; ++i) g << (i ? ", " : "") << gp_quote(c.labels[i]) << " " << i;
+    g << ")\n";
+    double w = 0.8 / std::max<size_t>(1, c.series.size());
+    g << "set style fill solid 0.8 border -1\nset boxwidth " << gp_num(w) << " absolute\n";
+    for (size_t s = 0; s < c.series.size(); ++s)
+      plots.push_back(block + std::to_string(s) + " using ($1+" + gp_num(-0.4 + w * (s + 0.5)) +
+                      "):2 with boxes title " + gp_quote(c.series[s].name));
+  } else {
+    g << "set xtics out\n";
+    for (size_t s = 0; s < c.series.size(); ++s)
+      plots.push_back(block + std::to_string(s) + " using 1:2 with points pt 7 ps 0.5 title " +
+                      gp_quote(c.series[s].name));
+  }
+  return plots;
+}
+
+}  // namespace
 
 std::string gnuplot_script(const Chart& c, const std::string& output) {
   std::ostringstream g;
@@ -278,48 +152,33 @@ std::string gnuplot_script(const Chart& c, const std::string& output) {
     if (std::isalnum(static_cast<unsigned char>(ch))) block += ch;
   block += "_";
   g << "reset\n";
-  g << "set terminal svg size 960,420 dynamic noenhanced font 'sans,11' background rgb 'white'\n";
+  g << "set terminal svg size 960," << chart_height(c)
+    << " dynamic noenhanced font 'sans,11' background rgb 'white'\n";
   if (!output.empty()) g << "set output " << gp_quote(output) << "\n";
   g << "set title " << gp_quote(c.title) << "\n";
   g << "set xlabel " << gp_quote(c.xlabel) << "\nset ylabel " << gp_quote(c.ylabel) << "\n";
-  g << "set grid ytics\nset key outside right top\nset yrange [0:*]\n";
-  for (size_t s = 0; s < c.series.size(); ++s) {
-    g << block << s << " << EOD\n";
-    for (const auto& [x, y] : c.series[s].points) g << num(x) << " " << num(y) << "\n";
-    g << "EOD\n";
-  }
-  std::vector<std::string> plots;
-  if (c.kind == "lines") {
-    if (c.logx) g << "set logscale x 2\nset format x '%.0b%BB'\n";
-    for (size_t s = 0; s < c.series.size(); ++s)
-      plots.push_back(block + std::to_string(s) + " using 1:2 with linespoints pt 7 ps 0.8 title " +
-                      gp_quote(c.series[s].name));
+  g << "set grid ytics\nset key outside below center horizontal\n";
+  if (c.kind == "heatmap" || c.kind == "groups" || c.kind == "group-points") {
+    // Room above the highest bar or threshold, so that no line sits on the frame.
+    if (c.kind != "heatmap") g << "set offsets 0, 0, graph 0.1, 0\n";
+    g << (c.kind == "heatmap" ? heatmap_script(c, block) : groups_script(c, block));
   } else {
-    size_t n = c.labels.size();
-    g << "set xrange [-0.6:" << num(n - 0.4) << "]\n";
-    if (c.kind == "bars") {
-      g << "set xtics rotate by -45 font ',9' (";
-      for (size_t i = 0; i < n; ++i) g << (i ? ", " : "") << gp_quote(c.labels[i]) << " " << i;
-      g << ")\n";
-      double w = 0.8 / std::max<size_t>(1, c.series.size());
-      g << "set style fill solid 0.8 border -1\nset boxwidth " << num(w) << " absolute\n";
-      for (size_t s = 0; s < c.series.size(); ++s) {
-        double off = -0.4 + w * (s + 0.5);
-        plots.push_back(block + std::to_string(s) + " using ($1+" + num(off) +
-                        "):2 with boxes title " + gp_quote(c.series[s].name));
-      }
-    } else {
-      g << "set xtics out\n";
-      for (size_t s = 0; s < c.series.size(); ++s)
-        plots.push_back(block + std::to_string(s) + " using 1:2 with points pt 7 ps 0.5 title " +
-                        gp_quote(c.series[s].name));
+    g << (c.logy ? "set logscale y 10\n" : "set yrange [0:*]\n")
+      << (c.mark_x ? "set offsets 0, graph 0.05, graph 0.1, 0\n"
+                   : "set offsets 0, 0, graph 0.1, 0\n");
+    for (size_t s = 0; s < c.series.size(); ++s) {
+      g << block << s << " << EOD\n";
+      for (const auto& [x, y] : c.series[s].points) g << gp_num(x) << " " << gp_num(y) << "\n";
+      g << "EOD\n";
     }
+    std::vector<std::string> plots = xy_plots(c, block, g);
+    for (const auto& l : c.spec_lines)
+      plots.push_back(gp_num(l.value) + " with lines dt 2 lw 2 lc rgb 'red' title " +
+                      gp_quote(l.label));
+    g << "plot ";
+    for (size_t i = 0; i < plots.size(); ++i) g << (i ? ", \\\n     " : "") << plots[i];
+    g << "\n";
   }
-  for (const auto& l : c.spec_lines)
-    plots.push_back(num(l.value) + " with lines dt 2 lw 2 lc rgb 'red' title " + gp_quote(l.label));
-  g << "plot ";
-  for (size_t i = 0; i < plots.size(); ++i) g << (i ? ", \\\n     " : "") << plots[i];
-  g << "\n";
   if (!output.empty()) g << "unset output\n";
   return g.str();
 }

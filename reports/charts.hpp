@@ -25,15 +25,41 @@ struct SpecLine {
   double value = 0;
 };
 
+/// A heatmap cell: column x and row y (indices into Chart::labels and Chart::ylabels), the
+/// item's value in the chart's unit, its colour as a percent of the row's threshold, and what the
+/// report said of it ("FAIL", "WARN", "outlier"; "" for nothing).
+struct Cell {
+  size_t x = 0, y = 0;
+  double value = 0, percent = 0;
+  std::string mark;
+};
+
+/// A groups chart's threshold drawn over one group only: a spec row selecting that group.
+struct GroupLine {
+  size_t group = 0;
+  double value = 0;
+  std::string label;  ///< "spec io.seq_read >= 5 GB/s"
+};
+
 struct Chart {
   std::string id;     ///< "chart-1", ...
   std::string title;  ///< "compute.gemm tflops per GPU"
-  std::string kind;   ///< "lines" (x numeric), "bars" (x = labels), "points" (many labels)
+  /// "lines" (x numeric), "bars" (x = labels), "points" (many labels), "groups" (a bar group per
+  /// label, a bar per series), "heatmap" (labels x ylabels cells)
+  std::string kind;
   std::string xlabel, ylabel;
   bool logx = false;                ///< log2 x axis (message sizes)
-  std::vector<std::string> labels;  ///< bars/points: the x categories
+  bool logy = false;                ///< log10 y axis
+  std::vector<std::string> labels;  ///< bars/points/groups: the x categories; heatmap: columns
   std::vector<Series> series;
   std::vector<SpecLine> spec_lines;
+  std::vector<GroupLine> group_lines;  ///< groups: each group's own thresholds
+  std::vector<std::string> ylabels;    ///< heatmap: the rows (hosts)
+  std::vector<Cell> cells;             ///< heatmap
+  std::string colour_label;            ///< heatmap: what the colour means
+  bool lower_is_better = false;        ///< heatmap: a <= row (the palette turns round)
+  std::optional<double> mark_x;        ///< a vertical marker (lines)
+  std::string mark_label;
   int records = 0;   ///< records plotted: one mark per record (up to kMaxChartMarks)
   std::string note;  ///< how the marks were thinned, when they were ("" when one per record)
 };
@@ -46,16 +72,17 @@ inline constexpr size_t kMaxBars = 64;
 /// every outlier still shows while the SVG stays small (docs/report.md "Scale").
 inline constexpr size_t kMaxChartMarks = 500;
 
-/// The charts that the run's ok records allow (the last record of a case wins), in this order:
-/// - one line chart per spec family with a `chart` (SpecFamily::chart, in table order): its
-///   metric(s) against the numeric param `x` over the records whose benchmark matches the
-///   family's glob, one series per benchmark or item plus the other params;
-/// - for every other (benchmark, metric) of ok records, except those of soak families: one bar
-///   per item (GPU "node01/gpu3", node, link; params label at cluster scope), one series per
-///   params variant. Spec lines come from the report's rows that select the benchmark + metric
-///   with a numeric >= or <= value;
+/// The charts of a run (docs/report.md "Charts"), few and chosen, in this order:
+/// - a heatmap per spec row of GPUs or links judged against a numeric `>=`/`<=` threshold
+///   (nodes x GPU index, or node x node), each cell coloured by its percent of the threshold,
+///   FAIL/WARN cells and fleet outliers outlined (row_heatmaps());
+/// - one chart per spec family with a `chart` (SpecFamily::chart, in table order, one per value
+///   of its `split` params): lines against a numeric param, or a bar group per param value with
+///   each group's own threshold (family_charts());
+/// - a bar chart per item of any other row over a numeric record metric (latencies in us, ms
+///   or s, log axis over wide ranges);
 /// - the soaks' charts over time (burnin_charts()).
-/// Each chart's `records` counts the records it plots.
+/// No chart of fewer than two marks or of zeros alone. Each chart's `records` counts its marks.
 std::vector<Chart> build_charts(const Report& report);
 
 /// The gnuplot script for a chart (SVG terminal, data inline as datablocks named after the chart

@@ -1109,4 +1109,6 @@ std::vector<RowResult> evaluate_rows(const RunDir& run, const Spec& spec,
   return rows;
 }
 
+Scope parse_scope_item(const std::string& item) { return parse_item(item); }
+
 }  // namespace clusterbench::report

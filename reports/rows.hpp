@@ -107,6 +107,10 @@ json outcome_counts_json(const std::map<Outcome, int>& counts);
 /// values (1.2e-05). report.json keeps the full values.
 std::string format_number(double v);
 
+/// The scope of a row item or the item part of a case key ("node02/gpu3[GPU-...]" -> gpu,
+/// "a<->b" -> link, "cluster", else a node): the inverse of scope_item().
+Scope parse_scope_item(const std::string& item);
+
 /// Formats a judged value with its unit: "12.3 GB/s", "\"performance\"", "-" for null.
 std::string format_value(const json& v, const std::string& unit);
 

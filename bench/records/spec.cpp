@@ -326,18 +326,28 @@ PrometheusGauge parse_gauge(const json& g, const std::string& where) {
   return out;
 }
 
-FamilyChart parse_chart(const json& c, const std::string& where) {
-  if (!c.is_object()) throw InputError(where + " must be an object");
-  check_keys(c,
-             {"x", "logx", "metric", "unit", "series", "max_series", "title", "xlabel", "ylabel"},
-             where);
-  FamilyChart out;
-  out.x = require_field<std::string>(c, "x", where);
-  if (c.contains("logx")) out.logx = require_field<bool>(c, "logx", where);
-  out.metric = optional_string(c, "metric", where);
-  out.unit = optional_string(c, "unit", where);
-  if (!out.unit.empty() && !is_known_unit(out.unit))
-    throw InputError(where + ": field 'unit' '" + out.unit + "' is not a known unit");
+/// A chart's `split`: an array of param names.
+std::vector<std::string> parse_split(const json& c, const std::string& where) {
+  if (!c.is_array()) throw InputError(where + ": field 'split' must be an array of param names");
+  std::vector<std::string> out;
+  for (const auto& v : c) {
+    if (!v.is_string() || v.get<std::string>().empty())
+      throw InputError(where + ": field 'split' must be an array of param names");
+    out.push_back(v.get<std::string>());
+  }
+  return out;
+}
+
+/// The fields of a chart beyond the axis: kind, scope, series, max_series, split, mark_x.
+void parse_chart_layout(const json& c, const std::string& where, FamilyChart& out) {
+  if (c.contains("kind")) out.kind = require_field<std::string>(c, "kind", where);
+  if (out.kind != "lines" && out.kind != "groups")
+    throw InputError(where + ": field 'kind' is '" + out.kind + "', expected lines or groups");
+  out.scope = optional_string(c, "scope", where);
+  if (!out.scope.empty() && out.scope != "node" && out.scope != "gpu" && out.scope != "cluster" &&
+      out.scope != "link")
+    throw InputError(where + ": field 'scope' is '" + out.scope +
+                     "', expected node, gpu, cluster or link");
   if (c.contains("series")) out.series = require_field<std::string>(c, "series", where);
   if (out.series != "benchmark" && out.series != "item")
     throw InputError(where + ": field 'series' is '" + out.series +
@@ -346,6 +356,26 @@ FamilyChart parse_chart(const json& c, const std::string& where) {
     throw InputError(where + ": field 'max_series' must be a whole number");
   if (c.contains("max_series")) out.max_series = require_field<int>(c, "max_series", where);
   if (out.max_series < 0) throw InputError(where + ": field 'max_series' is negative");
+  if (c.contains("split")) out.split = parse_split(c.at("split"), where);
+  if (c.contains("mark_x")) out.mark_x = require_field<double>(c, "mark_x", where);
+  out.mark_label = optional_string(c, "mark_label", where);
+}
+
+FamilyChart parse_chart(const json& c, const std::string& where) {
+  if (!c.is_object()) throw InputError(where + " must be an object");
+  check_keys(c,
+             {"kind", "x", "logx", "logy", "metric", "unit", "scope", "series", "max_series",
+              "split", "mark_x", "mark_label", "title", "xlabel", "ylabel"},
+             where);
+  FamilyChart out;
+  out.x = require_field<std::string>(c, "x", where);
+  if (c.contains("logx")) out.logx = require_field<bool>(c, "logx", where);
+  if (c.contains("logy")) out.logy = require_field<bool>(c, "logy", where);
+  out.metric = optional_string(c, "metric", where);
+  out.unit = optional_string(c, "unit", where);
+  if (!out.unit.empty() && !is_known_unit(out.unit))
+    throw InputError(where + ": field 'unit' '" + out.unit + "' is not a known unit");
+  parse_chart_layout(c, where, out);
   out.title = require_field<std::string>(c, "title", where);
   out.xlabel = optional_string(c, "xlabel", where);
   out.ylabel = optional_string(c, "ylabel", where);

@@ -81,17 +81,28 @@ struct PrometheusGauge {
   double scale = 1;  ///< sample = metric value x scale (GB/s -> bytes per second: 1e9)
 };
 
-/// A line chart of a family's records against a numeric param (docs/report.md "Charts"): one
-/// chart for every record of the family with that param, instead of a bar chart per metric.
+/// A chart of a family's records in report.html (docs/report.md "Charts", docs/specs.md
+/// "Families"). `kind` "lines": the metric against the numeric param `x`, one line per `series`;
+/// "groups": one bar group per value of the param `x` ("*": of every param that varies), one
+/// bar per item (node), each group with the threshold of the rows that select it.
 struct FamilyChart {
-  std::string x;       ///< the param on the x axis ("bytes")
-  bool logx = false;   ///< log2 x axis (message sizes)
-  std::string metric;  ///< the metric drawn; "" = every metric in `unit`
-  std::string unit;    ///< only metrics in this unit; "" = any
-  /// One line per "benchmark" (the id after its area, plus the other params) or per "item"
-  /// (the GPU, node or link, plus the other params).
+  std::string kind = "lines";  ///< lines | groups
+  std::string x;               ///< the param on the x axis ("bytes") or of the groups ("profile")
+  bool logx = false;           ///< log2 x axis (message sizes)
+  bool logy = false;           ///< log10 y axis (busbw over eight decades of message size)
+  /// The metric drawn: a glob on metric names ("*_bw"); where several metrics of one record
+  /// match, a groups chart draws their sum (read + write). "" = every metric in `unit`.
+  std::string metric;
+  std::string unit;   ///< only metrics in this unit; "" = any
+  std::string scope;  ///< only records of this scope kind (node, gpu, cluster, link); "" = any
+  /// One line per "benchmark" (the id after its area, plus the params that vary) or per "item"
+  /// (the GPU, node or link, plus the params that vary).
   std::string series = "benchmark";
   int max_series = 0;  ///< at most this many lines (the first ones seen); 0 = no limit
+  /// Params whose values each make a chart of their own ("backend": MPI and NCCL apart).
+  std::vector<std::string> split;
+  std::optional<double> mark_x;  ///< a vertical marker at this x (the seed's 8 workers)
+  std::string mark_label;        ///< its legend text
   std::string title, xlabel, ylabel;
 };
 

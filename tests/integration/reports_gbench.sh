@@ -8,9 +8,13 @@ COMPARE=/usr/share/benchmark/compare.py
 /usr/bin/python3 -c 'import numpy, scipy' 2>/dev/null \
   || { echo "SKIP: /usr/bin/python3 lacks numpy or scipy (apt-get install python3-numpy python3-scipy)"; exit 77; }
 
+# min_time 0.25 s: one pass (about 2.5 ms) stays below min_time / 5 even on a loaded machine, so
+# both runs name their cases alike (a slower pass would run a fixed 5 iterations, a name
+# compare.py would not pair).
 for r in a b; do
   "$CB_BIN" run --suite ci --only compute.memory_bandwidth --out "$TMP/$r" \
     --set compute.memory_bandwidth.kernels=copy,triad --set compute.memory_bandwidth.array_bytes=8M \
+    --set compute.memory_bandwidth.min_time=0.25 \
     >"$TMP/run-$r.out" 2>&1
   rc=$?
   [[ " 0 1 4 " == *" $rc "* ]] || { cat "$TMP/run-$r.out" >&2; fail "run $r: exit $rc"; }

@@ -209,10 +209,13 @@ TEST(Families, ParsedWithDefaults) {
                     {"metric": "bw", "name": "g_bytes", "unit": "GB/s", "scale": 1e9, "help": "b"}]},
     {"benchmark": "collectives.*",
      "chart": {"x": "bytes", "logx": true, "metric": "busbw", "title": "t"}},
-    {"benchmark": "burnin.soak", "series": "soak"}])");
+    {"benchmark": "burnin.soak", "series": "soak"},
+    {"benchmark": "io.fio", "chart": {"kind": "groups", "x": "profile", "metric": "*_bw",
+     "scope": "node", "split": ["backend", "path"], "logy": true, "mark_x": 8,
+     "mark_label": "m", "title": "f"}}])");
   Spec s = load_spec(write_families("fams", fams));
   EXPECT_EQ(s.schema, "clusterbench.spec/2");
-  ASSERT_EQ(s.families.size(), 3u);
+  ASSERT_EQ(s.families.size(), 4u);
   EXPECT_EQ(s.families[0].benchmark, "compute.gemm");
   EXPECT_EQ(s.families[0].outlier_tolerance, 0.05);
   ASSERT_TRUE(s.families[0].prometheus);
@@ -227,6 +230,17 @@ TEST(Families, ParsedWithDefaults) {
   EXPECT_EQ(s.families[1].chart->xlabel, "bytes");  // defaults to the param
   EXPECT_FALSE(s.families[1].outlier_tolerance);
   EXPECT_EQ(s.families[2].series, "soak");
+  EXPECT_EQ(s.families[1].chart->kind, "lines");  // the default
+  EXPECT_FALSE(s.families[1].chart->logy);
+  const FamilyChart& fio = *s.families[3].chart;
+  EXPECT_EQ(fio.kind, "groups");
+  EXPECT_EQ(fio.metric, "*_bw");
+  EXPECT_EQ(fio.scope, "node");
+  EXPECT_EQ(fio.split, (std::vector<std::string>{"backend", "path"}));
+  EXPECT_TRUE(fio.logy);
+  ASSERT_TRUE(fio.mark_x);
+  EXPECT_EQ(*fio.mark_x, 8.0);
+  EXPECT_EQ(fio.mark_label, "m");
 }
 
 // A child's family with the same glob overrides, in place, the fields it sets; new ones are
@@ -281,6 +295,18 @@ TEST(Families, EachBadFieldIsNamed) {
   EXPECT_NE(error("f6", R"([{"benchmark": "a", "chart": {"x": "bytes", "title": "t",
                                 "series": "host"}}])")
                 .find("chart: field 'series' is 'host', expected benchmark or item"),
+            std::string::npos);
+  EXPECT_NE(error("f6b", R"([{"benchmark": "a", "chart": {"x": "p", "title": "t",
+                                "kind": "pie"}}])")
+                .find("chart: field 'kind' is 'pie', expected lines or groups"),
+            std::string::npos);
+  EXPECT_NE(error("f6c", R"([{"benchmark": "a", "chart": {"x": "p", "title": "t",
+                                "scope": "rack"}}])")
+                .find("field 'scope' is 'rack', expected node, gpu, cluster or link"),
+            std::string::npos);
+  EXPECT_NE(error("f6d", R"([{"benchmark": "a", "chart": {"x": "p", "title": "t",
+                                "split": "backend"}}])")
+                .find("field 'split' must be an array of param names"),
             std::string::npos);
   EXPECT_NE(error("f7", R"([{"benchmark": "a", "series": "time"}])")
                 .find("field 'series' is 'time', expected soak"),

@@ -1,0 +1,47 @@
+// The kinds of chart build_charts() chooses from (reports/charts.hpp): heatmaps of judged GPUs
+// and links, the families' line and bar-group charts, bar charts of the other judged rows, and
+// their gnuplot text. Internal to reports/.
+#pragma once
+
+#include <set>
+#include <string>
+#include <vector>
+
+#include "reports/charts.hpp"
+
+namespace clusterbench::report {
+
+/// A gnuplot string literal holding `s` as plain text (single-quoted: no substitution).
+std::string gp_quote(const std::string& s);
+
+/// `v` with up to 10 significant digits, as gnuplot reads it.
+std::string gp_num(double v);
+
+/// Names in numeric order: "workers=2" before "workers=16", "node2" before "node10".
+bool natural_less(const std::string& a, const std::string& b);
+
+/// A heatmap per spec row whose items are GPUs or links with numeric values, judged against a
+/// numeric >= or <= threshold; adds "benchmark|metric" of each to `done`.
+std::vector<Chart> row_heatmaps(const Report& report, std::set<std::string>& done);
+
+/// The charts of the spec families with a `chart` over `recs` (ok records, last of a case);
+/// adds "benchmark|metric" of what they draw to `done`.
+std::vector<Chart> family_charts(const Report& report, const std::vector<const ResultRecord*>& recs,
+                                 std::set<std::string>& done);
+
+/// A bar chart per item of each remaining row (not in `done`) over a numeric record metric
+/// judged against a numeric >= or <= threshold, with its threshold line.
+std::vector<Chart> row_bar_charts(const Report& report, const std::set<std::string>& done);
+
+/// Whether a chart is worth a picture: at least two marks, not all zero.
+bool worth_drawing(const Chart& chart);
+
+/// The gnuplot commands (after the terminal and title) of a heatmap or a groups chart;
+/// `block` names its datablocks.
+std::string heatmap_script(const Chart& chart, const std::string& block);
+std::string groups_script(const Chart& chart, const std::string& block);
+
+/// The SVG height of a chart in pixels: 420, or more for a heatmap of many rows.
+int chart_height(const Chart& chart);
+
+}  // namespace clusterbench::report
