@@ -277,15 +277,15 @@ class Gemm : public Benchmark {
     return openblas_bf16_waiver(dlsym(RTLD_DEFAULT, "cblas_sbgemm"), openblas_get_config());
   }
 
-  /// 2mnk FLOP per product at a nominal rate (OpenBLAS on the 2-core CI machine: fp32 10,
-  /// fp64 6 GFLOP/s; cuBLASLt 100 TFLOP/s), through the measurement loop, plus setup.
+  /// 2mnk FLOP per product at a nominal rate through the measurement loop, plus setup.
+  /// Calibrated on the idle 2-core CI machine (docs/launch.md "Estimates"): OpenBLAS 86
+  /// GFLOP/s fp32 and 43 fp64 at 1024^3, 0.05 s of setup (measured 0.10-0.36 s a case in `ci`);
+  /// cuBLASLt at 100 TFLOP/s with 1 s of setup (handles, buffers, the algorithm search).
   double estimate_s(const Settings& s, const json& p) const override {
     double flop = 2.0 * p.value("m", 0.0) * p.value("n", 0.0) * p.value("k", 0.0);
     bool cpu = p.value("backend", "") == "openblas";
-    // OpenBLAS on the 2-core CI machine: 86 GFLOP/s fp32 and 43 fp64 at 1024^3, halved for a
-    // loaded machine (an op that long runs exactly 5 times: fixed_iterations).
-    double rate = !cpu ? 100e12 : p.value("dtype", "") == "fp64" ? 20e9 : 40e9;
-    return (cpu ? 0.2 : 1.0) + loop_estimate_s(case_min_time(s, id()), flop / rate);
+    double rate = !cpu ? 100e12 : p.value("dtype", "") == "fp64" ? 43e9 : 86e9;
+    return (cpu ? 0.05 : 1.0) + loop_estimate_s(case_min_time(s, id()), flop / rate);
   }
 
   void run(CaseRun& run) const override {

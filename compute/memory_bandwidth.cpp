@@ -132,15 +132,17 @@ class MemoryBandwidth : public Benchmark {
   }
   std::string applicable(const NodeEnv&) const override { return ""; }
 
-  /// First touch of the three arrays, then the measurement loop over one kernel pass (2 arrays
-  /// for copy/scale, 3 for add/triad), at 0.5 GB/s: what the shared 2-core CI machine gives.
+  /// First touch of the three arrays (page faults: 4 GB/s), then the measurement loop over one
+  /// kernel pass (2 arrays for copy/scale, 3 for add/triad) at 20 GB/s. Calibrated on the idle
+  /// 2-core CI machine (docs/launch.md "Estimates"): 34-45 GB/s measured, 0.15-0.25 s a
+  /// case in `ci` with 128 MiB arrays.
   double estimate_s(const Settings& s, const json& params) const override {
-    const double bw = 0.5e9;
+    const double touch_bw = 4e9, bw = 20e9;
     double array =
         static_cast<double>(array_bytes_.given(s) ? array_bytes_(s) : 4 * Topology().llc_bytes());
     std::string k = params.value("kernel", "triad");
     double op = (k == "copy" || k == "scale" ? 2 : 3) * array / bw;
-    return 0.3 + 3 * array / bw + loop_estimate_s(case_min_time(s, id()), op);
+    return 0.1 + 3 * array / touch_bw + loop_estimate_s(case_min_time(s, id()), op);
   }
 
   void run(CaseRun& run) const override {

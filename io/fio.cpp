@@ -417,12 +417,13 @@ class Fio : public Benchmark {
     }
     return out;
   }
-  /// fio's ramp and runtime per run plus its start and our parsing (0.45 s per run on the idle
-  /// 2-core CI machine: 0.7 s leaves room for load), and the scratch set-up once.
+  /// fio's ramp and runtime per run plus its start, its file layout and our parsing (0.27-0.47
+  /// s per run measured on the idle 2-core CI machine in `ci`: kFioRunOverheadS), and the
+  /// scratch set-up once (docs/launch.md "Estimates").
   double estimate_s(const Settings& s, const json& /*params*/) const override {
-    return 0.3 +
-           static_cast<double>(repeat_(s)) * (0.7 + fio_seconds(ramp_(s), "--set io.fio.ramp") +
-                                              fio_seconds(runtime_(s), "--set io.fio.runtime"));
+    return 0.3 + static_cast<double>(repeat_(s)) *
+                     (kFioRunOverheadS + fio_seconds(ramp_(s), "--set io.fio.ramp") +
+                      fio_seconds(runtime_(s), "--set io.fio.runtime"));
   }
   std::string applicable(const NodeEnv& node) const override {
     std::string bin = binary_(node.settings);

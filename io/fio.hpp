@@ -17,6 +17,10 @@ const std::vector<std::string>& fio_profiles();
 bool looks_like_direct_refused(const std::string& out, const std::string& err,
                                const FioOutput* parsed);
 
+/// What one fio run costs beyond its ramp and runtime: fio's start, its file layout and our
+/// parsing (0.27-0.47 s measured on the idle 2-core CI machine; docs/launch.md "Estimates").
+inline constexpr double kFioRunOverheadS = 0.4;
+
 /// Seconds of a fio time value: a whole number with an optional unit ("500ms", "2", "1m",
 /// "10s"; no unit is seconds; fio HOWTO "Time values"). Only forms that fio reads the same way
 /// are accepted: no fraction, exponent, hex or sign, since the text itself is handed to fio.

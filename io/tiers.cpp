@@ -336,7 +336,7 @@ class Tiers : public Benchmark {
     const std::string tier = params.value("tier", "");
     const std::string path = tier == kUnlabelled ? "" : path_(s, tier);
     if (path.empty() || is_object_storage_url(path)) return 0.2;
-    const double run_s = 0.7 + fio_seconds(ramp_(s), "--set io.tiers.ramp") +
+    const double run_s = kFioRunOverheadS + fio_seconds(ramp_(s), "--set io.tiers.ramp") +
                          fio_seconds(runtime_(s), "--set io.tiers.runtime");
     return 0.3 + static_cast<double>(profiles_(s).size() * repeat_(s)) * run_s;
   }

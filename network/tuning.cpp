@@ -660,10 +660,10 @@ class Tuning : public Benchmark {
   }
   std::string applicable(const NodeEnv&) const override { return ""; }
 
-  /// 2 x repeats measurement loops (A and B) of about 0.5 s each beyond min_time on the CI
-  /// machine, plus touching both regions (page effects) at 0.5 GB/s; an effect that would be
-  /// waived at once (a setting to change without allow_changes=true, too few free hugepages)
-  /// 0.05 s.
+  /// 2 x repeats measurement loops (A and B) of 0.05 s each beyond their loop, plus touching
+  /// both regions (page effects) at 2 GB/s (calibrated on the idle 2-core CI machine: 1.9-2.0 s
+  /// for thp_madvise in `ci`; docs/launch.md "Estimates"); an effect that would be waived
+  /// at once (a setting to change without allow_changes=true, too few free hugepages) 0.05 s.
   double estimate_s(const Settings& s, const json& params) const override {
     double repeats = static_cast<double>(repeats_(s));
     double bytes = static_cast<double>(bytes_(s));
@@ -674,8 +674,8 @@ class Tuning : public Benchmark {
     if (changes && !allow) return 0.05;
     if (e == "hugetlb" && !allow)  // waived at once without enough free hugepages
       if (hugepages().first * kHugePage < static_cast<long long>(bytes)) return 0.05;
-    double touch = e == "thp_madvise" || e == "hugetlb" ? 2 * bytes / 0.5e9 : 0;
-    return touch + 2 * repeats * (0.5 + loop_estimate_s(min_time(s), 0));
+    double touch = e == "thp_madvise" || e == "hugetlb" ? 2 * bytes / 2e9 : 0;
+    return touch + 2 * repeats * (0.05 + loop_estimate_s(min_time(s), 0));
   }
 
   /// Set-up of the effect's two sides, the alternating A/B loops, then the record.
