@@ -10,12 +10,14 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <thread>
 
 #include "collectives/collective.hpp"
 #include "compute/burnin.hpp"
 #include "compute/cpu_blas.hpp"
 #include "core/benchmark.hpp"
+#include "core/case_line.hpp"
 #include "core/error.hpp"
 #include "core/progress.hpp"
 #include "core/telemetry.hpp"
@@ -277,6 +279,94 @@ std::vector<Metric> soak_series_metrics(const json& series, double interval_s, b
 
 namespace {
 
+/// One rank's part of an interval line: its rate (negative: none) and temperature, and what went
+/// wrong in the interval ("" when nothing).
+struct IntervalPart {
+  double rate = -1, temp = NAN;
+  std::string problem;
+};
+
+IntervalPart interval_part(const json& p) {
+  IntervalPart out;
+  if (p.is_null()) return out;
+  if (p.contains("failed")) {
+    out.problem = "FAILED: " + p.value("failed", std::string());
+    return out;
+  }
+  out.rate = p.value("rate_tflops", 0.0);
+  if (p.contains("telemetry") && p["telemetry"].contains("temperature_c_max") &&
+      p["telemetry"]["temperature_c_max"].is_number())
+    out.temp = p["telemetry"]["temperature_c_max"].get<double>();
+  auto add = [&](const std::string& what) {
+    out.problem += (out.problem.empty() ? "" : ", ") + what;
+  };
+  if (p.contains("verification") && !p["verification"].value("passed", true))
+    add("WRONG GEMM RESULTS");
+  const json ar = p.value("allreduce", json::object());
+  if (ar.value("wrong", 0LL) > 0) add("WRONG all_reduce SUMS");
+  if (ar.contains("error")) add("all_reduce FAILED: " + ar.value("error", std::string()));
+  return out;
+}
+
+/// "vm/rank0 0.41 TFLOP/s, 71 C".
+std::string rate_text(const std::string& label, const IntervalPart& p) {
+  std::string t = label + " " + console_number(p.rate) + " TFLOP/s";
+  if (std::isfinite(p.temp)) t += ", " + console_number(p.temp) + " C";
+  return t;
+}
+
+/// The rates of an interval: each rank's up to 8, else the lowest, the median and the highest.
+std::string rates_text(const std::vector<std::string>& labels,
+                       const std::vector<IntervalPart>& parts) {
+  std::vector<size_t> measured;
+  for (size_t r = 0; r < parts.size(); ++r)
+    if (parts[r].rate >= 0) measured.push_back(r);
+  if (measured.empty()) return " no rank measured";
+  std::string out;
+  if (measured.size() <= 8) {
+    for (size_t k = 0; k < measured.size(); ++k)
+      out += (k ? "; " : " ") + rate_text(labels[measured[k]], parts[measured[k]]);
+    return out;
+  }
+  std::stable_sort(measured.begin(), measured.end(),
+                   [&](size_t a, size_t b) { return parts[a].rate < parts[b].rate; });
+  const size_t hottest =
+      *std::max_element(measured.begin(), measured.end(), [&](size_t a, size_t b) {
+        return !(parts[b].temp <= parts[a].temp) && std::isfinite(parts[b].temp);
+      });
+  out = " lowest " + rate_text(labels[measured.front()], parts[measured.front()]) + "; median " +
+        console_number(parts[measured[measured.size() / 2]].rate) + " TFLOP/s; highest " +
+        rate_text(labels[measured.back()], parts[measured.back()]) + " (" +
+        std::to_string(measured.size()) + " ranks)";
+  if (std::isfinite(parts[hottest].temp))
+    out += "; hottest " + labels[hottest] + " " + console_number(parts[hottest].temp) + " C";
+  return out;
+}
+
+}  // namespace
+
+std::string burnin_interval_line(int i, int n, const std::vector<std::string>& labels,
+                                 const std::vector<json>& payloads) {
+  std::vector<IntervalPart> parts;
+  for (const auto& p : payloads) parts.push_back(interval_part(p));
+  std::string line = "burn-in interval " + std::to_string(i + 1) + "/" + std::to_string(n) + ":" +
+                     rates_text(labels, parts);
+  for (const auto& p : payloads)
+    if (p.is_object() && p.contains("allreduce") && p["allreduce"].contains("busbw_gbs")) {
+      line += "; all_reduce busbw " + console_number(p["allreduce"]["busbw_gbs"].get<double>()) +
+              " GB/s";
+      break;
+    }
+  std::vector<std::string> problems;
+  for (size_t r = 0; r < parts.size(); ++r)
+    if (!parts[r].problem.empty()) problems.push_back(labels[r] + " " + parts[r].problem);
+  for (size_t k = 0; k < problems.size() && k < 8; ++k) line += (k ? "; " : " -- ") + problems[k];
+  if (problems.size() > 8) line += "; and " + std::to_string(problems.size() - 8) + " more";
+  return line;
+}
+
+namespace {
+
 /// One rank's soak: set-up, the intervals in lock-step with every rank, and its record. Rank 0
 /// keeps every rank's series (gathered after each interval) and appends a snapshot of each after
 /// every interval, so that a kill at any moment leaves the finished intervals on disk.
@@ -428,7 +518,10 @@ class Soak {
       std::lock_guard<std::mutex> lock(mu_);
       series_.push_back(iv);
     }
-    publish(i, kept ? iv.dump() : std::string());
+    std::string failed = status_ == Status::failed ? message_ : "";
+    publish(i, kept             ? iv.dump()
+               : failed.empty() ? std::string()
+                                : json{{"index", i}, {"failed", failed}}.dump());
   }
 
   void gemm_interval(int i, Clock::time_point deadline, bool slowed, json& iv) {
@@ -481,16 +574,40 @@ class Soak {
   }
 
   /// Every rank's interval to rank 0, which appends a snapshot of every rank's series so far.
+  /// Every rank's interval to rank 0, which appends a snapshot of every rank's series so far
+  /// and prints the interval's line (burnin_interval_line). A rank whose GEMM failed sends
+  /// {"failed": why} instead of an interval; it is named once, in the interval it failed.
   void publish(int i, const std::string& mine) {
     std::vector<std::string> ivs = ctx_.gather(mine);
     if (!ctx_.is_root()) return;
-    std::lock_guard<std::mutex> lock(mu_);
-    for (size_t r = 0; r < ivs.size() && r < gathered_.size(); ++r)
-      if (!ivs[r].empty()) gathered_[r].push_back(json::parse(ivs[r]));
-    if (!run_.signal_received())
-      snapshot("in progress: " + std::to_string(i + 1) + " of " + std::to_string(clock_.intervals) +
-                   " intervals written; replaced by the final record when the soak ends",
-               {}, "");
+    std::vector<json> payloads(ivs.size());
+    std::vector<std::string> labels;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      for (size_t r = 0; r < ivs.size() && r < gathered_.size(); ++r) {
+        if (ivs[r].empty()) continue;
+        payloads[r] = json::parse(ivs[r]);
+        if (!payloads[r].contains("failed"))
+          gathered_[r].push_back(payloads[r]);
+        else if (!failure_shown_.insert(r).second)
+          payloads[r] = nullptr;  // said when it happened
+      }
+      if (!run_.signal_received())
+        snapshot("in progress: " + std::to_string(i + 1) + " of " +
+                     std::to_string(clock_.intervals) +
+                     " intervals written; replaced by the final record when the soak ends",
+                 {}, "");
+      for (size_t r = 0; r < scope_of_.size(); ++r) labels.push_back(rank_label(r));
+    }
+    labels.resize(payloads.size(), "rank?");
+    console_progress(burnin_interval_line(i, clock_.intervals, labels, payloads));
+  }
+
+  /// "node01/gpu3" or "vm/rank1".
+  std::string rank_label(size_t r) const {
+    const Scope s = scope_of_[r]["scope"].get<Scope>();
+    if (s.kind == ScopeKind::gpu) return s.host + "/gpu" + std::to_string(s.gpu_index);
+    return s.host + "/rank" + std::to_string(r);
   }
 
   /// Rank 0, `mu_` held: one snapshot record per rank. `dead` ranks are failed with `dead_text`.
@@ -625,11 +742,12 @@ class Soak {
   int setup_delay_ = -1;
   bool corrupt_ = false, slow_ = false;
   Clock::time_point t0_;
-  std::atomic<int> current_{-1};  ///< the interval under way; -1 during setup
-  std::mutex mu_;                 // series_, gathered_ (the signal handler's thread reads them)
-  json series_ = json::array();   // this rank's intervals
-  std::vector<json> scope_of_;    // rank 0: {params, scope} per rank
-  std::vector<json> gathered_;    // rank 0: every rank's series
+  std::atomic<int> current_{-1};    ///< the interval under way; -1 during setup
+  std::mutex mu_;                   // series_, gathered_ (the signal handler's thread reads them)
+  json series_ = json::array();     // this rank's intervals
+  std::vector<json> scope_of_;      // rank 0: {params, scope} per rank
+  std::vector<json> gathered_;      // rank 0: every rank's series
+  std::set<size_t> failure_shown_;  // rank 0: ranks whose failure a console line named
   std::string first_error_, stopped_;
   bool recorded_ = false;  ///< write_record ran (mu_)
   unsigned long long reasons_ = 0;

@@ -82,4 +82,14 @@ std::vector<Metric> soak_series_metrics(const json& series, double interval_s, b
 /// an empty series or one long enough.
 std::string soak_not_judged(const json& series, const std::string& stopped);
 
+/// The console's line for interval `i` (0-based) of `n`, rank 0: each rank's GEMM rate and
+/// maximum GPU temperature from its interval (`payloads[r]`, the interval's JSON as the soak
+/// series holds it, or {"failed": why}; null where the rank sent nothing), labelled
+/// `labels[r]`; beyond 8 ranks the lowest, median and highest rate with their ranks instead.
+/// Failures and wrong results are named, every one of them (up to 8, then a count):
+/// "burn-in interval 3/20: vm/rank0 0.41 TFLOP/s, vm/rank1 0.4 TFLOP/s; all_reduce busbw 1.2
+/// GB/s".
+std::string burnin_interval_line(int i, int n, const std::vector<std::string>& labels,
+                                 const std::vector<json>& payloads);
+
 }  // namespace clusterbench::compute

@@ -19,6 +19,7 @@
 #include <sstream>
 
 #include "core/benchmark.hpp"
+#include "core/case_line.hpp"
 #include "core/error.hpp"
 #include "core/watchdog.hpp"
 #include "env/paths.hpp"
@@ -309,6 +310,7 @@ std::vector<FioOutput> run_repeats(const ProfileJob& job, const FioTarget& t,
   std::vector<FioOutput> outs;
   std::vector<int> exit_codes;
   for (int i = 0; i < job.repeat; ++i) {
+    progress_note("fio run " + std::to_string(i + 1) + " of " + std::to_string(job.repeat));
     FioRun r = run_fio(argv, env, t);
     if (!r.fallback.empty()) evidence["direct_fallback"] = r.fallback;
     evidence["fio_env"] = env;

@@ -36,10 +36,35 @@ std::string progress_prefix(const std::string& place, double elapsed_s, double l
          console_number(std::round(std::max(0.0, left_s))) + " s left]";
 }
 
+namespace {
+
+/// The Heartbeat of this process (rank 0's), for console_progress() and progress_note().
+std::mutex g_active_mu;
+Heartbeat* g_active = nullptr;
+
+}  // namespace
+
+void console_progress(const std::string& text) {
+  std::lock_guard<std::mutex> lock(g_active_mu);
+  if (g_active) g_active->line(text);
+}
+
+void progress_note(const std::string& text) {
+  std::lock_guard<std::mutex> lock(g_active_mu);
+  if (g_active) g_active->note(text);
+}
+
 Heartbeat::Heartbeat(double quiet_s, std::ostream& out, Clock::time_point t0)
-    : quiet_s_(quiet_s), out_(out), t0_(t0), thread_([this] { loop(); }) {}
+    : quiet_s_(quiet_s), out_(out), t0_(t0), thread_([this] { loop(); }) {
+  std::lock_guard<std::mutex> lock(g_active_mu);
+  g_active = this;
+}
 
 Heartbeat::~Heartbeat() {
+  {
+    std::lock_guard<std::mutex> lock(g_active_mu);
+    if (g_active == this) g_active = nullptr;
+  }
   {
     std::lock_guard<std::mutex> lock(mu_);
     stop_ = true;
@@ -58,6 +83,22 @@ void Heartbeat::start_case(const std::string& place, const std::string& what, do
 void Heartbeat::end_case() {
   std::lock_guard<std::mutex> lock(mu_);
   in_case_ = false;
+  note_.clear();
+}
+
+void Heartbeat::line(const std::string& text) {
+  std::lock_guard<std::mutex> lock(mu_);
+  const auto now = Clock::now();
+  out_ << "[" + place_ + ", " +
+              console_number(std::round(std::chrono::duration<double>(now - t0_).count())) +
+              " s] " + text + "\n"
+       << std::flush;
+  last_ = now;
+}
+
+void Heartbeat::note(const std::string& text) {
+  std::lock_guard<std::mutex> lock(mu_);
+  note_ = text;
 }
 
 void Heartbeat::printed() {
@@ -77,7 +118,8 @@ void Heartbeat::loop() {
     };
     const std::string line = "[" + place_ + ", " + secs(t0_) + " s] still running " + what_ + ": " +
                              secs(case_start_) + " s so far (estimated " +
-                             console_number(std::round(estimate_s_)) + " s)\n";
+                             console_number(std::round(estimate_s_)) + " s)" +
+                             (note_.empty() ? "" : ": " + note_) + "\n";
     out_ << line << std::flush;
     last_ = now;
   }

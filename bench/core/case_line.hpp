@@ -40,6 +40,11 @@ class Heartbeat {
   void end_case();
   /// Another line went out now: the quiet time starts again.
   void printed();
+  /// A line of the running case ("[5/19, 42 s] burn-in interval 3/20: ..."), now.
+  void line(const std::string& text);
+  /// What the running case is doing ("fio run 3 of 5"), appended to its next "still running"
+  /// line; cleared when the case ends.
+  void note(const std::string& text);
 
  private:
   using Clock = std::chrono::steady_clock;
@@ -47,12 +52,22 @@ class Heartbeat {
   double quiet_s_;
   std::ostream& out_;
   Clock::time_point t0_, case_start_{}, last_ = Clock::now();
-  std::string place_, what_;
+  std::string place_, what_, note_;
   double estimate_s_ = 0;
   bool in_case_ = false, stop_ = false;
   std::mutex mu_;
   std::condition_variable cv_;
   std::thread thread_;
 };
+
+/// A line from the running case to the console (rank 0's Heartbeat, with the case's place and
+/// the run's elapsed time); nothing where no Heartbeat runs (ranks other than 0, unit tests).
+/// Thread-safe. For cases that take long and have something to say as they go: a burn-in
+/// interval's rates and temperatures, a failure as it happens.
+void console_progress(const std::string& text);
+
+/// What the running case is doing now ("fio run 3 of 5"), shown in the Heartbeat's next
+/// "still running" line; nothing where no Heartbeat runs. Thread-safe.
+void progress_note(const std::string& text);
 
 }  // namespace clusterbench

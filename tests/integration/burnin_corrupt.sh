@@ -28,4 +28,14 @@ assert out == {'rank0': 'PASS', 'rank1': 'FAIL'}, out
 assert rep['exit_code'] == 1
 " "$TMP/run"
 ok "a wrong product on rank 1 fails rank 1, and only rank 1"
+# The console says so as it happens: interval 1 is clean, each later one names rank 1 only.
+py "
+lines = [l for l in open(sys.argv[1]).read().splitlines() if 'burn-in interval ' in l]
+assert len(lines) == 6, lines
+assert 'WRONG' not in lines[0], lines[0]
+for l in lines[1:]:
+    assert l.endswith('/rank1 WRONG GEMM RESULTS'), l
+    assert 'rank0 WRONG' not in l, l
+" "$TMP/out"
+ok "each interval's console line names rank 1's wrong results as they happen"
 echo "$PASSES passed, 0 failed"

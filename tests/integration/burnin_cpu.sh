@@ -13,6 +13,24 @@ rc=$?
 [ "$rc" -eq 0 ] || [ "$rc" -eq 1 ] || { cat "$TMP/out" >&2; fail "burn-in exit $rc, not 0 or 1"; }
 expect_out "burn-in .*2 rank\(s\) on 1 node\(s\), 0.2 min in 6 intervals of 2 s"
 expect_out "burnin-cpu.json"
+# A line per interval as it ends, with each rank's rate as its record's series holds it.
+py "
+import re
+out = open(sys.argv[1]).read().splitlines()
+lines = [l for l in out if 'burn-in interval ' in l]
+assert len(lines) == 6, out
+recs = {}
+for l in open(sys.argv[2] + '/records.jsonl'):
+    r = json.loads(l)
+    recs[r['scope']['rank']] = r
+for k, l in enumerate(lines):
+    m = re.match(r'\[1/1, \d+ s\] burn-in interval (\d+)/6: (\S+)/rank0 ([0-9.e+-]+) TFLOP/s; (\S+)/rank1 ([0-9.e+-]+) TFLOP/s; all_reduce busbw [0-9.e+-]+ GB/s$', l)
+    assert m and int(m.group(1)) == k + 1, l
+    for rank, shown in ((0, float(m.group(3))), (1, float(m.group(5)))):
+        want = recs[rank]['extra']['series'][k]['rate_tflops']
+        assert abs(shown - want) <= 6e-4 * want, (l, rank, want)
+" "$TMP/out" "$TMP/run"
+ok "a console line per interval with each rank's rate (as the records hold it)"
 py "
 d = sys.argv[1]
 run = json.load(open(d + '/run.json'))

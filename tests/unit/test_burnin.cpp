@@ -92,6 +92,38 @@ TEST(BurninAnalysis, EmptyAndShortSeries) {
   EXPECT_DOUBLE_EQ(two.drop_pct, 50);
 }
 
+// The console line of an interval: each rank up to 8, the spread beyond; failures named.
+TEST(BurninConsole, IntervalLine) {
+  json a = {{"rate_tflops", 612.34},
+            {"telemetry", {{"temperature_c_max", 71}}},
+            {"verification", {{"passed", true}}},
+            {"allreduce", {{"ops", 10}, {"wrong", 0}, {"busbw_gbs", 180.5}}}};
+  json b = a;
+  b["rate_tflops"] = 598.0;
+  b["verification"]["passed"] = false;
+  json c = {{"index", 2}, {"failed", "interval 2: CUDA error"}};
+  EXPECT_EQ(compute::burnin_interval_line(2, 20, {"n1/gpu0", "n1/gpu1", "n2/gpu0", "n2/gpu1"},
+                                          {a, b, c, nullptr}),
+            "burn-in interval 3/20: n1/gpu0 612.3 TFLOP/s, 71 C; n1/gpu1 598 TFLOP/s, 71 C; "
+            "all_reduce busbw 180.5 GB/s -- n1/gpu1 WRONG GEMM RESULTS; n2/gpu0 FAILED: interval "
+            "2: CUDA error");
+  // 10 ranks: the lowest, the median and the highest rate, and the hottest GPU.
+  std::vector<std::string> labels;
+  std::vector<json> ps;
+  for (int r = 0; r < 10; ++r) {
+    json p = a;
+    p["rate_tflops"] = 600.0 + r;
+    p["telemetry"]["temperature_c_max"] = r == 6 ? 88 : 70;
+    labels.push_back("n/gpu" + std::to_string(r));
+    ps.push_back(p);
+  }
+  ps[4]["allreduce"]["wrong"] = 3;
+  EXPECT_EQ(compute::burnin_interval_line(0, 6, labels, ps),
+            "burn-in interval 1/6: lowest n/gpu0 600 TFLOP/s, 70 C; median 605 TFLOP/s; highest "
+            "n/gpu9 609 TFLOP/s, 70 C (10 ranks); hottest n/gpu6 88 C; all_reduce busbw 180.5 "
+            "GB/s -- n/gpu4 WRONG all_reduce SUMS");
+}
+
 TEST(BurninMetrics, ThermalMetricOnlyWithTelemetry) {
   auto cpu = burnin_metrics(analyze_burnin(series_of({1, 1, 1, 1, 1, 1})));
   ASSERT_EQ(cpu.size(), 2u);

@@ -75,5 +75,29 @@ TEST(Heartbeat, SpeaksWhenTheConsoleIsQuietDuringACase) {
   EXPECT_NE(text.find(" s so far (estimated 26 s)\n"), std::string::npos) << text;
 }
 
+// A case's own lines (a burn-in interval) go out with its place and reset the quiet time; its
+// note ("fio run 3 of 5") rides on the next "still running" line; neither without a Heartbeat.
+TEST(Heartbeat, CaseLinesAndNotes) {
+  console_progress("nobody listens");  // no Heartbeat: nothing, no crash
+  std::ostringstream out;
+  {
+    Heartbeat hb(0.5, out, std::chrono::steady_clock::now());
+    hb.start_case("2/7", "io.fio {}", 10);
+    progress_note("fio run 3 of 5");
+    console_progress("burn-in interval 1/6: vm/rank0 0.1 TFLOP/s");
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    const std::string early = out.str();
+    EXPECT_EQ(early, "[2/7, 0 s] burn-in interval 1/6: vm/rank0 0.1 TFLOP/s\n");
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    hb.end_case();
+  }
+  const std::string text = out.str();
+  EXPECT_NE(text.find("still running io.fio {}: 1 s so far (estimated 10 s): fio run 3 of 5\n"),
+            std::string::npos)
+      << text;
+  console_progress("gone");  // the Heartbeat ended: nothing
+  EXPECT_EQ(text.find("gone"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace clusterbench
