@@ -13,6 +13,7 @@
 
 #include "process/process.hpp"
 #include "reports/charts.hpp"
+#include "reports/cover.hpp"
 #include "reports/first_page.hpp"
 #include "reports/render.hpp"
 
@@ -42,7 +43,9 @@ th{background:#f2f2f2}td.num{text-align:right}
 figure.chart{margin:1em 0;border:1px solid #ddd;padding:.5em}figure.chart svg{max-width:100%;height:auto}
 figcaption{font-weight:bold;margin-bottom:.3em}code,pre{font-size:.85em}
 .src{font-size:.85em;color:#444}
-@media print{body{max-width:none}figure.chart{page-break-inside:avoid}}
+.cover{display:none}.cover h1{font-size:2em;margin-top:1em}.cover table{font-size:1em}
+@media print{body{max-width:none}figure.chart{page-break-inside:avoid}
+.cover{display:block;page-break-after:always;break-after:page}}
 )";
 
 void header(std::ostringstream& o, const Report& r) {
@@ -237,6 +240,7 @@ std::string render_html(const Report& r, const std::string& gnuplot, const std::
     << "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
     << "<title>clusterbench report " << h(r.run_id) << "</title>\n<style>" << kStyle
     << "</style>\n</head>\n<body>\n";
+  o << render_cover_html(r);  // print only: the PDF's first page
   header(o, r);
   o << "<p><a href=\"#verdicts\">Verdicts</a> · <a href=\"#fleet\">Fleet</a> · "
        "<a href=\"#uniformity\">Uniformity</a> · <a href=\"#charts\">Charts</a> · "

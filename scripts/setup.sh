@@ -11,7 +11,8 @@
 #   the junit.xml tests), clang 14 with libFuzzer (fuzz_parsers), time (/usr/bin/time -v),
 #   e2fsprogs and util-linux (mkfs.ext4, losetup, fsfreeze: the loop-device tests), mmdebstrap,
 #   buildah and podman (the bare-root, package and image tests), numpy/scipy, benchmark tools,
-#   Chromium (report.html looked at in a headless browser; `clusterbench report --pdf`).
+#   Chromium (report.html looked at in a headless browser; `clusterbench report --pdf`),
+#   poppler-utils (pdftotext: the PDF's cover page).
 #   pip, where nvcc is: the CUDA 12.2 wheels into .deps/cuda12 (the CUDA 12 host check).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -27,7 +28,7 @@ APT_PACKAGES=(
 TEST_PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-tools python3-numpy python3-scipy time universal-ctags
   libxml2-utils clang libclang-rt-14-dev e2fsprogs util-linux mmdebstrap xz-utils buildah podman
-  chromium
+  chromium poppler-utils
 )
 ((TEST)) && APT_PACKAGES+=("${TEST_PACKAGES[@]}")
 

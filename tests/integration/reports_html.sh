@@ -164,6 +164,7 @@ for fid, w, h, shapes in p["charts"]:
 first = " ".join(p["first"].split())
 assert p["height"] >= 600, p["height"]  # the viewport Chromium gives a 1280x900 window
 assert "Verdict: FAIL" in first, first
+assert "Cluster acceptance report" not in first, first  # the cover is for print only
 for want in ("node02 GPU3", "00000000:61:00.0", "560 TFLOP/s"):
     assert want in first, (want, first)
 err = open(sys.argv[2]).read()
@@ -174,6 +175,22 @@ ok "headless Chromium: no errors or loads, 5 chart pictures, the first screen sh
 expect_rc 0 "$CB_BIN" report "$RUN" --spec "$RUN/spec.json" --pdf "$TMP/r.pdf"
 head -c 5 "$TMP/r.pdf" | grep -q '%PDF-' || fail "--pdf did not write a PDF"
 ok "--pdf prints report.html to PDF ($(stat -c %s "$TMP/r.pdf") bytes)"
+# The PDF opens with its cover page (print only: the screen shows the report at once).
+command -v pdftotext >/dev/null || fail "pdftotext is not installed (scripts/setup.sh installs poppler-utils)"
+pdftotext -f 1 -l 1 "$TMP/r.pdf" "$TMP/page1.txt" && pdftotext -f 2 -l 2 "$TMP/r.pdf" "$TMP/page2.txt" \
+  || fail "pdftotext could not read the PDF"
+SHA=$(sha256sum "$RUN/spec.json" | cut -d' ' -f1)
+py '
+p1 = " ".join(open(sys.argv[1]).read().split())
+p2 = open(sys.argv[2]).read()
+for want in ("Cluster acceptance report", "Verdict: PASS", "4 nodes: node01, node02, node03, node04",
+             "32 GPUs: 32 x NVIDIA H100 80GB HBM3", "2026-11-30T08:45:00Z to 2026-11-30T08:55:00Z",
+             "sha256 " + sys.argv[3], "0.1.0-3f2a9c1d7e0b", "1654123000203", "1654123000407"):
+    assert want in p1, (want, p1)
+assert "Verdicts" not in p1, p1  # the cover is a page of its own
+assert p2.lstrip().startswith("clusterbench report: fleet-fixture"), p2[:200]
+' "$TMP/page1.txt" "$TMP/page2.txt" "$SHA"
+ok "the PDF opens with a cover: cluster, dates, spec table and sha256, version, GPU serials"
 
 # A run directory whose name holds URL syntax ('#', '%', '?') still prints (file:// URL encoded).
 ODD="$TMP/run #1 %41?x"

@@ -339,6 +339,36 @@ TEST(Html, SelfContainedWithoutGnuplot) {
   EXPECT_EQ(h.substr(h.size() - 8), "</html>\n");
 }
 
+// The PDF's cover: the first thing in the page, shown only in print, with the cluster, the dates,
+// the spec table and its sha256, the version and every GPU's serial.
+TEST(Html, CoverForThePdf) {
+  std::string h = render_html(fx().report, "");
+  const size_t cover = h.find("<section class=\"cover\" id=\"cover\">");
+  ASSERT_NE(cover, std::string::npos);
+  EXPECT_LT(cover, h.find("<h1>clusterbench report"));
+  EXPECT_NE(h.find(".cover{display:none}"), std::string::npos);
+  EXPECT_NE(h.find("@media print{"), std::string::npos);
+  EXPECT_NE(h.find(".cover{display:block;page-break-after:always"), std::string::npos);
+  const std::string c = h.substr(cover, h.find("</section>", cover) - cover);
+  EXPECT_NE(
+      c.find("4 nodes: node01, node02, node03, node04<br>32 GPUs: 32 x NVIDIA H100 80GB HBM3"),
+      std::string::npos)
+      << c;
+  EXPECT_NE(c.find("2026-11-30T08:45:00Z to 2026-11-30T08:55:00Z (suite quick, run "
+                   "20261130T090000Z-node01)"),
+            std::string::npos)
+      << c;
+  EXPECT_NE(c.find("sha256 <code>" + fx().report.spec_sha256 + "</code>"), std::string::npos);
+  EXPECT_NE(c.find("<td>0.1.0-3f2a9c1d7e0b</td>"), std::string::npos) << c;
+  EXPECT_NE(c.find("<tr><td>node02</td>"), std::string::npos);
+  // Every GPU serial: 1654123000HGG for host H, GPU GG (the fixture's numbering).
+  for (int host = 1; host <= 4; ++host)
+    for (int gpu = 0; gpu < 8; ++gpu)
+      EXPECT_NE(c.find("1654123000" + std::to_string(host) + "0" + std::to_string(gpu)),
+                std::string::npos)
+          << host << " " << gpu;
+}
+
 TEST(Html, ChartsWhenGnuplotIsInstalled) {
   std::string gp = find_gnuplot();
   if (gp.empty()) GTEST_SKIP() << "gnuplot not installed";
