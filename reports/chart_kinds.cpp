@@ -284,7 +284,13 @@ Chart lines_chart(const SpecFamily& family, const std::vector<const ResultRecord
   c.logx = spec.logx, c.logy = spec.logy;
   c.xlabel = spec.xlabel, c.ylabel = spec.ylabel;
   c.mark_x = spec.mark_x, c.mark_label = spec.mark_label;
-  const std::string split = params_label(recs.front()->params, spec.split);
+  std::string split = params_label(recs.front()->params, spec.split);
+  // Cluster-wide records (collectives) say over how many nodes: within one node or the network.
+  if (std::all_of(recs.begin(), recs.end(),
+                  [](const ResultRecord* r) { return r->scope.kind == ScopeKind::cluster; })) {
+    const size_t n = report.hosts.size();
+    split += (split.empty() ? "" : ", ") + std::to_string(n) + (n == 1 ? " node" : " nodes");
+  }
   c.title = spec.title + (split.empty() ? "" : " (" + split + ")");
   std::vector<std::string> exclude = spec.split;
   exclude.push_back(spec.x);

@@ -63,7 +63,7 @@ for fig in figs:
     got.append((title, rec, kind))
 want = [("gemm.bf16: Each GPU\x27s BF16 GEMM >= 600 TFLOP/s", 32, "heatmap"),
         ("Host memory bandwidth (STREAM) per kernel and node", 4, "groups"),
-        ("Collectives: bus bandwidth against message size (backend=nccl)", 5, "lines"),
+        ("Collectives: bus bandwidth against message size (backend=nccl, 4 nodes)", 5, "lines"),
         ("Dataloader: samples/s against workers", 16, "lines"),
         ("io.seq_read: fio sequential read >= 5 GB/s per node", 4, "bars")]
 assert got == want, got

@@ -71,7 +71,7 @@ TEST(Charts, WhatTheFleetFixtureAllows) {
   EXPECT_EQ(stream.group_lines[0].label, "spec host.triad >= 100 GB/s");
   // busbw against size, log-log, one chart per backend, one line per collective.
   const Chart& bus = charts[2];
-  EXPECT_EQ(bus.title, "Collectives: bus bandwidth against message size (backend=nccl)");
+  EXPECT_EQ(bus.title, "Collectives: bus bandwidth against message size (backend=nccl, 4 nodes)");
   EXPECT_TRUE(bus.logx && bus.logy);
   ASSERT_EQ(bus.series.size(), 1u);
   EXPECT_EQ(bus.series[0].name, "all_reduce");
