@@ -182,6 +182,14 @@ std::string table_header() {
   return buf;
 }
 
+std::string table_footer(long long wrong, double busbw_sum, long long busbw_n) {
+  char buf[256];
+  std::snprintf(buf, sizeof buf,
+                "# Out of bounds values : %lld %s\n# Avg bus bandwidth    : %g \n#\n", wrong,
+                wrong ? "FAILED" : "OK", busbw_n > 0 ? busbw_sum / busbw_n : 0.0);
+  return buf;
+}
+
 std::string table_row(long long bytes, long long count, const std::string& type,
                       const std::string& redop, int root, double time_us, double algbw,
                       double busbw, long long wrong, double inplace_time_us, double inplace_algbw,
@@ -688,19 +696,21 @@ void record_reference(CaseRun& run, const Collective& c, const CaseShape& s, con
                   "median time; the goal: >= 0.97"}});
 }
 
-/// nccl-tests' table row of the case, under a new header when `header` differs from the last
-/// one printed (`last_header`, updated).
+/// nccl-tests' table row of the case, under a new header when `header` differs from the table
+/// in `t` (updated), and the table's closing lines (table_footer) when `last` (the sweep's last
+/// case of this backend).
 std::string table_text(const Collective& c, const CaseShape& s, const Timings& r, bool has_inplace,
-                       const std::string& header, std::string& last_header) {
+                       const std::string& header, bool last, CollectiveTable& t) {
   std::string out;
-  if (header != last_header) out = header + table_header();
-  last_header = header;
+  if (header != t.header) out = header + table_header(), t = {header, 0, 0, 0};
   const double b = static_cast<double>(s.bytes);
-  out +=
-      table_row(s.bytes, s.bytes / s.es, dtype_name(s.t), c.reduces ? "sum" : "none", s.root,
-                r.oop.median * 1e6, algbw_gbs(b, r.oop.median), busbw_gbs(c, b, r.oop.median, s.n),
-                r.oop_wrong, has_inplace ? r.ip.median * 1e6 : -1, algbw_gbs(b, r.ip.median),
-                busbw_gbs(c, b, r.ip.median, s.n), r.ip_wrong);
+  const double oop = busbw_gbs(c, b, r.oop.median, s.n), ip = busbw_gbs(c, b, r.ip.median, s.n);
+  out += table_row(s.bytes, s.bytes / s.es, dtype_name(s.t), c.reduces ? "sum" : "none", s.root,
+                   r.oop.median * 1e6, algbw_gbs(b, r.oop.median), oop, r.oop_wrong,
+                   has_inplace ? r.ip.median * 1e6 : -1, algbw_gbs(b, r.ip.median), ip, r.ip_wrong);
+  t.busbw_sum += oop, ++t.busbw_n, t.wrong += r.oop_wrong;
+  if (has_inplace) t.busbw_sum += ip, ++t.busbw_n, t.wrong += std::max(0LL, r.ip_wrong);
+  if (last) out += table_footer(t.wrong, t.busbw_sum, t.busbw_n), t = {};
   return out;
 }
 
@@ -724,7 +734,13 @@ void CollectiveBenchmark::run(CaseRun& run) const {
   for (const auto& [k, v] : chose.items()) run.set_extra(k, v);
   if (ctx.is_root()) {
     std::string header = "# " + id() + ", " + be.name() + ", " + std::to_string(s.n) + " ranks\n";
-    std::cout << table_text(coll_, s, r, bufs.has_inplace(), header, last_header_) << std::flush;
+    // The sweep's last case of this backend closes the table.
+    const json* last = nullptr;
+    const std::vector<json> all = cases(run.settings());
+    for (const auto& c : all)
+      if (c.value("backend", "") == run.params().value("backend", "")) last = &c;
+    const bool closes = last && *last == run.params();
+    std::cout << table_text(coll_, s, r, bufs.has_inplace(), header, closes, table_) << std::flush;
   }
   CHECK_MSG(r.oop_wrong == 0 && r.ip_wrong <= 0, "clusterbench",
             "#wrong = " + std::to_string(r.oop_wrong) + " out-of-place, " +

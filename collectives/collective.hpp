@@ -173,6 +173,14 @@ json nccl_env(const json& params);
 /// AbortRun when init passes the deadline.
 Backend& nccl_backend(const Context& ctx, const json& env, double timeout_s);
 
+/// The console's nccl-tests table being printed by rank 0: its header (a new one when the backend
+/// changes) and the sums for its closing lines (table_footer).
+struct CollectiveTable {
+  std::string header;
+  double busbw_sum = 0;
+  long long busbw_n = 0, wrong = 0;
+};
+
 /// The benchmark of one collective: one case per (backend, dtype, size); each case times the
 /// out-of-place and the in-place operation, verifies both, and prints nccl-tests' table row.
 /// Its knobs (`--set collectives[.<op>].KEY`) are declared below; `clusterbench list` shows them.
@@ -200,9 +208,8 @@ class CollectiveBenchmark : public Benchmark {
   /// Reads and checks every knob, in the order the plan reports a bad one. Throws InputError
   /// naming `--set ID.KEY`.
   Options options(const Settings& s) const;
-
   const Collective& coll_;
-  mutable std::string last_header_;  ///< console: a new header when the backend changes
+  mutable CollectiveTable table_;  ///< console: the nccl-tests table being printed
 
   Knob<long long> minbytes_ =
       knobs_.size("minbytes", "8", "first message size of the sweep (nccl-tests -b)");
@@ -242,6 +249,11 @@ class CollectiveBenchmark : public Benchmark {
 /// nccl-tests' table header (three comment lines) and one row; `inplace_time_us` < 0 prints "n/a"
 /// for the whole in-place form, `inplace_wrong` < 0 for its #wrong alone (a form not checked).
 std::string table_header();
+/// nccl-tests' closing lines of a table: "# Out of bounds values : 0 OK" (the wrong elements of
+/// the sweep; FAILED when any) and "# Avg bus bandwidth    : 1.49523", the mean of every measured
+/// out-of-place and in-place busbw of the sweep (GB/s, %g), as nccl-tests prints them.
+std::string table_footer(long long wrong, double busbw_sum, long long busbw_n);
+
 std::string table_row(long long bytes, long long count, const std::string& type,
                       const std::string& redop, int root, double time_us, double algbw,
                       double busbw, long long wrong, double inplace_time_us, double inplace_algbw,

@@ -94,7 +94,21 @@ py "
 names = [b['name'] for b in json.load(open(sys.argv[1] + '/gbench.json'))['benchmarks']]
 assert len(names) == len(set(names)) and any('/in-place/' in n for n in names), names[:4]
 " "$TMP/np2"
-ok "mpirun -np 2: 42 cases of float/half/bfloat16, busbw = S/t x factor, #wrong 0"
+# Each table closes as nccl-tests' does: out-of-bounds count, then the mean of the busbw columns.
+py "
+import re
+text = open(sys.argv[1]).read()
+tables = re.findall(r'^# (collectives\.\w+), mpi, 2 ranks\n(.*?)^# Out of bounds values : (\d+) (OK|FAILED)\n# Avg bus bandwidth    : ([0-9.e+-]+) \n#\n', text, re.S | re.M)
+assert len(tables) == 7, [t[0] for t in tables]
+for name, body, wrong, word, avg in tables:
+    rows = [l.split() for l in body.splitlines() if l.strip() and not l.startswith('#')]
+    assert len(rows) == 6, (name, rows)  # 3 types x 2 sizes
+    bw = [float(r[7]) for r in rows] + [float(r[11]) for r in rows if r[11] != 'n/a']
+    mean = sum(bw) / len(bw)
+    assert (wrong, word) == ('0', 'OK'), (name, wrong, word)
+    assert abs(float(avg) - mean) <= 0.006 + 1e-3 * mean, (name, avg, mean)  # rows show 2 decimals
+" "$TMP/out"
+ok "mpirun -np 2: 42 cases of float/half/bfloat16, busbw = S/t x factor, #wrong 0, each table closed by its Avg bus bandwidth"
 
 # np 4: the ci sweep (8 B .. 2 MiB x 8, float); 8 B has no whole float per rank in gathering ops.
 expect_rc 0 "${MPIRUN[@]}" -np 4 "$CB_BIN" run --suite ci --spec "$TMP/spec.json" \

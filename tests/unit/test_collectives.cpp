@@ -213,6 +213,14 @@ TEST(Collectives, TableRow) {
   for (const cb::Collective* c : all_colls) EXPECT_TRUE(c->layout != nullptr) << c->name;
 }
 
+// nccl-tests' closing lines: the sweep's wrong elements, and the mean of its busbw values.
+TEST(Collectives, TableFooter) {
+  EXPECT_EQ(cb::table_footer(0, 3.0 + 4.5, 2),
+            "# Out of bounds values : 0 OK\n# Avg bus bandwidth    : 3.75 \n#\n");
+  EXPECT_EQ(cb::table_footer(3, 1.0, 4),
+            "# Out of bounds values : 3 FAILED\n# Avg bus bandwidth    : 0.25 \n#\n");
+}
+
 // Issue 18 item 1: NCCL's in-place alltoall and sendrecv have no defined result (nccl-tests'
 // alltoall.cu and sendrecv.cu: reportErrors = in_place ? 0 : 1): never judged, their in-place
 // #wrong shows n/a while their time is still printed.
