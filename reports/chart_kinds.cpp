@@ -11,6 +11,7 @@
 #include <unordered_map>
 
 #include "records/spec.hpp"
+#include "reports/families.hpp"
 #include "reports/report.hpp"
 #include "reports/rows.hpp"
 
@@ -52,6 +53,8 @@ namespace {
 
 /// Heatmaps show at most this many rows (nodes): those with the worst cells.
 constexpr size_t kMaxHeatmapRows = 48;
+/// GPU indexes a heatmap shows (0-63): a node has at most a few dozen GPUs.
+constexpr int kMaxHeatmapColumns = 64;
 /// A groups chart draws a bar per node up to this many nodes; beyond, a point per node.
 constexpr size_t kMaxGroupBars = 16;
 
@@ -97,6 +100,34 @@ bool threshold_row(const RowResult& row) {
          (r.op == ">=" || r.op == "<=") && r.value.is_number();
 }
 
+/// An item the row compared with its threshold (not MISSING or WAIVED).
+bool judged(const ItemResult& it) {
+  return it.value.is_number() &&
+         (it.outcome == kPass || it.outcome == kWarn || it.outcome == kFail);
+}
+
+/// A row that judged at least one item: only such a row draws its threshold.
+bool judged_any(const RowResult& row) {
+  return std::any_of(row.items.begin(), row.items.end(), judged);
+}
+
+/// A GPU item "host/gpuN[uuid]" read as a GPU whatever the host name holds ("<->" included):
+/// the row's scope says it is one. gpu_index -1 when it is not of that form.
+Scope gpu_item(const std::string& item) {
+  Scope s;
+  s.kind = ScopeKind::gpu;
+  std::string core = item;
+  if (!core.empty() && core.back() == ']')
+    if (auto open = core.rfind('['); open != std::string::npos) core.resize(open);
+  const size_t g = core.rfind("/gpu");
+  if (g == std::string::npos || g + 4 >= core.size()) return s;
+  for (size_t i = g + 4; i < core.size(); ++i)
+    if (!std::isdigit(static_cast<unsigned char>(core[i]))) return s;
+  s.host = core.substr(0, g);
+  s.gpu_index = std::stoi(core.substr(g + 4, 9));
+  return s;
+}
+
 /// Whether `params` holds every key of `select` with the same value.
 bool selects(const json& select, const json& params) {
   for (const auto& [k, v] : select.items())
@@ -132,21 +163,26 @@ std::vector<RawCell> raw_cells(const RowResult& row, const Report& report, bool&
                           ? o.hosts[0] + "<->" + o.hosts[1]
                           : o.host + "/gpu" + std::to_string(o.gpu_index));
   std::vector<RawCell> raw;
+  links = row.req.scope == "link";
+  if (!links && row.req.scope != "gpu") return raw;
+  std::set<std::pair<std::string, std::string>> pairs;  // a link once, whichever way round
   for (const auto& it : row.items) {
-    if (!it.value.is_number()) continue;
-    Scope s = parse_scope_item(it.item);
+    if (!judged(it) || !std::isfinite(it.value.get<double>())) continue;
     std::string mark = it.outcome == kFail ? "FAIL" : it.outcome == kWarn ? "WARN" : "";
-    if (s.kind == ScopeKind::gpu) {
+    if (!links) {
+      const Scope s = gpu_item(it.item);
+      if (s.gpu_index < 0 || s.gpu_index >= kMaxHeatmapColumns) continue;
       if (mark.empty() && outliers.count(s.host + "/gpu" + std::to_string(s.gpu_index)))
         mark = "outlier";
       raw.push_back({s.host, "", s.gpu_index, it.value.get<double>(), mark});
-    } else if (s.kind == ScopeKind::link && s.hosts.size() == 2) {
-      if (mark.empty() && outliers.count(s.hosts[0] + "<->" + s.hosts[1])) mark = "outlier";
-      raw.push_back({s.hosts[0], s.hosts[1], -1, it.value.get<double>(), mark});
+      continue;
     }
+    const Scope s = parse_scope_item(it.item);
+    if (s.kind != ScopeKind::link || s.hosts.size() != 2) continue;
+    if (!pairs.insert(std::minmax(s.hosts[0], s.hosts[1])).second) continue;
+    if (mark.empty() && outliers.count(s.hosts[0] + "<->" + s.hosts[1])) mark = "outlier";
+    raw.push_back({s.hosts[0], s.hosts[1], -1, it.value.get<double>(), mark});
   }
-  links = !raw.empty() && raw.front().gpu < 0;
-  std::erase_if(raw, [&](const RawCell& c) { return (c.gpu < 0) != links; });
   return raw;
 }
 
@@ -201,7 +237,8 @@ Chart heatmap_of(const RowResult& row, const Report& report) {
   if (links) c.labels = c.ylabels;
   for (const auto& r : raw) {
     if (!y_at.count(r.a) || (links && !y_at.count(r.b))) continue;
-    const double percent = 100 * r.value / threshold;
+    const double percent = r.value / threshold * 100;
+    if (!std::isfinite(percent)) continue;
     if (links) {
       c.cells.push_back({y_at[r.b], y_at[r.a], r.value, percent, r.mark});
       c.cells.push_back({y_at[r.a], y_at[r.b], r.value, percent, r.mark});
@@ -263,7 +300,9 @@ void add_spec_lines(Chart& c, const Report& report, const std::string& bench,
                     const std::string& metric, const json& split) {
   for (const auto& row : report.rows) {
     const Requirement& r = row.req;
-    if (!threshold_row(row) || r.select.benchmark != bench || r.select.metric != metric) continue;
+    if (!threshold_row(row) || !judged_any(row) || r.select.benchmark != bench ||
+        r.select.metric != metric)
+      continue;
     bool agrees = true;
     for (const auto& [k, v] : split.items())
       if (r.select.params.contains(k) && r.select.params[k] != v) agrees = false;
@@ -341,7 +380,9 @@ void add_group_lines(Chart& c, const SpecFamily& family, const Report& report,
                      std::set<std::string>& done) {
   for (const auto& row : report.rows) {
     const Requirement& r = row.req;
-    if (!threshold_row(row) || !glob_match(family.benchmark, r.select.benchmark)) continue;
+    if (!threshold_row(row) || !judged_any(row) ||
+        !glob_match(family.benchmark, r.select.benchmark))
+      continue;
     if (!family.chart->metric.empty() && !glob_match(family.chart->metric, r.select.metric))
       continue;
     for (size_t g = 0; g < first_of_group.size(); ++g) {
@@ -352,6 +393,24 @@ void add_group_lines(Chart& c, const SpecFamily& family, const Report& report,
       done.insert(r.select.benchmark + "|" + r.select.metric);
     }
   }
+}
+
+/// Per group, the metric of the first row that judges it (a threshold row over the family's
+/// benchmark selecting the group's params, its metric matching the chart's), or "".
+std::vector<std::string> group_metrics(const SpecFamily& family, const Report& report,
+                                       const std::vector<const ResultRecord*>& first_of_group) {
+  std::vector<std::string> out(first_of_group.size());
+  for (const auto& row : report.rows) {
+    const Requirement& r = row.req;
+    if (!threshold_row(row) || !judged_any(row)) continue;
+    if (!family.chart->metric.empty() && !glob_match(family.chart->metric, r.select.metric))
+      continue;
+    for (size_t g = 0; g < first_of_group.size(); ++g)
+      if (out[g].empty() && first_of_group[g]->benchmark == r.select.benchmark &&
+          selects(r.select.params, first_of_group[g]->params))
+        out[g] = r.select.metric;
+  }
+  return out;
 }
 
 /// A family's bar-group chart: a group per value of `x`, a bar per node (a point per node
@@ -365,16 +424,32 @@ Chart groups_chart(const SpecFamily& family, const std::vector<const ResultRecor
       spec.x == "*" ? varying_keys(recs, {}) : std::vector<std::string>{};
   std::unordered_map<std::string, size_t> group_at;
   std::vector<const ResultRecord*> first_of_group;
-  std::map<std::string, Series> by_item;
   for (const auto* r : recs) {
     auto [it, fresh] = group_at.try_emplace(group_label(*r, spec, keys), c.labels.size());
     if (fresh) c.labels.push_back(it->first), first_of_group.push_back(r);
-    double sum = 0;
-    for (const auto& m : r->metrics)
-      if (metric_drawn(spec, m)) sum += m.value, done.insert(r->benchmark + "|" + m.name);
+  }
+  // A group a row judges shows the row's metric alone (a read_bw row over read_bw, not read +
+  // write); the others the sum of the matching metrics in the chart's unit (the first seen).
+  const std::vector<std::string> judged_metric = group_metrics(family, report, first_of_group);
+  std::string unit;
+  std::map<std::string, Series> by_item;
+  for (const auto* r : recs) {
+    const size_t g = group_at[group_label(*r, spec, keys)];
+    double value = 0;
+    bool any = false;
+    for (const auto& m : r->metrics) {
+      const bool take = judged_metric[g].empty()
+                            ? metric_drawn(spec, m) && (unit.empty() || m.unit == unit)
+                            : m.name == judged_metric[g];
+      if (!take) continue;
+      if (unit.empty()) unit = m.unit;
+      value += m.value, any = true;
+      done.insert(r->benchmark + "|" + m.name);
+    }
+    if (!any) continue;
     Series& s = by_item[short_item(r->scope)];
     s.name = short_item(r->scope);
-    s.points.push_back({static_cast<double>(it->second), sum});
+    s.points.push_back({static_cast<double>(g), value});
     ++c.records;
   }
   for (auto& [n, s] : by_item) c.series.push_back(std::move(s));
@@ -433,10 +508,10 @@ Chart row_bars(const RowResult& row) {
   const Requirement& r = row.req;
   Chart c;
   c.title = r.id + ": " + r.title;
-  Series s{r.scope + " value", {}};
+  Series s{r.select.metric, {}};
   double lo = INFINITY, hi = 0;
   for (const auto& it : row.items) {
-    if (!it.value.is_number()) continue;
+    if (!judged(it) || !std::isfinite(it.value.get<double>())) continue;
     const double v = it.value.get<double>();
     s.points.push_back({static_cast<double>(c.labels.size()), v});
     c.labels.push_back(it.item);
@@ -460,9 +535,11 @@ Chart row_bars(const RowResult& row) {
 
 std::vector<Chart> row_bar_charts(const Report& report, const std::set<std::string>& done) {
   std::vector<Chart> out;
+  FamilyCache family(report.spec->families);
   for (const auto& row : report.rows) {
     if (!threshold_row(row) || done.count(row.req.select.benchmark + "|" + row.req.select.metric))
       continue;
+    if (family(row.req.select.benchmark).soak) continue;  // drawn over time (burnin_charts)
     Chart c = row_bars(row);
     if (c.records) out.push_back(std::move(c));
   }

@@ -14,6 +14,12 @@ namespace clusterbench::report {
 /// A gnuplot string literal holding `s` as plain text (single-quoted: no substitution).
 std::string gp_quote(const std::string& s);
 
+/// A tic label: gp_quote() with each '%' doubled (gnuplot reads a tic label as a format).
+std::string gp_tic(const std::string& s);
+
+/// Whether any point of the chart is below zero (the y axis then does not start at 0).
+bool has_negative(const Chart& chart);
+
 /// `v` with up to 10 significant digits, as gnuplot reads it.
 std::string gp_num(double v);
 

@@ -27,6 +27,12 @@ std::string gp_quote(const std::string& s) {
   return out + "'";
 }
 
+std::string gp_tic(const std::string& s) {
+  std::string doubled;
+  for (char c : s) doubled += c == '%' ? std::string("%%") : std::string(1, c);
+  return gp_quote(doubled);
+}
+
 std::string gp_num(double v) {
   char buf[64];
   std::snprintf(buf, sizeof buf, "%.10g", v);
@@ -39,7 +45,7 @@ namespace {
 std::string tics(const char* axis, const std::vector<std::string>& labels, const char* extra) {
   std::string out = std::string("set ") + axis + "tics " + extra + "(";
   for (size_t i = 0; i < labels.size(); ++i)
-    out += (i ? ", " : "") + gp_quote(labels[i]) + " " + std::to_string(i);
+    out += (i ? ", " : "") + gp_tic(labels[i]) + " " + std::to_string(i);
   return out + ")\n";
 }
 
@@ -64,6 +70,17 @@ std::string heatmap_palette(const Chart& c) {
       << ", 100.001 " << bad_near << ", " << gp_num(hi) << " " << bad_far << ")\n";
   return g.str();
 }
+
+}  // namespace
+
+bool has_negative(const Chart& c) {
+  for (const auto& s : c.series)
+    for (const auto& p : s.points)
+      if (p.second < 0) return true;
+  return false;
+}
+
+namespace {
 
 struct MarkStyle {
   const char* mark;
@@ -115,7 +132,8 @@ std::string heatmap_script(const Chart& c, const std::string& block) {
 std::string groups_script(const Chart& c, const std::string& block) {
   std::ostringstream g;
   const size_t n = c.labels.size();
-  g << "set xrange [-0.6:" << gp_num(n - 0.4) << "]\nset yrange [0:*]\n";
+  g << "set xrange [-0.6:" << gp_num(n - 0.4) << "]\n"
+    << (has_negative(c) ? "" : "set yrange [0:*]\n");
   bool long_labels = std::any_of(c.labels.begin(), c.labels.end(),
                                  [](const std::string& l) { return l.size() > 12; });
   g << tics("x", c.labels, long_labels ? "rotate by -30 font ',9' " : "");
@@ -143,8 +161,8 @@ std::string groups_script(const Chart& c, const std::string& block) {
                     gp_quote("spec threshold of each group"));
     int i = 1;
     for (const auto& l : c.group_lines)
-      g << "set label " << i++ << " " << gp_quote(l.label) << " at " << gp_num(l.group - 0.45)
-        << "," << gp_num(l.value) << " left offset 0,0.7 font ',9' tc rgb 'red' front\n";
+      g << "set label " << i++ << " " << gp_quote(l.label) << " at " << gp_num(l.group) << ","
+        << gp_num(l.value) << " center offset 0,0.7 font ',9' tc rgb 'red' front\n";
   }
   g << "plot ";
   for (size_t i = 0; i < plots.size(); ++i) g << (i ? ", \\\n     " : "") << plots[i];

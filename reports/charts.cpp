@@ -127,7 +127,7 @@ std::vector<std::string> xy_plots(const Chart& c, const std::string& block, std:
   g << "set xrange [-0.6:" << gp_num(n - 0.4) << "]\n";
   if (c.kind == "bars") {
     g << "set xtics rotate by -45 font ',9' (";
-    for (size_t i = 0; i < n; ++i) g << (i ? ", " : "") << gp_quote(c.labels[i]) << " " << i;
+    for (size_t i = 0; i < n; ++i) g << (i ? ", " : "") << gp_tic(c.labels[i]) << " " << i;
     g << ")\n";
     double w = 0.8 / std::max<size_t>(1, c.series.size());
     g << "set style fill solid 0.8 border -1\nset boxwidth " << gp_num(w) << " absolute\n";
@@ -157,13 +157,15 @@ std::string gnuplot_script(const Chart& c, const std::string& output) {
   if (!output.empty()) g << "set output " << gp_quote(output) << "\n";
   g << "set title " << gp_quote(c.title) << "\n";
   g << "set xlabel " << gp_quote(c.xlabel) << "\nset ylabel " << gp_quote(c.ylabel) << "\n";
-  g << "set grid ytics\nset key outside below center horizontal\n";
+  g << "set grid ytics\nset key outside below center horizontal box lc rgb '#bbbbbb'\n";
   if (c.kind == "heatmap" || c.kind == "groups" || c.kind == "group-points") {
     // Room above the highest bar or threshold, so that no line sits on the frame.
     if (c.kind != "heatmap") g << "set offsets 0, 0, graph 0.1, 0\n";
     g << (c.kind == "heatmap" ? heatmap_script(c, block) : groups_script(c, block));
   } else {
-    g << (c.logy ? "set logscale y 10\n" : "set yrange [0:*]\n")
+    g << (c.logy            ? "set logscale y 10\n"
+          : has_negative(c) ? ""
+                            : "set yrange [0:*]\n")
       << (c.mark_x ? "set offsets 0, graph 0.05, graph 0.1, 0\n"
                    : "set offsets 0, 0, graph 0.1, 0\n");
     for (size_t s = 0; s < c.series.size(); ++s) {

@@ -1,6 +1,7 @@
 // The procurement PDF's cover (reports/cover.hpp).
 #include "reports/cover.hpp"
 
+#include <algorithm>
 #include <map>
 #include <sstream>
 
@@ -58,6 +59,26 @@ void serials_row(std::ostringstream& o, const EnvRecord& env) {
     << h(or_dash(gpus)) << "</td></tr>\n";
 }
 
+/// "What failed": each FAIL row's title, how many of its items failed and the worst one (the
+/// first kCoverFailedRows rows; the report's first page says what to do about them).
+void failed_rows(std::ostringstream& o, const Report& r) {
+  std::vector<const RowResult*> failed;
+  for (const auto& row : r.rows)
+    if (row.outcome == kFail) failed.push_back(&row);
+  if (failed.empty()) return;
+  o << "<h2>What failed</h2>\n<ul class=\"cover-failed\">\n";
+  for (size_t i = 0; i < failed.size() && i < kCoverFailedRows; ++i) {
+    const RowResult& row = *failed[i];
+    const auto n = std::count_if(row.items.begin(), row.items.end(),
+                                 [](const ItemResult& it) { return it.outcome == kFail; });
+    o << "<li>" << h(row.req.title) << ": " << n << " of " << row.items.size()
+      << " failed; the worst " << h(or_dash(row.worst_item)) << "</li>\n";
+  }
+  if (failed.size() > kCoverFailedRows)
+    o << "<li>and " << failed.size() - kCoverFailedRows << " more rows</li>\n";
+  o << "</ul>\n";
+}
+
 }  // namespace
 
 std::string render_cover_html(const Report& r) {
@@ -77,7 +98,9 @@ std::string render_cover_html(const Report& r) {
   o << "<tr><th>clusterbench</th><td>" << h(or_dash(run.run.version)) << "</td></tr>\n";
   o << "<tr><th>rows</th><td>";
   for (Outcome oc : kOutcomeOrder) o << h(to_string(oc)) << " " << r.counts.at(oc) << " &nbsp; ";
-  o << "</td></tr>\n</table>\n<h2>Serials</h2>\n<table class=\"cover-serials\">\n"
+  o << "</td></tr>\n</table>\n";
+  failed_rows(o, r);
+  o << "<h2>Serials</h2>\n<table class=\"cover-serials\">\n"
     << "<tr><th>node</th><th>system</th><th>system serial</th><th>board serial</th>"
        "<th>chassis serial</th><th>GPUs</th><th>GPU serials</th></tr>\n";
   for (size_t i = 0; i < run.run.env.size() && i < kCoverNodes; ++i) serials_row(o, run.run.env[i]);

@@ -44,6 +44,7 @@ figure.chart{margin:1em 0;border:1px solid #ddd;padding:.5em}figure.chart svg{ma
 figcaption{font-weight:bold;margin-bottom:.3em}code,pre{font-size:.85em}
 .src{font-size:.85em;color:#444}
 .cover{display:none}.cover h1{font-size:2em;margin-top:1em}.cover table{font-size:1em}
+.cover td,table.verdicts td{overflow-wrap:anywhere}table{max-width:100%}
 @media print{body{max-width:none}figure.chart{page-break-inside:avoid}
 .cover{display:block;page-break-after:always;break-after:page}}
 )";

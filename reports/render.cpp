@@ -577,6 +577,11 @@ void check_output_file(const std::string& path, const std::string& option,
                        "; write it elsewhere");
   }
   if (fs::is_directory(path, ec)) throw InputError(what + "is a directory; name a file");
+  // The atomic rename would replace the link itself (/dev/stdout -> /proc/self/fd/1 for every
+  // process of the machine), not the file it names.
+  if (fs::is_symlink(fs::symlink_status(path, ec)))
+    throw InputError(what + "is a symbolic link (to " + fs::read_symlink(path, ec).string() +
+                     "); name the file itself");
   // A device, FIFO or socket (/dev/null, /dev/stdout) would be replaced by the atomic rename.
   if (fs::exists(fs::symlink_status(path, ec)) && !fs::is_regular_file(path, ec))
     throw InputError(what + "exists and is not a regular file");

@@ -55,7 +55,8 @@ void write_reports(const Report& report, const std::string& dir);
 /// Checks, before any work starts, that `path` can be written as a regular file: its parent
 /// directory exists and a file can be created there (a probe `path + ".tmp." + pid`, created and
 /// removed: this catches read-only mounts and /proc, which access(2) passes for root), `path` is
-/// not a directory nor an existing device, FIFO, socket or dangling link, and, when `run_dir` is
+/// not a directory, a symbolic link (the rename would replace the link: /dev/stdout) nor an
+/// existing device, FIFO or socket, and, when `run_dir` is
 /// not empty, `path` (symlinks resolved) is neither `run_dir` nor inside it (a run's own files are
 /// never replaced). Throws InputError
 /// "<option> <path>: <why>" (exit 2).

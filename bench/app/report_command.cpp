@@ -26,14 +26,30 @@ void print_report(const report::Report& rep, const std::string& dir, bool writte
             << std::flush;
 }
 
+/// Refuses to write any of `outputs` ("--option", path) over the spec table `spec`.
+void refuse_spec_overwrite(const std::vector<std::pair<std::string, std::string>>& outputs,
+                           const std::string& spec) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::path table = fs::weakly_canonical(fs::absolute(spec, ec), ec);
+  for (const auto& [option, path] : outputs)
+    if (!path.empty() && fs::weakly_canonical(fs::absolute(path, ec), ec) == table)
+      throw InputError(option + " " + path + ": is the spec table " + spec +
+                       " the report is judged against; write it elsewhere");
+}
+
 }  // namespace
 
 int report_command(const std::string& dir, const std::string& spec_path, bool quiet,
-                   const std::string& prometheus, bool* written) {
+                   const std::string& prometheus, bool* written,
+                   const std::vector<std::pair<std::string, std::string>>& outputs) {
   auto run = std::make_shared<const RunDir>(read_run_dir(dir));
   if (!prometheus.empty()) report::check_output_file(prometheus, "--prometheus", dir);
   std::string path = spec_path.empty() ? run->run.spec.path : spec_path;
   if (path.empty()) throw InputError(dir + "/run.json: names no spec table; pass --spec FILE");
+  auto all = outputs;
+  all.emplace_back("--prometheus", prometheus);
+  refuse_spec_overwrite(all, path);
   // The report (and the run it shares) is never freed: the process ends right after, and freeing
   // the million objects of a 1,000-node run took 0.7 s of `report` (docs/report.md "Scale").
   const report::Report& rep = *new report::Report(report::make_report(run, load_spec(path)));
@@ -92,18 +108,23 @@ class ReportCommand : public Command {
     cmd_ = app.add_subcommand("report", "evaluate a run directory against its spec table");
     cmd_->add_option("dir", dir_, "run directory (default results/latest)");
     cmd_->add_option("--spec", spec_, "spec table (default: the one run.json names)");
-    cmd_->add_option("--html", html_, "also copy report.html to this file");
-    cmd_->add_option("--pdf", pdf_, "print report.html to this PDF (headless Chromium)");
-    cmd_->add_option("--prometheus", prom_,
-                     "write the headline metrics as a Prometheus textfile (node_exporter)");
+    html_opt_ = cmd_->add_option("--html", html_, "also copy report.html to this file");
+    pdf_opt_ = cmd_->add_option("--pdf", pdf_, "print report.html to this PDF (headless Chromium)");
+    prom_opt_ =
+        cmd_->add_option("--prometheus", prom_,
+                         "write the headline metrics as a Prometheus textfile (node_exporter)");
     return cmd_;
   }
   int run(int, char**) override {
     // Checked before anything is rendered: never a run file, a directory or a device.
     if (!html_.empty()) report::check_output_file(html_, "--html", dir_);
     if (!pdf_.empty()) report::check_output_file(pdf_, "--pdf", dir_);
+    for (const auto* o : {pdf_opt_, html_opt_, prom_opt_})
+      if (o && o->count() && o->as<std::string>().empty())
+        throw InputError(o->get_name() + ": empty path; name a file");
     bool written = false;
-    int code = report_command(dir_, spec_, false, prom_, &written);
+    int code =
+        report_command(dir_, spec_, false, prom_, &written, {{"--html", html_}, {"--pdf", pdf_}});
     if (!written && (!html_.empty() || !pdf_.empty()))
       throw InputError(std::string(html_.empty() ? "--pdf" : "--html") +
                        ": report.html could not be written in " + dir_ +
@@ -126,6 +147,7 @@ class ReportCommand : public Command {
  private:
   CLI::App* cmd_ = nullptr;
   std::string dir_ = "results/latest", spec_, html_, pdf_, prom_;
+  CLI::Option *html_opt_ = nullptr, *pdf_opt_ = nullptr, *prom_opt_ = nullptr;
 };
 
 }  // namespace

@@ -360,12 +360,31 @@ void env_v1_unknowns(EnvRecord& v) {
 }
 }  // namespace
 
+namespace {
+
+/// A host name holds no control character (a newline would add a line to failing-hosts.txt and
+/// break report.md's tables): throws std::runtime_error naming `field` otherwise.
+void require_host_name(const std::string& name, const char* field) {
+  for (unsigned char c : name)
+    if (c < 0x20 || c == 0x7f)
+      throw std::runtime_error(std::string(field) + " " + valid_utf8(json(name).dump()) +
+                               " holds a control character; a host name cannot");
+}
+
+}  // namespace
+
+void check_host_names(const Scope& s) {
+  require_host_name(s.host, "scope host");
+  for (const auto& h : s.hosts) require_host_name(h, "scope hosts");
+}
+
 void from_json(const json& j, EnvRecord& v) {
   CB_FROM(schema), CB_FROM(host), CB_FROM(collected_at), CB_FROM(fs_root), CB_FROM(cpu),
       CB_FROM(memory), CB_FROM(gpus), CB_FROM(gpu_status), CB_FROM(nics), CB_FROM(block_devices),
       CB_FROM(versions), CB_FROM(tuning), CB_FROM(dmi), CB_FROM(gpudirect), CB_FROM(software),
       CB_FROM(environment), CB_FROM(warnings);
   CB_FROM(health);
+  require_host_name(v.host, "env host");
   if (v.schema == kEnvSchemaV1) env_v1_unknowns(v);
 }
 void to_json(json& j, const Metric& v) {
@@ -970,10 +989,10 @@ void parse_lines(const std::string& buf, const std::vector<std::pair<size_t, siz
     if (line.find_first_not_of(" \t\r") == std::string_view::npos) continue;
     try {
       ResultRecord r;
-      if (fast_record(parser, line.data(), len, buf.size() - off, params_cache, r))
-        out.records.push_back(std::move(r));
-      else  // the ordinary way: it accepts what the fast path did not know, or says what is wrong
-        out.records.push_back(parse_json_text(line, "", 0).get<ResultRecord>());
+      if (!fast_record(parser, line.data(), len, buf.size() - off, params_cache, r))
+        r = parse_json_text(line, "", 0).get<ResultRecord>();  // accepts it, or says what is wrong
+      check_host_names(r.scope);
+      out.records.push_back(std::move(r));
     } catch (const std::exception& e) {
       out.failed_at = i, out.error = valid_utf8(e.what());  // it may quote the bad bytes
       return;

@@ -343,6 +343,10 @@ struct ResultRecord {
 /// "node01<->node02", "cluster".
 std::string scope_item(const Scope& s);
 
+/// Throws std::runtime_error when a host name of `s` holds a control character (read_records
+/// turns it into an InputError naming the line; an EnvRecord's host is checked as it is read).
+void check_host_names(const Scope& s);
+
 /// Case key that `compare` matches on: benchmark, canonical params (sorted keys) and scope item.
 std::string make_case_key(const std::string& benchmark, const json& params, const Scope& s);
 

@@ -376,6 +376,12 @@ FamilyChart parse_chart(const json& c, const std::string& where) {
   if (!out.unit.empty() && !is_known_unit(out.unit))
     throw InputError(where + ": field 'unit' '" + out.unit + "' is not a known unit");
   parse_chart_layout(c, where, out);
+  if (out.kind == "lines" && out.metric.empty() && out.unit.empty())
+    throw InputError(where + ": a lines chart needs 'metric' or 'unit' (one quantity per axis)");
+  if (out.kind == "lines" && out.unit.empty() &&
+      out.metric.find_first_of("*?[") != std::string::npos)
+    throw InputError(where + ": field 'metric' '" + out.metric +
+                     "' is a glob: give 'unit' too, so that one axis holds one quantity");
   out.title = require_field<std::string>(c, "title", where);
   out.xlabel = optional_string(c, "xlabel", where);
   out.ylabel = optional_string(c, "ylabel", where);

@@ -30,7 +30,21 @@ STALE=$TMP/stale; cp -r "$RUN" "$STALE"; rm "$STALE/report.html"; mkdir "$STALE/
 expect_rc 2 "$CB_BIN" report "$STALE" --spec "$STALE/spec.json" --html "$TMP/stale.html"
 expect_out "--html: report.html could not be written in $STALE"
 [ ! -e "$TMP/stale.html" ] || fail "--html copied something although report.html was not written"
-ok "--html/--pdf refuse run files, directories, FIFOs and an unwritten report (exit 2)"
+# A symbolic link is refused, not replaced by the rename (/dev/stdout is one for the whole
+# machine); so is the spec table being judged against, and an empty path.
+echo keep >"$TMP/target.txt"; ln -s "$TMP/target.txt" "$TMP/link"
+for opt in --pdf --html --prometheus; do
+  expect_rc 2 "$CB_BIN" report "$RUN" --spec "$RUN/spec.json" $opt "$TMP/link"
+  expect_out "$opt $TMP/link: is a symbolic link \\(to $TMP/target.txt\\); name the file itself"
+  [ -L "$TMP/link" ] && [ "$(cat "$TMP/target.txt")" = keep ] || fail "$opt replaced a symbolic link or its file"
+done
+cp "$RUN/spec.json" "$TMP/table.json"; sum1=$(sha256sum "$TMP/table.json")
+expect_rc 2 "$CB_BIN" report "$RUN" --spec "$TMP/table.json" --pdf "$TMP/table.json"
+expect_out "--pdf $TMP/table.json: is the spec table $TMP/table.json the report is judged against"
+[ "$(sha256sum "$TMP/table.json")" = "$sum1" ] || fail "--pdf overwrote the spec table"
+expect_rc 2 "$CB_BIN" report "$RUN" --spec "$RUN/spec.json" --pdf ""
+expect_out "--pdf: empty path; name a file"
+ok "--html/--pdf refuse run files, directories, FIFOs, symbolic links, the spec table, an empty path and an unwritten report (exit 2)"
 
 # Charts: few and chosen. The fixture has one GPU row (BF16 GEMM, 32 GPUs: a heatmap), STREAM
 # triad (a bar group, 4 nodes), all_reduce busbw (5 sizes, log-log), the dataloader (4 hosts x 4

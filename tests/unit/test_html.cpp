@@ -234,6 +234,62 @@ TEST(Charts, LatenciesInSensibleUnitsOnALogAxis) {
   EXPECT_NE(gnuplot_script(*it).find("set logscale y 10"), std::string::npos);
 }
 
+// A '%' in a label is text, not a gnuplot format.
+TEST(Charts, PercentInALabelIsText) {
+  EXPECT_EQ(gp_tic("disk-100%"), "'disk-100%%'");
+  EXPECT_EQ(gp_tic("it's"), "'it''s'");
+}
+
+// A GPU row's items are GPUs whatever their host names hold: "node03<->x" is a node, not a link.
+TEST(Charts, AHostNamedLikeALinkIsStillANode) {
+  RunDir run = fx().run;
+  for (auto& r : run.records.records)
+    if (r.scope.host == "node03") r.scope.host = "node03<->x";
+  for (auto& e : run.run.env)
+    if (e.host == "node03") e.host = "node03<->x";
+  auto charts = build_charts(
+      make_report(run, load_spec(std::string(CB_FIXTURES) + "/results/fleet-4x8/spec.json")));
+  ASSERT_FALSE(charts.empty());
+  EXPECT_EQ(charts[0].kind, "heatmap");
+  EXPECT_EQ(charts[0].records, 32);
+  EXPECT_NE(std::find(charts[0].ylabels.begin(), charts[0].ylabels.end(), "node03<->x"),
+            charts[0].ylabels.end());
+}
+
+// A group a row judges shows the row's metric: read_bw 3 GB/s under a read_bw row, not read +
+// write (6 GB/s, which would sit above a 5 GB/s line the row fails); the threshold is drawn.
+TEST(Charts, AJudgedGroupShowsTheJudgedMetric) {
+  RunDir run = fx().run;
+  for (const char* host : {"node01", "node02", "node03", "node04"}) {
+    ResultRecord r;
+    r.benchmark = "io.fio";
+    r.params = {{"profile", "randrw"}};
+    r.scope.host = host;
+    r.metrics = {{"read_bw", 3.0, "GB/s", true}, {"write_bw", 3.0, "GB/s", true}};
+    r.case_key = make_case_key(r.benchmark, r.params, r.scope);
+    run.records.records.push_back(r);
+  }
+  Spec spec = load_spec(std::string(CB_FIXTURES) + "/results/fleet-4x8/spec.json");
+  Requirement row;
+  row.id = "io.randrw_read";
+  row.title = "randrw read >= 5 GB/s";
+  row.select.benchmark = "io.fio";
+  row.select.params = {{"profile", "randrw"}};
+  row.select.metric = "read_bw";
+  row.value = 5;
+  row.unit = "GB/s";
+  spec.requirements.push_back(row);
+  auto charts = build_charts(make_report(run, spec));
+  auto it = std::find_if(charts.begin(), charts.end(),
+                         [](const Chart& c) { return c.title.rfind("fio bandwidth", 0) == 0; });
+  ASSERT_NE(it, charts.end());
+  ASSERT_EQ(it->labels, (std::vector<std::string>{"randrw"}));
+  ASSERT_EQ(it->series.size(), 4u);
+  for (const auto& s : it->series) EXPECT_DOUBLE_EQ(s.points.at(0).second, 3.0) << s.name;
+  ASSERT_EQ(it->group_lines.size(), 1u);
+  EXPECT_DOUBLE_EQ(it->group_lines[0].value, 5.0);
+}
+
 TEST(Charts, NoChartOfOnePointOrOfZeros) {
   Chart one;
   one.kind = "bars";

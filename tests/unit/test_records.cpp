@@ -346,6 +346,29 @@ TEST(ReadRecords, MalformedMiddleLineIsAnInputErrorNamingFileAndLine) {
   EXPECT_NE(m.find("parse error"), std::string::npos) << m;
 }
 
+// A host name holding a control character (a newline would add a line to failing-hosts.txt) is
+// an input error naming the file, the line and the field, on both parsing paths.
+TEST(ReadRecords, AHostNameWithAControlCharacterIsAnInputError) {
+  std::string good;
+  {
+    std::ifstream in(kResults + "cpu-pass/records.jsonl");
+    std::getline(in, good);
+  }
+  json rec = json::parse(good);
+  for (const char* field : {"host", "hosts"}) {
+    json bad = rec;
+    if (std::string(field) == "host")
+      bad["scope"]["host"] = "evil\nnode";
+    else
+      bad["scope"] = {{"kind", "link"}, {"hosts", {"a", "b\tc"}}};
+    std::string path = ::testing::TempDir() + "cb-host-" + field + ".jsonl";
+    std::ofstream(path) << good << "\n" << bad.dump() << "\n" << good << "\n";
+    std::string m = input_error([&] { read_records(path); });
+    EXPECT_EQ(m.rfind(path + ":2: scope " + field, 0), 0u) << m;
+    EXPECT_NE(m.find("holds a control character; a host name cannot"), std::string::npos) << m;
+  }
+}
+
 // Bytes that are not UTF-8: a truncated last line holding them is ignored with a warning like any
 // truncated last line, a middle one is an input error naming file and line; either message is
 // valid UTF-8 (nlohmann's quotes the bad bytes), so report.json can hold it.
@@ -578,7 +601,8 @@ TEST(WriteFilesAtomic, OneFailureWritesNoneAndLeavesNoTemporary) {
   fs::create_directories(dir);
   const std::string a = (dir / "report.md").string(), b = (dir / "report.json").string();
   clusterbench::write_file_atomic(a, "old\n");
-  EXPECT_THROW(clusterbench::write_files_atomic({{a, "new\n"}, {b, "{}\n"}, {(dir / "no/such").string(), "x"}}),
+  EXPECT_THROW(clusterbench::write_files_atomic(
+                   {{a, "new\n"}, {b, "{}\n"}, {(dir / "no/such").string(), "x"}}),
                std::runtime_error);
   std::ifstream in(a);
   std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());

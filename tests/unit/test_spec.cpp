@@ -308,6 +308,13 @@ TEST(Families, EachBadFieldIsNamed) {
                                 "split": "backend"}}])")
                 .find("field 'split' must be an array of param names"),
             std::string::npos);
+  EXPECT_NE(error("f6e", R"([{"benchmark": "a", "chart": {"x": "p", "title": "t"}}])")
+                .find("a lines chart needs 'metric' or 'unit' (one quantity per axis)"),
+            std::string::npos);
+  EXPECT_NE(error("f6f", R"([{"benchmark": "a", "chart": {"x": "p", "title": "t",
+                                "metric": "*"}}])")
+                .find("field 'metric' '*' is a glob: give 'unit' too"),
+            std::string::npos);
   EXPECT_NE(error("f7", R"([{"benchmark": "a", "series": "time"}])")
                 .find("field 'series' is 'time', expected soak"),
             std::string::npos);
