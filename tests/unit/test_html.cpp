@@ -425,6 +425,19 @@ TEST(Html, CoverForThePdf) {
           << host << " " << gpu;
 }
 
+// A failing run's cover names what failed: the row, how many items, the worst.
+TEST(Html, CoverNamesTheFailedRows) {
+  std::string h = render_html(edited_fleet(560), "");
+  const size_t cover = h.find("<section class=\"cover\"");
+  const std::string c = h.substr(cover, h.find("</section>", cover) - cover);
+  EXPECT_NE(c.find("<h2>What failed</h2>"), std::string::npos) << c;
+  EXPECT_NE(c.find("<li>Each GPU&apos;s BF16 GEMM &gt;= 600 TFLOP/s: 1 of 32 failed; the worst "
+                   "node02/gpu3[GPU-c0de0002-0000-4000-8000-000000000003]</li>"),
+            std::string::npos)
+      << c;
+  EXPECT_EQ(render_html(fx().report, "").find("What failed"), std::string::npos);
+}
+
 TEST(Html, ChartsWhenGnuplotIsInstalled) {
   std::string gp = find_gnuplot();
   if (gp.empty()) GTEST_SKIP() << "gnuplot not installed";
