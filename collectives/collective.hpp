@@ -143,6 +143,11 @@ class Backend {
   }
   /// Whether plain_allreduce is a real loop here.
   virtual bool has_plain_allreduce() const { return false; }
+  /// MPI: with `seconds` > 0, all_reduce, reduce_scatter and all_gather run as nonblocking calls
+  /// tested every `seconds` with a sleep between tests, so that a thread waiting on the network
+  /// leaves its core to a computing thread (compute.training_step's gradient thread); 0 (the
+  /// default): blocking calls, which busy-poll. NCCL: nothing (its waits are on the GPU).
+  virtual void set_poll_sleep(double /*seconds*/) {}
 };
 
 /// The MPI backend on host buffers over MPI_COMM_WORLD (collectives/mpi_backend.cpp). Null in a

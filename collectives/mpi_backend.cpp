@@ -7,10 +7,12 @@
 
 #if CLUSTERBENCH_HAVE_MPI
 #include <algorithm>
+#include <chrono>
 #include <climits>
 #include <cstdlib>
 #include <cstring>
 #include <new>
+#include <thread>
 
 #include "core/error.hpp"
 #include "core/mpi_check.hpp"
@@ -80,7 +82,8 @@ class MpiBackend : public Backend {
     const int block = static_cast<int>(l.block);
     const int cnt = static_cast<int>(l.send_count);
     const std::string name = c.name;
-    if (name == "all_reduce") {
+    if (poll_s_ > 0 && run_quietly(name, sb, send, recv, cnt, block, ty, op, inplace, ops)) {
+    } else if (name == "all_reduce") {
       for (long long k = 0; k < ops; ++k) CHECK_MPI(MPI_Allreduce(sb, recv, cnt, ty, op, comm_));
     } else if (name == "all_gather") {
       // In-place: this rank's block already sits at rank x block of the receive buffer.
@@ -117,6 +120,39 @@ class MpiBackend : public Backend {
     return -1;
   }
 
+  void set_poll_sleep(double seconds) override { poll_s_ = seconds; }
+
+  /// all_reduce, reduce_scatter and all_gather as nonblocking calls completed by wait_quietly;
+  /// false for another collective (the caller runs its blocking form).
+  bool run_quietly(const std::string& name, const void* sb, const void* send, void* recv, int cnt,
+                   int block, MPI_Datatype ty, MPI_Op op, bool inplace, long long ops) {
+    for (long long k = 0; k < ops; ++k) {
+      MPI_Request rq = MPI_REQUEST_NULL;
+      if (name == "all_reduce") {
+        CHECK_MPI(MPI_Iallreduce(sb, recv, cnt, ty, op, comm_, &rq));
+      } else if (name == "reduce_scatter") {
+        void* rb = inplace ? const_cast<void*>(send) : recv;
+        CHECK_MPI(MPI_Ireduce_scatter_block(sb, rb, block, ty, op, comm_, &rq));
+      } else if (name == "all_gather") {
+        CHECK_MPI(MPI_Iallgather(sb, block, ty, recv, block, ty, comm_, &rq));
+      } else {
+        return false;
+      }
+      wait_quietly(rq);
+    }
+    return true;
+  }
+  /// MPI_Test every poll_s_ seconds, sleeping in between (OpenMPI progresses the call inside
+  /// MPI_Test).
+  void wait_quietly(MPI_Request& rq) const {
+    int done = 0;
+    for (;;) {
+      CHECK_MPI(MPI_Test(&rq, &done, MPI_STATUS_IGNORE));
+      if (done) return;
+      std::this_thread::sleep_for(std::chrono::duration<double>(poll_s_));
+    }
+  }
+
   bool has_plain_allreduce() const override { return true; }
   double plain_allreduce(const void* send, void* recv, long long count, long long ops) override {
     const int cnt = static_cast<int>(count);
@@ -132,6 +168,7 @@ class MpiBackend : public Backend {
   MPI_Comm comm_ = MPI_COMM_NULL;
   MPI_Op half_op_ = MPI_OP_NULL, bf16_op_ = MPI_OP_NULL;
   int rank_ = 0, size_ = 1;
+  double poll_s_ = 0;  ///< set_poll_sleep
 };
 
 }  // namespace

@@ -28,6 +28,9 @@ struct LoaderOptions {
   /// (PyTorch's default). false: as they complete (PyTorch's in_order=False): each worker
   /// takes the sampler's next batch whenever one of its `prefetch` slots is free.
   bool in_order = true;
+  /// Test fault injection (compute.training_step's slow_loader): each batch takes this many more
+  /// seconds to assemble in its worker, as a slow decode would. 0: none.
+  double delay_s = 0;
 };
 
 /// Allocates / frees one staging buffer of `bytes` (pinned through the GPU plugin, or plain).

@@ -143,6 +143,7 @@ void Loader::fill(long long seq, int slot) {
   b.total_bytes = 0;
   auto* base = static_cast<unsigned char*>(slot_mem_[static_cast<size_t>(slot)]);
   b.data = base;
+  if (opt_.delay_s > 0) std::this_thread::sleep_for(std::chrono::duration<double>(opt_.delay_s));
   for (size_t j = 0; j < b.indices.size(); ++j) {
     const SampleFile& f = files_[static_cast<size_t>(b.indices[j])];
     // A failed call names the sample file (a file deleted or unreadable mid-run).

@@ -3,14 +3,15 @@
 # compute_gpu_check (scripts/gpu-check.sh rehearsed without a GPU) < 30 s.
 # cb_compute holds compute/burnin.cpp, whose core side (bench/burnin.cpp) calls collectives/:
 # the unit tests link cb_collectives too.
-cb_unit_test(test_gemm clusterbench_core cb_compute cb_collectives)
-cb_unit_test(test_compute_gpu_memory_bandwidth clusterbench_core cb_compute cb_collectives)
-cb_unit_test(test_host_device_copy clusterbench_core cb_compute cb_collectives)
+cb_unit_test(test_gemm clusterbench_core cb_compute cb_collectives cb_io)
+cb_unit_test(test_training_model clusterbench_core cb_compute cb_collectives cb_io)
+cb_unit_test(test_compute_gpu_memory_bandwidth clusterbench_core cb_compute cb_collectives cb_io)
+cb_unit_test(test_host_device_copy clusterbench_core cb_compute cb_collectives cb_io)
 # test_gemm_no_openblas (< 5 s): compute/ as the -DCLUSTERBENCH_GPU_CHECK=ON build makes it, no
 # OpenBLAS linked (compute/openblas_none.cpp): the CPU GEMM and burn-in are waived naming the option.
 if(NOT CLUSTERBENCH_GPU_CHECK)
   cb_compute_library(cb_compute_no_openblas NO_OPENBLAS)
-  cb_unit_test(test_gemm_no_openblas clusterbench_core cb_compute_no_openblas cb_collectives)
+  cb_unit_test(test_gemm_no_openblas clusterbench_core cb_compute_no_openblas cb_collectives cb_io)
 endif()
 cb_integration_test(compute_gemm_cpu TIMEOUT 120)
 cb_integration_test(compute_gpu_check TIMEOUT 120)
@@ -46,7 +47,7 @@ if(TARGET fake_gpu_plugin)
       LIBRARY_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tests/fake_plugins/cuda${_v})
     cb_gpu_plugin_side_file(fake_gpu_plugin_${_v} ${_v})
   endforeach()
-  cb_unit_test(test_gpu_plugin clusterbench_core cb_compute cb_collectives)
+  cb_unit_test(test_gpu_plugin clusterbench_core cb_compute cb_collectives cb_io)
   if(TARGET test_gpu_plugin)
     add_dependencies(test_gpu_plugin fake_gpu_plugin_13000 fake_gpu_plugin_12020)
   endif()
@@ -94,3 +95,8 @@ if(TARGET clusterbench_gpu AND EXISTS ${CB_CUDA12_WHEELS}/cuda_runtime/lib/libcu
 else()
   message(STATUS "clusterbench: CUDA 12 host check off (no .deps/cuda12 wheels or no GPU plugin)")
 endif()
+
+# compute.training_step's CPU proof on a two-namespace cluster (docs/training.md): timing against
+# a prediction on the 2 cores, so it runs alone. Budget: about 90 s.
+cb_integration_test(training_step_netns LOCKS "netns;mpirun" TIMEOUT 300)
+set_tests_properties(training_step_netns PROPERTIES RUN_SERIAL TRUE)

@@ -2,7 +2,7 @@
 # Burn-in (docs/burnin.md): test_burnin < 5 s; burnin_cpu, burnin_corrupt and burnin_slow run
 # `clusterbench burnin` under mpirun -np 2 for real (each < 40 s on 2 cores); burnin_signal (one
 # process, SIGTERM mid-soak) < 30 s; burnin_gpu_rules (fake NVML, no plugin) < 15 s.
-cb_unit_test(test_burnin clusterbench_reports clusterbench_core cb_compute cb_collectives)
+cb_unit_test(test_burnin clusterbench_reports clusterbench_core cb_compute cb_collectives cb_io)
 cb_integration_test(burnin_cpu LOCKS mpirun TIMEOUT 120)
 cb_integration_test(burnin_corrupt LOCKS mpirun TIMEOUT 120)
 cb_integration_test(burnin_slow LOCKS mpirun TIMEOUT 120)

@@ -41,6 +41,9 @@ for folder in BENCHMARK_FOLDERS:
 # include. The burn-in soak drives the GEMM operation and a collective backend.
 COMPOSITES = {
     "compute/burnin_soak.cpp": {"collectives/collective.hpp"},
+    # The training step drives a collective backend and the loader pipeline on its dataset.
+    "compute/training_step.cpp": {"collectives/collective.hpp", "io/dataloader.hpp",
+                                  "io/dataset.hpp", "io/scratch.hpp"},
 }
 
 # Libraries of the CMake files and the libraries they must not link.

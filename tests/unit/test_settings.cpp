@@ -70,10 +70,13 @@ TEST(Settings, ChoiceAndChoices) {
 TEST(Only, GlobsSelectAndUnknownPatternsListKnownBenchmarks) {
   EXPECT_TRUE(glob_match("compute.*", "compute.memory_bandwidth"));
   EXPECT_FALSE(glob_match("collectives.*", "compute.memory_bandwidth"));
-  // Every registered benchmark but the burn-in's soak, which only the burnin suite runs.
+  // Every registered benchmark but the burn-in's soak, which only the burnin suite runs, and the
+  // training step, which the quick and full suites run.
   auto all = select_benchmarks({});
-  EXPECT_EQ(all.size(), Registry::get().all().size() - 1);
+  EXPECT_EQ(all.size(), Registry::get().all().size() - 2);
   for (const Benchmark* b : all) EXPECT_NE(b->id(), "burnin.soak");
+  for (const Benchmark* b : all) EXPECT_NE(b->id(), "compute.training_step");
+  EXPECT_EQ(select_benchmarks({}, "quick").size(), Registry::get().all().size() - 1);
   auto burnin = select_benchmarks({}, "burnin");
   ASSERT_EQ(burnin.size(), 1u);
   EXPECT_EQ(burnin[0]->id(), "burnin.soak");

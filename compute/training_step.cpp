@@ -1,0 +1,671 @@
+// compute.training_step: a synthetic data-parallel transformer step, one rank per GPU (CPU nodes:
+// one rank per node, OpenBLAS on one thread), measured whole and in parts, and predicted from its
+// parts (compute/training_model.hpp; guide: docs/training.md). A composite benchmark: it drives
+// the collectives' backend and io's loader pipeline. Measures only; the rows that judge it are in
+// reports/specs.
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <condition_variable>
+#include <cstdio>
+#include <deque>
+#include <exception>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <thread>
+
+#include "collectives/collective.hpp"
+#include "compute/cpu_blas.hpp"
+#include "compute/training_model.hpp"
+#include "core/benchmark.hpp"
+#include "core/error.hpp"
+#include "io/dataloader.hpp"
+#include "io/dataset.hpp"
+#include "io/scratch.hpp"
+
+namespace clusterbench::compute {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+double median_of(std::vector<double> v) { return compute_stats(std::move(v)).median; }
+
+/// The GEMMs of one layer on the calling thread (OpenBLAS sgemm, column-major NN), on inputs of
+/// 1/64 (the values do not matter to the time; the weight gradients are real outputs).
+class CpuLayer {
+ public:
+  explicit CpuLayer(const TrainingConfig& c) : fwd_(forward_gemms(c)), bwd_(backward_gemms(c)) {
+    size_t a = 1, b = 1, out = 1;
+    for (const auto* list : {&fwd_, &bwd_})
+      for (const auto& g : *list) {
+        a = std::max(a, static_cast<size_t>(g.shape.m * g.shape.k));
+        b = std::max(b, static_cast<size_t>(g.shape.k * g.shape.n));
+        out = std::max(out, static_cast<size_t>(g.shape.m * g.shape.n));
+      }
+    a_.assign(a, 1.0f / 64), b_.assign(b, 1.0f / 64), c_.assign(out, 0.0f);
+  }
+  void forward() {
+    for (const auto& g : fwd_) run(g, c_.data());
+  }
+  /// Writes the layer's weight gradients (layer_params floats) from `grad`.
+  void backward(float* grad) {
+    for (const auto& g : bwd_) {
+      run(g, g.weight_grad ? grad : c_.data());
+      if (g.weight_grad) grad += g.shape.m * g.shape.n;
+    }
+  }
+
+ private:
+  void run(const LayerGemm& g, float* out) {
+    const auto m = static_cast<int>(g.shape.m), n = static_cast<int>(g.shape.n),
+               k = static_cast<int>(g.shape.k);
+    for (long long i = 0; i < g.count; ++i)
+      cblas_sgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, m, n, k, 1.0f, a_.data(), m, b_.data(),
+                  k, 0.0f, out, m);
+  }
+  std::vector<LayerGemm> fwd_, bwd_;
+  std::vector<float> a_, b_, c_;
+};
+
+/// Adam (Kingma & Ba 2015, beta1 0.9, beta2 0.999, eps 1e-8, lr 1e-4) over n parameters on the
+/// calling thread, step `t` >= 1: the host optimizer of ZeRO-Offload.
+void adam(float* p, const float* g, float* m, float* v, long long n, int t) {
+  const float b1 = 0.9f, b2 = 0.999f, lr = 1e-4f, eps = 1e-8f;
+  const float c1 = 1.0f - std::pow(b1, static_cast<float>(t)),
+              c2 = 1.0f - std::pow(b2, static_cast<float>(t));
+  for (long long i = 0; i < n; ++i) {
+    m[i] = b1 * m[i] + (1 - b1) * g[i];
+    v[i] = b2 * v[i] + (1 - b2) * g[i] * g[i];
+    p[i] -= lr * (m[i] / c1) / (std::sqrt(v[i] / c2) + eps);
+  }
+}
+
+/// The gradient thread: runs posted collectives in order beside the backward (DDP's reducer on
+/// its own stream). wait() blocks until every posted job has run and rethrows the first error.
+class CommThread {
+ public:
+  CommThread() : thread_([this] { loop(); }) {}
+  ~CommThread() {
+    {
+      std::lock_guard<std::mutex> lk(mu_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+  }
+  void post(std::function<void()> job) {
+    {
+      std::lock_guard<std::mutex> lk(mu_);
+      jobs_.push_back(std::move(job));
+    }
+    cv_.notify_all();
+  }
+  void wait() {
+    std::unique_lock<std::mutex> lk(mu_);
+    cv_.wait(lk, [this] { return jobs_.empty() && !running_; });
+    if (error_) std::rethrow_exception(std::exchange(error_, nullptr));
+  }
+  /// Seconds spent in jobs since the last call.
+  double take_busy() { return std::exchange(busy_s_, 0.0); }
+
+ private:
+  void loop() {
+    std::unique_lock<std::mutex> lk(mu_);
+    for (;;) {
+      cv_.wait(lk, [this] { return stop_ || !jobs_.empty(); });
+      if (jobs_.empty()) return;
+      auto job = std::move(jobs_.front());
+      jobs_.pop_front();
+      running_ = true;
+      lk.unlock();
+      const auto t0 = Clock::now();
+      std::exception_ptr err;
+      try {
+        if (!error_) job();
+      } catch (...) {
+        err = std::current_exception();
+      }
+      lk.lock();
+      busy_s_ += since(t0);
+      if (err && !error_) error_ = err;
+      running_ = false;
+      cv_.notify_all();
+    }
+  }
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<std::function<void()>> jobs_;
+  bool stop_ = false, running_ = false;
+  std::exception_ptr error_;
+  double busy_s_ = 0;
+  std::thread thread_;
+};
+
+/// Seconds of each phase in one measured step, on this rank's main thread (comm: the gradient
+/// thread's busy time).
+struct StepPhases {
+  double compute = 0, loader_wait = 0, comm_wait = 0, optimizer = 0, comm_busy = 0;
+};
+
+/// One rank's synthetic model: its layer GEMMs, gradients, parameters and Adam state, the loader
+/// and the collective backend; runs the parts alone and the whole step.
+class Trainer {
+ public:
+  Trainer(const TrainingConfig& c, collectives::Backend* be, io::Loader& loader)
+      : c_(c), be_(be && be->size() > 1 ? be : nullptr), loader_(loader), layer_(c) {
+    const int n = be_ ? be_->size() : 1;
+    const long long params = model_params(c);
+    grads_.assign(static_cast<size_t>(params), 0.0f);
+    params_.assign(static_cast<size_t>(params), 0.01f);
+    shard_ = c.zero == 2 ? params / n : params;
+    m_.assign(static_cast<size_t>(shard_), 0.0f), v_.assign(static_cast<size_t>(shard_), 0.0f);
+    if (c.offload) host_grad_.assign(static_cast<size_t>(shard_), 0.0f);
+    if (c.offload) host_params_.assign(static_cast<size_t>(shard_), 0.01f);
+    buckets_ = bucket_layers(c);
+  }
+
+  int ranks() const { return be_ ? be_->size() : 1; }
+  const std::vector<int>& buckets() const { return buckets_; }
+  /// Elements of bucket k (backward order), and where its gradients start.
+  long long bucket_count(size_t k) const { return buckets_[k] * layer_params(c_); }
+  float* bucket_data(size_t k) {
+    int below = c_.layers;
+    for (size_t j = 0; j <= k; ++j) below -= buckets_[j];
+    return grads_.data() + below * layer_params(c_);
+  }
+
+  void forward_layer() { layer_.forward(); }
+  void backward_layer(int l) { layer_.backward(grads_.data() + l * layer_params(c_)); }
+  /// The gradient collective of `count` elements at `data`: all_reduce (ZeRO-0) or
+  /// reduce_scatter (ZeRO-2), in place, float, sum. Nothing on one rank.
+  void reduce(float* data, long long count) {
+    if (!be_) return;
+    const auto& coll = c_.zero == 0 ? collectives::kAllReduce : collectives::kReduceScatter;
+    const auto l = coll.layout(count, be_->rank(), be_->size(), sizeof(float));
+    be_->run(coll, collectives::Dtype::f32, data + l.send_offset_inplace,
+             data + l.recv_offset_inplace, l, 0, true, 1);
+  }
+  void all_gather() {
+    if (!be_ || c_.zero != 2) return;
+    const auto l = collectives::kAllGather.layout(model_params(c_), be_->rank(), be_->size(), 4);
+    be_->run(collectives::kAllGather, collectives::Dtype::f32,
+             params_.data() + l.send_offset_inplace, params_.data() + l.recv_offset_inplace, l, 0,
+             true, 1);
+  }
+  void d2h() { std::copy_n(grads_.data(), shard_, host_grad_.data()); }
+  void h2d() { std::copy_n(host_params_.data(), shard_, params_.data()); }
+  void adam_update() {
+    float* p = c_.offload ? host_params_.data() : params_.data();
+    const float* g = c_.offload ? host_grad_.data() : grads_.data();
+    adam(p, g, m_.data(), v_.data(), shard_, ++adam_steps_);
+  }
+  /// d2h, Adam, h2d (offload) or Adam alone; then all_gather (ZeRO-2).
+  void optimizer_step() {
+    if (c_.offload) d2h();
+    adam_update();
+    if (c_.offload) h2d();
+    all_gather();
+  }
+  /// One loader batch taken and given back; its wait.
+  double take_batch() {
+    io::LoadedBatch b = loader_.next();
+    loader_.release(b);
+    return b.wait_s;
+  }
+  /// Takes every batch the loader holds ready, so that a measurement starts from an empty pipe.
+  void drain_loader() {
+    for (int i = 0; i < loader_.slots(); ++i) take_batch();
+  }
+
+  /// One optimizer step (docs/training.md "The step"). `overlap` false is the test fault
+  /// (serial_comm): each bucket's collective runs on this thread when it is ready.
+  StepPhases step(CommThread& comm, bool overlap);
+
+ private:
+  TrainingConfig c_;
+  collectives::Backend* be_;
+  io::Loader& loader_;
+  CpuLayer layer_;
+  std::vector<float> grads_, params_, m_, v_, host_grad_, host_params_;
+  std::vector<int> buckets_;
+  long long shard_ = 0;
+  int adam_steps_ = 0;
+};
+
+StepPhases Trainer::step(CommThread& comm, bool overlap) {
+  StepPhases ph;
+  for (int a = 0; a < c_.accum; ++a) {
+    auto t0 = Clock::now();
+    io::LoadedBatch b = loader_.next();
+    ph.loader_wait += since(t0);
+    const bool last = a + 1 == c_.accum;
+    t0 = Clock::now();
+    for (int l = 0; l < c_.layers; ++l) forward_layer();
+    size_t k = 0;
+    int in_bucket = 0;
+    for (int l = c_.layers - 1; l >= 0; --l) {
+      backward_layer(l);
+      if (!last || ++in_bucket < buckets_[k]) continue;
+      float* data = bucket_data(k);
+      const long long count = bucket_count(k);
+      if (overlap) {
+        comm.post([this, data, count] { reduce(data, count); });
+      } else {
+        ph.compute += since(t0);
+        const auto tc = Clock::now();
+        reduce(data, count);
+        ph.comm_busy += since(tc);
+        t0 = Clock::now();
+      }
+      ++k, in_bucket = 0;
+    }
+    ph.compute += since(t0);
+    loader_.release(b);
+  }
+  auto t0 = Clock::now();
+  comm.wait();
+  ph.comm_wait = since(t0);
+  ph.comm_busy += comm.take_busy();
+  t0 = Clock::now();
+  optimizer_step();
+  ph.optimizer = since(t0);
+  return ph;
+}
+
+/// Times `op` through the harness (lock-step over the ranks) and returns this rank's own median
+/// seconds per operation.
+double time_part(CaseRun& run, const std::string& label, const std::function<void()>& op) {
+  std::vector<double> own;
+  run.exec(
+      [&](long long n) {
+        const auto t0 = Clock::now();
+        for (long long i = 0; i < n; ++i) op();
+        own.push_back(since(t0) / static_cast<double>(n));
+        return -1.0;
+      },
+      label);
+  return median_of(own);
+}
+
+/// The parts alone, each at the step's real shapes (docs/training.md "The parts").
+StepParts measure_parts(CaseRun& run, const TrainingConfig& c, Trainer& t) {
+  StepParts p;
+  p.forward_layer = time_part(run, "forward_layer", [&] { t.forward_layer(); });
+  p.backward_layer = time_part(run, "backward_layer", [&] { t.backward_layer(0); });
+  double first = -1, last = -1;
+  const auto& b = t.buckets();
+  for (size_t k = 0; k < b.size(); ++k) {
+    // Buckets of one size share one measurement.
+    double& slot = b[k] == b.front() ? first : last;
+    if (slot < 0)
+      slot = time_part(run, "bucket_" + std::to_string(b[k]) + "_layers",
+                       [&] { t.reduce(t.bucket_data(k), t.bucket_count(k)); });
+    p.bucket_comm.push_back(slot);
+  }
+  p.optimizer = time_part(run, "adam", [&] { t.adam_update(); });
+  if (c.offload) p.d2h = time_part(run, "d2h", [&] { t.d2h(); });
+  if (c.offload) p.h2d = time_part(run, "h2d", [&] { t.h2d(); });
+  if (c.zero == 2) p.all_gather = time_part(run, "all_gather", [&] { t.all_gather(); });
+  t.drain_loader();
+  p.loader_batch = time_part(run, "loader", [&] { t.take_batch(); });
+  return p;
+}
+
+/// A configuration as case params and back (the case key names every field).
+json config_params(const TrainingConfig& c) {
+  return {{"preset", c.preset},
+          {"layers", c.layers},
+          {"hidden", c.hidden},
+          {"ffn", c.ffn},
+          {"heads", c.heads},
+          {"seq", c.seq},
+          {"micro_batch", c.micro_batch},
+          {"accum", c.accum},
+          {"dtype", c.dtype},
+          {"zero", c.zero},
+          {"offload", c.offload},
+          {"bucket", c.bucket_bytes},
+          {"workers", c.workers},
+          {"prefetch", c.prefetch},
+          {"pinned", c.pinned}};
+}
+TrainingConfig config_of(const json& p) {
+  TrainingConfig c = training_preset(p.at("preset").get<std::string>());
+  c.layers = p.at("layers"), c.hidden = p.at("hidden"), c.ffn = p.at("ffn");
+  c.heads = p.at("heads"), c.seq = p.at("seq"), c.micro_batch = p.at("micro_batch");
+  c.accum = p.at("accum"), c.dtype = p.at("dtype"), c.zero = p.at("zero");
+  c.offload = p.at("offload"), c.bucket_bytes = p.at("bucket"), c.workers = p.at("workers");
+  c.prefetch = p.at("prefetch"), c.pinned = p.at("pinned");
+  return c;
+}
+
+/// The parts as record evidence, in seconds.
+json parts_json(const StepParts& p) {
+  return {{"forward_layer_s", p.forward_layer},
+          {"backward_layer_s", p.backward_layer},
+          {"bucket_comm_s", p.bucket_comm},
+          {"optimizer_s", p.optimizer},
+          {"d2h_s", p.d2h},
+          {"h2d_s", p.h2d},
+          {"all_gather_s", p.all_gather},
+          {"loader_batch_s", p.loader_batch}};
+}
+StepParts parts_of(const json& j) {
+  StepParts p;
+  p.forward_layer = j.at("forward_layer_s"), p.backward_layer = j.at("backward_layer_s");
+  p.bucket_comm = j.at("bucket_comm_s").get<std::vector<double>>();
+  p.optimizer = j.at("optimizer_s"), p.d2h = j.at("d2h_s"), p.h2d = j.at("h2d_s");
+  p.all_gather = j.at("all_gather_s"), p.loader_batch = j.at("loader_batch_s");
+  return p;
+}
+/// Element-wise max of two ranks' parts: the slowest rank gates every lock-step collective.
+StepParts slowest(StepParts a, const StepParts& b) {
+  a.forward_layer = std::max(a.forward_layer, b.forward_layer);
+  a.backward_layer = std::max(a.backward_layer, b.backward_layer);
+  for (size_t k = 0; k < a.bucket_comm.size(); ++k)
+    a.bucket_comm[k] = std::max(a.bucket_comm[k], b.bucket_comm[k]);
+  a.optimizer = std::max(a.optimizer, b.optimizer), a.d2h = std::max(a.d2h, b.d2h);
+  a.h2d = std::max(a.h2d, b.h2d), a.all_gather = std::max(a.all_gather, b.all_gather);
+  a.loader_batch = std::max(a.loader_batch, b.loader_batch);
+  return a;
+}
+
+/// "network: all_reduce at 0.035 GB/s busbw is 83% of the step" and the like.
+std::string bottleneck_text(const TrainingConfig& c, const StepParts& p, const StepPrediction& r,
+                            int ranks) {
+  char buf[256];
+  const int pct = static_cast<int>(std::lround(100 * r.bottleneck_share));
+  if (r.bottleneck == "network") {
+    const double bytes = static_cast<double>(bucket_layers(c).front() * layer_grad_bytes(c));
+    std::snprintf(buf, sizeof buf, "network: %s at %.3g GB/s busbw is %d%% of the step",
+                  c.zero == 0 ? "all_reduce" : "reduce_scatter",
+                  bucket_busbw_gbs(c.zero, bytes, p.bucket_comm.front(), ranks), pct);
+  } else if (r.bottleneck == "compute") {
+    const double flop = gemms_flop(forward_gemms(c)) + gemms_flop(backward_gemms(c));
+    std::snprintf(buf, sizeof buf, "compute: the layer GEMMs at %.3g TFLOP/s are %d%% of the step",
+                  flop / (p.forward_layer + p.backward_layer) / 1e12, pct);
+  } else if (r.bottleneck == "loader") {
+    std::snprintf(buf, sizeof buf, "loader: %.3g s per batch with %d worker(s) is %d%% of the step",
+                  p.loader_batch, c.workers, pct);
+  } else {
+    std::snprintf(buf, sizeof buf, "optimizer: Adam%s over %lld parameters is %d%% of the step",
+                  c.offload ? " on the host (offload)" : "",
+                  c.zero == 2 ? model_params(c) / ranks : model_params(c), pct);
+  }
+  return buf;
+}
+
+/// Median of each measured phase over the steps, in ms.
+json phase_medians(const std::vector<StepPhases>& ph) {
+  std::vector<double> compute, loader, wait, opt, busy;
+  for (const auto& x : ph) {
+    compute.push_back(x.compute * 1e3), loader.push_back(x.loader_wait * 1e3);
+    wait.push_back(x.comm_wait * 1e3), opt.push_back(x.optimizer * 1e3);
+    busy.push_back(x.comm_busy * 1e3);
+  }
+  return {{"compute", median_of(compute)},
+          {"loader_wait", median_of(loader)},
+          {"comm_wait", median_of(wait)},
+          {"optimizer", median_of(opt)},
+          {"comm_busy", median_of(busy)}};
+}
+
+/// The cluster record's metrics: the measured step against the slowest parts' prediction.
+void add_step_metrics(CaseRun& run, const TrainingConfig& c, const StepParts& p,
+                      const StepPrediction& r, int ranks) {
+  const double tokens = static_cast<double>(c.accum) * tokens_per_micro_step(c);
+  const double layer_flop = gemms_flop(forward_gemms(c)) + gemms_flop(backward_gemms(c));
+  const double gemm_rate = layer_flop / (p.forward_layer + p.backward_layer);  // FLOP/s
+  const auto& t = run.samples();
+  run.add_time("step_time", 1e3, "ms");
+  run.add_metric("predicted_step_time", r.step * 1e3, "ms", false);
+  std::vector<double> ratio, mfu;
+  for (double x : t)
+    ratio.push_back(x / r.step), mfu.push_back(100 * step_model_flop(c) / x / gemm_rate);
+  run.add_metric("step_over_prediction", run.stats().median / r.step, "ratio", false, ratio);
+  run.add_rate("tokens_per_s_per_gpu", tokens, "tokens/s");
+  run.add_rate("tokens_per_s", tokens * ranks, "tokens/s");
+  run.add_metric("mfu", 100 * step_model_flop(c) / run.stats().median / gemm_rate, "%", true, mfu);
+  run.add_metric("gemm_tflops", gemm_rate / 1e12, "TFLOP/s");
+  run.add_metric("predicted_compute", r.compute * 1e3, "ms", false);
+  run.add_metric("predicted_comm", r.comm * 1e3, "ms", false);
+  run.add_metric("predicted_exposed_comm", r.exposed_comm * 1e3, "ms", false);
+  run.add_metric("predicted_optimizer", r.optimizer * 1e3, "ms", false);
+  run.add_metric("predicted_loader", r.loader * 1e3, "ms", false);
+  const double bytes = static_cast<double>(bucket_layers(c).front() * layer_grad_bytes(c));
+  if (ranks > 1)
+    run.add_metric("bucket_busbw", bucket_busbw_gbs(c.zero, bytes, p.bucket_comm.front(), ranks),
+                   "GB/s");
+}
+
+/// Rank 0: one node-scope record per node, its measured step against the prediction from its own
+/// compute, optimizer and loader parts (the slowest of its ranks) and the cluster's collectives
+/// (`cluster`: a collective's time is the slowest rank's, whoever waits for whom).
+/// `gathered`: every rank's {host, parts, steps}.
+void add_node_records(CaseRun& run, const TrainingConfig& c, const StepParts& cluster,
+                      const std::vector<std::string>& gathered) {
+  std::map<std::string, std::pair<StepParts, std::vector<double>>> nodes;
+  std::vector<std::string> order;
+  for (const auto& text : gathered) {
+    const json j = json::parse(text);
+    const std::string host = j.at("host");
+    const StepParts p = parts_of(j.at("parts"));
+    auto steps = j.at("steps").get<std::vector<double>>();
+    auto it = nodes.find(host);
+    if (it == nodes.end()) {
+      order.push_back(host), nodes.emplace(host, std::make_pair(p, steps));
+      continue;
+    }
+    it->second.first = slowest(it->second.first, p);
+    auto& s = it->second.second;
+    for (size_t i = 0; i < s.size() && i < steps.size(); ++i) s[i] = std::max(s[i], steps[i]);
+  }
+  const int ranks = static_cast<int>(gathered.size());
+  for (const auto& host : order) {
+    auto [p, steps] = nodes.at(host);
+    p.bucket_comm = cluster.bucket_comm, p.all_gather = cluster.all_gather;
+    const StepPrediction r = predict_step(c, p);
+    const TimeStats ts = compute_stats(steps);
+    std::vector<double> ms, ratio;
+    for (double x : steps) ms.push_back(x * 1e3), ratio.push_back(x / r.step);
+    Scope sc;
+    sc.kind = ScopeKind::node, sc.host = host;
+    run.add_record(sc,
+                   {Metric("step_time", ts.median * 1e3, "ms", false, ms),
+                    Metric("predicted_step_time", r.step * 1e3, "ms", false),
+                    Metric("step_over_prediction", ts.median / r.step, "ratio", false, ratio)},
+                   ts,
+                   {{"parts", parts_json(p)},
+                    {"bottleneck", r.bottleneck},
+                    {"bottleneck_text", bottleneck_text(c, p, r, ranks)}});
+  }
+}
+
+/// Restores the MPI backend's blocking waits when the case ends.
+struct PollSleep {
+  collectives::Backend* be;
+  PollSleep(collectives::Backend* b, double s) : be(b) {
+    if (be) be->set_poll_sleep(s);
+  }
+  ~PollSleep() {
+    if (be) be->set_poll_sleep(0);
+  }
+};
+
+class TrainingStep : public Benchmark {
+ public:
+  std::string id() const override { return "compute.training_step"; }
+  std::string description() const override {
+    return "a synthetic data-parallel transformer step (GEMMs, bucketed gradient collectives "
+           "overlapped with the backward, Adam, the loader), measured whole and predicted from "
+           "its parts measured alone";
+  }
+  Level level() const override { return Level::cluster; }
+  bool in_suite(const std::string& suite) const override {
+    return suite == "quick" || suite == "full";
+  }
+  std::vector<json> cases(const Settings&) const override { return {json::object()}; }
+  /// The preset by node (GPU nodes 7b, others ci) with every given knob over it.
+  json params_on(const json&, const EnvRecord& env, const Settings& s) const override {
+    return resolve(s, env.gpu_status.on_pci > 0 || !env.gpus.empty());
+  }
+  /// The configuration of a node with (`gpu`) or without a GPU, as case params.
+  json resolve(const Settings& s, bool gpu) const {
+    std::string preset = preset_(s);
+    if (preset.empty()) preset = gpu ? "7b" : "ci";
+    TrainingConfig c;
+    try {
+      c = training_preset(preset);
+    } catch (const std::invalid_argument& e) {
+      throw InputError(std::string("--set compute.training_step.preset: ") + e.what());
+    }
+    auto set = [&](const Knob<long long>& k, auto& field) {
+      if (k.given(s)) field = static_cast<std::decay_t<decltype(field)>>(k(s));
+    };
+    set(layers_, c.layers), set(hidden_, c.hidden), set(ffn_, c.ffn), set(heads_, c.heads);
+    set(seq_, c.seq), set(micro_batch_, c.micro_batch), set(accum_, c.accum);
+    set(zero_, c.zero), set(bucket_, c.bucket_bytes), set(workers_, c.workers);
+    set(prefetch_, c.prefetch);
+    if (dtype_.given(s)) c.dtype = dtype_(s);
+    if (offload_.given(s)) c.offload = offload_(s) == "true";
+    return config_params(c);
+  }
+  std::string applicable(const NodeEnv&) const override { return ""; }
+  /// GPU nodes: the GPU engine is not written yet. CPU nodes: OpenBLAS fp32.
+  std::string case_waiver(const json& p, const NodeEnv& node) const override {
+    if (node.env.gpu_status.on_pci > 0)
+      return "the training step's GPU engine (cuBLASLt GEMMs, NCCL buckets) is not built yet; "
+             "this build runs the CPU engine only";
+    if (p.value("dtype", "") != "fp32") return "the CPU engine runs fp32 GEMMs (OpenBLAS sgemm)";
+    return openblas_absent();
+  }
+  void check(const json& params, const NodeEnv& node) const override {
+    const json p = params.contains("layers") ? params : params_on(params, node.env, node.settings);
+    const std::string why = training_config_error(config_of(p));
+    if (!why.empty()) throw InputError("--set compute.training_step: " + why);
+  }
+  double estimate_s(const Settings& s, const json& params) const override;
+  void run(CaseRun& run) const override;
+
+ private:
+  Knob<std::string> preset_ =
+      knobs_.text("preset", "",
+                  "7b (GPT-style 6.4B body, the seed's DeepSpeed and loader settings) or ci "
+                  "(a small model for CPUs); default: 7b on GPU nodes, ci elsewhere");
+  Knob<long long> layers_ = knobs_.integer("layers", "", "count", "transformer layers");
+  Knob<long long> hidden_ = knobs_.integer("hidden", "", "count", "hidden size h");
+  Knob<long long> ffn_ = knobs_.integer("ffn", "", "count", "MLP inner size f");
+  Knob<long long> heads_ = knobs_.integer("heads", "", "count", "attention heads (divide h)");
+  Knob<long long> seq_ = knobs_.integer("seq", "", "count", "sequence length in tokens");
+  Knob<long long> micro_batch_ =
+      knobs_.integer("micro_batch", "", "count", "sequences per micro-step (one loader batch)");
+  Knob<long long> accum_ =
+      knobs_.integer("accum", "", "count", "gradient-accumulation steps per optimizer step");
+  Knob<std::string> dtype_ = knobs_.text("dtype", "", "GEMM dtype: fp32 (CPU), bf16 (GPU)");
+  Knob<long long> zero_ = knobs_.integer("zero", "", "stage", "ZeRO stage: 0 or 2");
+  Knob<std::string> offload_ =
+      knobs_.choice("offload", {"false", "true"}, "ZeRO-2: optimizer on the host");
+  Knob<long long> bucket_ = knobs_.size("bucket", "", "gradient bucket size (DDP bucket_cap_mb)");
+  Knob<long long> workers_ = knobs_.integer("workers", "", "count", "loader worker threads");
+  Knob<long long> prefetch_ =
+      knobs_.integer("prefetch", "", "count", "batches each loader worker holds ahead");
+  Knob<long long> threads_ =
+      knobs_.integer("threads", "1", "count", "OpenBLAS threads of the CPU engine");
+  Knob<double> poll_us_ =
+      knobs_.number("poll_us", "100", "us",
+                    "MPI: the gradient thread tests its collective this often, asleep "
+                    "in between, leaving the core to the GEMMs");
+  Knob<double> slow_loader_ =
+      knobs_.number("slow_loader", "0", "s",
+                    "test-only: each loader batch takes this much longer (parts and "
+                    "step alike)");
+  Knob<std::string> serial_comm_ = knobs_.choice(
+      "serial_comm", {"false", "true"},
+      "test-only fault: the whole step reduces each bucket on the compute thread (no overlap); "
+      "the parts are unchanged");
+};
+
+/// OpenBLAS on one thread at about 40 GFLOP/s (the CI machine's), the layer parts and the step
+/// each through the measurement loop, plus 1 s of setup (dataset, buffers). The network's time
+/// is not known before the run: a shaped link makes the case longer.
+double TrainingStep::estimate_s(const Settings& s, const json& params) const {
+  const TrainingConfig c = config_of(params.contains("layers") ? params : resolve(s, false));
+  const double mt = case_min_time(s, id()), rate = 40e9;
+  const double f = gemms_flop(forward_gemms(c)) / rate, b = gemms_flop(backward_gemms(c)) / rate;
+  const double step = c.accum * c.layers * (f + b) + c.accum * slow_loader_(s);
+  return 1 + loop_estimate_s(mt, f) + loop_estimate_s(mt, b) + loop_estimate_s(mt, step) +
+         3 * loop_estimate_s(mt, b) + loop_estimate_s(mt, slow_loader_(s));
+}
+
+void TrainingStep::run(CaseRun& run) const {
+  const Settings& s = run.settings();
+  const TrainingConfig c = config_of(run.params());
+  if (run.group_size() != run.ctx().world_size())
+    throw std::runtime_error("a rank could not take part in the step (its record says why)");
+  openblas_set_num_threads(static_cast<int>(std::max(1LL, threads_(s))));
+  collectives::Backend* be = run.ctx().uses_mpi() ? collectives::mpi_backend() : nullptr;
+  PollSleep quiet(be, poll_us_(s) * 1e-6);
+  // The loader's dataset: sequences of `seq` int32 tokens, every slot's batch twice over.
+  io::ScratchDir dir(io::system_tmpdir(), "training");
+  io::DatasetSpec spec;
+  spec.dir = dir.path();
+  spec.count = std::max(64LL, 4LL * c.micro_batch * c.workers * c.prefetch);
+  spec.size = 32 + 4LL * c.seq;
+  io::make_dataset(spec);
+  io::LoaderOptions opt;
+  opt.workers = c.workers, opt.batch = c.micro_batch, opt.prefetch = c.prefetch;
+  opt.delay_s = slow_loader_(s);
+  io::Loader loader(io::list_dataset(dir.path()), opt, io::plain_memory());
+  Trainer t(c, be, loader);
+  const StepParts own = measure_parts(run, c, t);
+
+  CommThread comm;
+  const bool overlap = serial_comm_(s) != "true";
+  std::vector<StepPhases> phases;
+  std::vector<double> own_steps;
+  t.drain_loader();
+  run.exec(
+      [&](long long n) {
+        for (long long i = 0; i < n; ++i) {
+          const auto t0 = Clock::now();
+          phases.push_back(t.step(comm, overlap));
+          own_steps.push_back(since(t0));
+        }
+        return -1.0;
+      },
+      "step");
+
+  // Every rank's parts: the cluster's prediction takes the slowest of each (lock-step).
+  const json mine = {{"host", run.ctx().host()}, {"parts", parts_json(own)}, {"steps", own_steps}};
+  const auto all = run.ctx().allgather(mine.dump());
+  StepParts cluster = own;
+  json per_rank = json::array();
+  for (const auto& text : all) {
+    const json j = json::parse(text);
+    cluster = slowest(cluster, parts_of(j.at("parts")));
+    per_rank.push_back({{"host", j.at("host")}, {"parts", j.at("parts")}});
+  }
+  const StepPrediction r = predict_step(c, cluster);
+  add_step_metrics(run, c, cluster, r, t.ranks());
+  run.set_extra("config", config_params(c));
+  run.set_extra("parts", parts_json(cluster));
+  run.set_extra("per_rank_parts", per_rank);
+  run.set_extra("phases_ms", phase_medians(phases));
+  run.set_extra("buckets", t.buckets());
+  run.set_extra("bottleneck", r.bottleneck);
+  run.set_extra("bottleneck_share", r.bottleneck_share);
+  run.set_extra("bottleneck_text", bottleneck_text(c, cluster, r, t.ranks()));
+  run.set_extra("overlap", overlap);
+  run.set_extra("slow_loader_s", slow_loader_(s));
+  run.set_extra("model_params", model_params(c));
+  run.set_extra("formula", "docs/metrics.md \"Training step\"");
+  if (run.ctx().is_root()) add_node_records(run, c, cluster, all);
+}
+
+CLUSTERBENCH_REGISTER(TrainingStep);
+
+}  // namespace
+}  // namespace clusterbench::compute

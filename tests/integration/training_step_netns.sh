@@ -1,0 +1,152 @@
+#!/usr/bin/env bash
+# training_step_netns: the CPU proof of compute.training_step (docs/training.md). Two network
+# namespaces, one rank each, OpenBLAS on one thread, one loader worker, the veth shaped with tbf
+# so that the gradient all_reduce takes a little less than the GEMMs; judged by
+# reports/specs/training.json, which holds only the step's row. Four runs:
+#   base            the prediction is within 20% of the measured step; bottleneck compute
+#   link 4x slower  the prediction still holds; bottleneck network
+#   slow loader     (slow_loader: each batch 0.6 s longer, parts and step alike) bottleneck loader
+#   serial_comm     (the fault: no overlap, in the whole step only) the step exceeds 1.2 x the
+#                   prediction, training.step_vs_parts FAILs (exit 1) on both nodes, and the
+#                   parts measured in the same case are those of the base run (within 25%)
+# Every run's prediction is recomputed here from the record's parts (the formula of
+# docs/metrics.md "Training step", written again in Python), and its tokens/s from its step time.
+# Environment (from ctest): CB_BIN, CB_SOURCE_DIR, CB_HAVE_MPI. Budget: about 90 s.
+set -euo pipefail
+
+fail() {
+  echo "FAIL training_step_netns: $*" >&2
+  exit 1
+}
+: "${CB_BIN:?CB_BIN must name the clusterbench binary}"
+SRC=${CB_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}
+CLUSTER=$SRC/scripts/netns-cluster.sh
+[[ ${CB_HAVE_MPI:-1} =~ ^(1|ON|TRUE|true)$ ]] || fail "clusterbench was built without MPI"
+[[ $(id -u) -eq 0 ]] || fail "needs root to create network namespaces (uid $(id -u))"
+for tool in ip tc mpirun python3; do
+  command -v "$tool" >/dev/null || fail "'$tool' is not installed (scripts/setup.sh --test)"
+done
+
+export CB_NETNS_PREFIX=cbts$$n
+WORK=$(mktemp -d /tmp/training_step_netns.XXXXXX)
+export CB_NETNS_STATE=$WORK/cluster/state
+N1=${CB_NETNS_PREFIX}1
+N2=${CB_NETNS_PREFIX}2
+cleanup() {
+  local rc=$?
+  "$CLUSTER" down >/dev/null 2>&1 || "$CLUSTER" down || true
+  if ip netns list | grep -qE "^${CB_NETNS_PREFIX}[0-9]+( |\$)"; then
+    echo "training_step_netns: namespaces left behind" >&2
+    rc=1
+  fi
+  if ((rc == 0)); then rm -rf "$WORK"; else echo "training_step_netns: kept $WORK" >&2; fi
+  exit $rc
+}
+trap cleanup EXIT
+
+"$CLUSTER" up 2 >/dev/null
+# The rate at which the 4 bucket all_reduces (3 MiB each) take a little less than the GEMMs of
+# the step on this machine; a small burst, so that a bucket never crosses at the veth's speed.
+RATE=600mbit
+"$CLUSTER" slow "$N1" "$N2" "$RATE"
+
+# step NAME WANT-RC [--set ...]: one run of the step alone, judged by the training table.
+step() {
+  local name=$1 want=$2 rc
+  shift 2
+  set +e
+  timeout 240 "$CLUSTER" mpirun -np 2 --map-by node "$CB_BIN" run --suite quick \
+    --only compute.training_step --spec "$SRC/reports/specs/training.json" \
+    --set compute.training_step.min_time=0.05 "$@" --out "$WORK/$name" >"$WORK/$name.log" 2>&1
+  rc=$?
+  set -e
+  [[ $rc == "$want" ]] || { tail -30 "$WORK/$name.log" >&2; fail "$name: exit $rc, want $want"; }
+}
+
+step base 0
+"$CLUSTER" slow "$N1" "$N2" 150mbit
+step slow_link 0
+"$CLUSTER" slow "$N1" "$N2" "$RATE"
+step slow_loader 0 --set compute.training_step.slow_loader=0.6
+step serial 1 --set compute.training_step.serial_comm=true
+
+python3 - "$WORK" "$N1" "$N2" <<'PY'
+import json, os, sys
+work, n1, n2 = sys.argv[1:4]
+errors = []
+def check(cond, what):
+    print(("ok   " if cond else "FAIL ") + what)
+    if not cond:
+        errors.append(what)
+
+def predict(c, p):
+    """docs/metrics.md "Training step", written again: the step from its parts."""
+    L, f, b = c["layers"], p["forward_layer_s"], p["backward_layer_s"]
+    ready = end = comm = 0.0
+    per = max(1, c["bucket"] // (4 * (4 * c["hidden"] ** 2 + 2 * c["hidden"] * c["ffn"])))
+    left, k = L, 0
+    while left > 0:
+        n = min(per, left)
+        ready += n * b
+        end = max(end, ready) + p["bucket_comm_s"][k]
+        comm += p["bucket_comm_s"][k]
+        left, k = left - n, k + 1
+    opt = p["d2h_s"] + p["optimizer_s"] + p["h2d_s"] + p["all_gather_s"]
+    path = c["accum"] * L * (f + b) - L * b + max(L * b, end) + opt
+    return max(path, c["accum"] * p["loader_batch_s"])
+
+runs = {}
+for name in ("base", "slow_link", "slow_loader", "serial"):
+    recs = [json.loads(l) for l in open(os.path.join(work, name, "records.jsonl")) if l.strip()]
+    cl = [r for r in recs if r["scope"]["kind"] == "cluster"]
+    nodes = {r["scope"]["host"]: r for r in recs if r["scope"]["kind"] == "node"}
+    check(len(cl) == 1 and cl[0]["status"] == "ok", f"{name}: one ok cluster record")
+    check(set(nodes) == {n1, n2}, f"{name}: one node record per namespace ({sorted(nodes)})")
+    r = cl[0]
+    m = {x["name"]: x for x in r["metrics"]}
+    c, p = r["extra"]["config"], r["extra"]["parts"]
+    pred = predict(c, p)
+    check(abs(m["predicted_step_time"]["value"] - pred * 1e3) < 1e-6 * pred * 1e3,
+          f"{name}: predicted {m['predicted_step_time']['value']:.1f} ms = the formula from the "
+          f"record's parts ({pred * 1e3:.1f} ms)")
+    step = m["step_time"]["value"]
+    ratio = m["step_over_prediction"]["value"]
+    check(abs(ratio - step / (pred * 1e3)) < 1e-9, f"{name}: ratio = step / prediction")
+    tokens = c["accum"] * c["micro_batch"] * c["seq"]
+    check(abs(m["tokens_per_s_per_gpu"]["value"] - tokens / (step / 1e3)) < 1e-6 * tokens,
+          f"{name}: tokens/s per GPU = {tokens} tokens / {step:.1f} ms")
+    check(len(m["step_time"]["reps"]) >= 5, f"{name}: the step has {len(m['step_time']['reps'])} reps")
+    rep = json.load(open(os.path.join(work, name, "report.json")))
+    row = [x for x in rep["rows"] if x["id"] == "training.step_vs_parts"][0]
+    runs[name] = (r, m, ratio, row, nodes)
+    print(f"{name}: measured {step:.1f} ms, predicted {pred * 1e3:.1f} ms, ratio {ratio:.3f}, "
+          f"{r['extra']['bottleneck_text']}; row {row['outcome']}")
+
+for name, want in (("base", "compute"), ("slow_link", "network"), ("slow_loader", "loader")):
+    r, m, ratio, row, nodes = runs[name]
+    check(0.8 <= ratio <= 1.2, f"{name}: measured / predicted {ratio:.3f} within 20%")
+    check(r["extra"]["bottleneck"] == want, f"{name}: bottleneck {r['extra']['bottleneck']} = {want}")
+    check(r["extra"]["bottleneck_text"].startswith(want + ":"), f"{name}: the text names {want}")
+    check(row["outcome"] == "PASS", f"{name}: training.step_vs_parts PASS")
+    for host, rec in nodes.items():
+        nr = {x["name"]: x["value"] for x in rec["metrics"]}["step_over_prediction"]
+        check(0.8 <= nr <= 1.2, f"{name}: {host} measured / its own prediction {nr:.3f} within 20%")
+check("all_reduce at" in runs["slow_link"][0]["extra"]["bottleneck_text"],
+      "slow link: the text names the all_reduce and its busbw")
+
+r, m, ratio, row, nodes = runs["serial"]
+check(ratio > 1.2, f"serial comm: measured / predicted {ratio:.3f} > 1.2")
+check(row["outcome"] == "FAIL", "serial comm: training.step_vs_parts FAILs")
+bad = sorted(i["item"] for i in row["items"] if i["outcome"] == "FAIL")
+check({n1, n2} <= set(bad), f"serial comm: both nodes FAIL ({bad})")
+check(r["extra"]["overlap"] is False and runs["base"][0]["extra"]["overlap"] is True,
+      "the fault is recorded (overlap false) and the base run overlapped")
+base_p, ser_p = runs["base"][0]["extra"]["parts"], r["extra"]["parts"]
+for key in ("forward_layer_s", "backward_layer_s", "optimizer_s"):
+    q = ser_p[key] / base_p[key]
+    check(0.75 <= q <= 1.33, f"serial comm: part {key} unchanged ({q:.2f} x the base run's)")
+q = ser_p["bucket_comm_s"][0] / base_p["bucket_comm_s"][0]
+check(0.75 <= q <= 1.33, f"serial comm: part bucket_comm unchanged ({q:.2f} x the base run's)")
+sys.exit(1 if errors else 0)
+PY
+echo "training_step_netns: passed"
