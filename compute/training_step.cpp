@@ -20,6 +20,9 @@
 #include "compute/training_model.hpp"
 #include "core/benchmark.hpp"
 #include "core/error.hpp"
+#include "core/gpu_case.hpp"
+#include "core/gpu_disposition.hpp"
+#include "gpu/operation.hpp"
 #include "io/dataloader.hpp"
 #include "io/dataset.hpp"
 #include "io/scratch.hpp"
@@ -87,7 +90,9 @@ void adam(float* p, const float* g, float* m, float* v, long long n, int t) {
 /// its own stream). wait() blocks until every posted job has run and rethrows the first error.
 class CommThread {
  public:
-  CommThread() : thread_([this] { loop(); }) {}
+  /// `init` runs first on the thread (an error in it is the first job's error).
+  explicit CommThread(std::function<void()> init = nullptr)
+      : init_(std::move(init)), thread_([this] { loop(); }) {}
   ~CommThread() {
     {
       std::lock_guard<std::mutex> lk(mu_);
@@ -114,6 +119,11 @@ class CommThread {
  private:
   void loop() {
     std::unique_lock<std::mutex> lk(mu_);
+    try {
+      if (init_) init_();
+    } catch (...) {
+      error_ = std::current_exception();
+    }
     for (;;) {
       cv_.wait(lk, [this] { return stop_ || !jobs_.empty(); });
       if (jobs_.empty()) return;
@@ -141,6 +151,7 @@ class CommThread {
   bool stop_ = false, running_ = false;
   std::exception_ptr error_;
   double busy_s_ = 0;
+  std::function<void()> init_;
   std::thread thread_;
 };
 
@@ -150,65 +161,219 @@ struct StepPhases {
   double compute = 0, loader_wait = 0, comm_wait = 0, optimizer = 0, comm_busy = 0;
 };
 
-/// One rank's synthetic model: its layer GEMMs, gradients, parameters and Adam state, the loader
-/// and the collective backend; runs the parts alone and the whole step.
-class Trainer {
- public:
-  Trainer(const TrainingConfig& c, collectives::Backend* be, io::Loader& loader)
-      : c_(c), be_(be && be->size() > 1 ? be : nullptr), loader_(loader), layer_(c) {
-    const int n = be_ ? be_->size() : 1;
-    const long long params = model_params(c);
-    grads_.assign(static_cast<size_t>(params), 0.0f);
-    params_.assign(static_cast<size_t>(params), 0.01f);
-    shard_ = c.zero == 2 ? params / n : params;
-    m_.assign(static_cast<size_t>(shard_), 0.0f), v_.assign(static_cast<size_t>(shard_), 0.0f);
-    if (c.offload) host_grad_.assign(static_cast<size_t>(shard_), 0.0f);
-    if (c.offload) host_params_.assign(static_cast<size_t>(shard_), 0.01f);
-    buckets_ = bucket_layers(c);
+/// Adam's host state over a shard of n parameters: parameters, gradient, m and v in fp32.
+struct HostAdam {
+  explicit HostAdam(long long n)
+      : p(static_cast<size_t>(n), 0.01f),
+        g(static_cast<size_t>(n), 0.0f),
+        m(static_cast<size_t>(n), 0.0f),
+        v(static_cast<size_t>(n), 0.0f) {}
+  void step() {
+    adam(p.data(), g.data(), m.data(), v.data(), static_cast<long long>(p.size()), ++t);
   }
+  std::vector<float> p, g, m, v;
+  int t = 0;
+};
 
-  int ranks() const { return be_ ? be_->size() : 1; }
+/// What one rank's step runs on: the CPU (OpenBLAS, MPI on host buffers, memcpy) or its GPU (the
+/// plugin's gemm, host_copy and device_copy operations, NCCL). Gradients are one buffer in layer
+/// order; bucket k (backward order) covers layers first_layer(k) .. + buckets[k] - 1.
+class Engine {
+ public:
+  explicit Engine(const TrainingConfig& c) : c_(c), buckets_(bucket_layers(c)) {}
+  virtual ~Engine() = default;
   const std::vector<int>& buckets() const { return buckets_; }
-  /// Elements of bucket k (backward order), and where its gradients start.
-  long long bucket_count(size_t k) const { return buckets_[k] * layer_params(c_); }
-  float* bucket_data(size_t k) {
+  virtual int ranks() const = 0;
+  virtual void forward_layer() = 0;
+  /// The backward GEMMs of layer l (the CPU writes its weight gradients into the gradients).
+  virtual void backward_layer(int l) = 0;
+  /// Bucket k's collective: all_reduce (ZeRO-0) or reduce_scatter (ZeRO-2), in place, sum.
+  /// Runs on the gradient thread during the step; nothing on one rank.
+  virtual void reduce(size_t k) = 0;
+  virtual void d2h() = 0;         ///< offload: the gradient shard to the host
+  virtual void h2d() = 0;         ///< offload: the updated parameter shard back
+  virtual void optimizer() = 0;   ///< Adam over this rank's parameters (ZeRO-2: its shard)
+  virtual void all_gather() = 0;  ///< ZeRO-2: the updated parameters gathered
+  /// Called on the gradient thread before its first collective (GPU: selects the rank's device).
+  virtual void on_comm_thread() {}
+  /// Parameters this rank's optimizer updates.
+  long long shard() const { return c_.zero == 2 ? model_params(c_) / ranks() : model_params(c_); }
+
+ protected:
+  /// The first layer of bucket k.
+  int first_layer(size_t k) const {
     int below = c_.layers;
     for (size_t j = 0; j <= k; ++j) below -= buckets_[j];
-    return grads_.data() + below * layer_params(c_);
+    return below;
+  }
+  /// Runs collective `coll` in place over `count` elements of `dt` at `data` on `be`.
+  static void in_place(collectives::Backend* be, const collectives::Collective& coll,
+                       collectives::Dtype dt, void* data, long long count) {
+    const size_t size = collectives::dtype_size(dt);
+    const auto l = coll.layout(count, be->rank(), be->size(), size);
+    auto* base = static_cast<char*>(data);
+    be->run(coll, dt, base + l.send_offset_inplace * size, base + l.recv_offset_inplace * size, l,
+            0, true, 1);
+  }
+  TrainingConfig c_;
+  std::vector<int> buckets_;
+};
+
+/// The CPU engine: OpenBLAS sgemm on the calling thread, MPI collectives on host buffers (quiet
+/// waits, Backend::set_poll_sleep), the offload copies as memcpy.
+class CpuEngine : public Engine {
+ public:
+  CpuEngine(const TrainingConfig& c, collectives::Backend* be)
+      : Engine(c),
+        be_(be && be->size() > 1 ? be : nullptr),
+        layer_(c),
+        grads_(static_cast<size_t>(model_params(c)), 0.0f),
+        params_(static_cast<size_t>(model_params(c)), 0.01f),
+        adam_(shard()) {}
+  int ranks() const override { return be_ ? be_->size() : 1; }
+  void forward_layer() override { layer_.forward(); }
+  void backward_layer(int l) override { layer_.backward(grads_.data() + l * layer_params(c_)); }
+  void reduce(size_t k) override {
+    if (!be_) return;
+    in_place(be_, c_.zero == 0 ? collectives::kAllReduce : collectives::kReduceScatter,
+             collectives::Dtype::f32, grads_.data() + first_layer(k) * layer_params(c_),
+             buckets_[k] * layer_params(c_));
+  }
+  void d2h() override { std::copy_n(grads_.data(), shard(), adam_.g.data()); }
+  void h2d() override { std::copy_n(adam_.p.data(), shard(), params_.data()); }
+  /// Without offload the "device" is this host: Adam reads the gradients in place.
+  void optimizer() override {
+    if (!c_.offload) std::copy_n(grads_.data(), shard(), adam_.g.data());
+    adam_.step();
+  }
+  void all_gather() override {
+    if (be_ && c_.zero == 2)
+      in_place(be_, collectives::kAllGather, collectives::Dtype::f32, params_.data(),
+               model_params(c_));
   }
 
-  void forward_layer() { layer_.forward(); }
-  void backward_layer(int l) { layer_.backward(grads_.data() + l * layer_params(c_)); }
-  /// The gradient collective of `count` elements at `data`: all_reduce (ZeRO-0) or
-  /// reduce_scatter (ZeRO-2), in place, float, sum. Nothing on one rank.
-  void reduce(float* data, long long count) {
+ private:
+  collectives::Backend* be_;
+  CpuLayer layer_;
+  std::vector<float> grads_, params_;
+  HostAdam adam_;
+};
+
+/// The collective element type of a GEMM dtype (fp32 and tf32: float; bf16; fp16: half).
+collectives::Dtype grad_dtype(const std::string& dtype) {
+  if (dtype == "bf16") return collectives::Dtype::bf16;
+  if (dtype == "fp16") return collectives::Dtype::f16;
+  return collectives::Dtype::f32;
+}
+
+/// The GPU engine, on this rank's device: each distinct layer GEMM is one "gemm" operation of the
+/// plugin (cuBLASLt, created and verified once, run back to back), the gradients and parameters
+/// NCCL buffers reduced by the gradient thread on NCCL's own stream, the offload copies
+/// "host_copy" operations (pinned), and Adam the host's (offload) or, on the device, a
+/// "device_copy" of the same memory traffic (28 B a parameter: fp32 master, m, v read and written,
+/// the gradient read). The GEMMs' outputs are the operations' own buffers: the reduced gradients
+/// are a buffer of the gradients' size, not the GEMMs' results.
+class GpuEngine : public Engine {
+ public:
+  GpuEngine(const TrainingConfig& c, const Context& ctx, int device)
+      : Engine(c), device_(device), adam_(1) {
+    if (ctx.world_size() > 1) be_ = &collectives::nccl_backend(ctx, json("nvlink"), kNcclTimeoutS);
+    add_gemms(forward_gemms(c), fwd_);
+    add_gemms(backward_gemms(c), bwd_);
+    const auto grad_bytes = static_cast<size_t>(model_params(c) * dtype_bytes(c.dtype));
+    if (be_) grads_ = be_->alloc(grad_bytes), params_ = be_->alloc(grad_bytes);
+    const long long n = shard();
+    if (c.offload) {
+      adam_ = HostAdam(n);
+      const long long bytes = (n * dtype_bytes(c.dtype) + 15) / 16 * 16;
+      host_.assign(static_cast<size_t>(bytes), 0);
+      down_ = copy_op("d2h", bytes), up_ = copy_op("h2d", bytes);
+    } else {
+      opt_ = gpu_call(kLibrary, [&] {
+        return std::make_unique<gpu::Operation>(
+            "device_copy", json{{"bytes", (n * 14 + 15) / 16 * 16}, {"method", "kernel"}});
+      });
+    }
+  }
+  ~GpuEngine() override {
+    if (be_) be_->release(grads_), be_->release(params_);
+  }
+  int ranks() const override { return be_ ? be_->size() : 1; }
+  void forward_layer() override { run_all(fwd_); }
+  void backward_layer(int) override { run_all(bwd_); }
+  void reduce(size_t k) override {
     if (!be_) return;
-    const auto& coll = c_.zero == 0 ? collectives::kAllReduce : collectives::kReduceScatter;
-    const auto l = coll.layout(count, be_->rank(), be_->size(), sizeof(float));
-    be_->run(coll, collectives::Dtype::f32, data + l.send_offset_inplace,
-             data + l.recv_offset_inplace, l, 0, true, 1);
+    const size_t elt = static_cast<size_t>(dtype_bytes(c_.dtype));
+    in_place(be_, c_.zero == 0 ? collectives::kAllReduce : collectives::kReduceScatter,
+             grad_dtype(c_.dtype),
+             static_cast<char*>(grads_) + first_layer(k) * layer_params(c_) * elt,
+             buckets_[k] * layer_params(c_));
   }
-  void all_gather() {
-    if (!be_ || c_.zero != 2) return;
-    const auto l = collectives::kAllGather.layout(model_params(c_), be_->rank(), be_->size(), 4);
-    be_->run(collectives::kAllGather, collectives::Dtype::f32,
-             params_.data() + l.send_offset_inplace, params_.data() + l.recv_offset_inplace, l, 0,
-             true, 1);
+  void d2h() override { run_op(*down_, 1); }
+  void h2d() override { run_op(*up_, 1); }
+  void optimizer() override {
+    if (c_.offload) return adam_.step();
+    run_op(*opt_, 1);
   }
-  void d2h() { std::copy_n(grads_.data(), shard_, host_grad_.data()); }
-  void h2d() { std::copy_n(host_params_.data(), shard_, params_.data()); }
-  void adam_update() {
-    float* p = c_.offload ? host_params_.data() : params_.data();
-    const float* g = c_.offload ? host_grad_.data() : grads_.data();
-    adam(p, g, m_.data(), v_.data(), shard_, ++adam_steps_);
+  void all_gather() override {
+    if (be_ && c_.zero == 2)
+      in_place(be_, collectives::kAllGather, grad_dtype(c_.dtype), params_, model_params(c_));
   }
-  /// d2h, Adam, h2d (offload) or Adam alone; then all_gather (ZeRO-2).
-  void optimizer_step() {
-    if (c_.offload) d2h();
-    adam_update();
-    if (c_.offload) h2d();
-    all_gather();
+  void on_comm_thread() override {
+    const std::string err = select_gpu(device_);
+    if (!err.empty())
+      throw CallError("CUDA", "cudaSetDevice", err, "cudaSetDevice", "the gradient thread");
   }
+
+ private:
+  static constexpr const char* kLibrary = "cuBLASLt";
+  static constexpr double kNcclTimeoutS = 600;
+  struct Gemm {
+    std::unique_ptr<gpu::Operation> op;
+    long long count;
+  };
+  void add_gemms(const std::vector<LayerGemm>& list, std::vector<Gemm>& out) {
+    for (const auto& g : list) {
+      auto op = gpu_call(kLibrary, [&] {
+        return std::make_unique<gpu::Operation>("gemm",
+                                                gemm_op_params(c_.dtype, g.shape, 1, 16, 1));
+      });
+      out.push_back({std::move(op), g.count});
+    }
+  }
+  std::unique_ptr<gpu::Operation> copy_op(const std::string& direction, long long bytes) {
+    const auto addr = reinterpret_cast<std::uintptr_t>(host_.data());
+    return gpu_call("CUDA", [&] {
+      return std::make_unique<gpu::Operation>("host_copy", json{{"bytes", bytes},
+                                                                {"direction", direction},
+                                                                {"pinned", true},
+                                                                {"host_src", addr},
+                                                                {"host_dst", addr}});
+    });
+  }
+  static void run_op(gpu::Operation& op, long long n) {
+    gpu_call(kLibrary, [&] { return op.run(n); });
+  }
+  static void run_all(std::vector<Gemm>& list) {
+    for (auto& g : list) run_op(*g.op, g.count);
+  }
+  int device_;
+  collectives::Backend* be_ = nullptr;
+  void* grads_ = nullptr;
+  void* params_ = nullptr;
+  std::vector<Gemm> fwd_, bwd_;
+  std::vector<unsigned char> host_;
+  std::unique_ptr<gpu::Operation> down_, up_, opt_;
+  HostAdam adam_;
+};
+
+/// One rank's synthetic model on an engine, with the loader: runs the parts alone and the whole
+/// step.
+class Trainer {
+ public:
+  Trainer(const TrainingConfig& c, Engine& engine, io::Loader& loader)
+      : c_(c), e_(engine), loader_(loader) {}
+  Engine& engine() { return e_; }
   /// One loader batch taken and given back; its wait.
   double take_batch() {
     io::LoadedBatch b = loader_.next();
@@ -219,20 +384,21 @@ class Trainer {
   void drain_loader() {
     for (int i = 0; i < loader_.slots(); ++i) take_batch();
   }
-
+  /// d2h, Adam, h2d (offload) or Adam alone; then all_gather (ZeRO-2).
+  void optimizer_step() {
+    if (c_.offload) e_.d2h();
+    e_.optimizer();
+    if (c_.offload) e_.h2d();
+    e_.all_gather();
+  }
   /// One optimizer step (docs/training.md "The step"). `overlap` false is the test fault
   /// (serial_comm): each bucket's collective runs on this thread when it is ready.
   StepPhases step(CommThread& comm, bool overlap);
 
  private:
   TrainingConfig c_;
-  collectives::Backend* be_;
+  Engine& e_;
   io::Loader& loader_;
-  CpuLayer layer_;
-  std::vector<float> grads_, params_, m_, v_, host_grad_, host_params_;
-  std::vector<int> buckets_;
-  long long shard_ = 0;
-  int adam_steps_ = 0;
 };
 
 StepPhases Trainer::step(CommThread& comm, bool overlap) {
@@ -243,20 +409,18 @@ StepPhases Trainer::step(CommThread& comm, bool overlap) {
     ph.loader_wait += since(t0);
     const bool last = a + 1 == c_.accum;
     t0 = Clock::now();
-    for (int l = 0; l < c_.layers; ++l) forward_layer();
+    for (int l = 0; l < c_.layers; ++l) e_.forward_layer();
     size_t k = 0;
     int in_bucket = 0;
     for (int l = c_.layers - 1; l >= 0; --l) {
-      backward_layer(l);
-      if (!last || ++in_bucket < buckets_[k]) continue;
-      float* data = bucket_data(k);
-      const long long count = bucket_count(k);
+      e_.backward_layer(l);
+      if (!last || ++in_bucket < e_.buckets()[k]) continue;
       if (overlap) {
-        comm.post([this, data, count] { reduce(data, count); });
+        comm.post([this, k] { e_.reduce(k); });
       } else {
         ph.compute += since(t0);
         const auto tc = Clock::now();
-        reduce(data, count);
+        e_.reduce(k);
         ph.comm_busy += since(tc);
         t0 = Clock::now();
       }
@@ -292,23 +456,23 @@ double time_part(CaseRun& run, const std::string& label, const std::function<voi
 
 /// The parts alone, each at the step's real shapes (docs/training.md "The parts").
 StepParts measure_parts(CaseRun& run, const TrainingConfig& c, Trainer& t) {
+  Engine& e = t.engine();
   StepParts p;
-  p.forward_layer = time_part(run, "forward_layer", [&] { t.forward_layer(); });
-  p.backward_layer = time_part(run, "backward_layer", [&] { t.backward_layer(0); });
+  p.forward_layer = time_part(run, "forward_layer", [&] { e.forward_layer(); });
+  p.backward_layer = time_part(run, "backward_layer", [&] { e.backward_layer(0); });
   double first = -1, last = -1;
-  const auto& b = t.buckets();
+  const auto& b = e.buckets();
   for (size_t k = 0; k < b.size(); ++k) {
     // Buckets of one size share one measurement.
     double& slot = b[k] == b.front() ? first : last;
     if (slot < 0)
-      slot = time_part(run, "bucket_" + std::to_string(b[k]) + "_layers",
-                       [&] { t.reduce(t.bucket_data(k), t.bucket_count(k)); });
+      slot = time_part(run, "bucket_" + std::to_string(b[k]) + "_layers", [&] { e.reduce(k); });
     p.bucket_comm.push_back(slot);
   }
-  p.optimizer = time_part(run, "adam", [&] { t.adam_update(); });
-  if (c.offload) p.d2h = time_part(run, "d2h", [&] { t.d2h(); });
-  if (c.offload) p.h2d = time_part(run, "h2d", [&] { t.h2d(); });
-  if (c.zero == 2) p.all_gather = time_part(run, "all_gather", [&] { t.all_gather(); });
+  p.optimizer = time_part(run, "optimizer", [&] { e.optimizer(); });
+  if (c.offload) p.d2h = time_part(run, "d2h", [&] { e.d2h(); });
+  if (c.offload) p.h2d = time_part(run, "h2d", [&] { e.h2d(); });
+  if (c.zero == 2) p.all_gather = time_part(run, "all_gather", [&] { e.all_gather(); });
   t.drain_loader();
   p.loader_batch = time_part(run, "loader", [&] { t.take_batch(); });
   return p;
@@ -531,14 +695,16 @@ class TrainingStep : public Benchmark {
     set(prefetch_, c.prefetch);
     if (dtype_.given(s)) c.dtype = dtype_(s);
     if (offload_.given(s)) c.offload = offload_(s) == "true";
-    return config_params(c);
+    json p = config_params(c);
+    p["engine"] = gpu ? "gpu" : "cpu";
+    return p;
   }
   std::string applicable(const NodeEnv&) const override { return ""; }
-  /// GPU nodes: the GPU engine is not written yet. CPU nodes: OpenBLAS fp32.
-  std::string case_waiver(const json& p, const NodeEnv& node) const override {
-    if (node.env.gpu_status.on_pci > 0)
-      return "the training step's GPU engine (cuBLASLt GEMMs, NCCL buckets) is not built yet; "
-             "this build runs the CPU engine only";
+  /// The GPU engine runs where the node has GPUs (the GPU disposition waives or fails it there);
+  /// the CPU engine runs fp32 GEMMs on OpenBLAS.
+  bool case_needs_gpu(const json& p) const override { return p.value("engine", "") == "gpu"; }
+  std::string case_waiver(const json& p, const NodeEnv&) const override {
+    if (p.value("engine", "") == "gpu") return "";
     if (p.value("dtype", "") != "fp32") return "the CPU engine runs fp32 GEMMs (OpenBLAS sgemm)";
     return openblas_absent();
   }
@@ -588,12 +754,13 @@ class TrainingStep : public Benchmark {
       "the parts are unchanged");
 };
 
-/// OpenBLAS on one thread at about 40 GFLOP/s (the CI machine's), the layer parts and the step
-/// each through the measurement loop, plus 1 s of setup (dataset, buffers). The network's time
-/// is not known before the run: a shaped link makes the case longer.
+/// OpenBLAS on one thread at about 40 GFLOP/s (the CI machine's; a GPU at 500 TFLOP/s), the layer
+/// parts and the step each through the measurement loop, plus 1 s of setup (dataset, buffers). The
+/// network's time is not known before the run: a shaped link makes the case longer.
 double TrainingStep::estimate_s(const Settings& s, const json& params) const {
   const TrainingConfig c = config_of(params.contains("layers") ? params : resolve(s, false));
-  const double mt = case_min_time(s, id()), rate = 40e9;
+  const double mt = case_min_time(s, id());
+  const double rate = params.value("engine", "cpu") == "gpu" ? 500e12 : 40e9;
   const double f = gemms_flop(forward_gemms(c)) / rate, b = gemms_flop(backward_gemms(c)) / rate;
   const double step = c.accum * c.layers * (f + b) + c.accum * slow_loader_(s);
   return 1 + loop_estimate_s(mt, f) + loop_estimate_s(mt, b) + loop_estimate_s(mt, step) +
@@ -606,7 +773,8 @@ void TrainingStep::run(CaseRun& run) const {
   if (run.group_size() != run.ctx().world_size())
     throw std::runtime_error("a rank could not take part in the step (its record says why)");
   openblas_set_num_threads(static_cast<int>(std::max(1LL, threads_(s))));
-  collectives::Backend* be = run.ctx().uses_mpi() ? collectives::mpi_backend() : nullptr;
+  const bool gpu = run.params().value("engine", "cpu") == "gpu";
+  collectives::Backend* be = run.ctx().uses_mpi() && !gpu ? collectives::mpi_backend() : nullptr;
   PollSleep quiet(be, poll_us_(s) * 1e-6);
   // The loader's dataset: sequences of `seq` int32 tokens, every slot's batch twice over.
   io::ScratchDir dir(io::system_tmpdir(), "training");
@@ -619,10 +787,16 @@ void TrainingStep::run(CaseRun& run) const {
   opt.workers = c.workers, opt.batch = c.micro_batch, opt.prefetch = c.prefetch;
   opt.delay_s = slow_loader_(s);
   io::Loader loader(io::list_dataset(dir.path()), opt, io::plain_memory());
-  Trainer t(c, be, loader);
+  std::unique_ptr<Engine> engine;
+  if (gpu) {
+    engine = std::make_unique<GpuEngine>(c, run.ctx(), rank_gpu_device(run.ctx()));
+  } else {
+    engine = std::make_unique<CpuEngine>(c, be);
+  }
+  Trainer t(c, *engine, loader);
   const StepParts own = measure_parts(run, c, t);
 
-  CommThread comm;
+  CommThread comm([&engine] { engine->on_comm_thread(); });
   const bool overlap = serial_comm_(s) != "true";
   std::vector<StepPhases> phases;
   std::vector<double> own_steps;
@@ -649,15 +823,15 @@ void TrainingStep::run(CaseRun& run) const {
     per_rank.push_back({{"host", j.at("host")}, {"parts", j.at("parts")}});
   }
   const StepPrediction r = predict_step(c, cluster);
-  add_step_metrics(run, c, cluster, r, t.ranks());
+  add_step_metrics(run, c, cluster, r, engine->ranks());
   run.set_extra("config", config_params(c));
   run.set_extra("parts", parts_json(cluster));
   run.set_extra("per_rank_parts", per_rank);
   run.set_extra("phases_ms", phase_medians(phases));
-  run.set_extra("buckets", t.buckets());
+  run.set_extra("buckets", engine->buckets());
   run.set_extra("bottleneck", r.bottleneck);
   run.set_extra("bottleneck_share", r.bottleneck_share);
-  run.set_extra("bottleneck_text", bottleneck_text(c, cluster, r, t.ranks()));
+  run.set_extra("bottleneck_text", bottleneck_text(c, cluster, r, engine->ranks()));
   run.set_extra("overlap", overlap);
   run.set_extra("slow_loader_s", slow_loader_(s));
   run.set_extra("model_params", model_params(c));

@@ -418,6 +418,71 @@ for r in recs:
 P2
 }
 
+# compute.training_step: the ci preset in bf16 on one GPU (one rank, so no collectives): the
+# GPU engine's layer GEMMs (the plugin's gemm operations), host copies and step, the step against
+# its prediction. Anchored by PyTorch: the same forward and backward GEMMs of one layer
+# (torch.matmul / torch.bmm in bf16), CUDA-event timed; ms = the sum of their medians.
+section_training_step() {
+  say "compute.training_step (ci preset, bf16, 1 GPU)"
+  timeout 60 "$BIN" run --suite quick "${SPEC_ARGS[@]}" --only compute.training_step \
+    --set compute.training_step.preset=ci --set compute.training_step.dtype=bf16 \
+    --set compute.training_step.min_time=0.2 --out "$OUT/train" >"$OUT/train.log" 2>&1
+  echo "clusterbench exited $? (verdicts: $OUT/train/report.md)"
+  timeout 40 python3 - >"$OUT/train-anchor.json" 2>"$OUT/train-anchor.err" <<'P2'
+import json
+try:
+    import torch
+    if not torch.cuda.is_available():
+        raise RuntimeError("torch sees no CUDA device")
+    T, h, f, s, d, batch = 2048, 256, 1024, 256, 64, 8 * 4  # the ci preset
+    fwd = [(T, 3 * h, h, 1), (s, s, d, batch), (s, d, s, batch), (T, h, h, 1), (T, f, h, 1), (T, h, f, 1)]
+    shapes = fwd + [x for (m, n, k, c) in fwd for x in ((m, k, n, c), (k, n, m, c))]
+    def median(fn):
+        fn(); torch.cuda.synchronize()
+        times = []
+        for _ in range(20):
+            a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            a.record(); fn(); b.record(); b.synchronize()
+            times.append(a.elapsed_time(b) / 1e3)
+        return sorted(times)[(len(times) - 1) // 2]
+    total = 0.0
+    for m, n, k, c in shapes:
+        A = torch.randn(c, m, k, dtype=torch.bfloat16, device="cuda")
+        B = torch.randn(c, k, n, dtype=torch.bfloat16, device="cuda")
+        total += median(lambda: torch.bmm(A, B) if c > 1 else torch.matmul(A[0], B[0]))
+    print(json.dumps({"layer_ms": total * 1e3}))
+except Exception as e:
+    print(json.dumps({"error": "%s: %s" % (type(e).__name__, e)}))
+P2
+  python3 - "$OUT/train-anchor.json" "$OUT/train/records.jsonl" >>"$TABLE" <<'P2'
+import json, sys
+try:
+    anchor = json.load(open(sys.argv[1]))
+except Exception as e:
+    anchor = {"error": "anchor produced no result (%s)" % e}
+a = anchor.get("layer_ms")
+a = "%.3f" % a if isinstance(a, (int, float)) else "n/a (%s)" % anchor.get("error", "no anchor")
+try:
+    recs = [json.loads(l) for l in open(sys.argv[2])]
+except OSError as e:
+    recs = []
+    print("compute.training_step|ci bf16|no records: %s|n/a|ms" % e)
+for r in recs:
+    if r["scope"]["kind"] != "cluster":
+        continue
+    if r["status"] != "ok":
+        print("compute.training_step|ci bf16|%s: %s|%s|ms" % (r["status"], r["message"], a))
+        continue
+    m = {x["name"]: x["value"] for x in r["metrics"]}
+    p = r["extra"]["parts"]
+    print("compute.training_step|ci bf16 layer GEMMs fwd+bwd|%.3f|%s|ms" % (
+        (p["forward_layer_s"] + p["backward_layer_s"]) * 1e3, a))
+    print("compute.training_step|ci bf16 step (measured / predicted)|%.3f / %.3f|n/a|ms" % (
+        m["step_time"], m["predicted_step_time"]))
+    print("compute.training_step|ci bf16 bottleneck|%s|n/a|-" % r["extra"]["bottleneck_text"])
+P2
+}
+
 # clusterbench burnin on the GPU: a 20-second soak (6 intervals of bf16 8192^3 GEMM
 # with a concurrent 1-rank NCCL all_reduce), its per-GPU verdict, rates and the health counter
 # deltas (ECC, XID, row remapping, NVLink, AER) read through the real NVML at the start and end.
@@ -458,9 +523,9 @@ P
 # collectives check goes after gemm. A section runs at most its budget (then it is stopped, with
 # its processes), and none starts past 270 s: each remaining one is skipped, saying so, and has a
 # row in the table, so the check ends within 5 minutes.
-SECTIONS=(inventory gemm collectives gpu_memory_bandwidth host_device_copy burnin)
-declare -A BUDGET=([inventory]=15 [gemm]=100 [collectives]=40 [gpu_memory_bandwidth]=30
-                   [host_device_copy]=35 [burnin]=50)  # 270 s in all
+SECTIONS=(inventory gemm collectives gpu_memory_bandwidth host_device_copy training_step burnin)
+declare -A BUDGET=([inventory]=15 [gemm]=85 [collectives]=40 [gpu_memory_bandwidth]=30
+                   [host_device_copy]=35 [training_step]=25 [burnin]=40)  # 270 s in all
 DEADLINE=${CLUSTERBENCH_GPU_CHECK_DEADLINE:-270}
 # kill_tree PID: stops PID and every process below it (`timeout` puts its command in a process
 # group of its own, so a process group kill would miss it); /proc only, no procps needed.

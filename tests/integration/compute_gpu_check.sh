@@ -21,6 +21,8 @@ done
 for d in "h2d pinned" "d2h pinned" "h2d pageable" "d2h pageable" "bidir pageable"; do
   expect_out "compute.host_device_copy +$d near gpu0 +waived: no NVIDIA GPU on the PCI bus +n/a"
 done
+# The training step: a node without GPUs runs the CPU engine, which runs fp32 only.
+expect_out "compute.training_step +ci bf16 +waived: the CPU engine runs fp32 GEMMs \\(OpenBLAS sgemm\\) +n/a"
 expect_out "== done: $TMP/gc"
 py "
 recs = [json.loads(l) for l in open(sys.argv[1])]
