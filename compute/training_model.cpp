@@ -12,11 +12,11 @@ TrainingConfig training_preset(const std::string& name) {
   if (name == "7b") {
     c.layers = 32, c.hidden = 4096, c.ffn = 16384, c.heads = 32, c.seq = 2048;
     c.micro_batch = 8, c.accum = 4, c.dtype = "bf16", c.zero = 2, c.offload = true;
-    c.bucket_bytes = 25LL << 20, c.workers = 8, c.prefetch = 2, c.pinned = true;
+    c.bucket_bytes = 25LL << 20, c.workers = 8, c.prefetch = 2;
   } else if (name == "ci") {
     c.layers = 4, c.hidden = 256, c.ffn = 1024, c.heads = 4, c.seq = 256;
     c.micro_batch = 8, c.accum = 1, c.dtype = "fp32", c.zero = 0, c.offload = false;
-    c.bucket_bytes = 4LL << 20, c.workers = 1, c.prefetch = 2, c.pinned = true;
+    c.bucket_bytes = 4LL << 20, c.workers = 1, c.prefetch = 2;
   } else {
     throw std::invalid_argument("preset '" + name + "': use 7b or ci");
   }
@@ -33,14 +33,16 @@ std::string training_config_error(const TrainingConfig& c) {
   auto positive = [](long long v) { return v >= 1; };
   if (!positive(c.layers)) return "layers must be at least 1";
   if (!positive(c.hidden) || !positive(c.ffn)) return "hidden and ffn must be at least 1";
-  if (!positive(c.heads) || c.hidden % c.heads != 0) return "heads must divide hidden";
+  if (!positive(c.heads) || c.hidden % c.heads != 0)
+    return "heads must be at least 1 and divide hidden";
   if (!positive(c.seq) || !positive(c.micro_batch)) return "seq and micro_batch must be >= 1";
   if (!positive(c.accum)) return "accum must be at least 1";
   if (c.zero != 0 && c.zero != 2) return "zero must be 0 or 2";
   if (c.offload && c.zero != 2)
     return "offload needs zero=2 (the optimizer shard goes to the host)";
   if (!positive(c.bucket_bytes)) return "bucket must be at least 1 byte";
-  if (!positive(c.workers) || !positive(c.prefetch)) return "workers and prefetch must be >= 1";
+  if (!positive(c.workers) || !positive(c.prefetch) || c.workers > 1024 || c.prefetch > 1024)
+    return "workers and prefetch must be in 1..1024";
   try {
     dtype_bytes(c.dtype);
   } catch (const std::invalid_argument& e) {
@@ -123,20 +125,35 @@ StepPrediction predict_step(const TrainingConfig& c, const StepParts& p) {
   const double last_backward = std::max(bwd, end);
   r.exposed_comm = last_backward - bwd;
   r.compute = c.accum * (fwd + bwd);
-  const double optimizer = p.d2h + p.optimizer + p.h2d;
-  r.optimizer = optimizer + p.all_gather;
-  r.compute_path = r.compute - bwd + last_backward + r.optimizer;
+  r.optimizer = p.d2h + p.optimizer + p.h2d;
+  r.all_gather = p.all_gather;
+  r.comm += p.all_gather;
+  r.compute_path = r.compute - bwd + last_backward + r.optimizer + r.all_gather;
   r.loader = c.accum * p.loader_batch;
   r.step = std::max(r.compute_path, r.loader);
   const std::pair<const char*, double> phases[] = {{"compute", r.compute},
-                                                   {"network", r.comm + p.all_gather},
-                                                   {"optimizer", optimizer},
+                                                   {"network", r.comm},
+                                                   {"optimizer", r.optimizer},
                                                    {"loader", r.loader}};
   for (const auto& [name, t] : phases) {
     if (r.bottleneck.empty() || t > r.bottleneck_share) r.bottleneck = name, r.bottleneck_share = t;
   }
   r.bottleneck_share = r.step > 0 ? r.bottleneck_share / r.step : 0;
   return r;
+}
+
+double host_bytes_per_rank(const TrainingConfig& c, int ranks, bool gpu) {
+  const double params = static_cast<double>(model_params(c));
+  const double shard = c.zero == 2 ? params / std::max(1, ranks) : params;
+  if (gpu) return c.offload ? 16 * shard : 0;
+  // Every forward and backward product's A, B and C are one of M K, K N and M N of a forward.
+  double biggest = 0;
+  for (const auto& g : forward_gemms(c)) {
+    const GemmShape x = g.shape;
+    biggest = std::max({biggest, static_cast<double>(x.m * x.k), static_cast<double>(x.k * x.n),
+                        static_cast<double>(x.m * x.n)});
+  }
+  return 8 * params + 12 * biggest + 16 * shard;
 }
 
 double bucket_busbw_gbs(int zero, double bytes, double seconds, int ranks) {

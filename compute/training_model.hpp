@@ -23,11 +23,10 @@ struct TrainingConfig {
   bool offload = false;           ///< ZeRO-2's optimizer on the host (D2H, host Adam, H2D)
   long long bucket_bytes = 0;     ///< gradient bucket size (DDP's bucket_cap_mb)
   int workers = 1, prefetch = 2;  ///< the loader's (PyTorch num_workers, prefetch_factor)
-  bool pinned = true;             ///< staging in pinned memory (GPU nodes)
 };
 
 /// The presets: "7b" (32 layers, hidden 4096, FFN 16384, 32 heads, seq 2048, micro-batch 8,
-/// accumulation 4, bf16, ZeRO-2 with offload, 25 MiB buckets, 8 workers, prefetch 2, pinned: a
+/// accumulation 4, bf16, ZeRO-2 with offload, 25 MiB buckets, 8 workers, prefetch 2: a
 /// GPT-style 6.4B-parameter body, the seed's DeepSpeed and DataLoader settings) and "ci" (4
 /// layers, hidden 256, FFN 1024, 4 heads, seq 256, micro-batch 8, accumulation 1, fp32, ZeRO-0,
 /// one layer per bucket, 1 worker). Throws std::invalid_argument for another name.
@@ -90,9 +89,10 @@ struct StepParts {
 struct StepPrediction {
   double step = 0;              ///< seconds
   double compute = 0;           ///< accum x layers x (forward + backward)
-  double comm = 0;              ///< every collective of the step, serial
-  double exposed_comm = 0;      ///< comm not hidden behind the last backward
-  double optimizer = 0;         ///< d2h + Adam + h2d + all_gather
+  double comm = 0;              ///< every collective of the step, serial: buckets + all_gather
+  double exposed_comm = 0;      ///< bucket comm not hidden behind the last backward
+  double all_gather = 0;        ///< ZeRO-2's all_gather of the parameters (after the optimizer)
+  double optimizer = 0;         ///< d2h + Adam + h2d
   double loader = 0;            ///< accum x loader_batch
   double compute_path = 0;      ///< the step without the loader bound
   std::string bottleneck;       ///< "compute", "network", "optimizer" or "loader"
@@ -105,10 +105,17 @@ struct StepPrediction {
 ///   e_k = max(e_{k-1}, r_k) + comm_k; the last micro-step's backward ends at max(L b, e_K).
 ///   compute_path = accum L (f + b) - L b + max(L b, e_K) + d2h + optimizer + h2d + all_gather
 ///   step = max(compute_path, accum x loader_batch)   (the loader runs beside, `prefetch` ahead)
-/// The bottleneck is the phase with the largest busy time (compute, network = comm + all_gather,
-/// optimizer = d2h + Adam + h2d, loader); share = its time / step. Gradients are reduced once
-/// per optimizer step, in the last micro-step (DDP's no_sync for the others).
+/// The bottleneck is the phase with the largest busy time (compute, network = comm (the buckets and
+/// the all_gather), optimizer = d2h + Adam + h2d, loader); share = its time / step. Gradients are
+/// reduced once per optimizer step, in the last micro-step (DDP's no_sync for the others).
 StepPrediction predict_step(const TrainingConfig& c, const StepParts& p);
+
+/// Host bytes one rank of `ranks` allocates: the CPU engine's gradients and parameters (fp32,
+/// 8 B a parameter), its three layer GEMM buffers (each of the largest M K, K N or M N of a layer's
+/// products, fp32) and Adam's fp32 state over the rank's parameters (ZeRO-2: P / ranks; 16 B each);
+/// the GPU engine
+/// (`gpu`) only Adam's state, with offload.
+double host_bytes_per_rank(const TrainingConfig& c, int ranks, bool gpu);
 
 /// busbw of a bucket's collective (all_reduce: 2(n-1)/n, reduce_scatter (n-1)/n, nccl-tests),
 /// GB/s, for `bytes` in `seconds` over `ranks`; 0 when seconds <= 0 or ranks < 2.

@@ -762,6 +762,12 @@ class RowEvaluator {
                            sel.metric + "' of " + sel.benchmark + " is in '" + m->unit +
                            "' (record " + case_key_of(r) + ")");
       }
+      // A cluster case that did not measure (waived, failed) stands, in a node row, for every
+      // node: nothing was measured on any of them.
+      if (req_.scope == "node" && r.scope.kind == ScopeKind::cluster && r.status != Status::ok) {
+        for (const auto& h : hosts_) items_.get(h, h).records.push_back(&r);
+        continue;
+      }
       for (const auto& [key, name] : keys_for(r.scope)) items_.get(key, name).records.push_back(&r);
     }
     for (const PlannedCase* pcp : RunIndex::of(index_.plan, sel.benchmark)) {

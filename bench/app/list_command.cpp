@@ -2,9 +2,9 @@
 #include <iostream>
 #include <set>
 
-#include "records/utf8.hpp"
 #include "app/command.hpp"
 #include "core/benchmark.hpp"
+#include "records/utf8.hpp"
 
 namespace clusterbench {
 
@@ -27,7 +27,17 @@ void print_benchmark(const Benchmark& b, const std::string& suite) {
   std::cout << b.id() << "  [" << kinds_of(b, cases) << "]  " << b.description() << "\n";
   std::cout << "    " << cases.size() << " case(s) in suite " << suite;
   if (!cases.empty()) std::cout << ", e.g. " << dump_json(cases.front());
-  if (!here) std::cout << " (it runs in `clusterbench burnin`)";
+  if (!here) {
+    std::vector<std::string> in;
+    for (const char* x : {"ci", "quick", "full"})
+      if (b.in_suite(x)) in.push_back(std::string("--suite ") + x);
+    std::string where = "`clusterbench burnin`";
+    if (!in.empty()) {
+      where = in.front();
+      for (size_t i = 1; i < in.size(); ++i) where += (i + 1 == in.size() ? " and " : ", ") + in[i];
+    }
+    std::cout << " (it runs in " << where << ")";
+  }
   std::cout << "\n";
   for (const KnobSpec* k : b.knob_specs()) std::cout << "    " << describe_knob(b.id(), *k) << "\n";
 }

@@ -45,7 +45,7 @@ int report_command(const std::string& dir, const std::string& spec_path, bool qu
                    const std::vector<std::pair<std::string, std::string>>& outputs) {
   auto run = std::make_shared<const RunDir>(read_run_dir(dir));
   if (!prometheus.empty()) report::check_output_file(prometheus, "--prometheus", dir);
-  std::string path = spec_path.empty() ? run->run.spec.path : spec_path;
+  std::string path = spec_path.empty() ? run->run.spec.path : resolve_spec_arg(spec_path);
   if (path.empty()) throw InputError(dir + "/run.json: names no spec table; pass --spec FILE");
   auto all = outputs;
   all.emplace_back("--prometheus", prometheus);

@@ -64,5 +64,9 @@ struct RunHooks {
 std::string specs_dir();
 /// Sets the --specs-dir override of specs_dir() (an existing directory; "" clears it).
 void set_specs_dir(const std::string& dir);
+/// A --spec argument as a path: itself when it names a file or holds a '/', else the table of
+/// that name in specs_dir() ("training" or "training.json": specs_dir()/training.json) when there
+/// is one, else itself (so that the error names what was given).
+std::string resolve_spec_arg(const std::string& arg);
 
 }  // namespace clusterbench

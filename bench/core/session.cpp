@@ -49,6 +49,15 @@ std::string specs_dir() {
   return data_dir("specs", "reports/specs");
 }
 
+std::string resolve_spec_arg(const std::string& arg) {
+  std::error_code ec;
+  if (arg.empty() || arg.find('/') != std::string::npos || fs::exists(arg, ec)) return arg;
+  const std::string name =
+      arg.size() > 5 && arg.substr(arg.size() - 5) == ".json" ? arg : arg + ".json";
+  const std::string in_dir = specs_dir() + "/" + name;
+  return fs::is_regular_file(in_dir, ec) ? in_dir : arg;
+}
+
 /// One case of the plan: a benchmark's params, the rows of run.json's plan it stands for (one per
 /// distinct params_on() result) and, on rank 0, the records it is expected to produce.
 struct PlannedEntry {
@@ -259,7 +268,7 @@ void RunSession::State::print_dry_run() {
                        std::to_string(ctx.world_size()) + " rank(s) on " +
                        std::to_string(ctx.hosts().size()) + " node(s); nothing is run\n";
   // The spec is checked as a real run would check it (a missing or malformed table: exit 2).
-  SpecChoice spec{opt.spec_path, "", "", "--spec"};
+  SpecChoice spec{resolve_spec_arg(opt.spec_path), "", "", "--spec"};
   if (spec.path.empty()) spec = hooks.choose_spec(envs);
   Spec loaded = load_spec(spec.path);
   header += "spec: " + loaded.name + " (" + spec.path + ", " + spec.selected_by + ")\n";
@@ -271,7 +280,7 @@ void RunSession::State::print_dry_run() {
 
 void RunSession::State::choose_spec() {
   if (!opt.spec_path.empty()) {
-    run.spec.path = opt.spec_path;
+    run.spec.path = resolve_spec_arg(opt.spec_path);
     run.spec.selected_by = "--spec";
   } else {
     run.spec = hooks.choose_spec(run.env);

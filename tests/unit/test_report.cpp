@@ -1014,5 +1014,32 @@ TEST(SoftwareRows, ARecordFromBeforeTheStackIsMissingNotFailed) {
   }
 }
 
+TEST(Evaluate, AWaivedClusterCaseStandsForEveryNodeOfANodeRow) {
+  // compute.training_step writes one cluster record, and node records only when it measured: a
+  // waived case must make each node of a node-scope row WAIVED, not MISSING.
+  RunDir run = fixture_run("cpu-pass");
+  run.run.plan.clear();
+  ResultRecord w;
+  w.run_id = run.run.run_id;
+  w.benchmark = "compute.training_step";
+  w.params = {{"dtype", "bf16"}};
+  w.scope.kind = ScopeKind::cluster;
+  w.case_key = "compute.training_step|{\"dtype\":\"bf16\"}|cluster";
+  w.status = Status::waived;
+  w.message = "the CPU engine runs fp32 GEMMs (OpenBLAS sgemm)";
+  run.records.records.push_back(w);
+  const json sel = {{"benchmark", "compute.training_step"}, {"metric", "step_over_prediction"}};
+  Report r = make_report(
+      run,
+      spec_of("train",
+              json::array({row("step", sel, {{"op", "<="}, {"value", 1.2}, {"unit", "ratio"}})})));
+  const RowResult& g = find_row(r, "step");
+  EXPECT_EQ(g.outcome, kWaived);
+  ASSERT_EQ(g.items.size(), 2u);
+  EXPECT_EQ(find_item(g, "node01").outcome, kWaived);
+  EXPECT_EQ(find_item(g, "node02").outcome, kWaived);
+  EXPECT_NE(find_item(g, "node02").message.find("fp32"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace clusterbench::report

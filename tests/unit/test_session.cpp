@@ -362,5 +362,19 @@ TEST(Watchdog, CleanupsRunNewestFirstAndOnlyWhileRegistered) {
   EXPECT_EQ(order.size(), 2u);
 }
 
+TEST(SpecArg, ANameIsLookedUpInTheSpecDirectory) {
+  const fs::path dir = fs::path(::testing::TempDir()) / "cb_spec_arg";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  std::ofstream(dir / "training.json") << "{}";
+  set_specs_dir(dir.string());
+  EXPECT_EQ(resolve_spec_arg("training"), (dir / "training.json").string());
+  EXPECT_EQ(resolve_spec_arg("training.json"), (dir / "training.json").string());
+  EXPECT_EQ(resolve_spec_arg("nosuch"), "nosuch");          // the error then names what was given
+  EXPECT_EQ(resolve_spec_arg("./training"), "./training");  // a path stays a path
+  EXPECT_EQ(resolve_spec_arg(""), "");
+  set_specs_dir("");
+}
+
 }  // namespace
 }  // namespace clusterbench

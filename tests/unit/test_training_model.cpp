@@ -126,7 +126,9 @@ TEST(TrainingModel, PredictionZero2Offload) {
   p.d2h = 0.003, p.h2d = 0.004, p.all_gather = 0.05;
   const StepPrediction r = predict_step(c, p);
   EXPECT_NEAR(r.step, 0.362, 1e-12);
-  EXPECT_NEAR(r.optimizer, 0.062, 1e-12);
+  EXPECT_NEAR(r.optimizer, 0.012, 1e-12);
+  EXPECT_NEAR(r.all_gather, 0.05, 1e-12);
+  EXPECT_NEAR(r.comm, 0.17, 1e-12);  // the buckets' 120 ms and the all_gather
   EXPECT_EQ(r.bottleneck, "compute");
   p.bucket_comm.pop_back();
   EXPECT_THROW(predict_step(c, p), std::invalid_argument);
@@ -139,4 +141,14 @@ TEST(TrainingModel, BucketBusbw) {
   EXPECT_NEAR(bucket_busbw_gbs(2, 3e6, 0.1, 4), 0.0225, 1e-12);
   EXPECT_EQ(bucket_busbw_gbs(0, 3e6, 0.1, 1), 0.0);
   EXPECT_EQ(bucket_busbw_gbs(0, 3e6, 0.0, 2), 0.0);
+}
+
+TEST(TrainingModel, HostBytesPerRank) {
+  // ci: 8 B x 3,145,728 parameters = 25,165,824; three buffers of the largest product side
+  // (up: 2048 x 1024 = 2,097,152 floats) = 25,165,824; Adam 16 B x 3,145,728 = 50,331,648.
+  const TrainingConfig c = training_preset("ci");
+  EXPECT_DOUBLE_EQ(host_bytes_per_rank(c, 2, false), 100663296.0);
+  EXPECT_DOUBLE_EQ(host_bytes_per_rank(c, 2, true), 0.0);  // no offload: nothing on the host
+  // 7b on 32 GPUs: Adam's fp32 state over a 1/32 shard, 16 B x 201,326,592.
+  EXPECT_DOUBLE_EQ(host_bytes_per_rank(training_preset("7b"), 32, true), 3221225472.0);
 }
