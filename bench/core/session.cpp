@@ -639,7 +639,10 @@ void RunSession::State::start_in_progress(const PlannedEntry& p) {
 
 void RunSession::State::run_one(size_t index) {
   const PlannedEntry& p = plan[index];
-  const std::string what = p.bench->id() + " " + dump_json(p.params);
+  // The params as this node runs them (a benchmark that resolves its case by node, as the burn-in
+  // soak and the training step do, shows what it runs, not its empty plan entry).
+  const std::string what =
+      p.bench->id() + " " + dump_json(p.bench->params_on(p.params, *my_env, settings));
   start_in_progress(p);
   case_what = what;
   if (heartbeat) heartbeat->start_case(plan_place(index), what, p.estimate_s);
