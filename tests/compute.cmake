@@ -97,6 +97,6 @@ else()
 endif()
 
 # compute.training_step's CPU proof on a two-namespace cluster (docs/training.md): timing against
-# a prediction on the 2 cores, so it runs alone. Budget: about 3 minutes.
+# a prediction on the 2 cores, so it runs alone. Budget: about 3.5 minutes.
 cb_integration_test(training_step_netns LOCKS "netns;mpirun" TIMEOUT 480)
 set_tests_properties(training_step_netns PROPERTIES RUN_SERIAL TRUE)

@@ -6,13 +6,16 @@
 #   base            the prediction is within 20% of the measured step; bottleneck compute
 #   link 4x slower  the prediction still holds; bottleneck network
 #   slow loader     (slow_loader: each batch 0.6 s longer, parts and step alike) bottleneck loader
+#   zero2           ZeRO-2 with the optimizer offloaded and 2 accumulation steps (the seed's
+#                   DeepSpeed setting): reduce_scatter buckets, D2H, host Adam, H2D, all_gather;
+#                   the prediction holds
 #   serial_comm     (the fault: no overlap, in the whole step only) the step exceeds 1.2 x the
 #                   prediction, training.step_vs_parts FAILs (exit 1) on both nodes, and the
 #                   parts measured in the same case are those of the base run (within 25%)
 # Every run's predictions (3 rounds of parts, then steps) are recomputed here from the record's
 # parts (the formula of docs/metrics.md "Training step", written again in Python), its ratio
 # from its rounds and its tokens/s from its steps.
-# Environment (from ctest): CB_BIN, CB_SOURCE_DIR, CB_HAVE_MPI. Budget: about 3 minutes.
+# Environment (from ctest): CB_BIN, CB_SOURCE_DIR, CB_HAVE_MPI. Budget: about 3.5 minutes.
 set -euo pipefail
 
 fail() {
@@ -69,6 +72,8 @@ step base 0
 step slow_link 0
 "$CLUSTER" slow "$N1" "$N2" "$RATE"
 step slow_loader 0 --set compute.training_step.slow_loader=0.6
+step zero2 0 --set compute.training_step.zero=2 --set compute.training_step.offload=true \
+  --set compute.training_step.accum=2
 step serial 1 --set compute.training_step.serial_comm=true
 
 python3 - "$WORK" "$N1" "$N2" <<'PY'
@@ -97,7 +102,7 @@ def predict(c, p):
     return max(path, c["accum"] * p["loader_batch_s"])
 
 runs = {}
-for name in ("base", "slow_link", "slow_loader", "serial"):
+for name in ("base", "slow_link", "slow_loader", "zero2", "serial"):
     recs = [json.loads(l) for l in open(os.path.join(work, name, "records.jsonl")) if l.strip()]
     cl = [r for r in recs if r["scope"]["kind"] == "cluster"]
     nodes = {r["scope"]["host"]: r for r in recs if r["scope"]["kind"] == "node"}
@@ -141,6 +146,15 @@ for name, want in (("base", "compute"), ("slow_link", "network"), ("slow_loader"
     for host, rec in nodes.items():
         nr = {x["name"]: x["value"] for x in rec["metrics"]}["step_over_prediction"]
         check(0.8 <= nr <= 1.2, f"{name}: {host} measured / its own prediction {nr:.3f} within 20%")
+r, m, ratio, row, nodes = runs["zero2"]
+c, p = r["extra"]["config"], r["extra"]["parts"]
+check(c["zero"] == 2 and c["offload"] is True and c["accum"] == 2, "zero2: ZeRO-2, offload, accum 2")
+check(all(p[k] > 0 for k in ("d2h_s", "h2d_s", "all_gather_s")), "zero2: D2H, H2D, all_gather measured")
+want = (sum(p["bucket_comm_s"]) + p["all_gather_s"]) * 1e3
+check(abs(m["predicted_comm"]["value"] - want) < 1e-6 * want,
+      f"zero2: predicted comm {want:.1f} ms = the buckets' reduce_scatter + the all_gather")
+check(0.8 <= ratio <= 1.2, f"zero2: measured / predicted {ratio:.3f} within 20%")
+check(row["outcome"] == "PASS", "zero2: training.step_vs_parts PASS")
 check("all_reduce at" in runs["slow_link"][0]["extra"]["bottleneck_text"],
       "slow link: the text names the all_reduce and its busbw")
 
