@@ -5,23 +5,28 @@
 # one run: `--set collectives.all_reduce.reference=true` makes each case run one batch of the
 # plain loop on the same buffers after each timed batch of the harness, with the same count
 # (docs/collectives.md "Performance"), so both see the same process, threading level
-# (MPI_THREAD_SERIALIZED) and slow spells of a shared machine. Printed per
-# size: the medians over ROUNDS runs of our busbw, the plain loop's, and of each run's ratio
-# (goal >= 0.97). Each round also runs the standalone plain loop under MPI_Init
-# (allreduce_reference, MPI_THREAD_SINGLE): what the threading level itself costs. A benchmark,
-# not a test: the numbers are only as steady as the machine.
+# (MPI_THREAD_SINGLE: no case of this run calls MPI from a second thread) and slow spells of a
+# shared machine. Printed per size: the medians over ROUNDS runs of our busbw, the plain loop's,
+# and of each run's ratio (goal >= 0.97). Each round also runs the standalone plain loop under
+# MPI_Init (allreduce_reference): our process against a bare one. A benchmark, not a test: the
+# numbers are only as steady as the machine.
 #
 # Peers: OSU_SRC=DIR (OSU Micro-Benchmarks 5.x source) and IMB_SRC=DIR (Intel MPI
 # Benchmarks source), public repositories the user fetches (never committed here), are built into
 # BUILD_DIR/peers/ and run in the same rounds, interleaved: `osu_allreduce -m MIN:MAX -i 200`
 # and `IMB-MPI1 Allreduce -msglog a:b -iter_policy off -iter 200`. Printed per size: our time per
 # operation (median of the loop, the slowest rank's), OSU's average latency, IMB's t_avg, and
-# the medians over rounds of peer time / our time (>= 0.97: at peer speed).
+# the medians over rounds of peer time / our time (>= 0.97: at peer speed). Each peer launch runs
+# one size between two readings of the core-to-core round trip (BUILD_DIR/collectives/
+# core_to_core; our records carry theirs around each case), and a third table sets each tool's
+# times beside the others' in the same mode of the machine (C2C_FAST_NS, 200 ns: both readings
+# below is fast, both at or above slow; docs/collectives.md "Against OSU and IMB").
 set -euo pipefail
 BUILD=${1:?usage: allreduce_vs_reference.sh BUILD_DIR [RANKS] [MINBYTES] [MAXBYTES] [STEP] [ROUNDS]}
 NP=${2:-2} MINB=${3:-1K} MAXB=${4:-64M} STEP=${5:-4} ROUNDS=${6:-3}
 TMPD=$(mktemp -d /tmp/cbarref.XXXXXX)
-trap 'rm -rf "$TMPD"' EXIT
+# KEEP=1 keeps the raw files (records, peer outputs, c2c brackets) and prints where.
+if [ -n "${KEEP:-}" ]; then trap 'echo "raw files kept in $TMPD" >&2' EXIT; else trap 'rm -rf "$TMPD"' EXIT; fi
 MPIRUN=(mpirun --bind-to "${BIND:-core}" --oversubscribe -np "$NP")
 [ "$(id -u)" -eq 0 ] && MPIRUN+=(--allow-run-as-root)
 minb=$(numfmt --from=iec "$MINB") maxb=$(numfmt --from=iec "$MAXB")
@@ -38,6 +43,12 @@ if [ -n "${IMB_SRC:-}" ] && [ ! -x "$IMB" ]; then
   cp "$BUILD/peers/imb/IMB-MPI1" "$IMB"
 fi
 lg() { python3 -c "import math,sys; print(int(math.log2(int(sys.argv[1]))))" "$1"; }
+c2c() { "$BUILD/collectives/core_to_core" 0.02; }
+mapfile -t SIZES < <(python3 -c "
+import sys
+s, hi, f = float(sys.argv[1]), float(sys.argv[2]), float(sys.argv[3])
+while s <= hi:
+    print(int(s)); s *= f" "$minb" "$maxb" "$STEP")
 for round in $(seq "$ROUNDS"); do
   "${MPIRUN[@]}" "$BUILD/clusterbench" run --suite quick --only collectives.all_reduce \
     --set collectives.backends=mpi --set collectives.dtypes=float --set collectives.minbytes="$MINB" \
@@ -47,9 +58,18 @@ for round in $(seq "$ROUNDS"); do
     { tail -20 "$TMPD/run.$round.log" >&2; echo "round $round: no records" >&2; exit 1; }
   ALLREDUCE_REFERENCE_THREADS=single "${MPIRUN[@]}" -x ALLREDUCE_REFERENCE_THREADS \
     "$BUILD/collectives/allreduce_reference" "$minb" "$maxb" "$STEP" 0.5 >"$TMPD/single.$round.txt"
-  [ -z "${OSU_SRC:-}" ] || "${MPIRUN[@]}" "$OSU" -m "$minb:$maxb" -i 200 >"$TMPD/osu.$round.txt"
-  [ -z "${IMB_SRC:-}" ] || "${MPIRUN[@]}" "$IMB" Allreduce -msglog "$(lg "$minb"):$(lg "$maxb")" \
-    -iter_policy off -iter 200 -npmin "$NP" >"$TMPD/imb.$round.txt"
+  # Each peer runs one size per launch, bracketed by the core-to-core round trip, so that its
+  # time can be set beside ours in the same mode of the machine (our records carry theirs).
+  for size in "${SIZES[@]}"; do
+    c0=$(c2c)
+    [ -z "${OSU_SRC:-}" ] || "${MPIRUN[@]}" "$OSU" -m "$size:$size" -i 200 >>"$TMPD/osu.$round.txt"
+    c1=$(c2c)
+    [ -z "${IMB_SRC:-}" ] || "${MPIRUN[@]}" "$IMB" Allreduce -msglog "$(lg "$size"):$(lg "$size")" \
+      -iter_policy off -iter 200 -npmin "$NP" >>"$TMPD/imb.$round.txt"
+    c2=$(c2c)
+    echo "osu $size $c0 $c1" >>"$TMPD/c2c.$round.txt"
+    echo "imb $size $c1 $c2" >>"$TMPD/c2c.$round.txt"
+  done
 done
 python3 - "$TMPD" "$ROUNDS" "$NP" <<'P'
 import json, os, statistics, sys
@@ -68,42 +88,97 @@ def peer_times(path, size_col, time_col):
             continue
     return out
 
-def peers_table(tmpd, rounds, np_):
-    """Our time per operation against OSU's avg latency and IMB's t_avg, per size, per round."""
-    ours_t, osu, imb = {}, {}, {}
+FAST_NS = float(os.environ.get("C2C_FAST_NS", "200"))
+
+
+def mode(c2c):
+    """fast / slow: both round trips around the launch below / at or above FAST_NS; else mixed
+    (the machine switched during it) or unknown (a probe did not answer)."""
+    if not c2c or None in c2c or min(c2c) < 0:
+        return "unknown"
+    return "fast" if max(c2c) < FAST_NS else "slow" if min(c2c) >= FAST_NS else "mixed"
+
+
+def samples(tmpd, rounds):
+    """tool -> size -> [(round, us per operation, mode)]: ours from the records (their own c2c_ns
+    around the case), OSU's avg latency and IMB's t_avg with the round trips around their launch."""
+    out = {"ours": {}, "OSU": {}, "IMB": {}}
     for k in range(1, rounds + 1):
         for line in open("%s/run.%d/records.jsonl" % (tmpd, k)):
             r = json.loads(line)
             if r["status"] == "ok":
-                ours_t.setdefault(r["extra"]["size_bytes"], []).append(r["time"]["median"] * 1e6)
-        for b, t in peer_times("%s/osu.%d.txt" % (tmpd, k), 0, 1).items():
-            osu.setdefault(b, []).append(t)
-        for b, t in peer_times("%s/imb.%d.txt" % (tmpd, k), 0, 4).items():  # #bytes reps min max avg
-            imb.setdefault(b, []).append(t)
-    if not osu and not imb:
+                c2c = r["extra"].get("host_probe", {}).get("c2c_ns")
+                out["ours"].setdefault(r["extra"]["size_bytes"], []).append(
+                    (k, r["time"]["median"] * 1e6, mode(c2c)))
+        brackets = {}
+        if os.path.exists("%s/c2c.%d.txt" % (tmpd, k)):
+            for line in open("%s/c2c.%d.txt" % (tmpd, k)):
+                f = line.split()
+                brackets[(f[0], int(f[1]))] = [float(f[2] or -1), float(f[3] or -1)]
+        for tool, col in (("OSU", 1), ("IMB", 4)):  # OSU: size avg; IMB: #bytes reps min max avg
+            for size, t in peer_times("%s/%s.%d.txt" % (tmpd, tool.lower(), k), 0, col).items():
+                c2c = brackets.get((tool.lower(), size))
+                if c2c:  # IMB's 0-byte line has no bracket of its own
+                    out[tool].setdefault(size, []).append((k, t, mode(c2c)))
+    return out
+
+
+def peers_table(tmpd, rounds, np_):
+    """Our time per operation against OSU's avg latency and IMB's t_avg, per size: over all
+    rounds (the median of the per-round ratios), best against best, and within each mode of the
+    machine (the medians of the launches that ran wholly in it)."""
+    s = samples(tmpd, rounds)
+    if not s["OSU"] and not s["IMB"]:
         return
-    med = statistics.median
+    med, nan = statistics.median, float("nan")
     print("\nall_reduce float, %s ranks: time per operation in us, medians over %d interleaved "
           "rounds; ratio = peer time / our time (goal >= 0.97)" % (np_, rounds))
     print("%12s %9s %9s %9s %8s %8s" % ("bytes", "ours", "OSU", "IMB", "OSU/us", "IMB/us"))
-    for b in sorted(ours_t):
-        o = ours_t[b]
-        row = [med(o)]
-        for peer in (osu, imb):
-            if b in peer and len(peer[b]) == len(o):
-                row += [med(peer[b]), med(p / x for p, x in zip(peer[b], o))]
-            else:
-                row += [float("nan"), float("nan")]
+    for b in sorted(s["ours"]):
+        o = {k: t for k, t, _ in s["ours"][b]}
+        row = [med(o.values())]
+        for tool in ("OSU", "IMB"):
+            p = {k: t for k, t, _ in s[tool].get(b, []) if k in o}
+            row += [med(p.values()), med(p[k] / o[k] for k in p)] if p else [nan, nan]
         print("%12d %9.3f %9.3f %9.3f %8.3f %8.3f" % (b, row[0], row[1], row[3], row[2], row[4]))
-    # Best against best (the fastest round of each tool, as STREAM reports its best rate): this
-    # VM's two cores switch between two speeds of core-to-core traffic every few seconds
-    # (docs/collectives.md), so a round's median depends on which speed each tool drew.
+    # Best against best (the fastest round of each tool, as STREAM reports its best rate).
     print("best round of each tool (us); ratio = peer best / our best")
-    for b in sorted(ours_t):
-        o = min(ours_t[b])
-        cells = [min(p[b]) if b in p else float("nan") for p in (osu, imb)]
+    for b in sorted(s["ours"]):
+        o = min(t for _, t, _ in s["ours"][b])
+        cells = [min((t for _, t, _ in s[tool].get(b, [])), default=nan) for tool in ("OSU", "IMB")]
         print("%12d %9.3f %9.3f %9.3f %8.3f %8.3f" % (b, o, cells[0], cells[1], cells[0] / o,
                                                        cells[1] / o))
+    # The lower quartile of each tool's launches: the machine's faster state, which every tool
+    # draws in about as many launches, without the all-or-nothing of the best one.
+    def q1(v):
+        v = sorted(v)
+        return statistics.quantiles(v, n=4)[0] if len(v) >= 4 else nan
+    print("lower quartile of each tool's rounds (us); ratio = peer / ours")
+    for b in sorted(s["ours"]):
+        o = q1(t for _, t, _ in s["ours"][b])
+        cells = [q1(t for _, t, _ in s[tool].get(b, [])) for tool in ("OSU", "IMB")]
+        print("%12d %9.3f %9.3f %9.3f %8.3f %8.3f" % (b, o, cells[0], cells[1], cells[0] / o,
+                                                       cells[1] / o))
+    # By mode: this VM's two cores pass cache lines at one of two speeds, switching every few
+    # seconds (docs/collectives.md), and every tool's time moves with it; each launch is set
+    # beside the others that ran in the same mode (n: launches; ratio of the medians).
+    for m in ("fast", "slow"):
+        print("%s mode (core-to-core round trip %s %.0f ns before and after): median us (n); "
+              "ratio = peer / ours" % (m, "<" if m == "fast" else ">=", FAST_NS))
+        for b in sorted(s["ours"]):
+            cells = []
+            for tool in ("ours", "OSU", "IMB"):
+                v = [t for _, t, md in s[tool].get(b, []) if md == m]
+                cells.append((med(v) if v else nan, len(v)))
+            print("%12d %9.3f (%d) %9.3f (%d) %9.3f (%d) %8.3f %8.3f" % (
+                b, cells[0][0], cells[0][1], cells[1][0], cells[1][1], cells[2][0], cells[2][1],
+                cells[1][0] / cells[0][0], cells[2][0] / cells[0][0]))
+    counts = {}
+    for tool in s:
+        for v in s[tool].values():
+            for _, _, md in v:
+                counts[md] = counts.get(md, 0) + 1
+    print("launches and cases by mode: %s" % ", ".join("%s %d" % kv for kv in sorted(counts.items())))
 
 ours, plain, ratio, single = {}, {}, {}, {}  # size -> one value per round
 for k in range(1, rounds + 1):
@@ -123,7 +198,7 @@ for k in range(1, rounds + 1):
         ratio.setdefault(b, []).append(ref["ratio"])
 med = statistics.median
 print("all_reduce float, %s ranks, %d rounds: busbw in GB/s (1e9 B/s), medians over the rounds; "
-      "plain loop in the same run (MPI_THREAD_SERIALIZED) and standalone under MPI_Init" % (np_, rounds))
+      "plain loop in the same run and standalone under MPI_Init" % (np_, rounds))
 print("%12s %10s %10s %7s %14s %s" % ("bytes", "ours", "plain", "ratio", "plain MPI_Init",
                                       "  per-round ratios"))
 for b in sorted(ours):
@@ -135,7 +210,7 @@ if ratio:
           "0.97: %s)" % (med(m), m[0], m[0] >= 0.97))
     c = sorted(med(ours[b]) / med(single[b]) for b in ours if b in single)
     if c:
-        print("ours / standalone plain loop under MPI_Init: median %.3f, lowest %.3f (the threading "
-              "level's cost and run-to-run drift)" % (med(c), c[0]))
+        print("ours / standalone plain loop under MPI_Init: median %.3f, lowest %.3f (our process "
+              "against a bare one, and run-to-run drift)" % (med(c), c[0]))
 peers_table(tmpd, rounds, np_)
 P

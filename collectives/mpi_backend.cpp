@@ -14,6 +14,7 @@
 #include <new>
 #include <thread>
 
+#include "core/context.hpp"
 #include "core/error.hpp"
 #include "core/mpi_check.hpp"
 
@@ -67,7 +68,8 @@ class MpiBackend : public Backend {
     MPI_Get_library_version(v, &len);
     std::string s(v, static_cast<size_t>(len));
     s.erase(s.find_last_not_of('\0') + 1);  // OpenMPI counts the terminator in len
-    return {{"backend_version", s.substr(0, s.find('\n'))}};
+    return {{"backend_version", s.substr(0, s.find('\n'))},
+            {"mpi_thread_level", Context::mpi_thread_level()}};
   }
   double run(const Collective& c, Dtype t, const void* send, void* recv, const Layout& l, int root,
              bool inplace, long long ops) override {

@@ -762,6 +762,7 @@ class BurninSoak : public Benchmark {
   }
   Level level() const override { return Level::rank; }
   bool in_suite(const std::string& suite) const override { return suite == "burnin"; }
+  bool calls_mpi_from_threads() const override { return true; }  // the all_reduce thread
   std::vector<json> cases(const Settings&) const override { return {json::object()}; }
 
   /// GPU nodes soak the GPU (cuBLASLt, bf16, 8192^3 unless set), others the CPU (OpenBLAS, fp32,

@@ -20,6 +20,7 @@
 #include "compute/cpu_blas.hpp"
 #include "compute/training_model.hpp"
 #include "core/benchmark.hpp"
+#include "core/context.hpp"
 #include "core/error.hpp"
 #include "core/gpu_case.hpp"
 #include "core/gpu_disposition.hpp"
@@ -787,6 +788,7 @@ class TrainingStep : public Benchmark {
   bool in_suite(const std::string& suite) const override {
     return suite == "quick" || suite == "full";
   }
+  bool calls_mpi_from_threads() const override { return true; }  // the gradient thread
   std::vector<json> cases(const Settings&) const override { return {json::object()}; }
   /// The preset by node (GPU nodes 7b, others ci) with every given knob over it.
   json params_on(const json&, const EnvRecord& env, const Settings& s) const override {
@@ -990,6 +992,8 @@ void TrainingStep::run(CaseRun& run) const {
   }
   run.set_extra("overlap", overlap);
   run.set_extra("slow_loader_s", slow_loader_(s));
+  // The gradient thread calls MPI while the main thread computes: MPI_THREAD_SERIALIZED.
+  run.set_extra("mpi_thread_level", Context::mpi_thread_level());
   record_case(run, c, parse_gathered(run.ctx().allgather(mine.dump())), phases, *engine);
 }
 

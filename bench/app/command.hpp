@@ -19,6 +19,9 @@ class Command {
   virtual CLI::App* add(CLI::App& app) = 0;
   /// Whether the command starts MPI (Context::init) before run().
   virtual bool needs_mpi() const { return false; }
+  /// Whether MPI starts at MPI_THREAD_SERIALIZED (a case calls MPI from a second thread) rather
+  /// than MPI_THREAD_SINGLE (Context::init); asked after the options are parsed.
+  virtual bool needs_mpi_threads() const { return true; }
   /// The deadline of MPI start-up and finalisation (the run's --phase-timeout), in seconds.
   virtual double phase_timeout_s() const { return kDefaultPhaseTimeoutS; }
   /// Runs the parsed command with the program's arguments; returns the exit code. Throws

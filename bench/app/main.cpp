@@ -33,7 +33,7 @@ void start_mpi(const Command& cmd, int& argc, char**& argv) {
                           launcher_world_text() +
                               "; MPI_Init and the host exchange wait for every rank: one did not "
                               "start, is stopped or cannot reach this one; no run directory made");
-  Context::init(&argc, &argv);
+  Context::init(&argc, &argv, cmd.needs_mpi_threads());
 }
 
 /// Runs the parsed command; InputError is exit 2, any other error exit 3.

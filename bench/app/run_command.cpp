@@ -42,6 +42,9 @@ class RunCommand : public Command {
     return cmd_;
   }
   bool needs_mpi() const override { return true; }
+  bool needs_mpi_threads() const override {
+    return run_needs_mpi_threads(o_.only, o_.suite, !o_.resume_dir.empty());
+  }
   double phase_timeout_s() const override { return o_.phase_timeout_s; }
   int run(int argc, char** argv) override {
     o_.argv.assign(argv, argv + argc);

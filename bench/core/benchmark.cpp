@@ -103,6 +103,18 @@ std::vector<const Benchmark*> select_benchmarks(const std::vector<std::string>& 
   return out;
 }
 
+bool run_needs_mpi_threads(const std::vector<std::string>& only, const std::string& suite,
+                           bool resume, const Registry& registry) {
+  if (resume) return true;
+  try {
+    const auto selected = select_benchmarks(only, suite, registry);
+    return std::any_of(selected.begin(), selected.end(),
+                       [](const Benchmark* b) { return b->calls_mpi_from_threads(); });
+  } catch (const InputError&) {
+    return true;
+  }
+}
+
 namespace {
 
 /// Benchmark `b`'s knob `knob`, or nullptr.

@@ -158,6 +158,11 @@ class Benchmark : public KnobOwner {
   virtual bool in_suite(const std::string& suite) const { return suite != "burnin"; }
   /// Whether this benchmark needs a GPU (its cases are waived/failed by the GPU disposition).
   virtual bool needs_gpu() const { return false; }
+  /// Whether a case calls MPI from a thread other than the main one (the burn-in's all_reduce
+  /// thread, the training step's gradient thread). A run selects MPI_THREAD_SERIALIZED only when
+  /// one of its benchmarks does (run_needs_mpi_threads): OpenMPI takes its locks at any level above
+  /// MPI_THREAD_SINGLE, which costs small collectives 10-20% (docs/collectives.md).
+  virtual bool calls_mpi_from_threads() const { return false; }
   /// Per-case refinements for a benchmark whose cases differ by backend (compute.gemm:
   /// backend=cublaslt runs per GPU and needs one; backend=openblas runs once per node on the CPU).
   /// Defaults: the benchmark-wide level() and needs_gpu().
@@ -213,6 +218,12 @@ class Registry {
 std::vector<const Benchmark*> select_benchmarks(const std::vector<std::string>& only,
                                                 const std::string& suite = "ci",
                                                 const Registry& registry = Registry::get());
+
+/// Whether a run of `suite` with the `only` globs (and `resume`: a run directory to complete,
+/// whose plan is read later) needs MPI_THREAD_SERIALIZED: a resume, or a selected benchmark that
+/// calls_mpi_from_threads(). A selection error is left for the run to report: true.
+bool run_needs_mpi_threads(const std::vector<std::string>& only, const std::string& suite,
+                           bool resume, const Registry& registry = Registry::get());
 
 /// Checks every --set key against the declared knobs of `registry`'s benchmarks (KEY is ID.knob
 /// or AREA.knob; `run.*` keys are the run's own), and that the benchmark it names has cases in

@@ -71,16 +71,20 @@ void quiet_wait(MPI_Request& req) {
 }
 }  // namespace
 
-Context& Context::init(int* argc, char*** argv) {
+Context& Context::init(int* argc, char*** argv, bool threads) {
   if (g_ctx) return *g_ctx;
   int initialized = 0;
   MPI_Initialized(&initialized);
   if (!initialized) {
     int provided = 0;
-    // SERIALIZED: the burn-in's all_reduce thread calls MPI while the main thread does not; the
-    // progress channel is TCP (progress.hpp), the watchdog only writes files and MPI_Abort()s.
-    // MPI_THREAD_MULTIPLE's locking cost small collectives up to 3x here.
-    CHECK_MPI(MPI_Init_thread(argc, argv, MPI_THREAD_SERIALIZED, &provided));
+    // SERIALIZED where a case calls MPI from a second thread while the main thread does not
+    // (the burn-in's all_reduce thread, the training step's gradient thread); else SINGLE:
+    // OpenMPI turns its locks on at every level above SINGLE (ompi_mpi_init: provided !=
+    // MPI_THREAD_SINGLE), and a 1 KiB all_reduce then spends 13% of its time in
+    // pthread_mutex_lock/unlock (perf, docs/collectives.md). The progress channel is TCP
+    // (progress.hpp); the watchdog only writes files and MPI_Abort()s.
+    CHECK_MPI(MPI_Init_thread(argc, argv, threads ? MPI_THREAD_SERIALIZED : MPI_THREAD_SINGLE,
+                              &provided));
     (void)provided;
   }
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
@@ -118,6 +122,25 @@ Context& Context::init(int* argc, char*** argv) {
   c->node_index_ = idx[0];
   c->node_count_ = idx[1];
   return *c;
+}
+
+std::string Context::mpi_thread_level() {
+  int initialized = 0, level = -1;
+  MPI_Initialized(&initialized);
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (!initialized || finalized || MPI_Query_thread(&level) != MPI_SUCCESS) return "none";
+  switch (level) {
+    case MPI_THREAD_SINGLE:
+      return "single";
+    case MPI_THREAD_FUNNELED:
+      return "funneled";
+    case MPI_THREAD_SERIALIZED:
+      return "serialized";
+    case MPI_THREAD_MULTIPLE:
+      return "multiple";
+  }
+  return "unknown";
 }
 
 void Context::finalize() {
@@ -284,7 +307,7 @@ void Context::abort(int code) const {
 
 #else  // single process
 
-Context& Context::init(int*, char***) {
+Context& Context::init(int*, char***, bool) {
   if (g_ctx) return *g_ctx;
   auto* c = new Context();
   c->host_ = local_hostname();
@@ -294,6 +317,8 @@ Context& Context::init(int*, char***) {
   return *c;
 }
 void Context::finalize() { g_finalized = true; }
+
+std::string Context::mpi_thread_level() { return "none"; }
 double Context::allreduce_max(double v) const { return v; }
 double Context::allreduce_min(double v) const { return v; }
 long long Context::allreduce_sum(long long v) const { return v; }

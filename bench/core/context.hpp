@@ -35,10 +35,14 @@ class Group {
 /// communicator they name, in the same order. Errors throw CallError (library "MPI").
 class Context {
  public:
-  /// Initialises MPI (THREAD_MULTIPLE) unless it already is; splits the world by node
-  /// (MPI_COMM_TYPE_SHARED) and builds the leaders' communicator (local rank 0 of each node).
-  /// `host_override` replaces gethostname() (CLUSTERBENCH_HOSTNAME does the same).
-  static Context& init(int* argc, char*** argv);
+  /// Initialises MPI unless it already is, at MPI_THREAD_SERIALIZED when `threads` (a case
+  /// calls MPI from a second thread; Benchmark::calls_mpi_from_threads), else MPI_THREAD_SINGLE
+  /// (OpenMPI's locks are off: small collectives run at the speed of a plain MPI program); splits
+  /// the world by node (MPI_COMM_TYPE_SHARED) and builds the leaders' communicator (local rank
+  /// 0 of each node). CLUSTERBENCH_HOSTNAME replaces gethostname().
+  static Context& init(int* argc, char*** argv, bool threads = true);
+  /// The level MPI provides ("single", "funneled", "serialized", "multiple"; "none" without MPI).
+  static std::string mpi_thread_level();
   /// A world of one process that makes no MPI call, even in an MPI build: for unit tests of the
   /// run session and the measurement loop. `host` names it (as CLUSTERBENCH_HOSTNAME would).
   static Context& init_local(const std::string& host);

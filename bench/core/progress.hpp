@@ -4,7 +4,8 @@
 // and completed (two relaxed atomic increments per batch: nothing a timed loop can feel). A thread
 // per rank answers rank 0's question "where are you?", and carries a rank's own abort (a failed
 // NCCL communicator) to rank 0, which then writes the record. The channel is TCP beside MPI, not
-// MPI: MPI is then initialised at MPI_THREAD_SERIALIZED, not MPI_THREAD_MULTIPLE, whose
+// MPI: MPI is then initialised at MPI_THREAD_SINGLE (MPI_THREAD_SERIALIZED only for a run with a
+// case that calls MPI from a second thread; Context::init), not MPI_THREAD_MULTIPLE, whose
 // locking made small collectives up to 3x slower. Each rank listens on an ephemeral port of every
 // IPv4 address; the ports and addresses are exchanged once over MPI; a question is one short
 // connection. The thread sleeps in poll(): no message travels and nothing wakes while the run is

@@ -152,6 +152,9 @@ nccl = [r for r in recs if r['params']['backend'] == 'nccl']
 assert [r['status'] for r in mpi] == ['ok', 'ok'], mpi
 for r in mpi:  # the plain MPI_Allreduce loop of the same run: ratio = its median time / ours
     ref, x = r['extra']['reference'], r['extra']
+    # No case of this run calls MPI from a second thread: MPI starts at MPI_THREAD_SINGLE,
+    # where OpenMPI takes no locks.
+    assert x['mpi_thread_level'] == 'single', x
     assert ref['batches'] > 0 and 'plain MPI_Allreduce' in ref['loop'], ref
     # One plain batch after each timed out-of-place batch: as many as the record's time samples.
     assert ref['batches'] == r['time']['n'] and 'after each timed' in ref['pairing'], (ref, r['time'])

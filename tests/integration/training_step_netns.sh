@@ -139,6 +139,8 @@ for name in ("base", "slow_link", "slow_loader", "zero2", "serial"):
 
 for name, want in (("base", "compute"), ("slow_link", "network"), ("slow_loader", "loader")):
     r, m, ratio, row, nodes = runs[name]
+    # The gradient thread calls MPI: the run chose MPI_THREAD_SERIALIZED for it.
+    check(r["extra"]["mpi_thread_level"] == "serialized", f"{name}: MPI at THREAD_SERIALIZED")
     check(0.8 <= ratio <= 1.2, f"{name}: measured / predicted {ratio:.3f} within 20%")
     check(r["extra"]["bottleneck"] == want, f"{name}: bottleneck {r['extra']['bottleneck']} = {want}")
     check(r["extra"]["bottleneck_text"].startswith(want + ":"), f"{name}: the text names {want}")

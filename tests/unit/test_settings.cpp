@@ -93,6 +93,23 @@ TEST(Only, GlobsSelectAndUnknownPatternsListKnownBenchmarks) {
   }
 }
 
+TEST(Only, MpiThreadsOnlyWhereACaseCallsMpiFromASecondThread) {
+  // The burn-in's all_reduce thread and the training step's gradient thread call MPI; nothing
+  // else does, so every other selection starts MPI at MPI_THREAD_SINGLE.
+  for (const auto& b : Registry::get().all())
+    EXPECT_EQ(b->calls_mpi_from_threads(),
+              b->id() == "burnin.soak" || b->id() == "compute.training_step")
+        << b->id();
+  EXPECT_FALSE(run_needs_mpi_threads({}, "ci", false));  // ci has no training step
+  EXPECT_TRUE(run_needs_mpi_threads({}, "quick", false));
+  EXPECT_TRUE(run_needs_mpi_threads({}, "burnin", false));
+  EXPECT_FALSE(run_needs_mpi_threads({"collectives.*"}, "quick", false));
+  EXPECT_TRUE(run_needs_mpi_threads({"collectives.*", "compute.*"}, "quick", false));
+  // A resume reads its plan later; a pattern that selects nothing is the run's error to report.
+  EXPECT_TRUE(run_needs_mpi_threads({"collectives.*"}, "ci", true));
+  EXPECT_TRUE(run_needs_mpi_threads({"nosuch.*"}, "ci", false));
+}
+
 TEST(Suites, MinTimePerSuite) {
   EXPECT_DOUBLE_EQ(suite_min_time("ci"), 0.05);
   EXPECT_DOUBLE_EQ(suite_min_time("quick"), 0.5);
