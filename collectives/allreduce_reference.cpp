@@ -23,8 +23,10 @@ namespace {
 std::string env(const char* name) { return std::getenv(name) ? std::getenv(name) : ""; }
 
 /// MPI_Init as ALLREDUCE_REFERENCE_THREADS says (serialized: MPI_THREAD_SERIALIZED, as
-/// clusterbench initialises MPI; multiple: MPI_THREAD_MULTIPLE, as it did before the progress channel moved to TCP; else
-/// plain MPI_Init), to tell the threading level's cost from ours. Returns the loop's
+/// clusterbench initialises MPI for a run with a case that calls MPI from a second thread;
+/// multiple: MPI_THREAD_MULTIPLE, as it did before the progress channel moved to TCP; else
+/// plain MPI_Init, MPI_THREAD_SINGLE, as clusterbench runs otherwise), to tell the threading
+/// level's cost from ours. Returns the loop's
 /// communicator: ALLREDUCE_REFERENCE_COMM=split gives one split from MPI_COMM_WORLD, as
 /// clusterbench runs each case on its members' communicator (Context::split).
 MPI_Comm init(int& argc, char**& argv) {

@@ -44,6 +44,25 @@ if [ -n "${IMB_SRC:-}" ] && [ ! -x "$IMB" ]; then
 fi
 lg() { python3 -c "import math,sys; print(int(math.log2(int(sys.argv[1]))))" "$1"; }
 c2c() { "$BUILD/collectives/core_to_core" 0.02; }
+# iterations SIZE FILE COL: PEER_SECONDS over the time per operation (us) that FILE holds for SIZE.
+iterations() {
+  awk -v b="$1" -v c="$3" -v s="$PEER_SECONDS" '$1 == b && $c + 0 > 0 {n = int(s * 1e6 / $c)}
+    END {print (n > 200 ? n : 200)}' "$2"
+}
+# long_peers SIZE ROUND C2C: PEER_SECONDS=S runs each peer once more at SIZE for about S seconds
+# of operations (from its short launch's time), as long as our case keeps both cores busy:
+# this VM slows under load that lasts (docs/collectives.md "Against OSU and IMB").
+long_peers() {
+  local c3 c4
+  [ -z "${OSU_SRC:-}" ] || "${MPIRUN[@]}" "$OSU" -m "$1:$1" \
+    -i "$(iterations "$1" "$TMPD/osu.$2.txt" 2)" >>"$TMPD/osul.$2.txt"
+  c3=$(c2c)
+  [ -z "${IMB_SRC:-}" ] || "${MPIRUN[@]}" "$IMB" Allreduce -msglog "$(lg "$1"):$(lg "$1")" \
+    -iter_policy off -iter "$(iterations "$1" "$TMPD/imb.$2.txt" 5)" -npmin "$NP" >>"$TMPD/imbl.$2.txt"
+  c4=$(c2c)
+  echo "osul $1 $3 $c3" >>"$TMPD/c2c.$2.txt"
+  echo "imbl $1 $c3 $c4" >>"$TMPD/c2c.$2.txt"
+}
 mapfile -t SIZES < <(python3 -c "
 import sys
 s, hi, f = float(sys.argv[1]), float(sys.argv[2]), float(sys.argv[3])
@@ -69,6 +88,7 @@ for round in $(seq "$ROUNDS"); do
     c2=$(c2c)
     echo "osu $size $c0 $c1" >>"$TMPD/c2c.$round.txt"
     echo "imb $size $c1 $c2" >>"$TMPD/c2c.$round.txt"
+    [ -n "${PEER_SECONDS:-}" ] && long_peers "$size" "$round" "$c2"
   done
 done
 python3 - "$TMPD" "$ROUNDS" "$NP" <<'P'
@@ -102,7 +122,7 @@ def mode(c2c):
 def samples(tmpd, rounds):
     """tool -> size -> [(round, us per operation, mode)]: ours from the records (their own c2c_ns
     around the case), OSU's avg latency and IMB's t_avg with the round trips around their launch."""
-    out = {"ours": {}, "OSU": {}, "IMB": {}}
+    out = {"ours": {}, "OSU": {}, "IMB": {}, "OSU-long": {}, "IMB-long": {}}
     for k in range(1, rounds + 1):
         for line in open("%s/run.%d/records.jsonl" % (tmpd, k)):
             r = json.loads(line)
@@ -115,9 +135,11 @@ def samples(tmpd, rounds):
             for line in open("%s/c2c.%d.txt" % (tmpd, k)):
                 f = line.split()
                 brackets[(f[0], int(f[1]))] = [float(f[2] or -1), float(f[3] or -1)]
-        for tool, col in (("OSU", 1), ("IMB", 4)):  # OSU: size avg; IMB: #bytes reps min max avg
-            for size, t in peer_times("%s/%s.%d.txt" % (tmpd, tool.lower(), k), 0, col).items():
-                c2c = brackets.get((tool.lower(), size))
+        # OSU: size avg; IMB: #bytes reps min max avg
+        for tool, tag, col in (("OSU", "osu", 1), ("IMB", "imb", 4), ("OSU-long", "osul", 1),
+                               ("IMB-long", "imbl", 4)):
+            for size, t in peer_times("%s/%s.%d.txt" % (tmpd, tag, k), 0, col).items():
+                c2c = brackets.get((tag, size))
                 if c2c:  # IMB's 0-byte line has no bracket of its own
                     out[tool].setdefault(size, []).append((k, t, mode(c2c)))
     return out
@@ -133,14 +155,22 @@ def peers_table(tmpd, rounds, np_):
     med, nan = statistics.median, float("nan")
     print("\nall_reduce float, %s ranks: time per operation in us, medians over %d interleaved "
           "rounds; ratio = peer time / our time (goal >= 0.97)" % (np_, rounds))
-    print("%12s %9s %9s %9s %8s %8s" % ("bytes", "ours", "OSU", "IMB", "OSU/us", "IMB/us"))
-    for b in sorted(s["ours"]):
-        o = {k: t for k, t, _ in s["ours"][b]}
-        row = [med(o.values())]
-        for tool in ("OSU", "IMB"):
-            p = {k: t for k, t, _ in s[tool].get(b, []) if k in o}
-            row += [med(p.values()), med(p[k] / o[k] for k in p)] if p else [nan, nan]
-        print("%12d %9.3f %9.3f %9.3f %8.3f %8.3f" % (b, row[0], row[1], row[3], row[2], row[4]))
+    def paired(tools):
+        print("%12s %9s %9s %9s %8s %8s" % ("bytes", "ours", tools[0][:3], tools[1][:3], "OSU/us",
+                                            "IMB/us"))
+        for b in sorted(s["ours"]):
+            o = {k: t for k, t, _ in s["ours"][b]}
+            row = [med(o.values())]
+            for tool in tools:
+                p = {k: t for k, t, _ in s[tool].get(b, []) if k in o}
+                row += [med(p.values()), med(p[k] / o[k] for k in p)] if p else [nan, nan]
+            print("%12d %9.3f %9.3f %9.3f %8.3f %8.3f" % (b, row[0], row[1], row[3], row[2],
+                                                           row[4]))
+    paired(("OSU", "IMB"))
+    if s["OSU-long"] or s["IMB-long"]:
+        print("peers run for PEER_SECONDS=%s s of operations at each size, as long as our case "
+              "keeps both cores busy; same columns" % os.environ.get("PEER_SECONDS", "?"))
+        paired(("OSU-long", "IMB-long"))
     # Best against best (the fastest round of each tool, as STREAM reports its best rate).
     print("best round of each tool (us); ratio = peer best / our best")
     for b in sorted(s["ours"]):
