@@ -718,7 +718,9 @@ void RunSession::State::write_case_lines(const PlannedEntry& p,
   try {
     for (; done < lines.size(); ++done) sink->append_line(lines[done]);
   } catch (const std::exception& e) {
-    std::cerr << "clusterbench: cannot record " << what << ": " << e.what() << std::endl;
+    // One write each: mpirun forwards a rank's stderr by write, so a message written in pieces
+    // can be split by a line of its stdout.
+    std::cerr << ("clusterbench: cannot record " + what + ": " + e.what() + "\n") << std::flush;
     const std::string reason = std::string("cannot write records: ") + e.what();
     std::lock_guard<std::mutex> lock(mu);
     run.aborted = true;
@@ -729,8 +731,9 @@ void RunSession::State::write_case_lines(const PlannedEntry& p,
     in_progress.clear();
     if (record_abort_directly(sink->dir(), reason, json::array(),
                               {lines.begin() + static_cast<long>(done), lines.end()}))
-      std::cerr << "clusterbench: recorded " << what << " and the abort directly in " << sink->dir()
-                << std::endl;
+      std::cerr << ("clusterbench: recorded " + what + " and the abort directly in " + sink->dir() +
+                    "\n")
+                << std::flush;
   }
 }
 
