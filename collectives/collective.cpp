@@ -732,7 +732,7 @@ void CollectiveBenchmark::run(CaseRun& run) const {
   const json facts = be.facts();  // items() needs the object alive
   for (const auto& [k, v] : facts.items()) run.set_extra(k, v);
   for (const auto& [k, v] : chose.items()) run.set_extra(k, v);
-  if (ctx.is_root()) {
+  if (ctx.is_root() && run.rounds() == 1) {  // in rounds, the session prints the merged record
     std::string header = "# " + id() + ", " + be.name() + ", " + std::to_string(s.n) + " ranks\n";
     // The sweep's last case of this backend closes the table.
     const json* last = nullptr;

@@ -195,6 +195,8 @@ class CollectiveBenchmark : public Benchmark {
   std::string id() const override { return std::string("collectives.") + coll_.name; }
   std::string description() const override;
   Level level() const override { return Level::cluster; }
+  /// The MPI cases (NCCL's run on GPUs, whose clocks, not the host, move them).
+  bool in_rounds(const json& p) const override { return p.value("backend", "") == "mpi"; }
   std::vector<json> cases(const Settings& s) const override;
   std::string applicable(const NodeEnv& node) const override;
   /// NCCL cases need a GPU (the GPU disposition waives or fails them); MPI cases need MPI and at

@@ -224,6 +224,8 @@ class Gemm : public Benchmark {
     return p.value("backend", "") == "openblas" ? Level::node : Level::gpu;
   }
   bool case_needs_gpu(const json& p) const override { return p.value("backend", "") != "openblas"; }
+  /// The OpenBLAS cases (a GPU's are not spread: its clocks, not the host, move them).
+  bool in_rounds(const json& p) const override { return !case_needs_gpu(p); }
 
   std::vector<json> cases(const Settings& s) const override {
     for (const auto* k : {&threads_, &algos_, &samples_})

@@ -117,6 +117,7 @@ void stream_pass(StreamKernel kernel, double* pa, double* pb, double* pc, long l
 class MemoryBandwidth : public Benchmark {
  public:
   std::string id() const override { return "compute.memory_bandwidth"; }
+  bool in_rounds(const json&) const override { return true; }
   std::string description() const override {
     return "host memory bandwidth, STREAM copy/scale/add/triad, one thread per core";
   }

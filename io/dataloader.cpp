@@ -85,6 +85,7 @@ struct Consumption {
 class Dataloader : public Benchmark {
  public:
   std::string id() const override { return "io.dataloader"; }
+  bool in_rounds(const json&) const override { return true; }
   std::string description() const override {
     return "DataLoader-like input pipeline: workers, batch 32, prefetch 2, pinned staging, sweep";
   }

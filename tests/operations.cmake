@@ -11,6 +11,7 @@ cb_unit_test(test_open_writers clusterbench_core cb_io)
 cb_integration_test(ops_resume TIMEOUT 180)
 cb_integration_test(ops_resume_live TIMEOUT 120)
 cb_integration_test(ops_time_limit TIMEOUT 240)
+cb_integration_test(ops_rounds TIMEOUT 180)
 cb_integration_test(ops_dry_run TIMEOUT 120)
 # The ci suite against its --dry-run estimates, alone on the machine (the calibration's terms).
 cb_integration_test(ops_estimates TIMEOUT 300)

@@ -35,6 +35,10 @@ class RunCommand : public Command {
     cmd_->add_option("--time-limit", o_.time_limit_s,
                      "seconds: start no case that would end past it; the rest is MISSING (exit 4)")
         ->check(seconds_validator());
+    cmd_->add_option("--rounds", o_.rounds,
+                     "spread each CPU and MPI case over N rounds of the plan, one repetition per "
+                     "round, for a baseline that compare can trust on a noisy host (default 1)")
+        ->check(CLI::Range(1, kMaxRounds));
     cmd_->add_flag("--allow-shared-gpus", o_.allow_shared_gpus,
                    "run GPU cases although other processes use the GPUs (the records say so)");
     cmd_->add_option("--prometheus", o_.prometheus_path,

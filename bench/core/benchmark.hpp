@@ -47,6 +47,9 @@ class CaseRun {
   virtual double min_time() const = 0;
   /// Ranks taking part in this case (the group its lock-step reductions run over).
   virtual int group_size() const = 0;
+  /// The rounds this case is spread over (--rounds; Benchmark::in_rounds), 1 when it runs once.
+  /// Its record is then the rounds' merge, which the session prints (docs/compare.md "Rounds").
+  virtual int rounds() const { return 1; }
   /// The scope of this rank's record.
   virtual const Scope& scope() const = 0;
   /// Times the work (core/measure.hpp). `batch(n)` performs n operations and returns the seconds
@@ -163,6 +166,14 @@ class Benchmark : public KnobOwner {
   /// one of its benchmarks does (run_needs_mpi_threads): OpenMPI takes its locks at any level above
   /// MPI_THREAD_SINGLE, which costs small collectives 10-20% (docs/collectives.md).
   virtual bool calls_mpi_from_threads() const { return false; }
+  /// Whether a case can be spread over rounds (--rounds): its record is the same measurement each
+  /// time, one repetition per round, with min_time / rounds each time (docs/compare.md
+  /// "Rounds"). A case that changes the host, runs for a fixed time or measures repetitions of
+  /// its own (fio's runs) is run once. `params` as params_on gives them.
+  virtual bool in_rounds(const json& params) const {
+    (void)params;
+    return false;
+  }
   /// Per-case refinements for a benchmark whose cases differ by backend (compute.gemm:
   /// backend=cublaslt runs per GPU and needs one; backend=openblas runs once per node on the CPU).
   /// Defaults: the benchmark-wide level() and needs_gpu().

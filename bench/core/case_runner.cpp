@@ -66,6 +66,7 @@ class CaseRunImpl : public CaseRun {
   const GpuDisposition& gpu() const override { return ce_.gpu; }
   double min_time() const override { return bench_.min_time(ce_.settings); }
   int group_size() const override { return group_.size(); }
+  int rounds() const override { return ce_.rounds; }
   const Scope& scope() const override { return rc_.scope; }
 
   void exec(const std::function<double(long long)>& batch, const std::string& label,

@@ -34,6 +34,8 @@ struct CaseEnv {
   std::function<void(std::function<std::optional<std::string>(const std::string&)>)> on_signal;
   /// A benchmark threw AbortRun: record it, run the cleanups and end the process (exit 3).
   std::function<void(const std::string& reason)> abort_run;
+  /// The rounds the case is spread over (CaseRun::rounds), 1 when it runs once.
+  int rounds = 1;
 };
 
 /// One case as it runs on one rank: its params there (Benchmark::params_on), level and scope.

@@ -144,6 +144,9 @@ RunOptions resolve_resume(const RunOptions& given, const Context& ctx, ResumeSta
   o.only = e.only;
   if (given.set_given) differ(diffs, "--set", list_text(e.set), list_text(given.set));
   o.set = e.set;
+  if (given.rounds != 1)
+    differ(diffs, "--rounds", std::to_string(e.rounds), std::to_string(given.rounds));
+  o.rounds = e.rounds;
   // The spec: the earlier run's file unless given; its sha256 is compared once it is read.
   if (!given.spec_given) o.spec_path = e.spec.path;
   if (!diffs.empty()) {
@@ -216,9 +219,11 @@ void read_resume_records(ResumeState& state, bool repair) {
       }
     }
     const std::string status = j.value("status", "");
-    const bool refused =
-        j.contains("extra") && j["extra"].is_object() && j["extra"].value("refused", false);
-    last[key] = status == "ok" || (status == "waived" && !refused);
+    const bool has_extra = j.contains("extra") && j["extra"].is_object();
+    const bool refused = has_extra && j["extra"].value("refused", false);
+    // A snapshot (a case spread over --rounds that the run left after some of them) is redone.
+    const bool snapshot = has_extra && j["extra"].value("snapshot", false);
+    last[key] = !snapshot && (status == "ok" || (status == "waived" && !refused));
   }
   for (const auto& [key, done] : last)
     if (done) state.done_keys.insert(key);

@@ -33,6 +33,10 @@ struct RunOptions {
   bool dry_run = false;            ///< --dry-run: print the plan with estimates; run nothing
   double time_limit_s = 0;         ///< --time-limit: start no case past it (0: none)
   bool allow_shared_gpus = false;  ///< --allow-shared-gpus: run beside other GPU processes
+  /// --rounds N: the cases that can be (Benchmark::in_rounds) run N times each, spread over the
+  /// run (the plan's round cases once per round), each time for min_time / N; their records hold
+  /// one repetition per round (docs/compare.md "Rounds"). 1: each case once.
+  int rounds = 1;
   /// Whether --suite, --spec, --only, --set were given (a resume takes the others from the
   /// earlier run and refuses given ones that differ).
   bool suite_given = false, spec_given = false, only_given = false, set_given = false;

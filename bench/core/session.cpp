@@ -7,8 +7,10 @@
 #include <atomic>
 #include <cctype>
 #include <chrono>
+#include <cstdio>
 #include <filesystem>
 #include <iostream>
+#include <map>
 #include <mutex>
 #include <optional>
 #include <set>
@@ -18,6 +20,7 @@
 #include "core/case_runner.hpp"
 #include "core/error.hpp"
 #include "core/progress.hpp"
+#include "core/rounds.hpp"
 #include "core/run_control.hpp"
 #include "core/sink.hpp"
 #include "core/version.hpp"
@@ -65,7 +68,9 @@ struct PlannedEntry {
   json params;
   std::vector<ExpectedCase> expected;  ///< rank 0 only
   bool to_run = true;                  ///< false: done in the earlier run (--resume)
-  double estimate_s = 0;               ///< rank 0 only
+  double estimate_s = 0;               ///< rank 0 only; all its rounds' for a round case
+  bool in_rounds = false;              ///< run once per round (--rounds > 1, Benchmark::in_rounds)
+  double round_estimate_s = 0;         ///< rank 0 only: one round's, for a round case
 };
 
 struct RunSession::State {
@@ -117,6 +122,16 @@ struct RunSession::State {
   bool stopped_at_limit = false;
   size_t stop_index = 0;
   std::vector<size_t> skipped_for_limit;  // cases --time-limit left out that later ones did not
+  // --rounds: the round in progress (every rank); each benchmark's settings for one round (its
+  // min_time / rounds); rank 0: each round case's records so far, by plan index and round.
+  int round = 1;
+  std::map<std::string, Settings> round_settings;
+  std::map<size_t, std::vector<std::vector<ResultRecord>>> round_records;
+  const Settings& settings_for(const PlannedEntry& p) const;
+  /// Rank 0: the lines to write for round case `index` after this round (merge_rounds), and
+  /// whether this is its last round (then its console lines are printed).
+  std::vector<std::string> round_lines(size_t index, const std::vector<std::string>& lines,
+                                       bool* last);
 
   State(const Context& c, RunOptions o, RunHooks h, const Registry& r)
       : ctx(c), given(std::move(o)), hooks(std::move(h)), registry(r), reporter(c.is_root()) {}
@@ -131,10 +146,16 @@ struct RunSession::State {
   void apply_resume();
   void open_run_dir(const std::string& dir);
   void run_one(size_t index);
+  /// Runs the plan's cases of round `round` (all of them in the first); false when the run ends
+  /// (the time limit passed, or a case aborted it).
+  bool run_round();
+  /// Rank 0, after the rounds: the final records of round cases that ran fewer rounds than
+  /// planned (--time-limit), in place of their snapshots.
+  void end_rounds();
   /// --time-limit before case `index`: 0 run it, 1 skip it (its estimate ends past the limit; a
   /// later, shorter case may still fit), 2 stop (the limit has passed). Rank 0 decides for all.
   int time_limit_step(size_t index);
-  CaseEnv case_env();
+  CaseEnv case_env(const Settings& case_settings);
   bool on_watchdog(const WatchdogEvent& e);
   void record_abort(const std::string& reason, double stopped_s = 0);
   /// Marks run.json aborted (rank 0); keep_existing leaves a reason already written alone.
@@ -148,7 +169,8 @@ struct RunSession::State {
   void watch();
   void phase(const std::string& what, const std::string& hint = kPeerHint);
   void start_in_progress(const PlannedEntry& p);
-  void write_case_lines(const PlannedEntry& p, const std::vector<std::string>& gathered);
+  /// Rank 0: writes a case's records (lines_to_write's lines) to records.jsonl.
+  void write_case_lines(const PlannedEntry& p, const std::vector<std::string>& lines);
   /// Rank 0's console line per record of case `index` (case_line.hpp), with the run's progress;
   /// collective records are left to their nccl-tests table, a waived reason is said once.
   void print_case_lines(size_t index, const std::vector<std::string>& lines);
@@ -182,7 +204,21 @@ void RunSession::State::plan_cases() {
   check_set_keys(settings, benchmarks, registry);
   plan.clear();
   for (const Benchmark* b : benchmarks)
-    for (const auto& p : b->cases(settings)) plan.push_back({b, p, {}, true, 0});
+    for (const auto& p : b->cases(settings)) {
+      plan.push_back({b, p, {}, true, 0});
+      plan.back().in_rounds = opt.rounds > 1 && b->in_rounds(p);
+    }
+  round_settings.clear();
+  if (opt.rounds > 1)
+    for (const Benchmark* b : benchmarks) {
+      char mt[32];
+      std::snprintf(mt, sizeof mt, "%.9g", b->min_time(settings) / opt.rounds);
+      round_settings.emplace(b->id(), settings.with(b->id() + ".min_time", mt));
+    }
+}
+
+const Settings& RunSession::State::settings_for(const PlannedEntry& p) const {
+  return p.in_rounds ? round_settings.at(p.bench->id()) : settings;
 }
 
 // --- set-up --------------------------------------------------------------------------------------
@@ -262,7 +298,8 @@ void RunSession::State::print_dry_run() {
       rows.push_back({p.bench->id(), params, level_name(p.bench->case_level(params)), 0,
                       "done in the earlier run"});
     else
-      rows.push_back(estimate_case(*p.bench, params, settings, node));
+      rows.push_back(estimate_case(*p.bench, params, settings_for(p), node));
+    if (p.in_rounds) rows.back().seconds *= opt.rounds;
   }
   std::string header = "clusterbench --dry-run: suite " + opt.suite + ", " +
                        std::to_string(ctx.world_size()) + " rank(s) on " +
@@ -303,9 +340,10 @@ void RunSession::State::plan_rows() {
         pc.case_keys.push_back(make_case_key(pc.benchmark, e.params, s));
       run.plan.push_back(pc);
     }
-    p.estimate_s =
-        estimate_case(*p.bench, p.bench->params_on(p.params, *my_env, settings), settings, node)
-            .seconds;
+    p.estimate_s = estimate_case(*p.bench, p.bench->params_on(p.params, *my_env, settings),
+                                 settings_for(p), node)
+                       .seconds;
+    if (p.in_rounds) p.round_estimate_s = p.estimate_s, p.estimate_s *= opt.rounds;
   }
 }
 
@@ -374,6 +412,7 @@ void RunSession::State::write_run_dir() {
   run.version = clusterbench_version();
   run.suite = opt.suite;
   run.only = opt.only;
+  run.rounds = opt.rounds;
   run.set = opt.set;
   run.world_size = ctx.world_size();
   run.hosts = ctx.hosts();
@@ -578,8 +617,8 @@ bool RunSession::State::on_watchdog(const WatchdogEvent& e) {
   return true;
 }
 
-CaseEnv RunSession::State::case_env() {
-  CaseEnv ce{ctx, settings, *my_env, gpu, run.run_id, reporter, shared_gpus, {}, {}, {}, {}};
+CaseEnv RunSession::State::case_env(const Settings& case_settings) {
+  CaseEnv ce{ctx, case_settings, *my_env, gpu, run.run_id, reporter, shared_gpus, {}, {}, {}, {}};
   ce.append = [this](const ResultRecord& r) { append(r); };
   ce.mark_aborted = [this](const std::string& reason) { mark_aborted(reason); };
   ce.on_signal = [this](std::function<std::optional<std::string>(const std::string&)> h) {
@@ -606,12 +645,15 @@ int RunSession::State::time_limit_step(size_t index) {
   if (opt.time_limit_s <= 0) return 0;
   long long step = 0;
   if (ctx.is_root()) {
+    const PlannedEntry& p = plan[index];
     double elapsed = std::chrono::duration<double>(Clock::now() - t0).count();
-    step = elapsed >= opt.time_limit_s                           ? 2
-           : elapsed + plan[index].estimate_s > opt.time_limit_s ? 1
-                                                                 : 0;
+    double estimate = p.in_rounds ? p.round_estimate_s : p.estimate_s;
+    step = elapsed >= opt.time_limit_s ? 2 : elapsed + estimate > opt.time_limit_s ? 1 : 0;
   }
   step = ctx.allreduce_sum(step);
+  // After the first round every case has a record: a later round left out only has fewer
+  // repetitions (its record says how many rounds ran).
+  if (round > 1) return static_cast<int>(step);
   if (step == 1) skipped_for_limit.push_back(index);
   if (step == 2) stopped_at_limit = true, stop_index = index;
   return static_cast<int>(step);
@@ -645,11 +687,13 @@ void RunSession::State::run_one(size_t index) {
       p.bench->id() + " " + dump_json(p.bench->params_on(p.params, *my_env, settings));
   start_in_progress(p);
   case_what = what;
-  if (heartbeat) heartbeat->start_case(plan_place(index), what, p.estimate_s);
+  if (heartbeat)
+    heartbeat->start_case(plan_place(index), what, p.in_rounds ? p.round_estimate_s : p.estimate_s);
   progress::next_case();
   watchdog->arm(what, case_timeout(p));
   test_stop_point("case:" + p.bench->id(), ctx.world_rank());
-  CaseEnv ce = case_env();
+  CaseEnv ce = case_env(settings_for(p));
+  if (p.in_rounds) ce.rounds = opt.rounds;
   CaseResult r = run_case(*p.bench, p.params, ce);
   refused = refused || r.refused;
   std::vector<std::string> gathered = ctx.gather(r.lines);
@@ -665,24 +709,53 @@ void RunSession::State::run_one(size_t index) {
     case_what.clear();
   }
   if (ctx.is_root()) {
-    write_case_lines(p, gathered);
-    print_case_lines(index, lines_to_write(p.bench->case_level(p.params), gathered));
+    std::vector<std::string> lines = lines_to_write(p.bench->case_level(p.params), gathered);
+    bool last = true;
+    if (p.in_rounds) lines = round_lines(index, lines, &last);
+    write_case_lines(p, lines);
+    if (last)
+      print_case_lines(index, lines);
+    else if (heartbeat)
+      heartbeat->end_case();
   }
+}
+
+std::vector<std::string> RunSession::State::round_lines(size_t index,
+                                                        const std::vector<std::string>& lines,
+                                                        bool* last) {
+  std::vector<ResultRecord> recs;
+  for (const auto& text : lines)
+    for (size_t pos = 0; pos < text.size();) {
+      size_t nl = std::min(text.find('\n', pos), text.size());
+      if (nl > pos) recs.push_back(json::parse(text.substr(pos, nl - pos)).get<ResultRecord>());
+      pos = nl + 1;
+    }
+  auto& rounds = round_records[index];
+  rounds.push_back(std::move(recs));
+  *last = round >= opt.rounds;
+  std::vector<std::string> out;
+  for (const auto& r : merge_rounds(rounds, opt.rounds, *last)) out.push_back(dump_json(json(r)));
+  return out;
 }
 
 std::string RunSession::State::plan_place(size_t index, double* left_s) const {
   size_t total = 0, done = 0;
-  double left = 0;
+  double left = 0, per_round = 0;  // per_round: one round of the round cases (--rounds)
   for (size_t i = 0; i < plan.size(); ++i) {
-    if (!plan[i].to_run) continue;
+    const PlannedEntry& p = plan[i];
+    if (!p.to_run) continue;
     ++total;
+    per_round += p.in_rounds ? p.round_estimate_s : 0;
     if (i <= index)
       ++done;
-    else
-      left += plan[i].estimate_s;
+    else if (round == 1 || p.in_rounds)
+      left += p.in_rounds ? p.round_estimate_s : p.estimate_s;
   }
-  if (left_s) *left_s = left;
-  return std::to_string(done) + "/" + std::to_string(total);
+  const int r = std::min(round, opt.rounds);  // after the rounds (end_rounds): the last
+  if (left_s) *left_s = left + (opt.rounds - r) * per_round;
+  if (opt.rounds == 1) return std::to_string(done) + "/" + std::to_string(total);
+  return std::to_string(done) + "/" + std::to_string(total) + " round " + std::to_string(r) + "/" +
+         std::to_string(opt.rounds);
 }
 
 void RunSession::State::print_case_lines(size_t index, const std::vector<std::string>& lines) {
@@ -696,7 +769,10 @@ void RunSession::State::print_case_lines(size_t index, const std::vector<std::st
     } catch (const std::exception&) {
       continue;  // not a record line
     }
-    if (r.status == Status::ok && r.benchmark.rfind("collectives.", 0) == 0) continue;
+    // A collective's own table shows it, unless it ran in rounds (its table is not printed).
+    if (r.status == Status::ok && r.benchmark.rfind("collectives.", 0) == 0 &&
+        !(r.extra.is_object() && r.extra.contains("rounds")))
+      continue;
     if (r.status == Status::waived && !waived_said.insert(r.benchmark + "\n" + r.message).second)
       continue;
     std::cout << progress_prefix(place, elapsed, left_s) << " " << case_line(r) << "\n";
@@ -706,14 +782,13 @@ void RunSession::State::print_case_lines(size_t index, const std::vector<std::st
 }
 
 void RunSession::State::write_case_lines(const PlannedEntry& p,
-                                         const std::vector<std::string>& gathered) {
+                                         const std::vector<std::string>& lines) {
   {
     std::lock_guard<std::mutex> lock(mu);
     if (abort_recorded) return;  // once an abort is recorded, the case's record is its
   }
   // Not under `mu`: a write the filesystem holds must not keep the watchdog from recording.
   const std::string what = p.bench->id() + " " + dump_json(p.params);
-  const std::vector<std::string> lines = lines_to_write(p.bench->case_level(p.params), gathered);
   size_t done = 0;
   try {
     for (; done < lines.size(); ++done) sink->append_line(lines[done]);
@@ -893,22 +968,50 @@ void RunSession::run_cases() {
   s.watch();
   if (s.ctx.is_root()) s.heartbeat.emplace(8.0, std::cout, s.t0);
   if (!s.channel) s.channel.emplace(s.ctx, [&s](const std::string& r) { s.watchdog->trip(r); });
-  for (size_t i = 0; i < s.plan.size(); ++i) {
-    if (!s.plan[i].to_run) continue;  // --resume: done in the earlier run
-    s.phase("the start of case " + std::to_string(i + 1) + " of " + std::to_string(s.plan.size()));
-    if (const int step = s.time_limit_step(i); step == 2)
-      break;
+  // --rounds: the first round runs the plan; each later one its round cases again.
+  for (s.round = 1; s.round <= s.opt.rounds; ++s.round)
+    if (!s.run_round()) break;
+  if (s.ctx.is_root()) s.end_rounds();
+}
+
+void RunSession::State::end_rounds() {
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    if (run.aborted) return;  // the snapshots stand
+  }
+  for (const auto& [index, rounds] : round_records) {
+    if (static_cast<int>(rounds.size()) >= opt.rounds) continue;
+    std::vector<std::string> lines;
+    for (const auto& r : merge_rounds(rounds, opt.rounds, true))
+      lines.push_back(dump_json(json(r)));
+    write_case_lines(plan[index], lines);
+    print_case_lines(index, lines);
+  }
+}
+
+bool RunSession::State::run_round() {
+  const std::string of_round = opt.rounds > 1 ? " (round " + std::to_string(round) + " of " +
+                                                    std::to_string(opt.rounds) + ")"
+                                              : "";
+  for (size_t i = 0; i < plan.size(); ++i) {
+    if (!plan[i].to_run) continue;  // --resume: done in the earlier run
+    if (round > 1 && !plan[i].in_rounds) continue;
+    phase("the start of case " + std::to_string(i + 1) + " of " + std::to_string(plan.size()) +
+          of_round);
+    if (const int step = time_limit_step(i); step == 2)
+      return false;
     else if (step == 1)
       continue;
-    s.run_one(i);
+    run_one(i);
     // A record that cannot be written, or a case stopped in order by a signal, ends the run.
     bool aborted = false;
-    if (s.ctx.is_root()) {
-      std::lock_guard<std::mutex> lock(s.mu);
-      aborted = s.run.aborted;
+    if (ctx.is_root()) {
+      std::lock_guard<std::mutex> lock(mu);
+      aborted = run.aborted;
     }
-    if (s.ctx.allreduce_sum(aborted ? 1 : 0) > 0) break;
+    if (ctx.allreduce_sum(aborted ? 1 : 0) > 0) return false;
   }
+  return true;
 }
 
 int RunSession::finish() {

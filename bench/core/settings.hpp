@@ -50,6 +50,12 @@ class Settings {
   /// InputError as get_choices does.
   std::string get_choice(const std::string& bench_id, const std::string& key,
                          const std::vector<std::string>& allowed) const;
+  /// A copy with `key` ("id.key" or "area.key") set to `value`, as --set KEY=VALUE would.
+  Settings with(const std::string& key, const std::string& value) const {
+    Settings s = *this;
+    s.values_[key] = value;
+    return s;
+  }
   /// Every KEY of --set, for validation against known benchmarks.
   const std::map<std::string, std::string>& values() const { return values_; }
 

@@ -555,6 +555,7 @@ void to_json(json& j, const RunRecord& v) {
       CB_TO(aborted), CB_TO(abort_reason), CB_TO(plan), CB_TO(env);
   j["exit_code"] = v.exit_code ? json(*v.exit_code) : json(nullptr);
   if (v.time_limit) j["time_limit"] = *v.time_limit;
+  if (v.rounds > 1) j["rounds"] = v.rounds;
 }
 void from_json(const json& j, RunRecord& v) {
   v.schema = require_field<std::string>(j, "schema", "run.json");
@@ -567,6 +568,12 @@ void from_json(const json& j, RunRecord& v) {
   opt(j, "exit_code", v.exit_code);
   if (j.contains("time_limit") && !j.at("time_limit").is_null())
     v.time_limit = require_field<TimeLimitStop>(j, "time_limit", "run.json");
+  if (j.contains("rounds")) {
+    v.rounds = require_field<int>(j, "rounds", "run.json");
+    if (v.rounds < 1 || v.rounds > kMaxRounds)
+      throw InputError("run.json: field 'rounds': " + std::to_string(v.rounds) + " is not in 1.." +
+                       std::to_string(kMaxRounds));
+  }
 }
 
 #undef CB_TO

@@ -378,6 +378,9 @@ struct TimeLimitStop {
   std::vector<NotRunCase> not_run;
 };
 
+/// The most rounds a run can spread its round cases over (--rounds).
+inline constexpr int kMaxRounds = 20;
+
 struct RunRecord {
   std::string schema = kRunSchema;
   std::string run_id;
@@ -397,6 +400,9 @@ struct RunRecord {
   std::vector<EnvRecord> env;
   /// Written by the runner (Sink::set_run_field) when `--time-limit` stopped the run.
   std::optional<TimeLimitStop> time_limit;
+  /// --rounds: how many rounds the plan's round cases were spread over (docs/compare.md
+  /// "Rounds"); 1 (not written) for a run without.
+  int rounds = 1;
 };
 
 // JSON conversion (nlohmann ADL hooks).

@@ -3,6 +3,7 @@
 
 #include "core/benchmark.hpp"
 #include "core/gpu_disposition.hpp"
+#include "core/rounds.hpp"
 #include "core/session.hpp"
 #include "records/spec.hpp"
 
@@ -108,6 +109,104 @@ TEST(Only, MpiThreadsOnlyWhereACaseCallsMpiFromASecondThread) {
   // A resume reads its plan later; a pattern that selects nothing is the run's error to report.
   EXPECT_TRUE(run_needs_mpi_threads({"collectives.*"}, "ci", true));
   EXPECT_TRUE(run_needs_mpi_threads({"nosuch.*"}, "ci", false));
+}
+
+TEST(Rounds, WhichCasesRunInRounds) {
+  // The host-side loops that measure the same thing each time: STREAM, OpenBLAS GEMM, the
+  // dataloader, MPI collectives. Not fio (its own five runs), tuning (changes the host), GPU cases.
+  const Registry& reg = Registry::get();
+  for (const char* id : {"compute.memory_bandwidth", "io.dataloader", "compute.gemm",
+                         "collectives.all_reduce", "io.fio", "compute.training_step"})
+    ASSERT_NE(reg.find(id), nullptr) << id;
+  EXPECT_TRUE(reg.find("compute.memory_bandwidth")->in_rounds({{"kernel", "triad"}}));
+  EXPECT_TRUE(reg.find("io.dataloader")->in_rounds({{"workers", 4}}));
+  EXPECT_TRUE(reg.find("compute.gemm")->in_rounds({{"backend", "openblas"}, {"dtype", "fp32"}}));
+  EXPECT_FALSE(reg.find("compute.gemm")->in_rounds({{"backend", "cublaslt"}, {"dtype", "fp16"}}));
+  EXPECT_TRUE(reg.find("collectives.all_reduce")->in_rounds({{"backend", "mpi"}, {"bytes", 8}}));
+  EXPECT_FALSE(reg.find("collectives.all_reduce")->in_rounds({{"backend", "nccl"}, {"bytes", 8}}));
+  for (const auto& b : reg.all()) {  // nothing else
+    const std::string id = b->id();
+    if (id.rfind("collectives.", 0) == 0 || id == "compute.gemm") continue;
+    EXPECT_EQ(b->in_rounds({{"profile", "seq_read"}}),
+              id == "compute.memory_bandwidth" || id == "io.dataloader")
+        << id;
+  }
+  // A round's settings: min_time / rounds for that benchmark only.
+  Settings s("ci", {});
+  Settings r = s.with("compute.memory_bandwidth.min_time", "0.01");
+  EXPECT_DOUBLE_EQ(reg.find("compute.memory_bandwidth")->min_time(r), 0.01);
+  EXPECT_DOUBLE_EQ(reg.find("compute.memory_bandwidth")->min_time(s), 0.05);
+  EXPECT_DOUBLE_EQ(reg.find("io.dataloader")->min_time(r), 0.05);
+}
+
+namespace {
+ResultRecord round_record(const std::string& key, double bw, double best, double wrong,
+                          double time_median, double c2c) {
+  ResultRecord r;
+  r.benchmark = "compute.memory_bandwidth";
+  r.case_key = key;
+  r.status = Status::ok;
+  r.started_at = "t" + std::to_string(static_cast<int>(bw));
+  r.duration_s = 0.5;
+  r.metrics = {Metric("bandwidth", bw, "GB/s", true, {bw - 1, bw, bw + 1}),
+               Metric("bandwidth_best", best, "GB/s"), Metric("wrong", wrong, "count", false)};
+  r.time.n = 3;
+  r.time.median = time_median;
+  r.extra = {{"host_probe", {{"cpu_mops", 900}, {"cpu_share", c2c / 100}, {"c2c_ns", {c2c, c2c}}}}};
+  return r;
+}
+}  // namespace
+
+TEST(Rounds, MergeTakesOneRepetitionPerRound) {
+  // Five rounds of one case, values worked by hand: bandwidth 30, 50, 40, 10, 20 GB/s.
+  std::vector<std::vector<ResultRecord>> rounds;
+  const double bw[] = {30, 50, 40, 10, 20}, best[] = {31, 52, 41, 12, 21},
+               c2c[] = {60, 300, 70, 310, 65};
+  for (int k = 0; k < 5; ++k)
+    rounds.push_back({round_record("a", bw[k], best[k], k == 3, 1e-3 * (k + 1), c2c[k])});
+  auto merged = merge_rounds(rounds, 5, true);
+  ASSERT_EQ(merged.size(), 1u);
+  const ResultRecord& m = merged[0];
+  EXPECT_DOUBLE_EQ(m.metrics[0].value, 30);  // median of the five
+  EXPECT_EQ(m.metrics[0].reps, (std::vector<double>{30, 50, 40, 10, 20}));
+  EXPECT_DOUBLE_EQ(m.metrics[1].value, 52);  // the best of the rounds, no reps
+  EXPECT_TRUE(m.metrics[1].reps.empty());
+  EXPECT_DOUBLE_EQ(m.metrics[2].value, 1);  // counts add up: one wrong result in round 4
+  EXPECT_EQ(m.time.n, 5);
+  EXPECT_DOUBLE_EQ(m.time.median, 3e-3);
+  EXPECT_DOUBLE_EQ(m.duration_s, 2.5);
+  EXPECT_EQ(m.started_at, "t30");
+  EXPECT_EQ(m.extra["rounds"]["planned"], 5);
+  EXPECT_EQ(m.extra["rounds"]["run"], 5);
+  EXPECT_EQ(m.extra["rounds"]["values"]["bandwidth"], json({30, 50, 40, 10, 20}));
+  EXPECT_EQ(m.extra["rounds"]["c2c_ns"][1], json({300, 300}));
+  EXPECT_FALSE(m.extra["host_probe"].contains("c2c_ns"));
+  EXPECT_DOUBLE_EQ(m.extra["host_probe"]["cpu_share"].get<double>(), 0.70);  // median of shares
+  EXPECT_FALSE(m.extra.contains("snapshot"));
+}
+
+TEST(Rounds, SnapshotsUntilTheLastRoundAndAFailedRoundStands) {
+  std::vector<std::vector<ResultRecord>> rounds = {
+      {round_record("a", 10, 11, 0, 1e-3, 60), round_record("b", 20, 21, 0, 1e-3, 60)},
+      {round_record("a", 14, 15, 0, 1e-3, 60), round_record("b", 22, 23, 0, 1e-3, 60)}};
+  auto partial = merge_rounds(rounds, 5, false);
+  ASSERT_EQ(partial.size(), 2u);
+  EXPECT_TRUE(partial[0].extra.value("snapshot", false));
+  EXPECT_DOUBLE_EQ(partial[0].metrics[0].value, 12);  // median of 10 and 14
+  EXPECT_EQ(partial[1].metrics[0].reps, (std::vector<double>{20, 22}));
+  EXPECT_EQ(partial[1].extra["rounds"]["run"], 2);
+  // The run ended after two rounds (--time-limit): the final record has n = 2.
+  auto ended = merge_rounds(rounds, 5, true);
+  EXPECT_FALSE(ended[0].extra.contains("snapshot"));
+  // Round 3 fails case b: its failed record stands for the case, saying which round.
+  ResultRecord failed = round_record("b", 0, 0, 0, 0, 60);
+  failed.status = Status::failed;
+  failed.message = "wrong result";
+  rounds.push_back({round_record("a", 12, 13, 0, 1e-3, 60), failed});
+  auto merged = merge_rounds(rounds, 5, false);
+  EXPECT_EQ(merged[1].status, Status::failed);
+  EXPECT_EQ(merged[1].message, "round 3 of 5: wrong result");
+  EXPECT_EQ(merged[0].metrics[0].reps, (std::vector<double>{10, 14, 12}));
 }
 
 TEST(Suites, MinTimePerSuite) {

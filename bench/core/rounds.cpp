@@ -1,0 +1,130 @@
+// Rounds (rounds.hpp).
+#include "core/rounds.hpp"
+
+#include <algorithm>
+#include <map>
+
+namespace clusterbench {
+
+namespace {
+
+bool ends_with(const std::string& s, const std::string& tail) {
+  return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
+}
+
+/// The metric `name` of each record that has it, in round order.
+std::vector<const Metric*> metric_rounds(const std::vector<const ResultRecord*>& recs,
+                                         const std::string& name) {
+  std::vector<const Metric*> out;
+  for (const ResultRecord* r : recs)
+    for (const auto& m : r->metrics)
+      if (m.name == name) {
+        out.push_back(&m);
+        break;
+      }
+  return out;
+}
+
+/// One metric over the rounds (merge_rounds's rules); its per-round values go to `values`.
+Metric merge_metric(const Metric& last, const std::vector<const Metric*>& ms, json& values) {
+  std::vector<double> v;
+  for (const Metric* m : ms) v.push_back(m->value);
+  values[last.name] = v;
+  Metric out = last;
+  out.reps.clear();
+  if (last.unit == "count") {
+    out.value = 0;
+    for (double x : v) out.value += x;
+  } else if (ends_with(last.name, "_best")) {
+    out.value = last.higher_is_better ? *std::max_element(v.begin(), v.end())
+                                      : *std::min_element(v.begin(), v.end());
+  } else {
+    out.value = median_of(v);
+    out.reps = v;
+  }
+  return out;
+}
+
+/// The host probe of a merged record: the last round's without its core-to-core pair, with the
+/// rounds' median CPU share; the pairs go to `c2c`.
+json merge_probe(const std::vector<const ResultRecord*>& recs, json& c2c) {
+  json probe = json::object();
+  std::vector<double> shares;
+  for (const ResultRecord* r : recs) {
+    auto p = r->extra.is_object() ? r->extra.find("host_probe") : r->extra.end();
+    if (!r->extra.is_object() || p == r->extra.end() || !p->is_object()) {
+      c2c.push_back(nullptr);
+      continue;
+    }
+    probe = *p;
+    c2c.push_back(p->value("c2c_ns", json()));
+    auto s = p->find("cpu_share");
+    if (s != p->end() && s->is_number()) shares.push_back(s->get<double>());
+  }
+  probe.erase("c2c_ns");
+  if (!shares.empty()) probe["cpu_share"] = median_of(shares);
+  return probe;
+}
+
+/// One case's record from its rounds (all ok).
+ResultRecord merge_ok(const std::vector<const ResultRecord*>& recs, int planned) {
+  ResultRecord out = *recs.back();
+  json values = json::object();
+  for (auto& m : out.metrics) m = merge_metric(m, metric_rounds(recs, m.name), values);
+  std::vector<double> times;
+  double duration = 0;
+  for (const ResultRecord* r : recs) {
+    if (r->time.n > 0) times.push_back(r->time.median);
+    duration += r->duration_s;
+  }
+  out.time = compute_stats(times);
+  out.duration_s = duration;
+  out.started_at = recs.front()->started_at;
+  if (!out.extra.is_object()) out.extra = json::object();
+  json c2c = json::array();
+  json probe = merge_probe(recs, c2c);
+  if (!probe.empty()) out.extra["host_probe"] = probe;
+  out.extra["rounds"] = {{"planned", planned},
+                         {"run", static_cast<int>(recs.size())},
+                         {"values", values},
+                         {"c2c_ns", c2c}};
+  return out;
+}
+
+}  // namespace
+
+std::vector<ResultRecord> merge_rounds(const std::vector<std::vector<ResultRecord>>& rounds,
+                                       int planned, bool final) {
+  std::vector<ResultRecord> out;
+  if (rounds.empty()) return out;
+  for (const auto& first : rounds.front()) {
+    std::vector<const ResultRecord*> recs;
+    const ResultRecord* bad = nullptr;
+    size_t bad_round = 0;
+    for (size_t k = 0; k < rounds.size(); ++k)
+      for (const auto& r : rounds[k])
+        if (r.case_key == first.case_key) {
+          recs.push_back(&r);
+          if (!bad && r.status != Status::ok) bad = &r, bad_round = k + 1;
+          break;
+        }
+    ResultRecord rec;
+    if (bad) {
+      rec = *bad;
+      if (planned > 1 && rec.status == Status::failed)
+        rec.message = "round " + std::to_string(bad_round) + " of " + std::to_string(planned) +
+                      ": " + rec.message;
+    } else {
+      rec = merge_ok(recs, planned);
+    }
+    if (!rec.extra.is_object()) rec.extra = json::object();
+    if (final)
+      rec.extra.erase("snapshot");
+    else
+      rec.extra["snapshot"] = true;
+    out.push_back(std::move(rec));
+  }
+  return out;
+}
+
+}  // namespace clusterbench

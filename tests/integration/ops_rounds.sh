@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# run --rounds N (docs/compare.md "Rounds"): each STREAM case runs once per round, for min_time / N
+# each time; its final record holds one repetition per round (the median as its value), written
+# after snapshots that a later round replaces; run.json says N. A --time-limit that ends the
+# rounds early leaves final records with the rounds that ran. A run killed between rounds is
+# completed by --resume, which redoes the cases whose last record is a snapshot and keeps N (a
+# different --rounds is refused). Bad values are exit 2. Budget: ~30 s on 2 shared cores.
+source "$(dirname "$0")/lib.sh"
+
+python3 - "$TMP/spec.json" <<'P'
+import json, sys
+rows = [{"id": "bw." + k, "title": k, "source": "test", "severity": "fail",
+         "select": {"benchmark": "compute.memory_bandwidth", "params": {"kernel": k}, "metric": "bandwidth"},
+         "scope": "node", "aggregate": "each", "op": ">=", "value": 0.001, "unit": "GB/s"}
+        for k in ("copy", "scale", "add", "triad")]
+json.dump({"schema": "clusterbench.spec/1", "name": "rounds-test", "requirements": rows}, open(sys.argv[1], "w"))
+P
+BASE=(run --suite ci --only compute.memory_bandwidth --spec "$TMP/spec.json"
+      --set compute.memory_bandwidth.array_bytes=8M)
+
+# check DIR ROUNDS_PLANNED MIN_RUN MAX_RUN: one final record per kernel, n = the rounds run.
+check() {
+  py "
+recs = [json.loads(l) for l in open(sys.argv[1] + '/records.jsonl')]
+planned, lo, hi = int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+assert json.load(open(sys.argv[1] + '/run.json'))['rounds'] == planned
+last = {}
+for r in recs:
+    last[r['case_key']] = r
+assert sorted(r['params']['kernel'] for r in last.values()) == ['add', 'copy', 'scale', 'triad'], last
+for r in last.values():
+    ro = r['extra']['rounds']
+    assert r['status'] == 'ok' and not r['extra'].get('snapshot'), r
+    assert ro['planned'] == planned and lo <= ro['run'] <= hi, ro
+    m = {x['name']: x for x in r['metrics']}['bandwidth']
+    # One repetition per round; the value is their median (an odd count: the middle one).
+    assert m['reps'] == ro['values']['bandwidth'] and len(m['reps']) == ro['run'], (m, ro)
+    if ro['run'] % 2:
+        assert m['value'] == sorted(m['reps'])[ro['run'] // 2], m
+    best = {x['name']: x for x in r['metrics']}['bandwidth_best']
+    assert best['value'] == max(ro['values']['bandwidth_best']) and not best.get('reps'), best
+    # Each round measured for min_time / rounds (ci: 0.05 s): its samples are in gbench.json.
+    assert r['time']['n'] == ro['run'], r['time']
+print({r['params']['kernel']: r['extra']['rounds']['run'] for r in last.values()})
+" "$@"
+}
+
+# 1. Three rounds: every case three times, the snapshots of rounds 1 and 2 before the final record.
+expect_rc 0 "$CB_BIN" "${BASE[@]}" --rounds 3 --out "$TMP/a"
+check "$TMP/a" 3 3 3
+py "
+recs = [json.loads(l) for l in open(sys.argv[1] + '/records.jsonl')]
+assert len(recs) == 12, len(recs)
+assert sum(1 for r in recs if r['extra'].get('snapshot')) == 8, recs
+" "$TMP/a"
+expect_out "\[4/4 round 3/3, [0-9]+ s, about 0 s left\] compute.memory_bandwidth \{\"kernel\":\"triad\"\} .*\(3 reps"
+[ "$(grep -c 'compute.memory_bandwidth {"kernel":"copy"}' "$TMP/out")" = 1 ] ||
+  { cat "$TMP/out"; fail "the copy case is not printed once, after its last round"; }
+expect_rc 0 "$CB_BIN" "${BASE[@]}" --rounds 3 --dry-run
+expect_out "compute.memory_bandwidth \{\"kernel\":\"copy\"\}"
+ok "--rounds 3: one repetition per round, snapshots replaced, printed once"
+
+# 2. A time limit that ends the rounds early: the records are final with the rounds that ran.
+#    Rounds of about 2 s (min_time 2 / 4 rounds = 0.5 s a case): half the estimate ends the run in
+#    round 2 or 3.
+LONG=(--set compute.memory_bandwidth.min_time=2 --rounds 4)
+est=$("$CB_BIN" "${BASE[@]}" "${LONG[@]}" --dry-run | awk '/^total:/ {print $(NF-1)}')
+limit=$(python3 -c "print(round(0.5 * $est, 2))")
+expect_rc 0 "$CB_BIN" "${BASE[@]}" "${LONG[@]}" --time-limit "$limit" --out "$TMP/b"
+check "$TMP/b" 4 1 3
+py "assert 'time_limit' not in json.load(open(sys.argv[1] + '/run.json'))" "$TMP/b"
+ok "--time-limit $limit of a $est s estimate: final records of fewer rounds, nothing MISSING"
+
+# 3. Killed after round 1's first snapshot; --resume redoes the unfinished cases in 3 rounds.
+"$CB_BIN" "${BASE[@]}" --set compute.memory_bandwidth.min_time=1.5 --rounds 3 --out "$TMP/c" \
+  >"$TMP/c.log" 2>&1 &
+kill9_after_first_record $! "$TMP/c"
+expect_rc 2 "$CB_BIN" run --resume "$TMP/c" --rounds 2
+expect_out "--rounds: earlier '3', now '2'"
+expect_rc 0 "$CB_BIN" run --resume "$TMP/c"
+check "$TMP/c" 3 3 3
+ok "killed in round 1 after $n snapshot(s): --resume completed every case in 3 rounds"
+
+# 4. Bad values: exit 2, nothing created.
+for bad in 0 21 x; do
+  expect_rc 2 "$CB_BIN" "${BASE[@]}" --rounds "$bad" --out "$TMP/d"
+done
+[ ! -e "$TMP/d" ] || fail "a refused --rounds created $TMP/d"
+ok "--rounds 0 / 21 / x: exit 2"
+echo "$PASSES passed, 0 failed"
