@@ -381,6 +381,13 @@ std::map<std::string, double> direction_values(const FioOutput& f, bool read, st
 class Fio : public Benchmark {
  public:
   std::string id() const override { return "io.fio"; }
+  /// In rounds (--rounds N) each round runs repeat / N of the runs (at least one), so that the
+  /// runs, each with its own ramp, are spread over the run instead of following each other.
+  bool in_rounds(const json&) const override { return true; }
+  std::map<std::string, std::string> round_sets(const Settings& s, int rounds) const override {
+    const long long per_round = std::max(1LL, (repeat_(s) + rounds - 1) / rounds);
+    return {{id() + ".repeat", std::to_string(per_round)}};
+  }
   std::string description() const override {
     return "fio job profiles (seq/rand read/write, mixed 70/30, checkpoint) on local scratch";
   }

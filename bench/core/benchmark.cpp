@@ -2,6 +2,7 @@
 #include "core/benchmark.hpp"
 
 #include <algorithm>
+#include <cstdio>
 
 #include "core/measure.hpp"
 #include "records/spec.hpp"
@@ -25,6 +26,12 @@ const char* level_name(Level l) {
 Benchmark::Benchmark()
     : min_time_(knobs_.number("min_time", SuiteDefault("0.05", "0.5", "2"), "s",
                               "seconds of measurement per case (Google Benchmark MinTime)")) {}
+
+std::map<std::string, std::string> Benchmark::round_sets(const Settings& s, int rounds) const {
+  char mt[32];
+  std::snprintf(mt, sizeof mt, "%.9g", min_time(s) / rounds);
+  return {{id() + ".min_time", mt}};
+}
 
 double loop_estimate_s(double min_time, double op_s) {
   if (!(op_s >= 0)) op_s = 0;

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -174,6 +175,9 @@ class Benchmark : public KnobOwner {
     (void)params;
     return false;
   }
+  /// The --set values of one round of N (in_rounds): by default min_time / N ("ID.min_time").
+  /// A benchmark whose repetitions are runs of their own splits those instead (fio's repeat).
+  virtual std::map<std::string, std::string> round_sets(const Settings& s, int rounds) const;
   /// Per-case refinements for a benchmark whose cases differ by backend (compute.gemm:
   /// backend=cublaslt runs per GPU and needs one; backend=openblas runs once per node on the CPU).
   /// Defaults: the benchmark-wide level() and needs_gpu().

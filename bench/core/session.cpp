@@ -211,9 +211,10 @@ void RunSession::State::plan_cases() {
   round_settings.clear();
   if (opt.rounds > 1)
     for (const Benchmark* b : benchmarks) {
-      char mt[32];
-      std::snprintf(mt, sizeof mt, "%.9g", b->min_time(settings) / opt.rounds);
-      round_settings.emplace(b->id(), settings.with(b->id() + ".min_time", mt));
+      Settings one = settings;
+      for (const auto& [key, value] : b->round_sets(settings, opt.rounds))
+        one = one.with(key, value);
+      round_settings.emplace(b->id(), std::move(one));
     }
 }
 
@@ -724,12 +725,20 @@ std::vector<std::string> RunSession::State::round_lines(size_t index,
                                                         const std::vector<std::string>& lines,
                                                         bool* last) {
   std::vector<ResultRecord> recs;
-  for (const auto& text : lines)
-    for (size_t pos = 0; pos < text.size();) {
-      size_t nl = std::min(text.find('\n', pos), text.size());
-      if (nl > pos) recs.push_back(json::parse(text.substr(pos, nl - pos)).get<ResultRecord>());
-      pos = nl + 1;
-    }
+  try {
+    for (const auto& text : lines)
+      for (size_t pos = 0; pos < text.size();) {
+        size_t nl = std::min(text.find('\n', pos), text.size());
+        if (nl > pos) recs.push_back(json::parse(text.substr(pos, nl - pos)).get<ResultRecord>());
+        pos = nl + 1;
+      }
+  } catch (const std::exception& e) {  // not a record: written as it came, each round
+    std::cerr << ("clusterbench: round " + std::to_string(round) + ": a record of " +
+                  plan[index].bench->id() + " could not be merged (" + e.what() + ")\n")
+              << std::flush;
+    *last = true;
+    return lines;
+  }
   auto& rounds = round_records[index];
   rounds.push_back(std::move(recs));
   *last = round >= opt.rounds;

@@ -60,8 +60,8 @@ for x in comparable:
             assert m['baseline_n'] >= 5 and m['current_n'] >= 5, m
             assert m['p_value'] is not None and m['p_value'] < 0.05, m
             assert abs(m['change_pct']) > 100 * m['tolerance'], m
-# The cases spread over rounds: STREAM, OpenBLAS GEMM, the dataloader, MPI collectives; each
-# record holds its five rounds' values as the repetitions of its main metric.
+# The cases spread over rounds: STREAM, OpenBLAS GEMM, the dataloader, fio (one run a round), MPI
+# collectives; each record holds its five rounds' values as the repetitions of its main metric.
 for side in ('a', 'b'):
     run = json.load(open(sys.argv[1] + '/' + side + '/run.json'))
     assert run['rounds'] == 5, run.get('rounds')
@@ -71,7 +71,7 @@ for side in ('a', 'b'):
         last[r['case_key']] = r
     spread = [r for r in last.values() if r['status'] == 'ok' and 'rounds' in r.get('extra', {})]
     assert {r['benchmark'] for r in spread} >= {'compute.memory_bandwidth', 'compute.gemm',
-        'io.dataloader', 'collectives.all_reduce'}, {r['benchmark'] for r in spread}
+        'io.dataloader', 'io.fio', 'collectives.all_reduce'}, {r['benchmark'] for r in spread}
     for r in spread:
         ro, m = r['extra']['rounds'], r['metrics'][0]
         assert ro['planned'] == 5 and ro['run'] == 5 and not r['extra'].get('snapshot'), ro

@@ -112,8 +112,9 @@ TEST(Only, MpiThreadsOnlyWhereACaseCallsMpiFromASecondThread) {
 }
 
 TEST(Rounds, WhichCasesRunInRounds) {
-  // The host-side loops that measure the same thing each time: STREAM, OpenBLAS GEMM, the
-  // dataloader, MPI collectives. Not fio (its own five runs), tuning (changes the host), GPU cases.
+  // The host-side measurements that measure the same thing each time: STREAM, OpenBLAS GEMM, the
+  // dataloader, MPI collectives, fio (its runs split over the rounds). Not tuning (it changes the
+  // host), GPU cases, the training step or the burn-in.
   const Registry& reg = Registry::get();
   for (const char* id : {"compute.memory_bandwidth", "io.dataloader", "compute.gemm",
                          "collectives.all_reduce", "io.fio", "compute.training_step"})
@@ -128,9 +129,18 @@ TEST(Rounds, WhichCasesRunInRounds) {
     const std::string id = b->id();
     if (id.rfind("collectives.", 0) == 0 || id == "compute.gemm") continue;
     EXPECT_EQ(b->in_rounds({{"profile", "seq_read"}}),
-              id == "compute.memory_bandwidth" || id == "io.dataloader")
+              id == "compute.memory_bandwidth" || id == "io.dataloader" || id == "io.fio")
         << id;
   }
+  // One round's --set values: min_time / rounds, or for fio its runs split (rounded up).
+  using Sets = std::map<std::string, std::string>;
+  EXPECT_EQ(reg.find("compute.memory_bandwidth")->round_sets(Settings("ci", {}), 5),
+            (Sets{{"compute.memory_bandwidth.min_time", "0.01"}}));
+  EXPECT_EQ(reg.find("collectives.all_reduce")->round_sets(Settings("quick", {}), 4),
+            (Sets{{"collectives.all_reduce.min_time", "0.125"}}));
+  EXPECT_EQ(reg.find("io.fio")->round_sets(Settings("ci", {}), 5), (Sets{{"io.fio.repeat", "1"}}));
+  EXPECT_EQ(reg.find("io.fio")->round_sets(Settings("ci", {"io.fio.repeat=7"}), 5),
+            (Sets{{"io.fio.repeat", "2"}}));
   // A round's settings: min_time / rounds for that benchmark only.
   Settings s("ci", {});
   Settings r = s.with("compute.memory_bandwidth.min_time", "0.01");
