@@ -25,6 +25,19 @@ expect_rc() {
 # expect_out REGEX: the last command's output matches.
 expect_out() { grep -Eq -- "$1" "$TMP/out" || { cat "$TMP/out" >&2; fail "output lacks /$1/"; }; }
 
+# stream_spec FILE [THRESHOLD [NAME]]: a spec table with one fail row per STREAM kernel
+# (bw.copy ... bw.triad), bandwidth >= THRESHOLD GB/s (default 0.001: any machine meets it).
+stream_spec() {
+  python3 - "$1" "${2:-0.001}" "${3:-stream-test}" <<'P'
+import json, sys
+rows = [{"id": "bw." + k, "title": k, "source": "test", "severity": "fail",
+         "select": {"benchmark": "compute.memory_bandwidth", "params": {"kernel": k}, "metric": "bandwidth"},
+         "scope": "node", "aggregate": "each", "op": ">=", "value": float(sys.argv[2]), "unit": "GB/s"}
+        for k in ("copy", "scale", "add", "triad")]
+json.dump({"schema": "clusterbench.spec/1", "name": sys.argv[3], "requirements": rows}, open(sys.argv[1], "w"))
+P
+}
+
 # py EXPR...: evaluates Python with json loaded; for assertions on result files.
 py() { python3 -c "import json,sys,os
 $1" "${@:2}" || fail "python check failed: $1"; }

@@ -6,14 +6,7 @@
 # Budget: ~25 s on 2 shared cores.
 source "$(dirname "$0")/lib.sh"
 
-python3 - "$TMP/spec.json" <<'P'
-import json, sys
-rows = [{"id": "bw." + k, "title": k, "source": "test", "severity": "fail",
-         "select": {"benchmark": "compute.memory_bandwidth", "params": {"kernel": k}, "metric": "bandwidth"},
-         "scope": "node", "aggregate": "each", "op": ">=", "value": 0.001, "unit": "GB/s"}
-        for k in ("copy", "scale", "add", "triad")]
-json.dump({"schema": "clusterbench.spec/1", "name": "resume-test", "requirements": rows}, open(sys.argv[1], "w"))
-P
+stream_spec "$TMP/spec.json" 0.001 resume-test
 SETS=(--set compute.memory_bandwidth.min_time=0.6 --set compute.memory_bandwidth.array_bytes=8M)
 
 # 1. Kill -9 once the first record is on disk.

@@ -7,14 +7,7 @@
 # different --rounds is refused). Bad values are exit 2. Budget: ~30 s on 2 shared cores.
 source "$(dirname "$0")/lib.sh"
 
-python3 - "$TMP/spec.json" <<'P'
-import json, sys
-rows = [{"id": "bw." + k, "title": k, "source": "test", "severity": "fail",
-         "select": {"benchmark": "compute.memory_bandwidth", "params": {"kernel": k}, "metric": "bandwidth"},
-         "scope": "node", "aggregate": "each", "op": ">=", "value": 0.001, "unit": "GB/s"}
-        for k in ("copy", "scale", "add", "triad")]
-json.dump({"schema": "clusterbench.spec/1", "name": "rounds-test", "requirements": rows}, open(sys.argv[1], "w"))
-P
+stream_spec "$TMP/spec.json" 0.001 rounds-test
 BASE=(run --suite ci --only compute.memory_bandwidth --spec "$TMP/spec.json"
       --set compute.memory_bandwidth.array_bytes=8M)
 

@@ -4,18 +4,8 @@
 # when a row fails. A limit the run fits in changes nothing. Budget: ~20 s on 2 shared cores.
 source "$(dirname "$0")/lib.sh"
 
-spec() {  # spec FILE THRESHOLD: one fail row per STREAM kernel
-  python3 - "$1" "$2" <<'P'
-import json, sys
-rows = [{"id": "bw." + k, "title": k, "source": "test", "severity": "fail",
-         "select": {"benchmark": "compute.memory_bandwidth", "params": {"kernel": k}, "metric": "bandwidth"},
-         "scope": "node", "aggregate": "each", "op": ">=", "value": float(sys.argv[2]), "unit": "GB/s"}
-        for k in ("copy", "scale", "add", "triad")]
-json.dump({"schema": "clusterbench.spec/1", "name": "limit-test", "requirements": rows}, open(sys.argv[1], "w"))
-P
-}
-spec "$TMP/easy.json" 0.001
-spec "$TMP/hard.json" 1e9
+stream_spec "$TMP/easy.json" 0.001 limit-test
+stream_spec "$TMP/hard.json" 1e9 limit-test
 # Cases of ~4 s (estimate) each: min_time 2 s, small arrays.
 SETS=(--suite ci --only compute.memory_bandwidth --set compute.memory_bandwidth.min_time=2
       --set compute.memory_bandwidth.array_bytes=8M)
