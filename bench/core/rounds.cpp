@@ -116,6 +116,9 @@ std::vector<ResultRecord> merge_rounds(const std::vector<std::vector<ResultRecor
                       ": " + rec.message;
     } else {
       rec = merge_ok(recs, planned);
+      if (final && static_cast<int>(recs.size()) < planned)
+        rec.message = std::to_string(recs.size()) + " of " + std::to_string(planned) +
+                      " rounds ran (the run ended before the rest)";
     }
     if (!rec.extra.is_object()) rec.extra = json::object();
     if (final)

@@ -19,6 +19,7 @@
 #include "core/case_line.hpp"
 #include "core/case_runner.hpp"
 #include "core/error.hpp"
+#include "core/measure.hpp"
 #include "core/progress.hpp"
 #include "core/rounds.hpp"
 #include "core/run_control.hpp"
@@ -70,6 +71,7 @@ struct PlannedEntry {
   bool to_run = true;                  ///< false: done in the earlier run (--resume)
   double estimate_s = 0;               ///< rank 0 only; all its rounds' for a round case
   bool in_rounds = false;              ///< run once per round (--rounds > 1, Benchmark::in_rounds)
+  bool rounds_over = false;            ///< a round case whose record is final early (not ok)
   double round_estimate_s = 0;         ///< rank 0 only: one round's, for a round case
 };
 
@@ -168,7 +170,10 @@ struct RunSession::State {
   double case_timeout(const PlannedEntry& p) const;
   void watch();
   void phase(const std::string& what, const std::string& hint = kPeerHint);
-  void start_in_progress(const PlannedEntry& p);
+  /// The records a hang or abort of case `index` writes as failed (every rank); in a later round
+  /// of a round case, rank 0's carry the earlier rounds (extra.rounds) and say which round.
+  void start_in_progress(size_t index);
+  std::string in_progress_round;  // "round 3 of 5: " while a round case's later round runs
   /// Rank 0: writes a case's records (lines_to_write's lines) to records.jsonl.
   void write_case_lines(const PlannedEntry& p, const std::vector<std::string>& lines);
   /// Rank 0's console line per record of case `index` (case_line.hpp), with the run's progress;
@@ -302,8 +307,9 @@ void RunSession::State::print_dry_run() {
       rows.push_back(estimate_case(*p.bench, params, settings_for(p), node));
     if (p.in_rounds) rows.back().seconds *= opt.rounds;
   }
-  std::string header = "clusterbench --dry-run: suite " + opt.suite + ", " +
-                       std::to_string(ctx.world_size()) + " rank(s) on " +
+  std::string header = "clusterbench --dry-run: suite " + opt.suite +
+                       (opt.rounds > 1 ? ", " + std::to_string(opt.rounds) + " rounds" : "") +
+                       ", " + std::to_string(ctx.world_size()) + " rank(s) on " +
                        std::to_string(ctx.hosts().size()) + " node(s); nothing is run\n";
   // The spec is checked as a real run would check it (a missing or malformed table: exit 2).
   SpecChoice spec{resolve_spec_arg(opt.spec_path), "", "", "--spec"};
@@ -534,7 +540,7 @@ void RunSession::State::record_abort(const std::string& reason, double stopped_s
   }
   for (auto& rec : in_progress) {
     rec.status = Status::failed;
-    rec.message = "aborted: " + reason + who.text;
+    rec.message = in_progress_round + "aborted: " + reason + who.text;
     if (!who.ranks.empty()) rec.extra["ranks"] = who.ranks;
     try {
       sink->append(rec, 0);  // queued; run.json's write below waits for all of them
@@ -553,7 +559,7 @@ bool RunSession::State::record_abort_directly(const std::string& dir, const std:
                                               const json& ranks, std::vector<std::string> lines) {
   for (auto& rec : in_progress) {  // mu held by the caller
     rec.status = Status::failed;
-    rec.message = "aborted: " + text;
+    rec.message = in_progress_round + "aborted: " + text;
     if (!ranks.empty()) rec.extra["ranks"] = ranks;
     lines.push_back(dump_json(json(rec)));
   }
@@ -660,13 +666,20 @@ int RunSession::State::time_limit_step(size_t index) {
   return static_cast<int>(step);
 }
 
-void RunSession::State::start_in_progress(const PlannedEntry& p) {
+void RunSession::State::start_in_progress(size_t index) {
+  const PlannedEntry& p = plan[index];
+  std::vector<ResultRecord> earlier;  // rank 0: the case's rounds so far, merged
+  if (p.in_rounds && round_records.count(index))
+    earlier = merge_rounds(round_records.at(index), opt.rounds, false);
   // Every rank knows the records the case should produce: whichever rank sees the abort (rank 0,
   // or another when rank 0 is stopped) can record them as failed.
   std::vector<ExpectedCase> expected =
       ctx.is_root() ? p.expected : expected_cases(*p.bench, p.params, settings, ctx, envs);
   std::lock_guard<std::mutex> lock(mu);
   in_progress.clear();
+  in_progress_round =
+      p.in_rounds ? "round " + std::to_string(round) + " of " + std::to_string(opt.rounds) + ": "
+                  : "";
   for (const auto& e : expected)
     for (const auto& scope : e.scopes) {
       ResultRecord rec;
@@ -676,6 +689,9 @@ void RunSession::State::start_in_progress(const PlannedEntry& p) {
       rec.scope = scope;
       rec.case_key = make_case_key(rec.benchmark, e.params, scope);
       rec.started_at = utc_now_iso();
+      for (const auto& m : earlier)  // what the earlier rounds measured stays on the record
+        if (m.case_key == rec.case_key && m.extra.contains("rounds"))
+          rec.extra["rounds"] = m.extra["rounds"];
       in_progress.push_back(rec);
     }
 }
@@ -686,7 +702,7 @@ void RunSession::State::run_one(size_t index) {
   // soak and the training step do, shows what it runs, not its empty plan entry).
   const std::string what =
       p.bench->id() + " " + dump_json(p.bench->params_on(p.params, *my_env, settings));
-  start_in_progress(p);
+  start_in_progress(index);
   case_what = what;
   if (heartbeat)
     heartbeat->start_case(plan_place(index), what, p.in_rounds ? p.round_estimate_s : p.estimate_s);
@@ -709,6 +725,7 @@ void RunSession::State::run_one(size_t index) {
     in_progress.clear();
     case_what.clear();
   }
+  long long over = 0;
   if (ctx.is_root()) {
     std::vector<std::string> lines = lines_to_write(p.bench->case_level(p.params), gathered);
     bool last = true;
@@ -718,7 +735,10 @@ void RunSession::State::run_one(size_t index) {
       print_case_lines(index, lines);
     else if (heartbeat)
       heartbeat->end_case();
+    over = last && round < opt.rounds;  // waived or failed: its record is final now
   }
+  // A case waived or failed in a round is not run again (rank 0 decides for all).
+  if (p.in_rounds && round < opt.rounds) plan[index].rounds_over = ctx.allreduce_sum(over) > 0;
 }
 
 std::vector<std::string> RunSession::State::round_lines(size_t index,
@@ -741,9 +761,15 @@ std::vector<std::string> RunSession::State::round_lines(size_t index,
   }
   auto& rounds = round_records[index];
   rounds.push_back(std::move(recs));
-  *last = round >= opt.rounds;
+  std::vector<ResultRecord> merged = merge_rounds(rounds, opt.rounds, round >= opt.rounds);
+  // Final after the last round, or once the case was waived or failed (merge_rounds keeps it).
+  *last = round >= opt.rounds || std::any_of(merged.begin(), merged.end(),
+                                             [](const auto& r) { return r.status != Status::ok; });
   std::vector<std::string> out;
-  for (const auto& r : merge_rounds(rounds, opt.rounds, *last)) out.push_back(dump_json(json(r)));
+  for (auto& r : merged) {
+    if (*last) r.extra.erase("snapshot");
+    out.push_back(dump_json(json(r)));
+  }
   return out;
 }
 
@@ -978,6 +1004,9 @@ void RunSession::run_cases() {
   if (s.ctx.is_root()) s.heartbeat.emplace(8.0, std::cout, s.t0);
   if (!s.channel) s.channel.emplace(s.ctx, [&s](const std::string& r) { s.watchdog->trip(r); });
   // --rounds: the first round runs the plan; each later one its round cases again.
+  if (s.ctx.is_root() && s.opt.rounds > 1 && s.opt.rounds < kMinSamples)
+    std::cout << "note: --rounds " << s.opt.rounds << ": fewer than " << kMinSamples
+              << " repetitions a case; compare cannot judge these cases (docs/compare.md)\n";
   for (s.round = 1; s.round <= s.opt.rounds; ++s.round)
     if (!s.run_round()) break;
   if (s.ctx.is_root()) s.end_rounds();
@@ -988,14 +1017,22 @@ void RunSession::State::end_rounds() {
     std::lock_guard<std::mutex> lock(mu);
     if (run.aborted) return;  // the snapshots stand
   }
+  size_t cut = 0;
   for (const auto& [index, rounds] : round_records) {
-    if (static_cast<int>(rounds.size()) >= opt.rounds) continue;
+    if (static_cast<int>(rounds.size()) >= opt.rounds || plan[index].rounds_over) continue;
+    ++cut;
     std::vector<std::string> lines;
     for (const auto& r : merge_rounds(rounds, opt.rounds, true))
       lines.push_back(dump_json(json(r)));
     write_case_lines(plan[index], lines);
     print_case_lines(index, lines);
   }
+  if (cut > 0)
+    std::cout << "note: the run ended before its last round (--time-limit): " << cut
+              << " case(s) ran fewer than " << opt.rounds
+              << " rounds; their records hold the rounds that ran (compare needs " << kMinSamples
+              << ")\n"
+              << std::flush;
 }
 
 bool RunSession::State::run_round() {
@@ -1004,7 +1041,7 @@ bool RunSession::State::run_round() {
                                               : "";
   for (size_t i = 0; i < plan.size(); ++i) {
     if (!plan[i].to_run) continue;  // --resume: done in the earlier run
-    if (round > 1 && !plan[i].in_rounds) continue;
+    if (round > 1 && (!plan[i].in_rounds || plan[i].rounds_over)) continue;
     phase("the start of case " + std::to_string(i + 1) + " of " + std::to_string(plan.size()) +
           of_round);
     if (const int step = time_limit_step(i); step == 2)

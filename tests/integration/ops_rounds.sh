@@ -61,7 +61,16 @@ est=$("$CB_BIN" "${BASE[@]}" "${LONG[@]}" --dry-run | awk '/^total:/ {print $(NF
 limit=$(python3 -c "print(round(0.5 * $est, 2))")
 expect_rc 0 "$CB_BIN" "${BASE[@]}" "${LONG[@]}" --time-limit "$limit" --out "$TMP/b"
 check "$TMP/b" 4 1 3
-py "assert 'time_limit' not in json.load(open(sys.argv[1] + '/run.json'))" "$TMP/b"
+expect_out "note: the run ended before its last round \(--time-limit\): 4 case\(s\) ran fewer than 4 rounds"
+py "
+assert 'time_limit' not in json.load(open(sys.argv[1] + '/run.json'))
+last = {}
+for l in open(sys.argv[1] + '/records.jsonl'):
+    r = json.loads(l)
+    last[r['case_key']] = r
+for r in last.values():
+    assert r['message'] == '%d of 4 rounds ran (the run ended before the rest)' % r['extra']['rounds']['run'], r
+" "$TMP/b"
 ok "--time-limit $limit of a $est s estimate: final records of fewer rounds, nothing MISSING"
 
 # 3. Killed after round 1's first snapshot; --resume redoes the unfinished cases in 3 rounds.
@@ -74,7 +83,34 @@ expect_rc 0 "$CB_BIN" run --resume "$TMP/c"
 check "$TMP/c" 3 3 3
 ok "killed in round 1 after $n snapshot(s): --resume completed every case in 3 rounds"
 
-# 4. Bad values: exit 2, nothing created.
+# 4. SIGINT in round 2 or 3: the case in progress is failed, says its round, and keeps what its
+#    earlier rounds measured (extra.rounds); the cases before it keep their snapshots.
+"$CB_BIN" "${BASE[@]}" --set compute.memory_bandwidth.min_time=1.5 --rounds 3 --out "$TMP/e" \
+  >"$TMP/e.log" 2>&1 &
+pid=$!
+for _ in $(seq 1 300); do
+  [ -s "$TMP/e/records.jsonl" ] && [ "$(wc -l <"$TMP/e/records.jsonl")" -ge 5 ] && break
+  sleep 0.1
+done
+kill -INT $pid
+wait $pid
+rc=$?
+[ "$rc" = 3 ] || { cat "$TMP/e.log"; fail "SIGINT: exit $rc, expected 3"; }
+py "
+import re
+recs = [json.loads(l) for l in open(sys.argv[1] + '/records.jsonl')]
+failed = [r for r in recs if r['status'] == 'failed']
+assert len(failed) == 1, failed
+f = failed[0]
+m = re.match(r'round ([23]) of 3: aborted: ', f['message'])
+assert m and f['extra']['rounds']['run'] == int(m.group(1)) - 1, f
+assert len(f['extra']['rounds']['values']['bandwidth']) == int(m.group(1)) - 1, f
+assert all(r['extra'].get('snapshot') for r in recs if r['status'] == 'ok'), recs
+print(f['params'], f['message'][:40], f['extra']['rounds']['values']['bandwidth'])
+" "$TMP/e"
+ok "SIGINT in a later round: the case says its round and keeps its earlier rounds"
+
+# 5. Bad values: exit 2, nothing created.
 for bad in 0 21 x; do
   expect_rc 2 "$CB_BIN" "${BASE[@]}" --rounds "$bad" --out "$TMP/d"
 done
