@@ -13,6 +13,7 @@
 #include <sstream>
 #include <thread>
 
+#include "core/case_line.hpp"
 #include "core/error.hpp"
 #include "core/progress.hpp"
 
@@ -740,7 +741,7 @@ void CollectiveBenchmark::run(CaseRun& run) const {
     for (const auto& c : all)
       if (c.value("backend", "") == run.params().value("backend", "")) last = &c;
     const bool closes = last && *last == run.params();
-    std::cout << table_text(coll_, s, r, bufs.has_inplace(), header, closes, table_) << std::flush;
+    console_table(table_text(coll_, s, r, bufs.has_inplace(), header, closes, table_), !closes);
   }
   CHECK_MSG(r.oop_wrong == 0 && r.ip_wrong <= 0, "clusterbench",
             "#wrong = " + std::to_string(r.oop_wrong) + " out-of-place, " +

@@ -3,6 +3,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <iostream>
 
 namespace clusterbench {
 
@@ -54,6 +55,14 @@ void progress_note(const std::string& text) {
   if (g_active) g_active->note(text);
 }
 
+void console_table(const std::string& text, bool open) {
+  std::lock_guard<std::mutex> lock(g_active_mu);
+  if (g_active)
+    g_active->table(text, open);
+  else
+    std::cout << text << std::flush;
+}
+
 Heartbeat::Heartbeat(double quiet_s, std::ostream& out, Clock::time_point t0)
     : quiet_s_(quiet_s), out_(out), t0_(t0), thread_([this] { loop(); }) {
   std::lock_guard<std::mutex> lock(g_active_mu);
@@ -76,6 +85,8 @@ Heartbeat::~Heartbeat() {
 void Heartbeat::start_case(const std::string& place, const std::string& what, double estimate_s) {
   std::lock_guard<std::mutex> lock(mu_);
   place_ = place, what_ = what, estimate_s_ = estimate_s;
+  // A table left open by a benchmark that stopped (its last case failed) ends with it.
+  if (what.substr(0, what.find(' ')) != table_of_) table_of_.clear();
   in_case_ = true;
   case_start_ = Clock::now();
 }
@@ -89,11 +100,19 @@ void Heartbeat::end_case() {
 void Heartbeat::line(const std::string& text) {
   std::lock_guard<std::mutex> lock(mu_);
   const auto now = Clock::now();
-  out_ << "[" + place_ + ", " +
+  out_ << comment()
+       << "[" + place_ + ", " +
               console_number(std::round(std::chrono::duration<double>(now - t0_).count())) +
               " s] " + text + "\n"
        << std::flush;
   last_ = now;
+}
+
+void Heartbeat::table(const std::string& text, bool open) {
+  std::lock_guard<std::mutex> lock(mu_);
+  out_ << text << std::flush;
+  last_ = Clock::now();
+  table_of_ = open ? what_.substr(0, what_.find(' ')) : "";
 }
 
 void Heartbeat::note(const std::string& text) {
@@ -116,10 +135,11 @@ void Heartbeat::loop() {
     auto secs = [&](Clock::time_point from) {
       return console_number(std::round(std::chrono::duration<double>(now - from).count()));
     };
-    const std::string line = "[" + place_ + ", " + secs(t0_) + " s] still running " + what_ + ": " +
-                             secs(case_start_) + " s so far (estimated " +
-                             console_number(std::round(estimate_s_)) + " s)" +
-                             (note_.empty() ? "" : ": " + note_) + "\n";
+    const std::string estimate =
+        estimate_s_ < 0.5 ? "under 1" : console_number(std::round(estimate_s_));
+    const std::string line = comment() + "[" + place_ + ", " + secs(t0_) + " s] still running " +
+                             what_ + ": " + secs(case_start_) + " s so far (estimated " + estimate +
+                             " s)" + (note_.empty() ? "" : ": " + note_) + "\n";
     out_ << line << std::flush;
     last_ = now;
   }

@@ -45,14 +45,21 @@ class Heartbeat {
   /// What the running case is doing ("fio run 3 of 5"), appended to its next "still running"
   /// line; cleared when the case ends.
   void note(const std::string& text);
+  /// A table's text from the running case (rows of nccl-tests' table), now. While `open` (the
+  /// table goes on in the cases after this one of the same benchmark), this Heartbeat's own lines
+  /// start with "# ", which readers of that format skip, so the table stays whole.
+  void table(const std::string& text, bool open);
 
  private:
   using Clock = std::chrono::steady_clock;
   void loop();
+  /// "# " while a table is open (see table()), else "". Under mu_.
+  std::string comment() const { return table_of_.empty() ? "" : "# "; }
   double quiet_s_;
   std::ostream& out_;
   Clock::time_point t0_, case_start_{}, last_ = Clock::now();
   std::string place_, what_, note_;
+  std::string table_of_;  ///< the benchmark whose table is open; "" when none
   double estimate_s_ = 0;
   bool in_case_ = false, stop_ = false;
   std::mutex mu_;
@@ -69,5 +76,9 @@ void console_progress(const std::string& text);
 /// What the running case is doing now ("fio run 3 of 5"), shown in the Heartbeat's next
 /// "still running" line; nothing where no Heartbeat runs. Thread-safe.
 void progress_note(const std::string& text);
+
+/// A table's text for the console (Heartbeat::table on rank 0's Heartbeat; std::cout where none
+/// runs). `open`: the table goes on in the next cases. Thread-safe.
+void console_table(const std::string& text, bool open);
 
 }  // namespace clusterbench

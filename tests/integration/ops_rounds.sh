@@ -92,6 +92,7 @@ for _ in $(seq 1 300); do
   [ -s "$TMP/e/records.jsonl" ] && [ "$(wc -l <"$TMP/e/records.jsonl")" -ge 5 ] && break
   sleep 0.1
 done
+sleep 0.2  # inside the next case (0.5 s a round), not in the few ms between two cases
 kill -INT $pid
 wait $pid
 rc=$?

@@ -4,6 +4,7 @@
 
 #include <sstream>
 #include <thread>
+#include <vector>
 
 #include "core/case_line.hpp"
 
@@ -97,6 +98,49 @@ TEST(Heartbeat, CaseLinesAndNotes) {
       << text;
   console_progress("gone");  // the Heartbeat ended: nothing
   EXPECT_EQ(text.find("gone"), std::string::npos);
+}
+
+// A table that runs over several cases (nccl-tests' rows) stays whole: while it is open, the
+// Heartbeat's lines start with "# ", which its readers skip; after its closing lines, or when
+// another benchmark starts (the table's last case failed), they do not.
+TEST(Heartbeat, LinesInsideAnOpenTableAreComments) {
+  std::ostringstream out;
+  auto quiet = [] { std::this_thread::sleep_for(std::chrono::milliseconds(650)); };
+  std::vector<std::string> parts;
+  {
+    Heartbeat hb(0.3, out, std::chrono::steady_clock::now());
+    hb.start_case("1/3", "collectives.all_reduce {\"bytes\":64}", 0.2);
+    hb.table("# header\n  64 rows\n", true);
+    quiet();
+    hb.end_case();
+    hb.start_case("2/3", "collectives.all_reduce {\"bytes\":128}", 0.2);
+    quiet();
+    hb.table("  128 rows\n# Out of bounds values : 0 OK\n", false);
+    hb.end_case();
+    hb.start_case("3/3", "io.fio {}", 3);
+    quiet();
+    hb.table("# header\n", true);
+    hb.end_case();
+    hb.start_case("4/4", "io.dataloader {}", 3);
+    quiet();
+    hb.end_case();
+  }
+  std::istringstream in(out.str());
+  for (std::string l; std::getline(in, l);) parts.push_back(l);
+  auto first = [&](const std::string& what) {
+    for (const auto& l : parts)
+      if (l.find("still running " + what) != std::string::npos) return l;
+    return std::string("none");
+  };
+  EXPECT_EQ(parts.at(0), "# header") << out.str();
+  EXPECT_EQ(parts.at(1), "  64 rows") << out.str();
+  EXPECT_EQ(first("collectives.all_reduce {\"bytes\":64}").rfind("# [1/3, ", 0), 0u) << out.str();
+  EXPECT_NE(first("collectives.all_reduce {\"bytes\":64}").find("(estimated under 1 s)"),
+            std::string::npos);
+  EXPECT_EQ(first("collectives.all_reduce {\"bytes\":128}").rfind("# [2/3, ", 0), 0u) << out.str();
+  EXPECT_EQ(first("io.fio").rfind("[3/3, ", 0), 0u) << out.str();
+  EXPECT_NE(first("io.fio").find("(estimated 3 s)"), std::string::npos);
+  EXPECT_EQ(first("io.dataloader").rfind("[4/4, ", 0), 0u) << out.str();  // a new benchmark
 }
 
 }  // namespace
