@@ -40,7 +40,10 @@ Metric merge_metric(const Metric& last, const std::vector<const Metric*>& ms, js
                                       : *std::min_element(v.begin(), v.end());
   } else {
     out.value = median_of(v);
-    out.reps = v;
+    // A metric that is one number per run (a p99 over all batches) had no repetitions in its
+    // rounds: it keeps none, so it still decides nothing in compare.
+    if (std::all_of(ms.begin(), ms.end(), [](const Metric* m) { return !m->reps.empty(); }))
+      out.reps = v;
   }
   return out;
 }

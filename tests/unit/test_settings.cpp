@@ -159,7 +159,8 @@ ResultRecord round_record(const std::string& key, double bw, double best, double
   r.started_at = "t" + std::to_string(static_cast<int>(bw));
   r.duration_s = 0.5;
   r.metrics = {Metric("bandwidth", bw, "GB/s", true, {bw - 1, bw, bw + 1}),
-               Metric("bandwidth_best", best, "GB/s"), Metric("wrong", wrong, "count", false)};
+               Metric("bandwidth_best", best, "GB/s"), Metric("wrong", wrong, "count", false),
+               Metric("wait_p99", 2 * bw, "us", false)};
   r.time.n = 3;
   r.time.median = time_median;
   r.extra = {{"host_probe", {{"cpu_mops", 900}, {"cpu_share", c2c / 100}, {"c2c_ns", {c2c, c2c}}}}};
@@ -181,7 +182,9 @@ TEST(Rounds, MergeTakesOneRepetitionPerRound) {
   EXPECT_EQ(m.metrics[0].reps, (std::vector<double>{30, 50, 40, 10, 20}));
   EXPECT_DOUBLE_EQ(m.metrics[1].value, 52);  // the best of the rounds, no reps
   EXPECT_TRUE(m.metrics[1].reps.empty());
-  EXPECT_DOUBLE_EQ(m.metrics[2].value, 1);  // counts add up: one wrong result in round 4
+  EXPECT_DOUBLE_EQ(m.metrics[2].value, 1);   // counts add up: one wrong result in round 4
+  EXPECT_DOUBLE_EQ(m.metrics[3].value, 60);  // no repetitions in a round: the median, none after
+  EXPECT_TRUE(m.metrics[3].reps.empty());
   EXPECT_EQ(m.time.n, 5);
   EXPECT_DOUBLE_EQ(m.time.median, 3e-3);
   EXPECT_DOUBLE_EQ(m.duration_s, 2.5);
