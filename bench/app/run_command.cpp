@@ -38,7 +38,16 @@ class RunCommand : public Command {
     cmd_->add_option("--rounds", o_.rounds,
                      "spread each CPU and MPI case over N rounds of the plan, one repetition per "
                      "round, for a baseline that compare can trust on a noisy host (default 1)")
-        ->check(CLI::Range(1, kMaxRounds));
+        ->check(CLI::Validator(
+            [](std::string& text) -> std::string {
+              const std::string want = "a whole number from 1 to " + std::to_string(kMaxRounds);
+              if (text.empty() || text.size() > 2 ||
+                  text.find_first_not_of("0123456789") != std::string::npos)
+                return "'" + text + "' is not " + want;
+              const int n = std::stoi(text);
+              return n >= 1 && n <= kMaxRounds ? "" : "'" + text + "' is not " + want;
+            },
+            "1.." + std::to_string(kMaxRounds)));
     cmd_->add_flag("--allow-shared-gpus", o_.allow_shared_gpus,
                    "run GPU cases although other processes use the GPUs (the records say so)");
     cmd_->add_option("--prometheus", o_.prometheus_path,

@@ -569,10 +569,12 @@ void from_json(const json& j, RunRecord& v) {
   if (j.contains("time_limit") && !j.at("time_limit").is_null())
     v.time_limit = require_field<TimeLimitStop>(j, "time_limit", "run.json");
   if (j.contains("rounds")) {
-    v.rounds = require_field<int>(j, "rounds", "run.json");
-    if (v.rounds < 1 || v.rounds > kMaxRounds)
-      throw InputError("run.json: field 'rounds': " + std::to_string(v.rounds) + " is not in 1.." +
-                       std::to_string(kMaxRounds));
+    const json& r = j.at("rounds");
+    if (!r.is_number_integer() || r.get<long long>() < 1 || r.get<long long>() > kMaxRounds)
+      throw InputError(
+          "run.json: field 'rounds': " + r.dump(-1, ' ', false, json::error_handler_t::replace) +
+          " is not a whole number from 1 to " + std::to_string(kMaxRounds));
+    v.rounds = r.get<int>();
   }
 }
 

@@ -112,9 +112,10 @@ print(f['params'], f['message'][:40], f['extra']['rounds']['values']['bandwidth'
 ok "SIGINT in a later round: the case says its round and keeps its earlier rounds"
 
 # 5. Bad values: exit 2, nothing created.
-for bad in 0 21 x; do
+for bad in 0 21 x 2.5; do
   expect_rc 2 "$CB_BIN" "${BASE[@]}" --rounds "$bad" --out "$TMP/d"
+  expect_out "--rounds: '$bad' is not a whole number from 1 to 20"
 done
 [ ! -e "$TMP/d" ] || fail "a refused --rounds created $TMP/d"
-ok "--rounds 0 / 21 / x: exit 2"
+ok "--rounds 0 / 21 / x / 2.5: exit 2, named"
 echo "$PASSES passed, 0 failed"

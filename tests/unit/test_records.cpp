@@ -223,6 +223,27 @@ TEST(RoundTrip, RunRecordWithEnv) {
   EXPECT_EQ(json(back)["exit_code"], 4);
 }
 
+// run.json's rounds: written only above 1, read back; anything but a whole number 1..20 is
+// refused with the field named.
+TEST(RoundTrip, RunRecordRounds) {
+  RunDir rd = read_run_dir(kResults + "gpu-killed");
+  json j = rd.run;
+  EXPECT_FALSE(j.contains("rounds"));
+  EXPECT_EQ(j.get<RunRecord>().rounds, 1);
+  j["rounds"] = 5;
+  RunRecord back = j.get<RunRecord>();
+  EXPECT_EQ(back.rounds, 5);
+  EXPECT_EQ(json(back)["rounds"], 5);
+  for (const json bad : {json(1.5), json("3"), json(0), json(21), json(nullptr)}) {
+    j["rounds"] = bad;
+    const std::string why = input_error([&] { j.get<RunRecord>(); });
+    EXPECT_NE(
+        why.find("run.json: field 'rounds': " + bad.dump() + " is not a whole number from 1 to 20"),
+        std::string::npos)
+        << why;
+  }
+}
+
 TEST(RoundTrip, OldFilesWithoutNewFieldsStillRead) {
   json j = json::parse(R"({"schema": "clusterbench.env/1", "host": "n1", "cpu": {"model": "x"}})");
   EnvRecord e = j.get<EnvRecord>();
