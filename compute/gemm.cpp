@@ -287,7 +287,8 @@ class Gemm : public Benchmark {
     double flop = 2.0 * p.value("m", 0.0) * p.value("n", 0.0) * p.value("k", 0.0);
     bool cpu = p.value("backend", "") == "openblas";
     double rate = !cpu ? 100e12 : p.value("dtype", "") == "fp64" ? 43e9 : 86e9;
-    return (cpu ? 0.05 : 1.0) + loop_estimate_s(case_min_time(s, id()), flop / rate);
+    return (cpu ? 0.05 : 1.0) +
+           loop_estimate_s(case_min_time(s, id()), flop / rate, s.loop_samples());
   }
 
   void run(CaseRun& run) const override {

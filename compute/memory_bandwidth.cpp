@@ -143,7 +143,8 @@ class MemoryBandwidth : public Benchmark {
         static_cast<double>(array_bytes_.given(s) ? array_bytes_(s) : 4 * Topology().llc_bytes());
     std::string k = params.value("kernel", "triad");
     double op = (k == "copy" || k == "scale" ? 2 : 3) * array / bw;
-    return 0.1 + 3 * array / touch_bw + loop_estimate_s(case_min_time(s, id()), op);
+    return 0.1 + 3 * array / touch_bw +
+           loop_estimate_s(case_min_time(s, id()), op, s.loop_samples());
   }
 
   void run(CaseRun& run) const override {

@@ -33,10 +33,12 @@ std::map<std::string, std::string> Benchmark::round_sets(const Settings& s, int 
   return {{id() + ".min_time", mt}};
 }
 
-double loop_estimate_s(double min_time, double op_s) {
+double loop_estimate_s(double min_time, double op_s, int samples) {
   if (!(op_s >= 0)) op_s = 0;
-  // A long operation is timed exactly kMinSamples times, without a warm-up (fixed_iterations).
-  if (op_s > min_time / 20 && fixed_iterations(min_time, op_s)) return op_s + kMinSamples * op_s;
+  samples = loop_samples(samples);
+  // A long operation is timed exactly `samples` times, without a warm-up (fixed_iterations).
+  if (op_s > min_time / 20 && fixed_iterations(min_time, op_s, samples))
+    return op_s + samples * op_s;
   return op_s + std::max(0.3 * min_time, op_s) + std::max(1.6 * min_time, op_s);
 }
 

@@ -208,9 +208,10 @@ class Benchmark : public KnobOwner {
 /// Seconds the measurement loop (CaseRun::exec) takes for an operation of `op_s` seconds:
 /// one calibration operation, Google Benchmark's warm-up (min_time / 5) and its tries up to
 /// min_time (iterations grow by at most 10x, the last try ~1.4 x min_time): op_s + max(0.3
-/// min_time, op_s) + max(1.6 min_time, op_s); or, when kMinSamples operations fill min_time,
-/// exactly that many without a warm-up (fixed_iterations): op_s + 5 op_s.
-double loop_estimate_s(double min_time, double op_s);
+/// min_time, op_s) + max(1.6 min_time, op_s); or, when `samples` operations fill min_time,
+/// exactly that many without a warm-up (fixed_iterations): op_s + samples op_s. `samples`:
+/// Settings::loop_samples (0, the default: kMinSamples; fewer in a round of --rounds).
+double loop_estimate_s(double min_time, double op_s, int samples = 0);
 
 /// Seconds of measurement per case of benchmark `id`: --set ID.min_time, else the suite's
 /// (ci 0.05 s, quick 0.5 s, full 2 s).

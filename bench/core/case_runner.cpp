@@ -75,6 +75,7 @@ class CaseRunImpl : public CaseRun {
     spec.name = bench_.id() + "/" + dump_json(rc_.params) + (label.empty() ? "" : "/" + label);
     spec.min_time = min_time();
     spec.combine_max = rc_.level == Level::cluster;
+    spec.samples = loop_samples(ce_.settings.loop_samples());
     const Group& g = group_;
     const double slow = test_slowdown(bench_.id());
     auto slowed = [&batch, slow](long long n) { return slowed_batch(batch, n, slow); };

@@ -101,7 +101,13 @@ struct Loop {
 
 }  // namespace
 
-bool fixed_iterations(double min_time, double op_s) { return kMinSamples * op_s >= min_time; }
+bool fixed_iterations(double min_time, double op_s, int samples) {
+  return samples * op_s >= min_time;
+}
+
+int loop_samples(int settings_samples) {
+  return settings_samples > 0 ? settings_samples : kMinSamples;
+}
 
 LoopResult measure(const LoopSpec& spec, const ReduceMax& reduce_max,
                    benchmark::BenchmarkReporter& reporter,
@@ -115,11 +121,12 @@ LoopResult measure(const LoopSpec& spec, const ReduceMax& reduce_max,
   reduce_max(nv);
   loop.n = static_cast<long long>(nv[0]);
   // A batch of several operations is about min_time / 20: some 20 fit. One operation longer
-  // than that is a batch of its own, and when 5 of them fill min_time the loop runs exactly 5:
-  // the slowest rank's operation decides, so that every rank decides the same.
+  // than that is a batch of its own, and when `samples` of them (5; fewer in a round of --rounds)
+  // fill min_time the loop runs exactly that many: the slowest rank's operation decides, so that
+  // every rank decides the same.
   std::vector<double> slowest_op = {t1};
   reduce_max(slowest_op);
-  const bool fixed = loop.n == 1 && fixed_iterations(spec.min_time, slowest_op[0]);
+  const bool fixed = loop.n == 1 && fixed_iterations(spec.min_time, slowest_op[0], spec.samples);
 
   auto* reg =
       benchmark::RegisterBenchmark(spec.name.c_str(), [&loop](benchmark::State& st) { loop(st); });
@@ -127,7 +134,7 @@ LoopResult measure(const LoopSpec& spec, const ReduceMax& reduce_max,
   // Microseconds: Google Benchmark's compare.py prints times as integers of the file's unit.
   reg->Unit(benchmark::kMicrosecond);
   if (fixed)  // the calibration operation was its warm-up (Google Benchmark allows none here)
-    reg->Iterations(kMinSamples);
+    reg->Iterations(spec.samples);
   else
 #if CLUSTERBENCH_GBENCH_WARMUP
     reg->MinTime(spec.min_time)->MinWarmUpTime(spec.min_time / 5);

@@ -18,11 +18,15 @@ namespace clusterbench {
 /// Element-wise max over the case's ranks, in place (Group::allreduce_max; identity on one rank).
 using ReduceMax = std::function<void(std::vector<double>&)>;
 
+/// Fewest samples a loop keeps: the repetitions a compare needs (docs/compare.md).
+inline constexpr int kMinSamples = 5;
+
 /// One timed loop.
 struct LoopSpec {
-  std::string name;          ///< Google Benchmark entry: "<id>/<params>[/<label>]"
-  double min_time = 0.05;    ///< seconds of measurement (MinTime; warm-up min_time / 5)
-  bool combine_max = false;  ///< stats of the slowest rank's times (collectives) or this rank's
+  std::string name;           ///< Google Benchmark entry: "<id>/<params>[/<label>]"
+  double min_time = 0.05;     ///< seconds of measurement (MinTime; warm-up min_time / 5)
+  bool combine_max = false;   ///< stats of the slowest rank's times (collectives) or this rank's
+  int samples = kMinSamples;  ///< timed iterations of a loop of long operations (fixed_iterations)
 };
 
 /// What a loop measured, seconds per operation.
@@ -33,13 +37,14 @@ struct LoopResult {
   std::vector<double> samples;  ///< the samples of `stats`, seconds per operation, in order
 };
 
-/// Fewest samples a loop keeps: the repetitions a compare needs (docs/compare.md).
-inline constexpr int kMinSamples = 5;
+/// Whether a loop whose one operation takes `op_s` (a batch of its own) runs exactly `samples`
+/// (kMinSamples; fewer in one round of --rounds) timed iterations instead of measuring for
+/// `min_time`: when that many take at least min_time, so that the suite's time would keep fewer.
+bool fixed_iterations(double min_time, double op_s, int samples = kMinSamples);
 
-/// Whether a loop whose one operation takes `op_s` (a batch of its own) runs exactly
-/// kMinSamples timed iterations instead of measuring for `min_time`: when kMinSamples of them
-/// take at least min_time, so that the suite's time would keep fewer samples.
-bool fixed_iterations(double min_time, double op_s);
+/// The timed iterations of a loop of long operations from Settings::loop_samples (0: none set):
+/// kMinSamples, or fewer in one round of a case spread over rounds.
+int loop_samples(int settings_samples);
 
 /// Runs the loop. `batch(n)` performs n operations and returns the seconds it measured itself,
 /// or a negative value for steady_clock. The batch size n makes one batch about min_time / 20,

@@ -219,6 +219,8 @@ void RunSession::State::plan_cases() {
       Settings one = settings;
       for (const auto& [key, value] : b->round_sets(settings, opt.rounds))
         one = one.with(key, value);
+      // A loop of long operations (a large GEMM) takes its samples over the rounds, not each time.
+      one.set_loop_samples((kMinSamples + opt.rounds - 1) / opt.rounds);
       round_settings.emplace(b->id(), std::move(one));
     }
 }

@@ -65,11 +65,18 @@ class Settings {
   void set_spec_tiers(json tiers) { spec_tiers_ = std::move(tiers); }
   const json& spec_tiers() const { return spec_tiers_; }
 
+  /// The timed samples a measurement loop of long operations takes (fixed_iterations,
+  /// core/measure.hpp): 0 for the loop's own (kMinSamples); in one round of a case spread over
+  /// N rounds (--rounds), fewer, since the rounds together give the repetitions.
+  int loop_samples() const { return loop_samples_; }
+  void set_loop_samples(int n) { loop_samples_ = n; }
+
  private:
   const std::string* find(const std::string& bench_id, const std::string& key) const;
   std::string suite_ = "ci";
   std::map<std::string, std::string> values_;
   json spec_tiers_ = json::array();
+  int loop_samples_ = 0;
 };
 
 /// Parses a size with binary suffix ("8", "4K", "64M", "8G"). Throws InputError naming `what`.

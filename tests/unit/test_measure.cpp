@@ -8,6 +8,7 @@
 #include <fstream>
 #include <thread>
 
+#include "core/benchmark.hpp"
 #include "core/error.hpp"
 #include "core/measure.hpp"
 
@@ -67,6 +68,25 @@ TEST(Measure, ALongOperationStillGetsFiveSamples) {
   FakeBatch shorter{0.005};
   EXPECT_GE(measure(spec_of("t/shorter"), kAlone, reporter, std::ref(shorter)).stats.n,
             kMinSamples);
+}
+
+// One round of a case spread over 5 rounds (--rounds 5) measures for min_time / 5 = 10 ms and
+// takes ceil(5 / 5) = 1 sample of a long operation: the rounds together give the 5, so a large
+// GEMM costs 5 rounds x 2 operations (calibration + sample), not 5 x 6.
+TEST(Measure, ALongOperationInARoundTakesItsShareOfTheSamples) {
+  EXPECT_TRUE(fixed_iterations(0.01, 0.02, 1));
+  EXPECT_FALSE(fixed_iterations(0.05, 0.02, 1));  // 1 x 20 ms does not fill 50 ms
+  EXPECT_EQ(loop_samples(0), kMinSamples);
+  EXPECT_EQ(loop_samples(2), 2);
+  EXPECT_DOUBLE_EQ(loop_estimate_s(0.01, 0.02, 1), 0.04);  // calibration + 1 sample
+  EXPECT_DOUBLE_EQ(loop_estimate_s(0.01, 0.02), 0.12);     // calibration + 5 samples
+  GbenchCollector reporter(false);
+  FakeBatch op{0.02};
+  LoopSpec spec = spec_of("t/round");
+  spec.min_time = 0.01, spec.samples = 1;
+  LoopResult r = measure(spec, kAlone, reporter, std::ref(op));
+  EXPECT_EQ(r.stats.n, 1);
+  EXPECT_EQ(op.calls, 2);  // the calibration and the one timed sample
 }
 
 TEST(Measure, SlowestRankTimeWithCombineMaxOwnTimeOtherwise) {
