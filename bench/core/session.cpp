@@ -327,7 +327,9 @@ void RunSession::State::print_dry_run() {
 void RunSession::State::choose_spec() {
   if (!opt.spec_path.empty()) {
     run.spec.path = resolve_spec_arg(opt.spec_path);
-    run.spec.selected_by = "--spec";
+    // A resume without --spec keeps the earlier run's table, chosen as that run chose it.
+    const bool earlier = resume.active && !given.spec_given && !resume.run.spec.selected_by.empty();
+    run.spec.selected_by = earlier ? resume.run.spec.selected_by : "--spec";
   } else {
     run.spec = hooks.choose_spec(run.env);
   }

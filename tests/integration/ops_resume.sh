@@ -91,6 +91,26 @@ expect_out "appends to that directory; --out .*elsewhere names another"
 expect_rc 0 "$CB_BIN" run --resume "$TMP/run/" --out "$TMP/run/"
 ok "resume of a complete run runs nothing; its dry-run says so; --out elsewhere refused, R/ is R"
 
+# 5b. A run whose spec was chosen from the hardware: its resume keeps that table and says how it
+#     was chosen (not "--spec").
+# The verdict is this machine's (exit 0 or 1): what matters is how the spec was chosen.
+verdict_run() {
+  "$@" >"$TMP/out" 2>&1
+  local rc=$?
+  [ "$rc" -le 1 ] || { cat "$TMP/out" >&2; fail "exit $rc: $*"; }
+}
+verdict_run "$CB_BIN" run --suite ci --only compute.memory_bandwidth \
+  --set compute.memory_bandwidth.array_bytes=8M --set compute.memory_bandwidth.min_time=0.02 \
+  --out "$TMP/auto"
+expect_out "^spec: .* \(auto: "
+verdict_run "$CB_BIN" run --resume "$TMP/auto"
+expect_out "^spec: .* \(auto: "
+py "
+run = json.load(open(sys.argv[1]))
+assert run['spec']['selected_by'].startswith('auto: '), run['spec']
+" "$TMP/auto/run.json"
+ok "resume of an auto-chosen spec says how it was chosen"
+
 # 6. A torn last line (a killed run's partial write): moved to records.jsonl.torn and cut off,
 #    so the rerun record starts on its own line and the directory stays readable.
 head -n 4 "$TMP/run/records.jsonl" >"$TMP/torn.jsonl"
