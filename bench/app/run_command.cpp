@@ -37,7 +37,8 @@ class RunCommand : public Command {
         ->check(seconds_validator());
     cmd_->add_option("--rounds", o_.rounds,
                      "spread each CPU and MPI case over N rounds of the plan, one repetition per "
-                     "round, for a baseline that compare can trust on a noisy host (default 1)")
+                     "round, for a baseline that compare can trust on a noisy host (default: 5 for "
+                     "quick and full, 1 for ci)")
         ->check(CLI::Validator(
             [](std::string& text) -> std::string {
               const std::string want = "a whole number from 1 to " + std::to_string(kMaxRounds);

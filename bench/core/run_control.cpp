@@ -98,7 +98,11 @@ void differ(std::vector<std::string>& out, const std::string& what, const std::s
 }  // namespace
 
 RunOptions resolve_resume(const RunOptions& given, const Context& ctx, ResumeState& state) {
-  if (given.resume_dir.empty()) return given;
+  if (given.resume_dir.empty()) {
+    RunOptions o = given;
+    if (o.rounds == 0) o.rounds = suite_rounds(o.suite);
+    return o;
+  }
   auto norm = [](const std::string& p) {
     auto n = std::filesystem::absolute(p).lexically_normal();
     return n.has_filename() ? n : n.parent_path();  // "R/" names R
@@ -144,7 +148,7 @@ RunOptions resolve_resume(const RunOptions& given, const Context& ctx, ResumeSta
   o.only = e.only;
   if (given.set_given) differ(diffs, "--set", list_text(e.set), list_text(given.set));
   o.set = e.set;
-  if (given.rounds != 1)
+  if (given.rounds != 0)
     differ(diffs, "--rounds", std::to_string(e.rounds), std::to_string(given.rounds));
   o.rounds = e.rounds;
   // The spec: the earlier run's file unless given; its sha256 is compared once it is read.

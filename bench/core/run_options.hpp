@@ -14,6 +14,13 @@ namespace clusterbench {
 /// recording, between cases, finish, report), in seconds (--phase-timeout).
 constexpr double kDefaultPhaseTimeoutS = 300;
 
+/// The rounds of a suite when --rounds is not given: 5 for quick and full, whose runs are the
+/// baselines and the runs an operator compares (docs/compare.md "Rounds"); 1 for ci (the smoke
+/// test of minutes) and the burn-in (its soak is not in rounds).
+inline int suite_rounds(const std::string& suite) {
+  return suite == "quick" || suite == "full" ? 5 : 1;
+}
+
 /// Options of a run (`clusterbench run`; `clusterbench burnin` sets suite "burnin").
 struct RunOptions {
   std::string suite = "ci";
@@ -35,8 +42,9 @@ struct RunOptions {
   bool allow_shared_gpus = false;  ///< --allow-shared-gpus: run beside other GPU processes
   /// --rounds N: the cases that can be (Benchmark::in_rounds) run N times each, spread over the
   /// run (the plan's round cases once per round), each time for min_time / N; their records hold
-  /// one repetition per round (docs/compare.md "Rounds"). 1: each case once.
-  int rounds = 1;
+  /// one repetition per round (docs/compare.md "Rounds"). 1: each case once. 0 (not given): the
+  /// suite's, suite_rounds().
+  int rounds = 0;
   /// Whether --suite, --spec, --only, --set were given (a resume takes the others from the
   /// earlier run and refuses given ones that differ).
   bool suite_given = false, spec_given = false, only_given = false, set_given = false;
