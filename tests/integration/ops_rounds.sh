@@ -111,6 +111,17 @@ print(f['params'], f['message'][:40], f['extra']['rounds']['values']['bandwidth'
 " "$TMP/e"
 ok "SIGINT in a later round: the case says its round and keeps its earlier rounds"
 
+# 4b. The suites' defaults: quick and full in 5 rounds, ci in one; --rounds 1 turns it off.
+for suite in quick full; do
+  expect_rc 0 "$CB_BIN" run --suite "$suite" --only compute.memory_bandwidth --dry-run
+  expect_out "^clusterbench --dry-run: suite $suite, 5 rounds, "
+done
+expect_rc 0 "$CB_BIN" run --suite quick --only compute.memory_bandwidth --rounds 1 --dry-run
+expect_out "^clusterbench --dry-run: suite quick, 1 rank"
+expect_rc 0 "$CB_BIN" run --suite ci --only compute.memory_bandwidth --dry-run
+expect_out "^clusterbench --dry-run: suite ci, 1 rank"
+ok "quick and full default to 5 rounds, ci to one, --rounds 1 turns them off"
+
 # 5. Bad values: exit 2, nothing created.
 for bad in 0 21 x 2.5; do
   expect_rc 2 "$CB_BIN" "${BASE[@]}" --rounds "$bad" --out "$TMP/d"
