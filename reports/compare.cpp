@@ -94,8 +94,8 @@ std::string field_group(const std::string& field) {
   return field;
 }
 
-/// What the two runs were asked to do differently (run.json suite, only, set): a change there
-/// explains a change in the numbers as much as a driver does. Listed with hosts "all".
+/// What the two runs were asked to do differently (run.json suite, only, rounds, set): a change
+/// there explains a change in the numbers as much as a driver does. Listed with hosts "all".
 void compare_settings(const RunRecord& b, const RunRecord& c, Comparison& out) {
   auto add = [&](const std::string& field, const std::string& bv, const std::string& cv) {
     if (bv != cv) out.env_changes.push_back({field, bv, cv, {"all"}});
@@ -107,6 +107,8 @@ void compare_settings(const RunRecord& b, const RunRecord& c, Comparison& out) {
     return s.empty() ? std::string("(all)") : s;
   };
   add("--only", joined(b.only), joined(c.only));
+  // One round's repetitions sample one window, five rounds' five moments: not like for like.
+  add("--rounds", std::to_string(b.rounds), std::to_string(c.rounds));
   auto sets = [](const std::vector<std::string>& v) {
     std::map<std::string, std::string> m;
     for (const auto& kv : v) {

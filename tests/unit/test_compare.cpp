@@ -242,6 +242,7 @@ TEST(Compare, CurrentWithAPlanButNoRecords) {
                               {"case_keys", {"compute.gemm|{\"dtype\":\"bf16\"}|node01/gpu0"}}}});
   run["suite"] = "ci";
   run["set"] = {"io.dataloader.in_order=false"};
+  run["rounds"] = 5;
   std::ofstream(dir + "/run.json") << run.dump();
   const RunDir cur = read_run_dir(dir, false);
   ASSERT_EQ(cur.records.warnings.size(), 1u);
@@ -269,6 +270,7 @@ TEST(Compare, CurrentWithAPlanButNoRecords) {
   EXPECT_EQ(changed["--set io.dataloader.in_order"],
             std::make_pair(std::string("(default)"), std::string("false")));
   EXPECT_EQ(changed.count("--only"), 0u);
+  EXPECT_EQ(changed["--rounds"], std::make_pair(std::string("1"), std::string("5")));
   run["plan"] = json::array();
   std::ofstream(dir + "/run.json") << run.dump();
   EXPECT_THROW(read_run_dir(dir, false), InputError);
@@ -387,7 +389,7 @@ TEST(HostDrift, HostSideChangesOnADriftedHostAreNotJudgedGpuOnesAre) {
   const std::string fx = std::string(CB_FIXTURES) + "/results/compare-baseline";
   RunDir base = read_run_dir(fx), cur = read_run_dir(fx);
   set_probes(base, 1000);
-  set_probes(cur, 600);  // the whole host 40% slower in CURRENT
+  set_probes(cur, 600);    // the whole host 40% slower in CURRENT
   scale_stream(cur, 0.6);  // STREAM as much slower: what the drift explains (1.67 x 1.1)
   const Comparison c = compare(base, cur, {});
   ASSERT_EQ(c.host_drift.size(), 1u);
