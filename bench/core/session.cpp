@@ -127,6 +127,7 @@ struct RunSession::State {
   // --rounds: the round in progress (every rank); each benchmark's settings for one round (its
   // min_time / rounds); rank 0: each round case's records so far, by plan index and round.
   int round = 1;
+  bool rounds_ended = false;  // end_rounds: the cases a time limit cut are printed
   std::map<std::string, Settings> round_settings;
   std::map<size_t, std::vector<std::vector<ResultRecord>>> round_records;
   const Settings& settings_for(const PlannedEntry& p) const;
@@ -790,9 +791,10 @@ std::string RunSession::State::plan_place(size_t index, double* left_s) const {
     else if (round == 1 || p.in_rounds)
       left += p.in_rounds ? p.round_estimate_s : p.estimate_s;
   }
-  const int r = std::min(round, opt.rounds);  // after the rounds (end_rounds): the last
-  if (left_s) *left_s = left + (opt.rounds - r) * per_round;
-  if (opt.rounds == 1) return std::to_string(done) + "/" + std::to_string(total);
+  const int r = std::min(round, opt.rounds);  // end_rounds: the rounds the case ran
+  if (left_s) *left_s = rounds_ended ? 0 : left + (opt.rounds - r) * per_round;
+  const bool any = std::any_of(plan.begin(), plan.end(), [](const auto& e) { return e.in_rounds; });
+  if (opt.rounds == 1 || !any) return std::to_string(done) + "/" + std::to_string(total);
   return std::to_string(done) + "/" + std::to_string(total) + " round " + std::to_string(r) + "/" +
          std::to_string(opt.rounds);
 }
@@ -893,7 +895,7 @@ void RunSession::State::note_time_limit() {
   for (size_t k = 0; k < skipped_for_limit.size() && k < 5; ++k) {
     const PlannedEntry& p = plan[skipped_for_limit[k]];
     names += (k ? ", " : "") + p.bench->id() + " " + dump_json(p.params) + " (" +
-             console_number(p.estimate_s) + " s)";
+             console_number(p.in_rounds ? p.round_estimate_s : p.estimate_s) + " s)";  // as decided
   }
   if (skipped_for_limit.size() > 5)
     names += " and " + std::to_string(skipped_for_limit.size() - 5) + " more";
@@ -1008,7 +1010,9 @@ void RunSession::run_cases() {
   if (s.ctx.is_root()) s.heartbeat.emplace(8.0, std::cout, s.t0);
   if (!s.channel) s.channel.emplace(s.ctx, [&s](const std::string& r) { s.watchdog->trip(r); });
   // --rounds: the first round runs the plan; each later one its round cases again.
-  if (s.ctx.is_root() && s.opt.rounds > 1 && s.opt.rounds < kMinSamples)
+  const bool any = std::any_of(s.plan.begin(), s.plan.end(),
+                               [](const PlannedEntry& p) { return p.in_rounds && p.to_run; });
+  if (s.ctx.is_root() && any && s.opt.rounds < kMinSamples)
     std::cout << "note: --rounds " << s.opt.rounds << ": fewer than " << kMinSamples
               << " repetitions a case; compare cannot judge these cases (docs/compare.md)\n";
   for (s.round = 1; s.round <= s.opt.rounds; ++s.round)
@@ -1022,9 +1026,11 @@ void RunSession::State::end_rounds() {
     if (run.aborted) return;  // the snapshots stand
   }
   size_t cut = 0;
+  rounds_ended = true;
   for (const auto& [index, rounds] : round_records) {
     if (static_cast<int>(rounds.size()) >= opt.rounds || plan[index].rounds_over) continue;
     ++cut;
+    round = static_cast<int>(rounds.size());  // its line says the rounds it ran
     std::vector<std::string> lines;
     for (const auto& r : merge_rounds(rounds, opt.rounds, true))
       lines.push_back(dump_json(json(r)));

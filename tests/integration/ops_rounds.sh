@@ -63,6 +63,7 @@ expect_rc 0 "$CB_BIN" "${BASE[@]}" "${LONG[@]}" --time-limit "$limit" --out "$TM
 check "$TMP/b" 4 1 3
 expect_out "note: the run ended before its last round \(--time-limit\): 4 case\(s\) ran fewer than 4 rounds"
 py "
+import re
 assert 'time_limit' not in json.load(open(sys.argv[1] + '/run.json'))
 last = {}
 for l in open(sys.argv[1] + '/records.jsonl'):
@@ -70,7 +71,11 @@ for l in open(sys.argv[1] + '/records.jsonl'):
     last[r['case_key']] = r
 for r in last.values():
     assert r['message'] == '%d of 4 rounds ran (the run ended before the rest)' % r['extra']['rounds']['run'], r
-" "$TMP/b"
+    # Its console line names the rounds it ran, with nothing left.
+    k = json.dumps(r['params'], separators=(',', ':'))
+    line = [l for l in open(sys.argv[2]) if ' compute.memory_bandwidth ' + k in l][-1]
+    assert re.match(r'\[\d/4 round %d/4, \d+ s, about 0 s left\]' % r['extra']['rounds']['run'], line), line
+" "$TMP/b" "$TMP/out"
 ok "--time-limit $limit of a $est s estimate: final records of fewer rounds, nothing MISSING"
 
 # 3. Killed after round 1's first snapshot; --resume redoes the unfinished cases in 3 rounds.
@@ -120,7 +125,11 @@ expect_rc 0 "$CB_BIN" run --suite quick --only compute.memory_bandwidth --rounds
 expect_out "^clusterbench --dry-run: suite quick, 1 rank"
 expect_rc 0 "$CB_BIN" run --suite ci --only compute.memory_bandwidth --dry-run
 expect_out "^clusterbench --dry-run: suite ci, 1 rank"
-ok "quick and full default to 5 rounds, ci to one, --rounds 1 turns them off"
+"$CB_BIN" run --suite ci --only io.tiers --rounds 3 --out "$TMP/tiers" >"$TMP/out" 2>&1
+rc=$?  # this machine's verdict on the chosen table: 0, 1 or 4, never a refusal or an abort
+case $rc in 0 | 1 | 4) ;; *) cat "$TMP/out"; fail "--only io.tiers --rounds 3: exit $rc" ;; esac
+if grep -E "^note: --rounds|round [0-9]/" "$TMP/out"; then fail "rounds shown for a run without round cases"; fi
+ok "quick and full default to 5 rounds, ci to one, --rounds 1 turns them off; no rounds shown without round cases"
 
 # 5. Bad values: exit 2, nothing created.
 for bad in 0 21 x 2.5; do
