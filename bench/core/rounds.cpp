@@ -2,6 +2,7 @@
 #include "core/rounds.hpp"
 
 #include <algorithm>
+#include <fstream>
 #include <map>
 
 namespace clusterbench {
@@ -131,6 +132,21 @@ std::vector<ResultRecord> merge_rounds(const std::vector<std::vector<ResultRecor
     out.push_back(std::move(rec));
   }
   return out;
+}
+
+json snapshot_rounds(const std::string& path, const std::string& case_key) {
+  std::ifstream in(path);
+  const std::string key = "\"case_key\":" + json(case_key).dump();  // as dump_json writes it
+  json found;
+  for (std::string line; std::getline(in, line);) {
+    if (line.find(key) == std::string::npos) continue;  // parse only the case's own lines
+    json j = json::parse(line, nullptr, /*allow_exceptions=*/false);
+    if (!j.is_object() || j.value("case_key", "") != case_key) continue;
+    const json& extra = j.contains("extra") ? j["extra"] : json();
+    if (extra.is_object() && extra.value("snapshot", false) && extra.contains("rounds"))
+      found = extra["rounds"];
+  }
+  return found;
 }
 
 }  // namespace clusterbench

@@ -28,4 +28,10 @@ namespace clusterbench {
 std::vector<ResultRecord> merge_rounds(const std::vector<std::vector<ResultRecord>>& rounds,
                                        int planned, bool final);
 
+/// The `extra.rounds` of the last snapshot of `case_key` in the records file `path` (JSON lines):
+/// what a round case's earlier rounds measured, for the failed record of a run aborted in a later
+/// round that a rank other than 0 writes (only rank 0 merged the rounds). null when none; lines
+/// that are not records (a torn last line) are skipped.
+json snapshot_rounds(const std::string& path, const std::string& case_key);
+
 }  // namespace clusterbench

@@ -566,6 +566,11 @@ bool RunSession::State::record_abort_directly(const std::string& dir, const std:
     rec.status = Status::failed;
     rec.message = in_progress_round + "aborted: " + text;
     if (!ranks.empty()) rec.extra["ranks"] = ranks;
+    // A later round's case written by a rank that did not merge its rounds (rank 0 is stopped or
+    // dead): its earlier rounds are on the case's last snapshot.
+    if (!in_progress_round.empty() && !rec.extra.contains("rounds"))
+      if (json earlier = snapshot_rounds(dir + "/records.jsonl", rec.case_key); !earlier.is_null())
+        rec.extra["rounds"] = std::move(earlier);
     lines.push_back(dump_json(json(rec)));
   }
   try {

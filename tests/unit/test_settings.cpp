@@ -1,11 +1,14 @@
 // Settings (--suite, --set), sizes, --only globs and the registry.
 #include <gtest/gtest.h>
 
+#include <fstream>
+
 #include "core/benchmark.hpp"
 #include "core/gpu_disposition.hpp"
 #include "core/rounds.hpp"
 #include "core/session.hpp"
 #include "records/spec.hpp"
+#include "records/utf8.hpp"
 
 using namespace clusterbench;
 
@@ -196,6 +199,33 @@ TEST(Rounds, MergeTakesOneRepetitionPerRound) {
   EXPECT_FALSE(m.extra["host_probe"].contains("c2c_ns"));
   EXPECT_DOUBLE_EQ(m.extra["host_probe"]["cpu_share"].get<double>(), 0.70);  // median of shares
   EXPECT_FALSE(m.extra.contains("snapshot"));
+}
+
+// The failed record that a rank other than 0 writes takes the case's earlier rounds from its
+// last snapshot in records.jsonl: the latest of that case key, not another case's, past a torn
+// line.
+TEST(Rounds, SnapshotRoundsFromTheRecordsFile) {
+  const std::string path = ::testing::TempDir() + "cb_snapshot_rounds.jsonl";
+  auto line = [](const std::string& key, int run, bool snapshot) {
+    std::vector<std::vector<ResultRecord>> rounds;
+    for (int k = 0; k < run; ++k) rounds.push_back({round_record(key, 10 + k, 11, 0, 1e-3, 60)});
+    ResultRecord r = merge_rounds(rounds, 5, !snapshot).front();
+    return dump_json(json(r)) + "\n";
+  };
+  {
+    std::ofstream out(path);
+    out << line("a|{\"kernel\":\"copy\"}|vm", 1, true) << line("b", 2, true)
+        << line("a|{\"kernel\":\"copy\"}|vm", 2, true) << line("c", 5, false)
+        << "{\"case_key\":\"a|{\\\"kernel\\\"";  // torn
+  }
+  const json a = snapshot_rounds(path, "a|{\"kernel\":\"copy\"}|vm");
+  ASSERT_TRUE(a.is_object()) << a;
+  EXPECT_EQ(a["run"], 2);
+  EXPECT_EQ(a["values"]["bandwidth"], json({10, 11}));
+  EXPECT_EQ(snapshot_rounds(path, "b")["run"], 2);
+  EXPECT_TRUE(snapshot_rounds(path, "c").is_null());  // final, not a snapshot
+  EXPECT_TRUE(snapshot_rounds(path, "d").is_null());
+  EXPECT_TRUE(snapshot_rounds(path + ".absent", "a").is_null());
 }
 
 TEST(Rounds, SnapshotsUntilTheLastRoundAndAFailedRoundStands) {
