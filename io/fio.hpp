@@ -21,6 +21,12 @@ bool looks_like_direct_refused(const std::string& out, const std::string& err,
 /// parsing (0.27-0.47 s measured on the idle 2-core CI machine; docs/launch.md "Estimates").
 inline constexpr double kFioRunOverheadS = 0.4;
 
+/// The write rate at which fio lays out a job's file (size=) before the case's first run, once
+/// per case (each round of --rounds is one): a virtual or SATA disk's, about 250 MB/s (1 GiB took
+/// 4-5 s on this project's 2-core VM, 2026-12-03). An NVMe drive lays out several times faster,
+/// so the estimate runs high there.
+inline constexpr double kFioLayoutBytesPerS = 250e6;
+
 /// Seconds of a fio time value: a whole number with an optional unit ("500ms", "2", "1m",
 /// "10s"; no unit is seconds; fio HOWTO "Time values"). Only forms that fio reads the same way
 /// are accepted: no fraction, exponent, hex or sign, since the text itself is handed to fio.

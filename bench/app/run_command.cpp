@@ -36,9 +36,10 @@ class RunCommand : public Command {
                      "seconds: start no case that would end past it; the rest is MISSING (exit 4)")
         ->check(seconds_validator());
     cmd_->add_option("--rounds", o_.rounds,
-                     "spread each CPU and MPI case over N rounds of the plan, one repetition per "
-                     "round, for a baseline that compare can trust on a noisy host (default: 5 for "
-                     "quick and full, 1 for ci)")
+                     "spread each host-side case (STREAM, OpenBLAS GEMM, dataloader, MPI "
+                     "collectives, fio) over N rounds of the plan, one repetition per round, for a "
+                     "baseline that compare can trust on a noisy host; compare needs N >= 5 "
+                     "(default: 5 for quick and full, 1 for ci)")
         ->check(CLI::Validator(
             [](std::string& text) -> std::string {
               const std::string want = "a whole number from 1 to " + std::to_string(kMaxRounds);
