@@ -60,9 +60,10 @@ ok "--time-limit $limit: stopped before the limit, rest MISSING, exit 4"
 #     STREAM case takes at least 1.2 x min_time = 2.4 s, so the second one can never fit after
 #     the first, however fast the first ran, and the first fits when the start took under 2.3 s.
 #     On a loaded machine the first case itself can take most of the limit, which leaves no room
-#     for a GEMM case; that is measured (one record only) and then the run is repeated once.
+#     for a GEMM case; that is measured (one record only) and then the run is repeated, up to
+#     three more times (a CI run under full load once crowded out two attempts in a row).
 limit2=$(python3 -c "print(round($est + 2.3, 2))")
-for attempt in 1 2; do
+for attempt in 1 2 3 4; do
   rm -rf "$TMP/a2"
   expect_rc 4 "$CB_BIN" run "${SETS[@]}" --only compute.gemm --spec "$TMP/easy.json" \
     --time-limit "$limit2" --out "$TMP/a2"
@@ -70,7 +71,7 @@ for attempt in 1 2; do
 import sys
 print(1 if sum(1 for _ in open(sys.argv[1] + '/records.jsonl')) == 1 else 0)
 " "$TMP/a2")
-  [ "$crowded" = 1 ] && [ "$attempt" = 1 ] || break
+  [ "$crowded" = 1 ] && [ "$attempt" -lt 4 ] || break
   echo "note: the first case left no room for a GEMM case on a loaded machine; once more"
 done
 py "
