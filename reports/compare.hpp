@@ -125,9 +125,10 @@ struct HostDrift {
 inline constexpr double kHostDriftTolerance = 0.10;
 
 /// A case's own CPU share (extra.host_probe.cpu_share: its process's CPU seconds per wall second
-/// while it ran) is compared when BASELINE's is at least kBusyShare (half a core: a process that
-/// computes or spins; one that waits on I/O or children says nothing); a change of more than
-/// kShareTolerance of it means other work shared the case's cores in one of the runs.
+/// while it ran) is compared when the larger of the two sides' is at least kBusyShare (half a
+/// core: a process that computes or spins; one that waits on I/O or children says nothing); a
+/// change of more than kShareTolerance of the larger means other work shared the case's cores in
+/// the run with the smaller.
 inline constexpr double kBusyShare = 0.5;
 inline constexpr double kShareTolerance = 0.15;
 

@@ -39,15 +39,12 @@ class RunCommand : public Command {
                      "spread each host-side case (STREAM, OpenBLAS GEMM, dataloader, MPI "
                      "collectives, fio) over N rounds of the plan, one repetition per round, for a "
                      "baseline that compare can trust on a noisy host; compare needs N >= 5 "
-                     "(default: 5 for quick and full, 1 for ci)")
+                     "(default: CLUSTERBENCH_ROUNDS, else 5; a resume takes the earlier run's)")
         ->check(CLI::Validator(
             [](std::string& text) -> std::string {
-              const std::string want = "a whole number from 1 to " + std::to_string(kMaxRounds);
-              if (text.empty() || text.size() > 2 ||
-                  text.find_first_not_of("0123456789") != std::string::npos)
-                return "'" + text + "' is not " + want;
-              const int n = std::stoi(text);
-              return n >= 1 && n <= kMaxRounds ? "" : "'" + text + "' is not " + want;
+              return parse_rounds(text) ? ""
+                                        : "'" + text + "' is not a whole number from 1 to " +
+                                              std::to_string(kMaxRounds);
             },
             "1.." + std::to_string(kMaxRounds)));
     cmd_->add_flag("--allow-shared-gpus", o_.allow_shared_gpus,

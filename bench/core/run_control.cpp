@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -95,12 +96,28 @@ void differ(std::vector<std::string>& out, const std::string& what, const std::s
   if (earlier != now) out.push_back(what + ": earlier '" + earlier + "', now '" + now + "'");
 }
 
+/// The rounds of a run without --rounds: CLUSTERBENCH_ROUNDS when set (rank 0's, so that every
+/// rank plans the same rounds; a site's default, or a test harness's 1), else the suite's. The
+/// burn-in takes 1 whatever is set (its soak is not in rounds). Throws InputError naming the
+/// variable when it is not a whole number from 1 to kMaxRounds.
+int default_rounds(const std::string& suite, const Context& ctx) {
+  std::string text;
+  if (ctx.is_root())
+    if (const char* v = std::getenv("CLUSTERBENCH_ROUNDS")) text = v;
+  text = ctx.bcast(text);
+  if (text.empty() || suite_rounds(suite) == 1) return suite_rounds(suite);
+  if (const int n = parse_rounds(text)) return n;
+  throw InputError("CLUSTERBENCH_ROUNDS='" + valid_utf8(text) +
+                   "' is not a whole number from 1 to " + std::to_string(kMaxRounds) +
+                   " (the rounds of a run without --rounds)");
+}
+
 }  // namespace
 
 RunOptions resolve_resume(const RunOptions& given, const Context& ctx, ResumeState& state) {
   if (given.resume_dir.empty()) {
     RunOptions o = given;
-    if (o.rounds == 0) o.rounds = suite_rounds(o.suite);
+    if (o.rounds == 0) o.rounds = default_rounds(o.suite, ctx);
     return o;
   }
   auto norm = [](const std::string& p) {

@@ -27,8 +27,9 @@ struct ResumeState {
 /// it. Options not given on the command line are taken from the earlier run; given ones, and
 /// this binary's version, must equal the earlier run's. Throws InputError (exit 2) naming every
 /// difference ("suite: earlier 'quick', now 'ci'") or an unreadable directory. Without
-/// --resume returns `given` with the suite's rounds where --rounds was not given
-/// (suite_rounds) and leaves `state` inactive.
+/// --resume returns `given` with, where --rounds was not given, CLUSTERBENCH_ROUNDS's rounds
+/// (rank 0's; a bad value throws InputError naming it) or the suite's (suite_rounds), and leaves
+/// `state` inactive.
 RunOptions resolve_resume(const RunOptions& given, const Context& ctx, ResumeState& state);
 
 /// Rank 0: reads DIR/records.jsonl into `state.done_keys`. A malformed line before the last one

@@ -14,11 +14,20 @@ namespace clusterbench {
 /// recording, between cases, finish, report), in seconds (--phase-timeout).
 constexpr double kDefaultPhaseTimeoutS = 300;
 
-/// The rounds of a suite when --rounds is not given: 5 for quick and full, whose runs are the
-/// baselines and the runs an operator compares (docs/compare.md "Rounds"); 1 for ci (the smoke
-/// test of minutes) and the burn-in (its soak is not in rounds).
+/// The rounds of a suite when neither --rounds nor CLUSTERBENCH_ROUNDS is given: 5 for ci, quick
+/// and full, whose runs are the baselines and the runs an operator compares (docs/compare.md
+/// "Rounds"); 1 for the burn-in (its soak is not in rounds).
 inline int suite_rounds(const std::string& suite) {
-  return suite == "quick" || suite == "full" ? 5 : 1;
+  return suite == "ci" || suite == "quick" || suite == "full" ? 5 : 1;
+}
+
+/// TEXT (--rounds N, CLUSTERBENCH_ROUNDS=N) as a round count: a whole number from 1 to
+/// kMaxRounds, written in digits; 0 when it is not one.
+inline int parse_rounds(const std::string& text) {
+  if (text.empty() || text.size() > 2 || text.find_first_not_of("0123456789") != std::string::npos)
+    return 0;
+  const int n = std::stoi(text);
+  return n >= 1 && n <= kMaxRounds ? n : 0;
 }
 
 /// Options of a run (`clusterbench run`; `clusterbench burnin` sets suite "burnin").
@@ -42,8 +51,8 @@ struct RunOptions {
   bool allow_shared_gpus = false;  ///< --allow-shared-gpus: run beside other GPU processes
   /// --rounds N: the cases that can be (Benchmark::in_rounds) run N times each, spread over the
   /// run (the plan's round cases once per round), each time for min_time / N; their records hold
-  /// one repetition per round (docs/compare.md "Rounds"). 1: each case once. 0 (not given): the
-  /// suite's, suite_rounds().
+  /// one repetition per round (docs/compare.md "Rounds"). 1: each case once. 0 (not given):
+  /// CLUSTERBENCH_ROUNDS, else the suite's (suite_rounds()).
   int rounds = 0;
   /// Whether --suite, --spec, --only, --set were given (a resume takes the others from the
   /// earlier run and refuses given ones that differ).

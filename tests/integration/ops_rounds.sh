@@ -116,20 +116,35 @@ print(f['params'], f['message'][:40], f['extra']['rounds']['values']['bandwidth'
 " "$TMP/e"
 ok "SIGINT in a later round: the case says its round and keeps its earlier rounds"
 
-# 4b. The suites' defaults: quick and full in 5 rounds, ci in one; --rounds 1 turns it off.
-for suite in quick full; do
-  expect_rc 0 "$CB_BIN" run --suite "$suite" --only compute.memory_bandwidth --dry-run
+# 4b. The suites' defaults: ci, quick and full in 5 rounds; --rounds 1 turns it off;
+#     CLUSTERBENCH_ROUNDS (which ctest sets to 1 for the other tests) replaces the default, not a
+#     given --rounds, and a bad value is refused naming it.
+for suite in ci quick full; do
+  expect_rc 0 env -u CLUSTERBENCH_ROUNDS "$CB_BIN" run --suite "$suite" \
+    --only compute.memory_bandwidth --dry-run
   expect_out "^clusterbench --dry-run: suite $suite, 5 rounds, "
 done
-expect_rc 0 "$CB_BIN" run --suite quick --only compute.memory_bandwidth --rounds 1 --dry-run
+expect_rc 0 env -u CLUSTERBENCH_ROUNDS "$CB_BIN" run --suite quick --only compute.memory_bandwidth \
+  --rounds 1 --dry-run
 expect_out "^clusterbench --dry-run: suite quick, 1 rank"
-expect_rc 0 "$CB_BIN" run --suite ci --only compute.memory_bandwidth --dry-run
+expect_rc 0 env CLUSTERBENCH_ROUNDS=3 "$CB_BIN" run --suite ci --only compute.memory_bandwidth --dry-run
+expect_out "^clusterbench --dry-run: suite ci, 3 rounds, "
+expect_rc 0 env CLUSTERBENCH_ROUNDS=3 "$CB_BIN" run --suite ci --only compute.memory_bandwidth \
+  --rounds 7 --dry-run
+expect_out "^clusterbench --dry-run: suite ci, 7 rounds, "
+expect_rc 0 env CLUSTERBENCH_ROUNDS=1 "$CB_BIN" run --suite ci --only compute.memory_bandwidth --dry-run
 expect_out "^clusterbench --dry-run: suite ci, 1 rank"
+for bad in 0 21 x 2.5; do
+  expect_rc 2 env CLUSTERBENCH_ROUNDS=$bad "$CB_BIN" run --suite ci --only compute.memory_bandwidth \
+    --out "$TMP/env-bad"
+  expect_out "CLUSTERBENCH_ROUNDS='$bad' is not a whole number from 1 to 20"
+done
+[ ! -e "$TMP/env-bad" ] || fail "a refused CLUSTERBENCH_ROUNDS created $TMP/env-bad"
 "$CB_BIN" run --suite ci --only io.tiers --rounds 3 --out "$TMP/tiers" >"$TMP/out" 2>&1
 rc=$?  # this machine's verdict on the chosen table: 0, 1 or 4, never a refusal or an abort
 case $rc in 0 | 1 | 4) ;; *) cat "$TMP/out"; fail "--only io.tiers --rounds 3: exit $rc" ;; esac
 if grep -E "^note: --rounds|round [0-9]/" "$TMP/out"; then fail "rounds shown for a run without round cases"; fi
-ok "quick and full default to 5 rounds, ci to one, --rounds 1 turns them off; no rounds shown without round cases"
+ok "ci, quick and full default to 5 rounds, CLUSTERBENCH_ROUNDS replaces it, --rounds 1 turns it off; no rounds shown without round cases"
 
 # 5. Bad values: exit 2, nothing created.
 for bad in 0 21 x 2.5; do
