@@ -170,6 +170,31 @@ bool selected(const std::vector<std::string>& only, const std::string& benchmark
          });
 }
 
+/// "K of N rounds" when `r` is a snapshot of a case spread over rounds (its run stopped before
+/// the case's last round), "" otherwise.
+std::string snapshot_rounds_text(const ResultRecord& r) {
+  if (!r.extra.is_object() || !r.extra.value("snapshot", false)) return "";
+  const json ro = r.extra.value("rounds", json::object());
+  if (!ro.is_object()) return "";
+  return std::to_string(ro.value("run", 0)) + " of " + std::to_string(ro.value("planned", 0)) +
+         " rounds";
+}
+
+/// Why a case whose records are both ok is not compared: a side holds a snapshot (its run
+/// stopped before the case's last round), named; "" when neither does.
+std::string unfinished_text(const ResultRecord& b, const ResultRecord& c) {
+  std::string out;
+  for (const auto& [side, r] : {std::pair{"BASELINE", &b}, std::pair{"CURRENT", &c}}) {
+    const std::string k = snapshot_rounds_text(*r);
+    if (k.empty()) continue;
+    out += (out.empty() ? "" : "; ") + std::string(side) + " holds a snapshot after " + k;
+  }
+  if (out.empty()) return out;
+  return "unfinished: " + out +
+         " (its run stopped before the case's last round; `clusterbench run --resume DIR` "
+         "completes it)";
+}
+
 void compare_case(const ResultRecord& b, const ResultRecord* c,
                   const std::vector<ToleranceRule>& rules, const std::vector<SpecFamily>& families,
                   const std::vector<std::string>& current_only, CaseChange& cc) {
@@ -202,6 +227,12 @@ void compare_case(const ResultRecord& b, const ResultRecord* c,
   if (c->status != Status::ok) {
     cc.verdict = kRegressed;
     cc.message = cc.current_status + " in CURRENT" + (c->message.empty() ? "" : ": " + c->message);
+    return;
+  }
+  if (std::string why = unfinished_text(b, *c); !why.empty()) {
+    cc.verdict = kNotCompared;
+    cc.message = std::move(why);
+    cc.unfinished = true;
     return;
   }
   cc.metrics.reserve(b.metrics.size());
@@ -743,7 +774,11 @@ Comparison compare(const RunDir& baseline, const RunDir& current,
   for (const auto& v : verdict_order()) out.counts[v] = 0;
   for (const auto& c : out.cases) ++out.counts[c.verdict];
   compare_env(baseline, current, out);
-  out.exit_code = out.counts[kRegressed] > 0 ? 1 : out.drift_cases > 0 ? 4 : 0;
+  out.unfinished_cases = static_cast<int>(std::count_if(
+      out.cases.begin(), out.cases.end(), [](const auto& c) { return c.unfinished; }));
+  out.exit_code = out.counts[kRegressed] > 0                        ? 1
+                  : out.drift_cases > 0 || out.unfinished_cases > 0 ? 4
+                                                                    : 0;
   return out;
 }
 
@@ -867,12 +902,21 @@ void md_unchanged(std::ostringstream& md, const Comparison& c) {
 namespace {
 
 std::string verdict_word(const Comparison& c) {
-  return c.exit_code == 1   ? "REGRESSED"
-         : c.exit_code == 4 ? "INCONCLUSIVE (host drift)"
-                            : "NO REGRESSION";
+  if (c.exit_code != 4) return c.exit_code == 1 ? "REGRESSED" : "NO REGRESSION";
+  return c.drift_cases > 0 && c.unfinished_cases > 0 ? "INCONCLUSIVE (host drift, unfinished run)"
+         : c.drift_cases > 0                         ? "INCONCLUSIVE (host drift)"
+                                                     : "INCONCLUSIVE (unfinished run)";
+}
+
+/// "N case(s) hold a snapshot ...": the unfinished cases' line of compare.md and the console.
+std::string unfinished_line(const Comparison& c) {
+  return std::to_string(c.unfinished_cases) +
+         " case(s) hold a snapshot of a run stopped before their last round (not compared); "
+         "complete the run with `clusterbench run --resume DIR` and compare again";
 }
 
 void md_host_drift(std::ostringstream& md, const Comparison& c) {
+  if (c.unfinished_cases > 0) md << "**Unfinished:** " << unfinished_line(c) << ".\n\n";
   if (c.host_drift.empty()) return;
   md << "**Host drift:** the host itself ran at another speed in the two runs, so " << c.drift_cases
      << " host-side change(s) were not judged (not_comparable); rerun both on a quiet host "
@@ -930,6 +974,7 @@ json render_compare_json(const Comparison& c) {
                                {"baseline_n", d.baseline_n},
                                {"current_n", d.current_n}});
   j["drift_cases"] = c.drift_cases;
+  j["unfinished_cases"] = c.unfinished_cases;
   j["exit_code"] = c.exit_code;
   j["rule"] =
       "regressed when the median is worse by more than the tolerance and the two-sided "
@@ -1059,6 +1104,7 @@ std::string render_compare_console(const Comparison& c) {
   if (c.drift_cases > 0)
     o << "host drift: " << c.drift_cases
       << " host-side change(s) not judged (not_comparable); rerun both on a quiet host\n";
+  if (c.unfinished_cases > 0) o << "unfinished: " << unfinished_line(c) << "\n";
   o << "COMPARE: " << verdict_word(c) << " (exit " << c.exit_code << "): " << counts_line(c)
     << "\n";
   return o.str();

@@ -89,6 +89,8 @@ struct CaseChange {
   std::string verdict;                     ///< worst of its metrics, or the status rule
   std::string message;
   std::vector<MetricChange> metrics;
+  /// A side holds a snapshot (its run stopped before the case's last round): not compared.
+  bool unfinished = false;
 
   /// BASELINE's record, CURRENT's when the case is new.
   const ResultRecord& record() const { return baseline ? *baseline : *current; }
@@ -167,9 +169,10 @@ struct Comparison {
   std::vector<std::string> hosts_removed, hosts_added;
   std::map<std::string, int> counts;  ///< verdict -> cases; all six keys present
   std::vector<HostDrift> host_drift;  ///< hosts whose own speed moved between the runs
-  int drift_cases = 0;  ///< host-bound cases left unjudged for drift or a changed CPU share
-  /// 1 when any case regressed; else 4 when host drift left changes unjudged (inconclusive);
-  /// else 0.
+  int drift_cases = 0;       ///< host-bound cases left unjudged for drift or a changed CPU share
+  int unfinished_cases = 0;  ///< cases a side holds as a snapshot of an unfinished run
+  /// 1 when any case regressed; else 4 when host drift left changes unjudged or a side is an
+  /// unfinished run (inconclusive); else 0.
   int exit_code = 0;
 };
 
@@ -195,7 +198,9 @@ std::string match_key(const ResultRecord& r);
 /// worst verdict among its comparable metrics; not_comparable when none is); a baseline
 /// case missing from CURRENT, or ok in BASELINE but failed/waived in CURRENT -> regressed; failed
 /// in BASELINE and ok in CURRENT -> improved; baseline failed/waived otherwise -> not_compared;
-/// only in CURRENT -> new. A baseline metric absent from the current record -> regressed.
+/// only in CURRENT -> new; ok on both sides but a snapshot on either (a run stopped before the
+/// case's last round) -> not_compared, unfinished. A baseline metric absent from the current
+/// record -> regressed.
 /// `families` give the spec table's compare tolerances. The Comparison points into both RunDirs
 /// (CaseChange): they must outlive it, so temporaries are refused at compile time.
 Comparison compare(const RunDir& baseline, const RunDir& current,
@@ -238,8 +243,8 @@ void write_compare(const Comparison& c, const std::string& dir);
 /// reads both run directories, writes compare.{md,json,junit.xml} into `out_dir` (default:
 /// CURRENT), prints the console summary. The compare tolerances come from `spec_path`, else from
 /// the table CURRENT's run.json names (BASELINE's when CURRENT names none or it is gone).
-/// Returns 1 when anything regressed, else 0. Throws InputError (exit 2) on an unreadable run
-/// directory, spec table, or a bad --tolerance.
+/// Returns Comparison::exit_code (1 regressed, 4 inconclusive, 0). Throws InputError (exit 2) on an
+/// unreadable run directory, spec table, or a bad --tolerance.
 int compare_command(const std::string& baseline_dir, const std::string& current_dir,
                     const std::vector<std::string>& tolerances, const std::string& out_dir,
                     const std::string& spec_path = "");

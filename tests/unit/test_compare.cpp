@@ -645,3 +645,44 @@ TEST(Compare, MetricsNotMeasuredInCurrentAreNamedWithTheirReasonNotZero) {
   EXPECT_TRUE(j["cases"][0]["metrics"][0]["current"].is_null());
   EXPECT_EQ(j["cases"][0]["metrics"][0]["missing"], true);
 }
+
+TEST(Compare, ASnapshotOfAnUnfinishedRunIsNotComparedAndTheVerdictIsInconclusive) {
+  const std::string fx = std::string(CB_FIXTURES) + "/results/compare-baseline";
+  RunDir base = read_run_dir(fx), cur = read_run_dir(fx);
+  // CURRENT was killed in round 4 of 5: its STREAM cases' last records are snapshots of 3 rounds.
+  int snapshots = 0;
+  for (auto& r : cur.records.records)
+    if (r.benchmark == "compute.memory_bandwidth" && r.status == Status::ok) {
+      r.extra["snapshot"] = true;
+      r.extra["rounds"] = {{"planned", 5}, {"run", 3}};
+      ++snapshots;
+    }
+  ASSERT_GT(snapshots, 0);
+  const Comparison c = compare(base, cur, {});
+  EXPECT_EQ(c.unfinished_cases, snapshots);
+  EXPECT_EQ(c.counts.at(kRegressed), 0);
+  EXPECT_EQ(c.exit_code, 4);
+  for (const auto& cc : c.cases) {
+    if (cc.benchmark() != "compute.memory_bandwidth" || cc.baseline_status != "ok") continue;
+    EXPECT_EQ(cc.verdict, kNotCompared);
+    EXPECT_TRUE(cc.unfinished);
+    EXPECT_EQ(cc.message,
+              "unfinished: CURRENT holds a snapshot after 3 of 5 rounds (its run stopped before "
+              "the case's last round; `clusterbench run --resume DIR` completes it)");
+  }
+  const std::string console = render_compare_console(c);
+  EXPECT_NE(console.find("unfinished: " + std::to_string(snapshots) +
+                         " case(s) hold a snapshot of a run stopped before their last round"),
+            std::string::npos)
+      << console;
+  EXPECT_NE(console.find("COMPARE: INCONCLUSIVE (unfinished run) (exit 4)"), std::string::npos)
+      << console;
+  EXPECT_EQ(render_compare_json(c)["unfinished_cases"], snapshots);
+  // Finished and 3x slower: regressed, exit 1, nothing unfinished.
+  for (auto& r : cur.records.records)
+    if (r.benchmark == "compute.memory_bandwidth") r.extra.erase("snapshot");
+  scale_stream(cur, 1.0 / 3);
+  const Comparison slow = compare(base, cur, {});
+  EXPECT_EQ(slow.unfinished_cases, 0);
+  EXPECT_EQ(slow.exit_code, 1);
+}
