@@ -90,7 +90,8 @@ std::string render_cover_html(const Report& r) {
   o << "<tr><th>cluster</th><td>" << h(node_summary(r)) << "<br>" << h(gpu_summary(run))
     << "</td></tr>\n";
   o << "<tr><th>measured</th><td>" << h(or_dash(run.run.started_at)) << " to "
-    << h(or_dash(run.run.finished_at)) << " (suite " << h(or_dash(run.run.suite)) << ", run "
+    << h(or_dash(run.run.finished_at)) << " (suite " << h(or_dash(run.run.suite))
+    << (run.run.rounds > 1 ? " in " + std::to_string(run.run.rounds) + " rounds" : "") << ", run "
     << h(r.run_id) << ")</td></tr>\n";
   o << "<tr><th>spec table</th><td>" << h(r.spec_name)
     << (r.spec ? " (" + h(r.spec->title) + ")" : std::string()) << "<br><code>" << h(r.spec_path)

@@ -185,6 +185,10 @@ void md_header(std::ostringstream& md, const Report& r) {
   if (r.aborted) md << "**The run was aborted:** " << or_unknown(r.abort_reason) << "\n\n";
   md << "- Run: " << code(r.run_id) << ", started " << or_unknown(run.started_at) << ", finished "
      << (run.finished_at.empty() ? "never" : run.finished_at) << "\n";
+  if (run.rounds > 1)
+    md << "- Rounds: " << run.rounds << " (suite " << or_unknown(run.suite)
+       << "; each host-side case measured once a round, one repetition per round: "
+          "docs/compare.md \"Rounds\")\n";
   md << "- Hosts: " << (r.hosts.empty() ? "none" : join(r.hosts, ", ")) << "\n";
   md << "- Spec: " << code(r.spec_name) << " at " << code(r.spec_path) << ", sha256 "
      << code(r.spec_sha256.empty() ? "unknown" : r.spec_sha256) << "\n";

@@ -777,6 +777,22 @@ TEST(Unknown, AggregatesDecideOnKnownValuesOnlyWhenTheUnknownCannotChangeThem) {
             r.warnings.end());
 }
 
+TEST(Render, TheHeaderSaysTheRoundsOfARunInRounds) {
+  RunDir run = fixture_run("cpu-pass");
+  Report one = make_report(run, load_spec(kSpecs + "cpu-strict.json"));
+  EXPECT_EQ(render_markdown(one).find("- Rounds:"), std::string::npos);  // 1: not said
+  run.run.rounds = 5;
+  run.run.suite = "ci";
+  Report five = make_report(run, load_spec(kSpecs + "cpu-strict.json"));
+  const std::string md = render_markdown(five);
+  EXPECT_NE(md.find("- Rounds: 5 (suite ci; each host-side case measured once a round, one "
+                    "repetition per round: docs/compare.md \"Rounds\")\n"),
+            std::string::npos)
+      << md;
+  const std::string html = render_html(five, "");
+  EXPECT_NE(html.find("(suite ci in 5 rounds, run "), std::string::npos);
+}
+
 TEST(Render, MarkdownOfAnIncompleteRun) {
   RunDir run = fixture_run("gpu-killed");
   Report r = make_report(run, load_spec(kSpecs + "h100-sxm-80g-8x.json"));
