@@ -573,8 +573,8 @@ ScratchDir::~ScratchDir() {
   // for 2 minutes is left to the child.
   if (!remove_all_bounded(path_, 120))
     std::cerr << "clusterbench: removing " << path_
-              << " did not finish within 120 s (a frozen or hung filesystem?); a child process "
-                 "goes on with it"
+              << " did not finish within 120 s (a very slow, frozen or hung filesystem?); a child "
+                 "process goes on with it"
               << std::endl;
   release_scratch_guard(guard_fd_);
 }
