@@ -168,5 +168,6 @@ bare_root_cleanup() {
 mnt() { mount "$@" && MOUNTS+=("${@: -1}"); }
 in_root() {
   env -i HOME=/root PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
-    CLUSTERBENCH_NVML_LIB=/nonexistent.so "$CHROOT" "$R" bash -c "$1"
+    CLUSTERBENCH_NVML_LIB=/nonexistent.so CLUSTERBENCH_ROUNDS="${CLUSTERBENCH_ROUNDS:-}" \
+    "$CHROOT" "$R" bash -c "$1"
 }
