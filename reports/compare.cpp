@@ -195,6 +195,15 @@ std::string unfinished_text(const ResultRecord& b, const ResultRecord& c) {
          "completes it)";
 }
 
+/// Whether `r` is the failed record of a case in progress when its run was stopped by a signal
+/// (SIGINT, SIGTERM, SIGHUP: an operator or a scheduler cancelled it; its message "aborted:
+/// terminated by signal ...", after "round K of N: " in a round case): what the case measures
+/// did not fail.
+bool cancelled(const ResultRecord& r) {
+  return r.status == Status::failed &&
+         r.message.find("aborted: terminated by signal") != std::string::npos;
+}
+
 void compare_case(const ResultRecord& b, const ResultRecord* c,
                   const std::vector<ToleranceRule>& rules, const std::vector<SpecFamily>& families,
                   const std::vector<std::string>& current_only, CaseChange& cc) {
@@ -217,6 +226,14 @@ void compare_case(const ResultRecord& b, const ResultRecord* c,
     cc.message = "no baseline value (" + cc.baseline_status + " in BASELINE), missing from CURRENT";
     return;
   }
+  for (const auto& [side, r] : {std::pair{"BASELINE", &b}, std::pair{"CURRENT", c}})
+    if (cancelled(*r)) {
+      cc.verdict = kNotCompared;
+      cc.message = "unfinished: " + std::string(side) + "'s run was stopped during the case (" +
+                   r->message + "); `clusterbench run --resume DIR` completes it";
+      cc.unfinished = true;
+      return;
+    }
   if (b.status != Status::ok) {
     bool fixed = b.status == Status::failed && c->status == Status::ok;
     cc.verdict = fixed ? kImproved : kNotCompared;
@@ -891,7 +908,12 @@ void md_unchanged(std::ostringstream& md, const Comparison& c) {
       break;
     }
     md << "- " << case_label(cc);
-    for (const auto& m : cc.metrics) md << "; " << m.name << " " << signed_pct(m.change_pct);
+    for (const auto& m : cc.metrics) {
+      md << "; " << m.name << " " << signed_pct(m.change_pct);
+      // A move past the tolerance says why it is not a change (not significant, the floor).
+      if (std::fabs(m.change_pct) > 100 * m.tolerance && !m.reason.empty())
+        md << " (" << m.reason << ")";
+    }
     md << "\n";
   }
   if (!shown) md << "None.\n";

@@ -107,9 +107,11 @@ int default_rounds(const std::string& suite, const Context& ctx) {
   text = ctx.bcast(text);
   if (text.empty() || suite_rounds(suite) == 1) return suite_rounds(suite);
   if (const int n = parse_rounds(text)) return n;
-  throw InputError("CLUSTERBENCH_ROUNDS='" + valid_utf8(text) +
-                   "' is not a whole number from 1 to " + std::to_string(kMaxRounds) +
-                   " (the rounds of a run without --rounds)");
+  // At most 40 bytes, with control characters escaped: the message stays one readable line.
+  const std::string shown = json(valid_utf8(text.substr(0, 40))).dump();
+  throw InputError("CLUSTERBENCH_ROUNDS='" + shown.substr(1, shown.size() - 2) +
+                   (text.size() > 40 ? "..." : "") + "' is not a whole number from 1 to " +
+                   std::to_string(kMaxRounds) + " (the rounds of a run without --rounds)");
 }
 
 }  // namespace

@@ -24,8 +24,8 @@ inline int suite_rounds(const std::string& suite) {
 /// TEXT (--rounds N, CLUSTERBENCH_ROUNDS=N) as a round count: a whole number from 1 to
 /// kMaxRounds, written in digits; 0 when it is not one.
 inline int parse_rounds(const std::string& text) {
-  if (text.empty() || text.size() > 2 || text.find_first_not_of("0123456789") != std::string::npos)
-    return 0;
+  if (text.empty() || text.size() > 9 || text.find_first_not_of("0123456789") != std::string::npos)
+    return 0;  // "05" and "005" are 5; nine digits fit an int
   const int n = std::stoi(text);
   return n >= 1 && n <= kMaxRounds ? n : 0;
 }

@@ -686,3 +686,56 @@ TEST(Compare, ASnapshotOfAnUnfinishedRunIsNotComparedAndTheVerdictIsInconclusive
   EXPECT_EQ(slow.unfinished_cases, 0);
   EXPECT_EQ(slow.exit_code, 1);
 }
+
+TEST(Compare, ACaseInProgressWhenARunWasCancelledIsUnfinishedNotRegressed) {
+  const std::string fx = std::string(CB_FIXTURES) + "/results/compare-baseline";
+  RunDir base = read_run_dir(fx), cur = read_run_dir(fx);
+  const std::string stop =
+      "round 3 of 5: aborted: terminated by signal SIGTERM (a rank died, or the job was "
+      "cancelled) during compute.memory_bandwidth {\"kernel\":\"copy\"}";
+  ResultRecord* copy = nullptr;
+  for (auto& r : cur.records.records)
+    if (r.benchmark == "compute.memory_bandwidth" && r.status == Status::ok && !copy) copy = &r;
+  ASSERT_NE(copy, nullptr);
+  copy->status = Status::failed;
+  copy->message = stop;
+  const Comparison c = compare(base, cur, {});
+  EXPECT_EQ(c.counts.at(kRegressed), 0);
+  EXPECT_EQ(c.unfinished_cases, 1);
+  EXPECT_EQ(c.exit_code, 4);
+  const Comparison back = compare(cur, base, {});  // BASELINE cancelled: not "improved" either
+  EXPECT_EQ(back.counts.at(kImproved), 0);
+  EXPECT_EQ(back.unfinished_cases, 1);
+  for (const auto& cc : c.cases)
+    if (cc.unfinished)
+      EXPECT_EQ(cc.message, "unfinished: CURRENT's run was stopped during the case (" + stop +
+                                "); `clusterbench run --resume DIR` completes it");
+  // A case that failed by itself (its own error, not a signal) is still regressed.
+  copy->message = "round 3 of 5: STREAM: validation failed";
+  EXPECT_EQ(compare(base, cur, {}).counts.at(kRegressed), 1);
+}
+
+TEST(Compare, AnUnchangedMovePastItsToleranceSaysWhyInCompareMd) {
+  const std::string fx = std::string(CB_FIXTURES) + "/results/compare-baseline";
+  RunDir base = read_run_dir(fx), cur = read_run_dir(fx);
+  // Three of five repetitions 3x slower, two faster: the median -70%, p = 0.69 (U = 10).
+  for (RunDir* d : {&base, &cur})
+    for (auto& r : d->records.records)
+      if (r.benchmark == "compute.memory_bandwidth" && r.status == Status::ok)
+        for (auto& m : r.metrics) {
+          m.reps = d == &base ? std::vector<double>{10, 10.1, 10.2, 10.3, 10.4}
+                              : std::vector<double>{3, 3, 3, 10.5, 10.6};
+          m.value = m.reps[2];
+        }
+  const Comparison c = compare(base, cur, {});
+  const std::string md = render_compare_markdown(c);
+  bool said = false;
+  for (const auto& cc : c.cases)
+    for (const auto& m : cc.metrics)
+      if (cc.verdict == kUnchanged && m.reason.rfind("not significant", 0) == 0) {
+        said = true;
+        EXPECT_NE(md.find("; " + m.name + " "), std::string::npos);
+        EXPECT_NE(md.find("% (" + m.reason + ")"), std::string::npos) << md;
+      }
+  EXPECT_TRUE(said) << md;
+}
