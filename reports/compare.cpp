@@ -204,27 +204,24 @@ bool cancelled(const ResultRecord& r) {
          r.message.find("aborted: terminated by signal") != std::string::npos;
 }
 
-void compare_case(const ResultRecord& b, const ResultRecord* c,
-                  const std::vector<ToleranceRule>& rules, const std::vector<SpecFamily>& families,
-                  const std::vector<std::string>& current_only, CaseChange& cc) {
-  cc.baseline = &b;
-  cc.current = c;
-  cc.baseline_status = status_name(b.status);
-  cc.current_status = c ? status_name(c->status) : "missing";
+/// The case's verdict by the records' status alone (missing, failed, waived, cancelled, a
+/// snapshot), into `cc`; false when both are ok and finished, to be judged by their metrics.
+bool judge_by_status(const ResultRecord& b, const ResultRecord* c,
+                     const std::vector<std::string>& current_only, CaseChange& cc) {
   if (!c && !selected(current_only, b.benchmark)) {  // left out on purpose, not lost
     cc.verdict = kNotCompared;
     cc.message = "not run in CURRENT: its --only does not select " + b.benchmark;
-    return;
+    return true;
   }
   if (!c && b.status == Status::ok) {
     cc.verdict = kRegressed;
     cc.message = "case missing from CURRENT";
-    return;
+    return true;
   }
   if (!c) {  // nothing measured on either side
     cc.verdict = kNotCompared;
     cc.message = "no baseline value (" + cc.baseline_status + " in BASELINE), missing from CURRENT";
-    return;
+    return true;
   }
   for (const auto& [side, r] : {std::pair{"BASELINE", &b}, std::pair{"CURRENT", c}})
     if (cancelled(*r)) {
@@ -232,26 +229,37 @@ void compare_case(const ResultRecord& b, const ResultRecord* c,
       cc.message = "unfinished: " + std::string(side) + "'s run was stopped during the case (" +
                    r->message + "); `clusterbench run --resume DIR` completes it";
       cc.unfinished = true;
-      return;
+      return true;
     }
   if (b.status != Status::ok) {
     bool fixed = b.status == Status::failed && c->status == Status::ok;
     cc.verdict = fixed ? kImproved : kNotCompared;
     cc.message = fixed ? "failed in BASELINE, ok in CURRENT"
                        : "no baseline value (" + cc.baseline_status + " in BASELINE)";
-    return;
+    return true;
   }
   if (c->status != Status::ok) {
     cc.verdict = kRegressed;
     cc.message = cc.current_status + " in CURRENT" + (c->message.empty() ? "" : ": " + c->message);
-    return;
+    return true;
   }
   if (std::string why = unfinished_text(b, *c); !why.empty()) {
     cc.verdict = kNotCompared;
     cc.message = std::move(why);
     cc.unfinished = true;
-    return;
+    return true;
   }
+  return false;
+}
+
+void compare_case(const ResultRecord& b, const ResultRecord* c,
+                  const std::vector<ToleranceRule>& rules, const std::vector<SpecFamily>& families,
+                  const std::vector<std::string>& current_only, CaseChange& cc) {
+  cc.baseline = &b;
+  cc.current = c;
+  cc.baseline_status = status_name(b.status);
+  cc.current_status = c ? status_name(c->status) : "missing";
+  if (judge_by_status(b, c, current_only, cc)) return;
   cc.metrics.reserve(b.metrics.size());
   bool comparable = false;
   std::string not_comparable;
