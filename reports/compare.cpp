@@ -180,21 +180,6 @@ std::string snapshot_rounds_text(const ResultRecord& r) {
          " rounds";
 }
 
-/// Why a case whose records are both ok is not compared: a side holds a snapshot (its run
-/// stopped before the case's last round), named; "" when neither does.
-std::string unfinished_text(const ResultRecord& b, const ResultRecord& c) {
-  std::string out;
-  for (const auto& [side, r] : {std::pair{"BASELINE", &b}, std::pair{"CURRENT", &c}}) {
-    const std::string k = snapshot_rounds_text(*r);
-    if (k.empty()) continue;
-    out += (out.empty() ? "" : "; ") + std::string(side) + " holds a snapshot after " + k;
-  }
-  if (out.empty()) return out;
-  return "unfinished: " + out +
-         " (its run stopped before the case's last round; `clusterbench run --resume DIR` "
-         "completes it)";
-}
-
 /// Whether `r` is the failed record of a case in progress when its run was stopped by a signal
 /// (SIGINT, SIGTERM, SIGHUP: an operator or a scheduler cancelled it; its message "aborted:
 /// terminated by signal ...", after "round K of N: " in a round case): what the case measures
@@ -223,14 +208,20 @@ bool judge_by_status(const ResultRecord& b, const ResultRecord* c,
     cc.message = "no baseline value (" + cc.baseline_status + " in BASELINE), missing from CURRENT";
     return true;
   }
-  for (const auto& [side, r] : {std::pair{"BASELINE", &b}, std::pair{"CURRENT", c}})
-    if (cancelled(*r)) {
-      cc.verdict = kNotCompared;
-      cc.message = "unfinished: " + std::string(side) + "'s run was stopped during the case (" +
-                   r->message + "); `clusterbench run --resume DIR` completes it";
-      cc.unfinished = true;
-      return true;
-    }
+  // A side the run did not finish: the case in progress when a signal stopped it, or a
+  // snapshot of a case spread over rounds.
+  for (const auto& [side, r] : {std::pair{"BASELINE", &b}, std::pair{"CURRENT", c}}) {
+    const std::string k = snapshot_rounds_text(*r);
+    if (!cancelled(*r) && k.empty()) continue;
+    cc.verdict = kNotCompared;
+    cc.message = "unfinished: " + std::string(side) +
+                 (k.empty() ? "'s run was stopped during the case (" + r->message + ")"
+                            : " holds a snapshot after " + k +
+                                  " (its run stopped before the case's last round)") +
+                 "; `clusterbench run --resume DIR` completes it";
+    cc.unfinished = true;
+    return true;
+  }
   if (b.status != Status::ok) {
     bool fixed = b.status == Status::failed && c->status == Status::ok;
     cc.verdict = fixed ? kImproved : kNotCompared;
@@ -241,12 +232,6 @@ bool judge_by_status(const ResultRecord& b, const ResultRecord* c,
   if (c->status != Status::ok) {
     cc.verdict = kRegressed;
     cc.message = cc.current_status + " in CURRENT" + (c->message.empty() ? "" : ": " + c->message);
-    return true;
-  }
-  if (std::string why = unfinished_text(b, *c); !why.empty()) {
-    cc.verdict = kNotCompared;
-    cc.message = std::move(why);
-    cc.unfinished = true;
     return true;
   }
   return false;
@@ -938,11 +923,12 @@ std::string verdict_word(const Comparison& c) {
                                                      : "INCONCLUSIVE (unfinished run)";
 }
 
-/// "N case(s) hold a snapshot ...": the unfinished cases' line of compare.md and the console.
+/// "N case(s) a run did not finish ...": the unfinished cases' line of compare.md and the console.
 std::string unfinished_line(const Comparison& c) {
   return std::to_string(c.unfinished_cases) +
-         " case(s) hold a snapshot of a run stopped before their last round (not compared); "
-         "complete the run with `clusterbench run --resume DIR` and compare again";
+         " case(s) a run did not finish (a snapshot before the case's last round, or the case a "
+         "signal stopped): not compared; complete the run with `clusterbench run --resume DIR` "
+         "and compare again";
 }
 
 void md_host_drift(std::ostringstream& md, const Comparison& c) {

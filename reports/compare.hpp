@@ -89,7 +89,8 @@ struct CaseChange {
   std::string verdict;                     ///< worst of its metrics, or the status rule
   std::string message;
   std::vector<MetricChange> metrics;
-  /// A side holds a snapshot (its run stopped before the case's last round): not compared.
+  /// A side's run did not finish the case (a snapshot before its last round, or the case a
+  /// signal stopped): not compared.
   bool unfinished = false;
 
   /// BASELINE's record, CURRENT's when the case is new.
@@ -170,7 +171,7 @@ struct Comparison {
   std::map<std::string, int> counts;  ///< verdict -> cases; all six keys present
   std::vector<HostDrift> host_drift;  ///< hosts whose own speed moved between the runs
   int drift_cases = 0;       ///< host-bound cases left unjudged for drift or a changed CPU share
-  int unfinished_cases = 0;  ///< cases a side holds as a snapshot of an unfinished run
+  int unfinished_cases = 0;  ///< cases a side's run did not finish (CaseChange::unfinished)
   /// 1 when any case regressed; else 4 when host drift left changes unjudged or a side is an
   /// unfinished run (inconclusive); else 0.
   int exit_code = 0;

@@ -668,11 +668,11 @@ TEST(Compare, ASnapshotOfAnUnfinishedRunIsNotComparedAndTheVerdictIsInconclusive
     EXPECT_TRUE(cc.unfinished);
     EXPECT_EQ(cc.message,
               "unfinished: CURRENT holds a snapshot after 3 of 5 rounds (its run stopped before "
-              "the case's last round; `clusterbench run --resume DIR` completes it)");
+              "the case's last round); `clusterbench run --resume DIR` completes it");
   }
   const std::string console = render_compare_console(c);
   EXPECT_NE(console.find("unfinished: " + std::to_string(snapshots) +
-                         " case(s) hold a snapshot of a run stopped before their last round"),
+                         " case(s) a run did not finish (a snapshot before the case's last round"),
             std::string::npos)
       << console;
   EXPECT_NE(console.find("COMPARE: INCONCLUSIVE (unfinished run) (exit 4)"), std::string::npos)
