@@ -31,8 +31,8 @@ namespace {
 using Clock = std::chrono::steady_clock;
 constexpr std::uint64_t kSeed = 20261130;
 constexpr int kSamples = 16;
-/// CLUSTERBENCH_TEST_BURNIN_SLOW_RANK: the extra work time a slowed product spends, as a fraction of
-/// its own (1.0: the rate halves, a drop far outside a shared CPU's noise of about 20 %).
+/// CLUSTERBENCH_TEST_BURNIN_SLOW_RANK: the extra work time a slowed product spends, as a fraction
+/// of its own (1.0: the rate halves, a drop far outside a shared CPU's noise of about 20 %).
 constexpr double kSlowFraction = 1.0;
 
 /// Test-only fault injection (docs/burnin.md): the world rank named by the variable, or -1.

@@ -294,10 +294,65 @@ void check_job_targets(const std::string& job_file, const std::string& text, boo
   }
 }
 
+/// The scratch disk's traffic during fio's runs against fio's own (extra.disk_load, docs/fio.md
+/// "Disk load"): the bytes other work moved on the same disk while fio measured it, which
+/// `compare` reads as it reads a case's CPU share.
+class DiskLoad {
+ public:
+  explicit DiskLoad(std::string disk) : disk_(std::move(disk)) {}
+
+  /// The readings just before one fio run.
+  void before() { disk0_ = disk_now(), own0_ = children_io_bytes(); }
+
+  /// The readings just after it: the run's bytes are added.
+  void after() {
+    const long long d = disk_now(), o = children_io_bytes();
+    if (disk0_ < 0 || d < 0 || own0_ < 0 || o < 0) {
+      read_ = false;
+      return;
+    }
+    disk_bytes_ += d - disk0_, own_bytes_ += o - own0_;
+  }
+
+  /// {disk, disk_bytes, fio_bytes, other_bytes, fio_share}, or {disk, reason} when not measured.
+  json evidence() const {
+    if (disk_.empty())
+      return {{"disk", nullptr},
+              {"reason",
+               "the scratch is on no known disk (tmpfs, overlay or a network "
+               "filesystem): its load is not measured"}};
+    if (!read_) return {{"disk", disk_}, {"reason", "/proc/diskstats has no line for " + disk_}};
+    const long long other = std::max(0LL, disk_bytes_ - own_bytes_);
+    // Buffered writes that reach the disk after the run leave fio with more than the disk.
+    const double share =
+        disk_bytes_ > 0
+            ? std::min(1.0, static_cast<double>(own_bytes_) / static_cast<double>(disk_bytes_))
+            : 1.0;
+    return {{"disk", disk_},
+            {"disk_bytes", disk_bytes_},
+            {"fio_bytes", own_bytes_},
+            {"other_bytes", other},
+            {"fio_share", share}};
+  }
+
+ private:
+  long long disk_now() const {
+    if (disk_.empty()) return -1;
+    std::ifstream in("/proc/diskstats");
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return diskstats_bytes(ss.str(), disk_);
+  }
+
+  std::string disk_;
+  long long disk0_ = -1, own0_ = -1, disk_bytes_ = 0, own_bytes_ = 0;
+  bool read_ = true;
+};
+
 /// Runs fio on `job` `job.repeat` times, each run with its own ramp: the first run retries
 /// buffered when direct=1 is refused, and the others run as it did. `note` gets the evidence as
-/// it grows (fio_command, fio_env, direct, direct_fallback, fio_exit_code), before a failed run
-/// throws (throw_if_failed), so that a failed record still says how fio was run.
+/// it grows (fio_command, fio_env, direct, direct_fallback, fio_exit_code, disk_load), before a
+/// failed run throws (throw_if_failed), so that a failed record still says how fio was run.
 std::vector<FioOutput> run_repeats(const ProfileJob& job, const FioTarget& t,
                                    const std::function<void(const json&)>& note) {
   std::map<std::string, std::string> env = {{"CB_FIO_DIR", t.work_dir},
@@ -309,9 +364,13 @@ std::vector<FioOutput> run_repeats(const ProfileJob& job, const FioTarget& t,
   json evidence = {{"fio_command", argv}};
   std::vector<FioOutput> outs;
   std::vector<int> exit_codes;
+  DiskLoad load(load_disk(scratch_device_evidence(t.where.dir)));
   for (int i = 0; i < job.repeat; ++i) {
     progress_note("fio run " + std::to_string(i + 1) + " of " + std::to_string(job.repeat));
+    load.before();
     FioRun r = run_fio(argv, env, t);
+    load.after();
+    evidence["disk_load"] = load.evidence();
     if (!r.fallback.empty()) evidence["direct_fallback"] = r.fallback;
     evidence["fio_env"] = env;
     evidence["direct"] = env["CB_FIO_DIRECT"] == "1";

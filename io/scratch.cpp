@@ -2,6 +2,7 @@
 #include "io/scratch.hpp"
 
 #include <fcntl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
@@ -361,6 +362,37 @@ long long free_bytes(const std::string& dir) {
   struct statvfs s {};
   if (statvfs(dir.c_str(), &s) != 0) return -1;
   return static_cast<long long>(s.f_bavail) * static_cast<long long>(s.f_frsize);
+}
+
+long long diskstats_bytes(const std::string& diskstats_text, const std::string& name) {
+  std::istringstream in(diskstats_text);
+  std::string line;
+  while (std::getline(in, line)) {
+    // major minor name reads merged sectors_read ms writes merged sectors_written ...
+    std::istringstream ls(line);
+    std::string major, minor, dev;
+    unsigned long long f[7] = {};
+    if (!(ls >> major >> minor >> dev) || dev != name) continue;
+    for (auto& x : f)
+      if (!(ls >> x)) return -1;
+    return static_cast<long long>((f[2] + f[6]) * 512ULL);
+  }
+  return -1;
+}
+
+long long children_io_bytes() {
+  rusage ru{};
+  if (::getrusage(RUSAGE_CHILDREN, &ru) != 0) return -1;
+  return (static_cast<long long>(ru.ru_inblock) + static_cast<long long>(ru.ru_oublock)) * 512;
+}
+
+std::string load_disk(const json& device) {
+  const json disks = device.value("disks", json::array());
+  if (disks.is_array() && disks.size() == 1 && disks[0].is_object() &&
+      disks[0].value("name", json()).is_string())
+    return disks[0]["name"].get<std::string>();
+  const json bd = device.value("block_device", json());
+  return bd.is_string() ? bd.get<std::string>() : "";
 }
 
 ScratchChoice default_scratch(const std::vector<Mount>& mounts, const std::string& tmpdir,

@@ -111,6 +111,23 @@ std::string system_tmpdir();
 /// -1 when statvfs fails.
 long long free_bytes(const std::string& dir);
 
+/// Bytes block device `name` has read and written since boot, from the text of /proc/diskstats:
+/// sectors read (field 6) plus sectors written (field 10), x 512 B (the kernel counts 512-byte
+/// sectors whatever the device's own; Documentation/admin-guide/iostats.rst). -1 when no line
+/// names `name`.
+long long diskstats_bytes(const std::string& diskstats_text, const std::string& name);
+
+/// Bytes this process's waited-for children read from and wrote to storage: getrusage
+/// (RUSAGE_CHILDREN) ru_inblock + ru_oublock, in 512-byte blocks. Around one fio run, what fio
+/// itself moved, its file layout and ramp included (measured here: equal to /proc/diskstats'
+/// count for the disk to the MB).
+long long children_io_bytes();
+
+/// The disk whose /proc/diskstats line shows every byte that shares the scratch's device, from
+/// scratch_device_json `device`: its one whole disk (a partition's or one disk's LVM), else the
+/// mounted device itself (md or dm over several disks); "" when neither is known.
+std::string load_disk(const json& device);
+
 /// Removes `path` and everything below it in a child process and waits at most `seconds`: on a
 /// frozen or hung filesystem the child goes on once it answers, and the caller is not held. The
 /// child tries again for up to 2 s while the removal fails (a writer that was just killed may

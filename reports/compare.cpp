@@ -593,6 +593,22 @@ double case_share(const ResultRecord& r) {
   return s != p->end() && s->is_number() ? s->get<double>() : -1;
 }
 
+/// The share of its disk's bytes a record's case moved itself (extra.disk_load.fio_share, io.fio);
+/// -1 when absent. `disk` gets the disk's name.
+double case_disk_share(const ResultRecord& r, std::string& disk) {
+  if (!r.extra.is_object()) return -1;
+  auto d = r.extra.find("disk_load");
+  if (d == r.extra.end() || !d->is_object()) return -1;
+  auto s = d->find("fio_share");
+  if (s == d->end() || !s->is_number()) return -1;
+  disk = d->value("disk", "");
+  return s->get<double>();
+}
+
+std::string percent_text(double fraction) {
+  return format_number(std::round(fraction * 1000) / 10) + "%";
+}
+
 /// A record's core-to-core round trips [before, after] the case, ns, those measured (0 to 2).
 std::vector<double> case_c2c(const ResultRecord& r) {
   std::vector<double> out;
@@ -682,7 +698,23 @@ bool share_explains(const CaseChange& cc, double b, double c) {
           explains(cc, ratio_of(b, c) * (1 + kHostDriftTolerance)));
 }
 
+/// Why a case on a disk that other work shared in one run is not judged ("" when it is): the
+/// slower side's disk carried more than kShareTolerance more of other work's bytes. Any factor:
+/// a queue shared with another writer moves latencies far more than its share of the bytes
+/// (measured: fio's write clat p99 +166% while two other runs used the disk).
+std::string disk_reason(const CaseChange& cc) {
+  std::string disk, other;
+  const double b = case_disk_share(*cc.baseline, other), c = case_disk_share(*cc.current, disk);
+  if (b < 0 || c < 0 || std::abs(c - b) <= kShareTolerance * std::max(b, c) ||
+      !slower_where_shared(cc, b, c))
+    return "";
+  return "other work moved " + percent_text(1 - c) + " of the bytes of its disk (" + disk +
+         ") while this case ran in CURRENT against " + percent_text(1 - b) +
+         " in BASELINE (other work shared the disk)";
+}
+
 std::string drift_reason(const CaseChange& cc, const std::map<std::string, const HostDrift*>& by) {
+  if (std::string disk = disk_reason(cc); !disk.empty()) return disk;
   const double b = case_share(*cc.baseline), c = case_share(*cc.current);
   // A share or a probe explains a change up to its own ratio, with the probe's tolerance as a
   // margin; a move of the cores up to the ratio of the round trips it measured.

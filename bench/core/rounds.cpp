@@ -70,6 +70,26 @@ json merge_probe(const std::vector<const ResultRecord*>& recs, json& c2c) {
   return probe;
 }
 
+/// extra.disk_load of a merged record (io.fio, docs/fio.md "Disk load"): the rounds' bytes
+/// summed and the share recomputed; the last round's as it is when a round has no numbers.
+json merge_disk_load(const std::vector<const ResultRecord*>& recs) {
+  json out;
+  long long disk = 0, own = 0;
+  for (const ResultRecord* r : recs) {
+    auto d = r->extra.is_object() ? r->extra.find("disk_load") : r->extra.end();
+    if (!r->extra.is_object() || d == r->extra.end()) continue;
+    out = *d;
+    if (!d->contains("disk_bytes") || !d->contains("fio_bytes")) return out;
+    disk += d->at("disk_bytes").get<long long>(), own += d->at("fio_bytes").get<long long>();
+  }
+  if (out.is_null() || !out.contains("disk_bytes")) return out;
+  out["disk_bytes"] = disk, out["fio_bytes"] = own;
+  out["other_bytes"] = std::max(0LL, disk - own);
+  out["fio_share"] =
+      disk > 0 ? std::min(1.0, static_cast<double>(own) / static_cast<double>(disk)) : 1.0;
+  return out;
+}
+
 /// One case's record from its rounds (all ok).
 ResultRecord merge_ok(const std::vector<const ResultRecord*>& recs, int planned) {
   ResultRecord out = *recs.back();
@@ -88,6 +108,7 @@ ResultRecord merge_ok(const std::vector<const ResultRecord*>& recs, int planned)
   json c2c = json::array();
   json probe = merge_probe(recs, c2c);
   if (!probe.empty()) out.extra["host_probe"] = probe;
+  if (json load = merge_disk_load(recs); !load.is_null()) out.extra["disk_load"] = load;
   out.extra["rounds"] = {{"planned", planned},
                          {"run", static_cast<int>(recs.size())},
                          {"values", values},

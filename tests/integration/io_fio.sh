@@ -107,6 +107,29 @@ print(recs[0]['extra']['scratch_device']['summary'])
 " "$SCR" "$TMP/run"
 ok "extra.scratch_device names the device under the scratch directory, as /sys says"
 
+# extra.disk_load: the scratch's disk (its one whole disk, else the mounted device) and the bytes
+# fio moved by getrusage, at least what fio's own JSON of the last run says it read and wrote
+# (the sum covers all 5 runs, their ramps and layouts); the other bytes are the difference.
+py "
+recs = [json.loads(l) for l in open(sys.argv[1] + '/records.jsonl')]
+for r in recs:
+    x, d = r['extra']['scratch_device'], r['extra']['disk_load']
+    want = x['disks'][0]['name'] if len(x['disks']) == 1 else x['block_device']
+    if want is None:
+        assert d['disk'] is None and d['reason'], d
+        continue
+    assert d['disk'] == want, (d, x)
+    if 'reason' in d:
+        continue
+    moved = sum(j['read']['io_bytes'] + j['write']['io_bytes'] for j in r['extra']['fio_json']['jobs'])
+    assert d['fio_bytes'] >= moved > 0, (d, moved)
+    assert d['other_bytes'] == max(0, d['disk_bytes'] - d['fio_bytes']), d
+    share = min(1.0, d['fio_bytes'] / d['disk_bytes']) if d['disk_bytes'] else 1.0
+    assert abs(d['fio_share'] - share) < 1e-9, d
+print(recs[0]['extra']['disk_load'])
+" "$TMP/run"
+ok "extra.disk_load counts the scratch disk's bytes and fio's own"
+
 # The storage rows: judged on a local NVMe scratch, naming it; MISSING on anything else, saying
 # where fio ran and how to point it at NVMe. report.md says so too.
 py "

@@ -619,6 +619,48 @@ TEST(HostDrift, AnMpiCaseWhoseRanksLostTheirCoresIsNotJudgedByAnyFactor) {
   EXPECT_EQ(up.drift_cases, c.drift_cases);
 }
 
+/// One io.fio-like case (node scope) whose write clat p99 is `p99` in every repetition, with the
+/// disk's share of fio's bytes `share` (extra.disk_load).
+RunDir fio_side(double p99, double share) {
+  RunDir d = read_run_dir(std::string(CB_FIXTURES) + "/results/compare-baseline");
+  d.records.records.resize(1);
+  ResultRecord& r = d.records.records[0];
+  r.benchmark = "io.fio";
+  r.metrics = {Metric{"write_clat_p99",
+                      p99,
+                      "us",
+                      false,
+                      {p99 * 0.98, p99 * 0.99, p99, p99 * 1.01, p99 * 1.02},
+                      0.001}};
+  r.extra = {{"disk_load",
+              {{"disk", "vda"}, {"fio_share", share}, {"disk_bytes", 1000}, {"fio_bytes", 0}}}};
+  return d;
+}
+
+TEST(HostDrift, AFioCaseOnADiskOtherWorkSharedIsNotJudgedByAnyFactor) {
+  // Measured: write clat p99 +166% (p = 0.012) while two other runs used the same disk.
+  const RunDir quiet = fio_side(1000, 1.0), shared_slow = fio_side(2660, 0.45);
+  const Comparison c = compare(quiet, shared_slow, {});
+  ASSERT_EQ(c.cases.size(), 1u);
+  EXPECT_EQ(c.cases[0].verdict, kNotComparable);
+  EXPECT_EQ(c.drift_cases, 1);
+  EXPECT_EQ(c.exit_code, 4);
+  EXPECT_EQ(c.cases[0].message,
+            "not judged: host drift: other work moved 55% of the bytes of its disk (vda) while "
+            "this case ran in CURRENT against 0% in BASELINE (other work shared the disk); "
+            "rerun both on a quiet host");
+  // A share within 15% (0.86 against 1.0) explains nothing: regressed.
+  const RunDir near = fio_side(2660, 0.86);
+  EXPECT_EQ(compare(quiet, near, {}).counts.at(kRegressed), 1);
+  // The side whose disk was shared must be the slower: BASELINE shared, CURRENT slower is judged.
+  const RunDir shared_fast = fio_side(1000, 0.45), quiet_slow = fio_side(2660, 1.0);
+  EXPECT_EQ(compare(shared_fast, quiet_slow, {}).counts.at(kRegressed), 1);
+  // No disk_load on a side (tmpfs, an older run): judged as before.
+  RunDir old = fio_side(1000, 1.0);
+  old.records.records[0].extra.erase("disk_load");
+  EXPECT_EQ(compare(old, shared_slow, {}).counts.at(kRegressed), 1);
+}
+
 }  // namespace
 }  // namespace clusterbench
 

@@ -149,6 +149,28 @@ TEST(ScratchDevice, LvmAndRaidAreFollowedToTheirDrives) {
   EXPECT_EQ(j["disks"][1]["serial"], "S64HNE0R100003");
 }
 
+// The disk whose traffic io.fio's extra.disk_load reads: a partition's or one-disk LVM's whole
+// disk (other partitions share it), a RAID's md device itself (its disks see mirrored bytes).
+TEST(ScratchDevice, TheLoadDiskIsTheWholeDiskOrTheArray) {
+  EXPECT_EQ(load_disk(scratch_device_json(on_node("/mnt/nvme0/cb-fio-seq_read-x"))), "nvme0n1");
+  EXPECT_EQ(load_disk(scratch_device_json(on_node("/data/x"))), "nvme1n1");
+  EXPECT_EQ(load_disk(scratch_device_json(on_node("/raid"))), "md0");
+  EXPECT_EQ(load_disk(json::object()), "");
+}
+
+// /proc/diskstats: sectors read (field 6) + sectors written (field 10), x 512 B.
+TEST(Scratch, DiskstatsBytesAreSectorsReadAndWrittenTimes512) {
+  const std::string text =
+      " 259       0 nvme0n1 1000 5 2000 300 4000 7 6000 900 0 1200 1500 0 0 0 0\n"
+      " 259       1 nvme0n1p1 10 0 20 3 40 0 60 9 0 12 15\n"
+      " 253       0 vda 1 2 3\n";  // truncated: not read
+  EXPECT_EQ(diskstats_bytes(text, "nvme0n1"), (2000LL + 6000LL) * 512);
+  EXPECT_EQ(diskstats_bytes(text, "nvme0n1p1"), (20LL + 60LL) * 512);
+  EXPECT_EQ(diskstats_bytes(text, "vda"), -1);
+  EXPECT_EQ(diskstats_bytes(text, "sda"), -1);
+  EXPECT_EQ(diskstats_bytes("", "nvme0n1"), -1);
+}
+
 TEST(ScratchDevice, FabricsMultipathAndByUuid) {
   ScratchDevice tcp = on_node("/mnt/fabric");
   ASSERT_EQ(tcp.disks.size(), 1u);

@@ -207,6 +207,32 @@ TEST(Rounds, MergeTakesOneRepetitionPerRound) {
   EXPECT_FALSE(m.extra.contains("snapshot"));
 }
 
+// io.fio's extra.disk_load over rounds: the bytes add up and the share is of the sums.
+TEST(Rounds, DiskLoadBytesAddUpOverTheRounds) {
+  std::vector<std::vector<ResultRecord>> rounds;
+  const long long disk[] = {100, 100, 300}, own[] = {100, 100, 100};
+  for (int k = 0; k < 3; ++k) {
+    ResultRecord r = round_record("f", 10 + k, 11, 0, 1e-3, 60);
+    r.extra["disk_load"] = {{"disk", "vda"},
+                            {"disk_bytes", disk[k]},
+                            {"fio_bytes", own[k]},
+                            {"other_bytes", disk[k] - own[k]},
+                            {"fio_share", static_cast<double>(own[k]) / disk[k]}};
+    rounds.push_back({r});
+  }
+  const json load = merge_rounds(rounds, 3, true)[0].extra["disk_load"];
+  EXPECT_EQ(load["disk"], "vda");
+  EXPECT_EQ(load["disk_bytes"], 500);
+  EXPECT_EQ(load["fio_bytes"], 300);
+  EXPECT_EQ(load["other_bytes"], 200);
+  EXPECT_DOUBLE_EQ(load["fio_share"].get<double>(), 0.6);
+  // A round whose disk was not read: the reason stands, no sum is made up.
+  rounds[1][0].extra["disk_load"] = {{"disk", "vda"}, {"reason", "/proc/diskstats has no line"}};
+  const json part = merge_rounds(rounds, 3, true)[0].extra["disk_load"];
+  EXPECT_FALSE(part.contains("fio_share")) << part;
+  EXPECT_EQ(part["reason"], "/proc/diskstats has no line");
+}
+
 // The failed record that a rank other than 0 writes takes the case's earlier rounds from its
 // last snapshot in records.jsonl: the latest of that case key, not another case's, past a torn
 // line.
