@@ -485,9 +485,8 @@ class Fio : public Benchmark {
     }
     return out;
   }
-  /// fio's ramp and runtime per run plus its start and our parsing (0.27-0.47 s per run
-  /// measured on the idle 2-core CI machine in `ci`: kFioRunOverheadS), and once the scratch
-  /// set-up and the file's layout (kFioLayoutBytesPerS) (docs/launch.md "Estimates").
+  /// fio's ramp and runtime per run plus its start and our parsing (kFioRunOverheadS), and once
+  /// the scratch set-up and the file's layout (kFioLayoutBytesPerS) (docs/launch.md "Estimates").
   double estimate_s(const Settings& s, const json& /*params*/) const override {
     return 0.3 + static_cast<double>(size_(s)) / kFioLayoutBytesPerS +
            static_cast<double>(repeat_(s)) *

@@ -447,6 +447,9 @@ void judge_metric(const Metric& b, const Metric& c, double tolerance, MetricChan
     mc.reason = "the time per operation moved less than the latency floor 1 us (" +
                 format_number(b.work / mc.baseline * 1e6) + " -> " +
                 format_number(c.work / mc.current * 1e6) + " us)";
+  } else if (mc.baseline_n == 0 && mc.current_n == 0 && mc.current == mc.baseline) {
+    // One number a run (a count of wrong results, a p99 over all batches), the same in both.
+    mc.reason = "the same value in both runs (one number a run, no repetitions)";
   } else if (mc.baseline_n < kMinReps || mc.current_n < kMinReps) {
     mc.verdict = kNotComparable;
     mc.reason = "n = " + std::to_string(mc.baseline_n) + "/" + std::to_string(mc.current_n) +
@@ -593,7 +596,7 @@ double case_share(const ResultRecord& r) {
   return s != p->end() && s->is_number() ? s->get<double>() : -1;
 }
 
-/// The share of its disk's bytes a record's case moved itself (extra.disk_load.fio_share, io.fio);
+/// The share of its disk's bytes a record's case moved itself (extra.disk_load.fio_share);
 /// -1 when absent. `disk` gets the disk's name.
 double case_disk_share(const ResultRecord& r, std::string& disk) {
   if (!r.extra.is_object()) return -1;
@@ -774,6 +777,8 @@ Comparison compare(const RunDir& baseline, const RunDir& current,
   out.current_dir = current.dir;
   out.baseline_run_id = baseline.run.run_id;
   out.current_run_id = current.run.run_id;
+  out.baseline_suite = baseline.run.suite, out.current_suite = current.run.suite;
+  out.baseline_rounds = baseline.run.rounds, out.current_rounds = current.run.rounds;
   out.rules = rules;
   // A resumed run may hold a case twice: the last record wins, as in the report. Each side is
   // indexed on a thread of its own.
@@ -963,6 +968,14 @@ std::string unfinished_line(const Comparison& c) {
          "and compare again";
 }
 
+/// "run ID, suite ci in 5 rounds" (the rounds only when more than one; no suite when unknown).
+std::string run_text(const std::string& id, const std::string& suite, int rounds) {
+  std::string out = "run " + id;
+  if (!suite.empty()) out += ", suite " + suite;
+  if (rounds > 1) out += (suite.empty() ? ", in " : " in ") + std::to_string(rounds) + " rounds";
+  return out;
+}
+
 void md_host_drift(std::ostringstream& md, const Comparison& c) {
   if (c.unfinished_cases > 0) md << "**Unfinished:** " << unfinished_line(c) << ".\n\n";
   if (c.host_drift.empty()) return;
@@ -981,8 +994,10 @@ std::string render_compare_markdown(const Comparison& c) {
   md << "**Verdict: " << verdict_word(c) << "** (exit " << c.exit_code << "): " << counts_line(c)
      << ".\n\n";
   md_host_drift(md, c);
-  md << "- Baseline: `" << c.baseline_dir << "` (run " << c.baseline_run_id << ")\n";
-  md << "- Current: `" << c.current_dir << "` (run " << c.current_run_id << ")\n";
+  md << "- Baseline: `" << c.baseline_dir << "` ("
+     << run_text(c.baseline_run_id, c.baseline_suite, c.baseline_rounds) << ")\n";
+  md << "- Current: `" << c.current_dir << "` ("
+     << run_text(c.current_run_id, c.current_suite, c.current_rounds) << ")\n";
   md << "- Rule: a metric regressed when its median got worse by more than its tolerance and a "
         "two-sided Mann-Whitney U test of the repetitions gives p < "
      << format_number(kAlpha) << " (at least " << kMinReps
@@ -1008,8 +1023,14 @@ std::string render_compare_markdown(const Comparison& c) {
 json render_compare_json(const Comparison& c) {
   json j;
   j["schema"] = kCompareSchema;
-  j["baseline"] = {{"dir", c.baseline_dir}, {"run_id", c.baseline_run_id}};
-  j["current"] = {{"dir", c.current_dir}, {"run_id", c.current_run_id}};
+  j["baseline"] = {{"dir", c.baseline_dir},
+                   {"run_id", c.baseline_run_id},
+                   {"suite", c.baseline_suite},
+                   {"rounds", c.baseline_rounds}};
+  j["current"] = {{"dir", c.current_dir},
+                  {"run_id", c.current_run_id},
+                  {"suite", c.current_suite},
+                  {"rounds", c.current_rounds}};
   j["verdict"] = verdict_word(c);
   j["host_drift"] = json::array();
   for (const auto& d : c.host_drift)

@@ -163,6 +163,8 @@ bool host_bound(const ResultRecord& r);
 
 struct Comparison {
   std::string baseline_dir, current_dir, baseline_run_id, current_run_id;
+  std::string baseline_suite, current_suite;    ///< run.json "suite"
+  int baseline_rounds = 1, current_rounds = 1;  ///< run.json "rounds" (1 when absent)
   std::vector<ToleranceRule> rules;
   std::string spec_path;          ///< the spec table whose `compare` tolerances applied ("" none)
   std::vector<CaseChange> cases;  ///< regressed first, then improved, new, not compared, unchanged

@@ -289,6 +289,24 @@ int RunSession::State::check_cases() {
   return setup_failed(ctx, error) ? 2 : 0;
 }
 
+namespace {
+
+/// "note: N rounds: fewer than 5 repetitions a case; ..." (N from --rounds or
+/// CLUSTERBENCH_ROUNDS) when the plan has a round case (one
+/// still to run, with `to_run_only`) and N is below kMinSamples; "" otherwise. The run and its
+/// --dry-run say the same.
+std::string few_rounds_note(const std::vector<PlannedEntry>& plan, int rounds, bool to_run_only) {
+  const bool any = std::any_of(plan.begin(), plan.end(), [&](const PlannedEntry& p) {
+    return p.in_rounds && (p.to_run || !to_run_only);
+  });
+  if (!any || rounds >= kMinSamples) return "";
+  return "note: " + std::to_string(rounds) + (rounds == 1 ? " round" : " rounds") +
+         ": fewer than " + std::to_string(kMinSamples) +
+         " repetitions a case; compare cannot judge these cases (docs/compare.md)\n";
+}
+
+}  // namespace
+
 void RunSession::State::print_dry_run() {
   if (!ctx.is_root()) return;
   if (resume.active) read_resume_records(resume);
@@ -319,6 +337,7 @@ void RunSession::State::print_dry_run() {
   if (spec.path.empty()) spec = hooks.choose_spec(envs);
   Spec loaded = load_spec(spec.path);
   header += "spec: " + loaded.name + " (" + spec.path + ", " + spec.selected_by + ")\n";
+  header += few_rounds_note(plan, opt.rounds, false);
   if (!busy.empty())
     header += "note: other processes use the GPUs (a run refuses without --allow-shared-gpus):\n" +
               describe_busy(busy);
@@ -1015,11 +1034,7 @@ void RunSession::run_cases() {
   if (s.ctx.is_root()) s.heartbeat.emplace(8.0, std::cout, s.t0);
   if (!s.channel) s.channel.emplace(s.ctx, [&s](const std::string& r) { s.watchdog->trip(r); });
   // --rounds: the first round runs the plan; each later one its round cases again.
-  const bool any = std::any_of(s.plan.begin(), s.plan.end(),
-                               [](const PlannedEntry& p) { return p.in_rounds && p.to_run; });
-  if (s.ctx.is_root() && any && s.opt.rounds < kMinSamples)
-    std::cout << "note: --rounds " << s.opt.rounds << ": fewer than " << kMinSamples
-              << " repetitions a case; compare cannot judge these cases (docs/compare.md)\n";
+  if (s.ctx.is_root()) std::cout << few_rounds_note(s.plan, s.opt.rounds, true);
   for (s.round = 1; s.round <= s.opt.rounds; ++s.round)
     if (!s.run_round()) break;
   if (s.ctx.is_root()) s.end_rounds();

@@ -92,6 +92,15 @@ TEST(Compare, MetricRule) {
                mc);
   EXPECT_EQ(mc.verdict, kNotComparable);
   EXPECT_EQ(mc.reason, "n = 0/0, needs 5 repetitions a side");
+  // One number a run that did not move (a count of wrong results, 0 and 0): unchanged, saying so;
+  // one that moved stays not comparable.
+  judge_metric(Metric{"wrong", 0, "count", false, {}, 0}, Metric{"wrong", 0, "count", false, {}, 0},
+               0.05, mc);
+  EXPECT_EQ(mc.verdict, kUnchanged);
+  EXPECT_EQ(mc.reason, "the same value in both runs (one number a run, no repetitions)");
+  judge_metric(Metric{"wrong", 0, "count", false, {}, 0}, Metric{"wrong", 3, "count", false, {}, 0},
+               0.05, mc);
+  EXPECT_EQ(mc.verdict, kNotComparable);
   // 4 repetitions a side: not comparable either.
   Metric four = reps_metric(100, 0.01);
   four.reps.resize(4);
@@ -755,6 +764,23 @@ TEST(Compare, ACaseInProgressWhenARunWasCancelledIsUnfinishedNotRegressed) {
   // A case that failed by itself (its own error, not a signal) is still regressed.
   copy->message = "round 3 of 5: STREAM: validation failed";
   EXPECT_EQ(compare(base, cur, {}).counts.at(kRegressed), 1);
+}
+
+TEST(Compare, EachSideSaysItsSuiteAndRounds) {
+  const std::string fx = std::string(CB_FIXTURES) + "/results/compare-baseline";
+  RunDir base = read_run_dir(fx), cur = read_run_dir(fx);
+  base.run.suite = cur.run.suite = "ci";
+  base.run.rounds = 5;
+  cur.run.rounds = 1;
+  const Comparison c = compare(base, cur, {});
+  const std::string md = render_compare_markdown(c);
+  EXPECT_NE(md.find("(run " + base.run.run_id + ", suite ci in 5 rounds)"), std::string::npos)
+      << md;
+  EXPECT_NE(md.find("(run " + cur.run.run_id + ", suite ci)"), std::string::npos) << md;
+  const json j = render_compare_json(c);
+  EXPECT_EQ(j["baseline"]["rounds"], 5);
+  EXPECT_EQ(j["current"]["rounds"], 1);
+  EXPECT_EQ(j["current"]["suite"], "ci");
 }
 
 TEST(Compare, AnUnchangedMovePastItsToleranceSaysWhyInCompareMd) {
