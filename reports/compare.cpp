@@ -1020,17 +1020,21 @@ std::string render_compare_markdown(const Comparison& c) {
   return md.str();
 }
 
+namespace {
+
+/// compare.json "baseline" or "current": {dir, run_id, suite, rounds}.
+json side_json(const std::string& dir, const std::string& id, const std::string& suite,
+               int rounds) {
+  return {{"dir", dir}, {"run_id", id}, {"suite", suite}, {"rounds", rounds}};
+}
+
+}  // namespace
+
 json render_compare_json(const Comparison& c) {
   json j;
   j["schema"] = kCompareSchema;
-  j["baseline"] = {{"dir", c.baseline_dir},
-                   {"run_id", c.baseline_run_id},
-                   {"suite", c.baseline_suite},
-                   {"rounds", c.baseline_rounds}};
-  j["current"] = {{"dir", c.current_dir},
-                  {"run_id", c.current_run_id},
-                  {"suite", c.current_suite},
-                  {"rounds", c.current_rounds}};
+  j["baseline"] = side_json(c.baseline_dir, c.baseline_run_id, c.baseline_suite, c.baseline_rounds);
+  j["current"] = side_json(c.current_dir, c.current_run_id, c.current_suite, c.current_rounds);
   j["verdict"] = verdict_word(c);
   j["host_drift"] = json::array();
   for (const auto& d : c.host_drift)
