@@ -99,8 +99,10 @@ for mode, dirs in (("unidirectional", 1), ("bidirectional", 2)):
     fast = [v for k, v in bw.items() if k != slow]
     ratio = bw[slow] / (sum(fast) / len(fast))
     # Half the rate. Both directions at once share the 2 cores, and a loaded host can take them
-    # from one pair (a clean-clone run measured 0.334 unidirectional), so allow more below.
-    low = 0.2
+    # from one pair (a clean-clone run measured 0.334 unidirectional); both ways, each link's
+    # ACKs wait behind its data in the tbf queue, and the slow link measured 0.26-0.63 in five
+    # runs at 200/100 Mbit/s: allow more below there.
+    low = 0.2 if mode == "unidirectional" else 0.15
     check(low <= ratio <= 0.7, f"{mode}: slow link / fast links = {ratio:.3f} in {low}..0.70")
     cl = [r for r in recs if r["params"]["mode"] == mode and r["scope"]["kind"] == "cluster"][0]
     m = cl["extra"]["matrix"]
