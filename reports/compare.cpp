@@ -597,15 +597,17 @@ double case_share(const ResultRecord& r) {
 }
 
 /// The share of its disk's bytes a record's case moved itself (extra.disk_load.fio_share);
-/// -1 when absent. `disk` gets the disk's name.
+/// -1 when absent or not a fraction. `disk` gets the disk's name.
 double case_disk_share(const ResultRecord& r, std::string& disk) {
   if (!r.extra.is_object()) return -1;
   auto d = r.extra.find("disk_load");
   if (d == r.extra.end() || !d->is_object()) return -1;
   auto s = d->find("fio_share");
   if (s == d->end() || !s->is_number()) return -1;
-  disk = d->value("disk", "");
-  return s->get<double>();
+  auto name = d->find("disk");
+  disk = name != d->end() && name->is_string() ? name->get<std::string>() : "?";
+  const double share = s->get<double>();
+  return share >= 0 && share <= 1 ? share : -1;  // a share is a fraction; else not read
 }
 
 std::string percent_text(double fraction) {
