@@ -145,11 +145,12 @@ TEST(Rounds, WhichCasesRunInRounds) {
   EXPECT_EQ(reg.find("io.fio")->round_sets(Settings("ci", {"io.fio.repeat=7"}), 5),
             (Sets{{"io.fio.repeat", "2"}}));
   // fio's estimate: set-up 0.3 s and the 1 GiB file's layout at 250 MB/s once a case, then per
-  // run 0.4 s + ramp 0.5 s + runtime 1.5 s; a round of 5 lays the file out again for its 1 run.
+  // run 0.6 s (fio's start) + ramp 0.5 s + runtime 1.5 s; a round of 5 lays the file out again
+  // for its 1 run.
   const Settings quick("quick", {}), round = quick.with("io.fio.repeat", "1");
   const double layout = 1073741824 / 250e6;
-  EXPECT_NEAR(reg.find("io.fio")->estimate_s(quick, {}), 0.3 + layout + 5 * 2.4, 1e-9);
-  EXPECT_NEAR(reg.find("io.fio")->estimate_s(round, {}), 0.3 + layout + 2.4, 1e-9);
+  EXPECT_NEAR(reg.find("io.fio")->estimate_s(quick, {}), 0.3 + layout + 5 * 2.6, 1e-9);
+  EXPECT_NEAR(reg.find("io.fio")->estimate_s(round, {}), 0.3 + layout + 2.6, 1e-9);
   // A round's settings: min_time / rounds for that benchmark only.
   Settings s("ci", {});
   Settings r = s.with("compute.memory_bandwidth.min_time", "0.01");
