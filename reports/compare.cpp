@@ -610,10 +610,6 @@ double case_disk_share(const ResultRecord& r, std::string& disk) {
   return share >= 0 && share <= 1 ? share : -1;  // a share is a fraction; else not read
 }
 
-std::string percent_text(double fraction) {
-  return format_number(std::round(fraction * 1000) / 10) + "%";
-}
-
 /// A record's core-to-core round trips [before, after] the case, ns, those measured (0 to 2).
 std::vector<double> case_c2c(const ResultRecord& r) {
   std::vector<double> out;
@@ -713,8 +709,8 @@ std::string disk_reason(const CaseChange& cc) {
   if (b < 0 || c < 0 || std::abs(c - b) <= kShareTolerance * std::max(b, c) ||
       !slower_where_shared(cc, b, c))
     return "";
-  return "other work moved " + percent_text(1 - c) + " of the bytes of its disk (" + disk +
-         ") while this case ran in CURRENT against " + percent_text(1 - b) +
+  return "other work moved " + pct(1 - c) + " of the bytes of its disk (" + disk +
+         ") while this case ran in CURRENT against " + pct(1 - b) +
          " in BASELINE (other work shared the disk)";
 }
 

@@ -291,10 +291,9 @@ int RunSession::State::check_cases() {
 
 namespace {
 
-/// "note: N rounds: fewer than 5 repetitions a case; ..." (N from --rounds or
-/// CLUSTERBENCH_ROUNDS) when the plan has a round case (one
-/// still to run, with `to_run_only`) and N is below kMinSamples; "" otherwise. The run and its
-/// --dry-run say the same.
+/// "note: N rounds: fewer than 5 repetitions a case; ..." (N from --rounds or CLUSTERBENCH_ROUNDS)
+/// when the plan has a round case (one still to run, with `to_run_only`) and N is below
+/// kMinSamples; "" otherwise. The run and its --dry-run say the same.
 std::string few_rounds_note(const std::vector<PlannedEntry>& plan, int rounds, bool to_run_only) {
   const bool any = std::any_of(plan.begin(), plan.end(), [&](const PlannedEntry& p) {
     return p.in_rounds && (p.to_run || !to_run_only);
