@@ -15,7 +15,9 @@ class RunCommand : public Command {
     cmd_->add_option("--suite", o_.suite, "ci | quick | full")
         ->check(CLI::IsMember({"ci", "quick", "full"}));
     cmd_->add_option("--spec", o_.spec_path, "spec table (default: chosen from the hardware)");
-    cmd_->add_option("--only", o_.only, "glob(s) on benchmark ids, e.g. 'compute.*'");
+    cmd_->add_option("--only", o_.only,
+                     "glob(s) on benchmark ids, space- or comma-separated, e.g. 'compute.*'")
+        ->delimiter(',');
     cmd_->add_option("--set", o_.set, "id.key=value or area.key=value");
     cmd_->add_option("--out", o_.out_dir, "run directory (default results/<run-id>)");
     cmd_->add_option("--results", o_.results_root, "where default run directories go");
