@@ -23,6 +23,9 @@ namespace clusterbench::report {
 
 namespace {
 
+/// How a case's message starts when host drift left its change unjudged (compare.md lists them).
+const std::string kDriftMessage = "not judged: host drift: ";
+
 const std::vector<std::string>& verdict_order() {
   static const std::vector<std::string> order = {kRegressed,   kImproved,      kNew,
                                                  kNotCompared, kNotComparable, kUnchanged};
@@ -760,7 +763,7 @@ void discount_drift(Comparison& out) {
             "was " + m.verdict + " (p = " + format_number(m.p_value) + "); not judged: host drift",
         m.verdict = kNotComparable;
     cc.verdict = kNotComparable;
-    cc.message = "not judged: host drift: " + why + "; rerun both on a quiet host";
+    cc.message = kDriftMessage + why + "; rerun both on a quiet host";
     ++out.drift_cases;
   }
 }
@@ -974,13 +977,20 @@ std::string run_text(const std::string& id, const std::string& suite, int rounds
   return out;
 }
 
+/// compare.md's unfinished and host-drift paragraphs: each probe that moved, and each case not
+/// judged with its cause (the probe, its own CPU share or its disk's other work).
 void md_host_drift(std::ostringstream& md, const Comparison& c) {
   if (c.unfinished_cases > 0) md << "**Unfinished:** " << unfinished_line(c) << ".\n\n";
-  if (c.host_drift.empty()) return;
-  md << "**Host drift:** the host itself ran at another speed in the two runs, so " << c.drift_cases
+  if (c.host_drift.empty() && c.drift_cases == 0) return;
+  md << "**Host drift:** the host ran at another speed, or other work shared its CPUs or disk, in "
+        "one of the runs, so "
+     << c.drift_cases
      << " host-side change(s) were not judged (not_comparable); rerun both on a quiet host "
         "(docs/compare.md \"Host drift\").\n\n";
   for (const auto& d : c.host_drift) md << "- " << drift_text(d) << "\n";
+  for (const auto& cc : c.cases)
+    if (cc.message.rfind(kDriftMessage, 0) == 0)
+      md << "- " << cell(case_label(cc)) << ": " << cell(cc.message) << "\n";
   md << "\n";
 }
 

@@ -658,6 +658,17 @@ TEST(HostDrift, AFioCaseOnADiskOtherWorkSharedIsNotJudgedByAnyFactor) {
             "not judged: host drift: other work moved 55% of the bytes of its disk (vda) while "
             "this case ran in CURRENT against 0% in BASELINE (other work shared the disk); "
             "rerun both on a quiet host");
+  // compare.md says why, under Host drift, though no host probe moved.
+  const std::string md = render_compare_markdown(c);
+  EXPECT_TRUE(c.host_drift.empty());
+  EXPECT_NE(md.find("**Host drift:** the host ran at another speed, or other work shared its CPUs "
+                    "or disk, in one of the runs, so 1 host-side change(s) were not judged"),
+            std::string::npos)
+      << md;
+  EXPECT_NE(md.find(": not judged: host drift: other work moved 55% of the bytes of its disk (vda) "
+                    "while this case ran in CURRENT against 0% in BASELINE"),
+            std::string::npos)
+      << md;
   // A share within 15% (0.86 against 1.0) explains nothing: regressed.
   const RunDir near = fio_side(2660, 0.86);
   EXPECT_EQ(compare(quiet, near, {}).counts.at(kRegressed), 1);
@@ -757,10 +768,12 @@ TEST(Compare, ACaseInProgressWhenARunWasCancelledIsUnfinishedNotRegressed) {
   const Comparison back = compare(cur, base, {});  // BASELINE cancelled: not "improved" either
   EXPECT_EQ(back.counts.at(kImproved), 0);
   EXPECT_EQ(back.unfinished_cases, 1);
-  for (const auto& cc : c.cases)
-    if (cc.unfinished)
+  for (const auto& cc : c.cases) {
+    if (cc.unfinished) {
       EXPECT_EQ(cc.message, "unfinished: CURRENT's run was stopped during the case (" + stop +
                                 "); `clusterbench run --resume DIR` completes it");
+    }
+  }
   // A case that failed by itself (its own error, not a signal) is still regressed.
   copy->message = "round 3 of 5: STREAM: validation failed";
   EXPECT_EQ(compare(base, cur, {}).counts.at(kRegressed), 1);
