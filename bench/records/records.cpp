@@ -712,8 +712,11 @@ json parse_json_text(std::string_view text, const std::string& where, int first_
   try {
     return json::parse(text);
   } catch (const json::exception& e) {
+    // Bytes that are not UTF-8 are named by line, column and value, not quoted raw.
+    std::string what = utf8_error(text, first_line);
     // nlohmann 3.11 reports "parse error at line L, column C: ..." (and number overflows)
-    throw InputError(where.empty() ? std::string(e.what()) : where + ": " + e.what());
+    if (what.empty()) what = e.what();
+    throw InputError(where.empty() ? what : where + ": " + what);
   }
 }
 

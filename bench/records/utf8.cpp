@@ -1,6 +1,8 @@
 // Bytes to UTF-8 text: see utf8.hpp.
 #include "records/utf8.hpp"
 
+#include <algorithm>
+
 namespace clusterbench {
 
 namespace {
@@ -39,14 +41,32 @@ size_t sequence_at(std::string_view s, size_t i, size_t& bad) {
 
 }  // namespace
 
-bool is_valid_utf8(std::string_view bytes) {
+size_t first_invalid_utf8(std::string_view bytes) {
   size_t bad = 0;
   for (size_t i = 0; i < bytes.size();) {
     size_t n = sequence_at(bytes, i, bad);
-    if (n == 0) return false;
+    if (n == 0) return i;
     i += n;
   }
-  return true;
+  return std::string_view::npos;
+}
+
+bool is_valid_utf8(std::string_view bytes) {
+  return first_invalid_utf8(bytes) == std::string_view::npos;
+}
+
+std::string utf8_error(std::string_view text, int first_line) {
+  const size_t at = first_invalid_utf8(text);
+  if (at == std::string_view::npos) return "";
+  const size_t line_start = text.rfind('\n', at);
+  const size_t column = line_start == std::string_view::npos ? at + 1 : at - line_start;
+  const auto newlines = std::count(text.begin(), text.begin() + static_cast<long>(at), '\n');
+  static const char* hex = "0123456789ABCDEF";
+  const auto byte = static_cast<unsigned char>(text[at]);
+  std::string out;
+  if (first_line > 0) out += "line " + std::to_string(first_line + newlines) + ", ";
+  return out + "column " + std::to_string(column) + ": byte 0x" + hex[byte >> 4] + hex[byte & 15] +
+         " is not UTF-8";
 }
 
 std::string valid_utf8(std::string_view bytes) {

@@ -24,6 +24,15 @@ inline constexpr std::string_view kReplacementChar = "\xEF\xBF\xBD";
 /// U+10FFFF). NUL bytes are valid.
 bool is_valid_utf8(std::string_view bytes);
 
+/// Offset of the first byte of `bytes` that does not start a well-formed UTF-8 sequence, or
+/// std::string_view::npos when all of it is well-formed.
+size_t first_invalid_utf8(std::string_view bytes);
+
+/// "" when `text` is well-formed UTF-8, else "line L, column C: byte 0xFF is not UTF-8" for its
+/// first ill-formed byte (lines counted from `first_line`; 0 leaves the line out). Columns count
+/// bytes from 1, as nlohmann's parse errors do.
+std::string utf8_error(std::string_view text, int first_line = 1);
+
 /// `bytes` as valid UTF-8: unchanged when already valid, else each maximal ill-formed
 /// subsequence replaced by U+FFFD (so "\xff\xfe" gives two, a truncated 3-byte sequence one).
 std::string valid_utf8(std::string_view bytes);

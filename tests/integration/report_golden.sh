@@ -48,5 +48,5 @@ assert any('records.jsonl:7: truncated last record ignored' in w for w in r['war
 " "$TMP/bb/report.json"
 printf '"}\n%s\n' "$(head -n 1 "$TMP/bb/records.jsonl")" >>"$TMP/bb/records.jsonl"
 expect_rc 2 "$CB_BIN" report "$TMP/bb"
-expect_out "records.jsonl:7: "
+expect_out "records.jsonl:7: column 46: byte 0xFF is not UTF-8$"
 ok "bytes that are not UTF-8 in records.jsonl: a truncated last line warns, a middle one is exit 2"

@@ -234,7 +234,7 @@ TEST(RoundTrip, RunRecordRounds) {
   RunRecord back = j.get<RunRecord>();
   EXPECT_EQ(back.rounds, 5);
   EXPECT_EQ(json(back)["rounds"], 5);
-  for (const json bad : {json(1.5), json("3"), json(0), json(21), json(nullptr)}) {
+  for (const json& bad : {json(1.5), json("3"), json(0), json(21), json(nullptr)}) {
     j["rounds"] = bad;
     const std::string why = input_error([&] { j.get<RunRecord>(); });
     EXPECT_NE(
@@ -405,7 +405,7 @@ TEST(ReadRecords, BytesThatAreNotUtf8InALine) {
   EXPECT_NO_THROW((void)json(f.warnings[0]).dump());
   std::ofstream(path) << good << "\n{\"message\":\"\xff\xfe\"}\n" << good << "\n";
   std::string m = input_error([&] { read_records(path); });
-  EXPECT_EQ(m.rfind(path + ":2: ", 0), 0u) << m;
+  EXPECT_EQ(m, path + ":2: column 13: byte 0xFF is not UTF-8");  // {"message":" is 12 bytes
   EXPECT_NO_THROW((void)json(m).dump());
 }
 
@@ -571,6 +571,10 @@ TEST(ReadJsonFile, ParseErrorNamesFileAndLine) {
   std::string m = input_error([&] { read_json_file(path); });
   EXPECT_EQ(m.rfind(path + ": ", 0), 0u) << m;
   EXPECT_NE(m.find("line 4"), std::string::npos) << m;
+  // Bytes that are not UTF-8 are named, not quoted.
+  std::ofstream(path) << "{\n  \"schema\": \"clusterbench.run/1\",\n  \"run_id\": \"r\xff\"\n}\n";
+  m = input_error([&] { read_json_file(path); });
+  EXPECT_EQ(m, path + ": line 3, column 15: byte 0xFF is not UTF-8");
 }
 
 TEST(Files, WriteFileAtomicAndSha256) {

@@ -31,6 +31,17 @@ TEST(Utf8, EachInvalidByteBecomesOneReplacement) {
   EXPECT_EQ(valid_utf8("\xF4\x90\x80\x80"), kFFFD + kFFFD + kFFFD + kFFFD);  // > U+10FFFF
 }
 
+TEST(Utf8, TheFirstIllFormedByteIsNamedByLineColumnAndValue) {
+  EXPECT_EQ(first_invalid_utf8("gr\xC3\xBC\xC3\x9F"), std::string::npos);
+  EXPECT_EQ(first_invalid_utf8("ab\xE2\x82"), 2u);  // a truncated sequence starts the error
+  EXPECT_EQ(utf8_error("{\"a\": 1}"), "");
+  // Line 3 ("  \"b\": \"x" is 9 bytes, then 0xFE): lines from 1, columns in bytes from 1.
+  EXPECT_EQ(utf8_error("{\n  \"a\": \"\xC3\xBC\",\n  \"b\": \"x\xFE\"\n}"),
+            "line 3, column 10: byte 0xFE is not UTF-8");
+  EXPECT_EQ(utf8_error("\x80", 7), "line 7, column 1: byte 0x80 is not UTF-8");
+  EXPECT_EQ(utf8_error("ab\xC0\xAF", 0), "column 3: byte 0xC0 is not UTF-8");  // no line
+}
+
 TEST(Utf8, ATruncatedSequenceBecomesOneReplacement) {
   EXPECT_EQ(valid_utf8("ab\xE2\x82"), "ab" + kFFFD);  // at the end
   EXPECT_EQ(valid_utf8("\xE2\x82"
