@@ -13,6 +13,9 @@
 #   buildah and podman (the bare-root, package and image tests), numpy/scipy, benchmark tools,
 #   Chromium (report.html looked at in a headless browser; `clusterbench report --pdf`),
 #   poppler-utils (pdftotext: the PDF's cover page).
+#   apt-get download: Slurm and munge (slurmctld, slurmd, slurm-client, munge and their plugins),
+#   unpacked into .deps/slurm for the one-node Slurm test; not installed, so no systemd unit of
+#   theirs is enabled beside a site's own Slurm.
 #   pip, where nvcc is: the CUDA 12.2 wheels into .deps/cuda12 (the CUDA 12 host check).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -73,6 +76,27 @@ if ((TEST)) && [ "${CB_SETUP_CUDA12:-1}" != "0" ] && [ -x /usr/local/cuda/bin/nv
       --target "$CUDA12_DIR" "${CUDA12_WHEELS[@]}" >/dev/null 2>&1; then
     echo "setup: the CUDA 12 wheels could not be installed: the CUDA 12 host check is skipped"
   fi
+fi
+# Slurm and munge for tests/integration/reports_slurm.sh: Debian's packages unpacked (dpkg-deb -x:
+# no maintainer script runs, nothing outside this checkout); the test puts them on its PATH.
+SLURM_DIR=.deps/slurm
+SLURM_DEBS=(slurmctld slurmd slurm-client slurm-wlm-basic-plugins munge libmunge2)
+if ((TEST)) && [ ! -x "$SLURM_DIR/usr/sbin/slurmd" ]; then
+  echo "setup: unpacking Slurm and munge (${SLURM_DEBS[*]}) into $SLURM_DIR"
+  debs=$(mktemp -d)
+  get_debs() { (cd "$debs" && apt-get download -qq "${SLURM_DEBS[@]}" >/dev/null 2>&1); }
+  if ! get_debs; then
+    SUDO=""
+    if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+    $SUDO apt-get update -qq
+    get_debs || { echo "setup: apt-get download ${SLURM_DEBS[*]} failed" >&2; exit 1; }
+  fi
+  rm -rf "$SLURM_DIR.part"
+  for deb in "$debs"/*.deb; do dpkg-deb -x "$deb" "$SLURM_DIR.part"; done
+  # The names the packages' update-alternatives would give the daemons.
+  for d in slurmctld slurmd slurmstepd; do ln -s "$d-wlm" "$SLURM_DIR.part/usr/sbin/$d"; done
+  rm -rf "$debs" "$SLURM_DIR"
+  mv "$SLURM_DIR.part" "$SLURM_DIR"
 fi
 if command -v nvcc >/dev/null 2>&1 || [ -x /usr/local/cuda/bin/nvcc ]; then
   :
