@@ -455,8 +455,11 @@ void judge_metric(const Metric& b, const Metric& c, double tolerance, MetricChan
     mc.reason = "the same value in both runs (one number a run, no repetitions)";
   } else if (mc.baseline_n < kMinReps || mc.current_n < kMinReps) {
     mc.verdict = kNotComparable;
-    mc.reason = "n = " + std::to_string(mc.baseline_n) + "/" + std::to_string(mc.current_n) +
-                ", needs " + std::to_string(kMinReps) + " repetitions a side";
+    // A best-of or one-pass number has no repetitions at all: say that, not "n = 0/0".
+    mc.reason = mc.baseline_n == 0 && mc.current_n == 0
+                    ? "one number a run (no repetitions), so a change cannot be tested"
+                    : "n = " + std::to_string(mc.baseline_n) + "/" + std::to_string(mc.current_n) +
+                          ", needs " + std::to_string(kMinReps) + " repetitions a side";
   } else if (std::fabs(d) <= tolerance) {
     mc.reason = "within tolerance";
   } else {

@@ -10,6 +10,7 @@
 #include "core/version.hpp"
 #include "core/watchdog.hpp"
 #include "records/records.hpp"
+#include "records/utf8.hpp"
 
 using namespace clusterbench;
 
@@ -42,11 +43,11 @@ int dispatch(Command& cmd, int argc, char** argv) {
   try {
     if (cmd.needs_mpi()) start_mpi(cmd, argc, argv);
     code = cmd.run(argc, argv);
-  } catch (const InputError& e) {
-    std::cerr << "clusterbench: " << e.what() << std::endl;
+  } catch (const InputError& e) {  // it may quote a path or bytes that are not UTF-8
+    std::cerr << "clusterbench: " << valid_utf8(e.what()) << std::endl;
     code = 2;
   } catch (const std::exception& e) {
-    std::cerr << "clusterbench: error: " << e.what() << std::endl;
+    std::cerr << "clusterbench: error: " << valid_utf8(e.what()) << std::endl;
     code = 3;
   }
   if (cmd.needs_mpi()) {

@@ -16,8 +16,14 @@ class RunCommand : public Command {
         ->check(CLI::IsMember({"ci", "quick", "full"}));
     cmd_->add_option("--spec", o_.spec_path, "spec table (default: chosen from the hardware)");
     cmd_->add_option("--only", o_.only,
-                     "glob(s) on benchmark ids, space- or comma-separated, e.g. 'compute.*'")
-        ->delimiter(',');
+                     "glob(s) on benchmark ids, space- or comma-separated, e.g. 'compute.*'");
+    cmd_->parse_complete_callback([this] {
+      try {
+        o_.only = split_globs(o_.only);
+      } catch (const InputError& e) {
+        throw CLI::ValidationError(e.what());
+      }
+    });
     cmd_->add_option("--set", o_.set, "id.key=value or area.key=value");
     cmd_->add_option("--out", o_.out_dir, "run directory (default results/<run-id>)");
     cmd_->add_option("--results", o_.results_root, "where default run directories go");

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <sstream>
 
 #include "core/measure.hpp"
 #include "records/spec.hpp"
@@ -85,6 +86,23 @@ const Benchmark* Registry::find(const std::string& id) const {
   for (const auto& b : benchmarks_)
     if (b->id() == id) return b.get();
   return nullptr;
+}
+
+std::vector<std::string> split_globs(const std::vector<std::string>& values) {
+  std::vector<std::string> out;
+  for (const auto& value : values) {
+    const size_t before = out.size();
+    std::istringstream parts(value);
+    for (std::string part; std::getline(parts, part, ',');) {
+      const size_t b = part.find_first_not_of(" \t"), e = part.find_last_not_of(" \t");
+      if (b != std::string::npos) out.push_back(part.substr(b, e - b + 1));
+    }
+    if (out.size() == before)
+      throw InputError("--only '" + value +
+                       "' holds no glob (globs are separated by spaces or commas, e.g. "
+                       "--only 'compute.*,io.fio')");
+  }
+  return out;
 }
 
 std::vector<const Benchmark*> select_benchmarks(const std::vector<std::string>& only,

@@ -229,6 +229,11 @@ class Registry {
   std::vector<std::unique_ptr<Benchmark>> benchmarks_;
 };
 
+/// The globs of `--only`'s values: each value split at commas ("compute.*,io.fio" is two), each
+/// glob trimmed of spaces, empty pieces (a trailing comma) dropped. Throws InputError naming
+/// the value when one holds no glob at all (`--only ','`, `--only ''`).
+std::vector<std::string> split_globs(const std::vector<std::string>& values);
+
 /// Benchmarks of `registry` in `suite` selected by `only` globs, in registry order. Throws
 /// InputError listing the known benchmark ids when a pattern matches none of the suite's.
 std::vector<const Benchmark*> select_benchmarks(const std::vector<std::string>& only,

@@ -715,7 +715,7 @@ json parse_json_text(std::string_view text, const std::string& where, int first_
     // Bytes that are not UTF-8 are named by line, column and value, not quoted raw.
     std::string what = utf8_error(text, first_line);
     // nlohmann 3.11 reports "parse error at line L, column C: ..." (and number overflows)
-    if (what.empty()) what = e.what();
+    if (what.empty()) what = valid_utf8(e.what());
     throw InputError(where.empty() ? what : where + ": " + what);
   }
 }
@@ -1162,6 +1162,11 @@ RunDir read_run_dir(const std::string& dir, bool with_plan) {
       DepthGuard guard(run_path, 1);
       GuardedIterator first{std::istreambuf_iterator<char>(in), &guard}, last{{}, &guard};
       return json::parse(first, last, skip_plan).get<RunRecord>();
+    } catch (const json::parse_error& e) {
+      // Streamed, so the text is read again (only on error) to name a byte that is not UTF-8.
+      std::ifstream again(run_path, std::ios::binary);
+      const std::string why = utf8_error(std::string(std::istreambuf_iterator<char>(again), {}));
+      throw InputError(run_path + ": " + (why.empty() ? valid_utf8(e.what()) : why));
     } catch (const std::exception& e) {
       std::string what = e.what();
       if (what.rfind(run_path, 0) == 0) throw;

@@ -37,14 +37,17 @@ expect_out "matches no benchmark; known benchmarks:"
 expect_out "compute.memory_bandwidth"
 ok "unknown --only lists the known benchmarks"
 # --only takes its globs space- or comma-separated (a comma list is not one unknown pattern).
-expect_rc 0 "$CB_BIN" run --suite ci --dry-run --only 'compute.memory_*,io.fio' compute.gemm \
+expect_rc 0 "$CB_BIN" run --suite ci --dry-run --only 'compute.memory_*, io.fio' compute.gemm \
   --out "$TMP/r3"
 py "
 import re
 ids = sorted(set(re.findall(r'^ +[0-9.]+ +node +([a-z_.]+) ', open(sys.argv[1]).read(), re.M)))
 assert ids == ['compute.gemm', 'compute.memory_bandwidth', 'io.fio'], ids
 " "$TMP/out"
-ok "--only 'a,b' c selects a, b and c"
+# Nothing but commas is an error naming the value, and never takes the next option as a glob.
+expect_rc 2 "$CB_BIN" run --suite ci --dry-run --only ',' --out "$TMP/r3"
+expect_out "^clusterbench run: --only ',' holds no glob \(globs are separated by spaces or commas"
+ok "--only 'a, b' c selects a, b and c; --only ',' is an error"
 
 # A malformed --set.
 expect_rc 2 "$CB_BIN" run --suite ci --set nonsense --out "$TMP/r4"

@@ -91,7 +91,11 @@ TEST(Compare, MetricRule) {
   judge_metric(Metric{"m", 5.46, "GB/s", true, {}, 0}, Metric{"m", 3.26, "GB/s", true, {}, 0}, 0.05,
                mc);
   EXPECT_EQ(mc.verdict, kNotComparable);
-  EXPECT_EQ(mc.reason, "n = 0/0, needs 5 repetitions a side");
+  EXPECT_EQ(mc.reason, "one number a run (no repetitions), so a change cannot be tested");
+  judge_metric(reps_metric(5.46, 0.01, true, "GB/s"),
+               Metric{"m", 3.26, "GB/s", true, {3, 3.2, 3.3}}, 0.05, mc);
+  EXPECT_EQ(mc.verdict, kNotComparable);
+  EXPECT_EQ(mc.reason, "n = 7/3, needs 5 repetitions a side");
   // One number a run that did not move (a count of wrong results, 0 and 0): unchanged, saying so;
   // one that moved stays not comparable.
   judge_metric(Metric{"wrong", 0, "count", false, {}, 0}, Metric{"wrong", 0, "count", false, {}, 0},

@@ -563,6 +563,14 @@ TEST(ReadRunDir, FixtureAndErrors) {
     std::string m = input_error([&] { read_run_dir(future, plan); });
     EXPECT_EQ(m.rfind(future + "/run.json: schema 'clusterbench.run/9' is not", 0), 0u) << m;
   }
+  // A byte that is not UTF-8 is named the same way whether the plan is read (report) or
+  // skipped while streaming (compare).
+  std::ofstream(future + "/run.json")
+      << "{\"schema\": \"clusterbench.run/1\",\n\"run_id\": \"x\xff\"}";
+  for (bool plan : {true, false}) {
+    std::string m = input_error([&] { read_run_dir(future, plan); });
+    EXPECT_EQ(m, future + "/run.json: line 2, column 13: byte 0xFF is not UTF-8") << plan;
+  }
 }
 
 TEST(ReadJsonFile, ParseErrorNamesFileAndLine) {

@@ -97,6 +97,24 @@ TEST(Only, GlobsSelectAndUnknownPatternsListKnownBenchmarks) {
   }
 }
 
+TEST(Only, GlobsAreSplitAtCommasAndTrimmed) {
+  EXPECT_EQ(split_globs({"compute.*,io.fio", "collectives.*"}),
+            (std::vector<std::string>{"compute.*", "io.fio", "collectives.*"}));
+  EXPECT_EQ(split_globs({"compute.*, io.fio ", "a,,b,"}),
+            (std::vector<std::string>{"compute.*", "io.fio", "a", "b"}));
+  EXPECT_TRUE(split_globs({}).empty());
+  for (const std::string bad : {",", "", " , ,"}) {
+    try {
+      split_globs({"io.fio", bad});
+      FAIL() << "expected InputError for '" << bad << "'";
+    } catch (const InputError& e) {
+      EXPECT_EQ(std::string(e.what()), "--only '" + bad +
+                                           "' holds no glob (globs are separated by spaces or "
+                                           "commas, e.g. --only 'compute.*,io.fio')");
+    }
+  }
+}
+
 TEST(Only, MpiThreadsOnlyWhereACaseCallsMpiFromASecondThread) {
   // The burn-in's all_reduce thread and the training step's gradient thread call MPI; nothing
   // else does, so every other selection starts MPI at MPI_THREAD_SINGLE.
