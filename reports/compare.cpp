@@ -747,27 +747,45 @@ std::string drift_reason(const CaseChange& cc, const std::map<std::string, const
   return "";
 }
 
+/// Leaves `cc`'s regressed or improved metrics unjudged (not_comparable) for host drift.
+void unjudge(CaseChange& cc, const std::string& message, int& drift_cases) {
+  for (auto& m : cc.metrics)
+    if (m.verdict == kRegressed || m.verdict == kImproved)
+      m.reason =
+          "was " + m.verdict + " (p = " + format_number(m.p_value) + "); not judged: host drift",
+      m.verdict = kNotComparable;
+  cc.verdict = kNotComparable;
+  cc.message = message;
+  ++drift_cases;
+}
+
+/// Whether `cc` is a host-bound case, ok on both sides with every metric, that moved.
+bool moved_on_host(const CaseChange& cc) {
+  return (cc.verdict == kRegressed || cc.verdict == kImproved) && cc.baseline && cc.current &&
+         cc.current_status == "ok" && cc.baseline_status == "ok" && host_bound(*cc.current) &&
+         std::none_of(cc.metrics.begin(), cc.metrics.end(),
+                      [](const MetricChange& m) { return m.missing; });
+}
+
 /// Host-bound cases whose metrics moved while their host's conditions changed are not judged:
-/// the host, not what runs on it, changed speed (docs/compare.md "Host drift").
+/// the host, not what runs on it, changed speed (docs/compare.md "Host drift"). The same
+/// measurement at another scope (a training step's node record beside its cluster record, the
+/// same step time) follows it: one change, one judgement.
 void discount_drift(Comparison& out) {
   std::map<std::string, const HostDrift*> by_host;
   for (const auto& d : out.host_drift) by_host.try_emplace(d.host, &d);
+  std::map<std::string, std::string> unjudged;  // benchmark + params -> the message
   for (auto& cc : out.cases) {
-    if ((cc.verdict != kRegressed && cc.verdict != kImproved) || !cc.baseline || !cc.current ||
-        cc.current_status != "ok" || cc.baseline_status != "ok" || !host_bound(*cc.current) ||
-        std::any_of(cc.metrics.begin(), cc.metrics.end(),
-                    [](const MetricChange& m) { return m.missing; }))
-      continue;
+    if (!moved_on_host(cc)) continue;
     const std::string why = drift_reason(cc, by_host);
     if (why.empty()) continue;
-    for (auto& m : cc.metrics)
-      if (m.verdict == kRegressed || m.verdict == kImproved)
-        m.reason =
-            "was " + m.verdict + " (p = " + format_number(m.p_value) + "); not judged: host drift",
-        m.verdict = kNotComparable;
-    cc.verdict = kNotComparable;
-    cc.message = kDriftMessage + why + "; rerun both on a quiet host";
-    ++out.drift_cases;
+    unjudge(cc, kDriftMessage + why + "; rerun both on a quiet host", out.drift_cases);
+    unjudged.try_emplace(cc.benchmark() + cc.params().dump(), cc.message);
+  }
+  for (auto& cc : out.cases) {
+    if (!moved_on_host(cc)) continue;
+    const auto it = unjudged.find(cc.benchmark() + cc.params().dump());
+    if (it != unjudged.end()) unjudge(cc, it->second, out.drift_cases);
   }
 }
 
