@@ -35,6 +35,8 @@ TEST_PACKAGES=(
 )
 ((TEST)) && APT_PACKAGES+=("${TEST_PACKAGES[@]}")
 
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
 missing=()
 for p in "${APT_PACKAGES[@]}"; do
   if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
@@ -43,8 +45,6 @@ for p in "${APT_PACKAGES[@]}"; do
 done
 if ((${#missing[@]})); then
   echo "setup: installing ${missing[*]}"
-  SUDO=""
-  if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
@@ -86,8 +86,6 @@ if ((TEST)) && [ ! -x "$SLURM_DIR/usr/sbin/slurmd" ]; then
   debs=$(mktemp -d)
   get_debs() { (cd "$debs" && apt-get download -qq "${SLURM_DEBS[@]}" >/dev/null 2>&1); }
   if ! get_debs; then
-    SUDO=""
-    if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
     $SUDO apt-get update -qq
     get_debs || { echo "setup: apt-get download ${SLURM_DEBS[*]} failed" >&2; exit 1; }
   fi

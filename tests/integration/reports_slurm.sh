@@ -5,8 +5,8 @@
 # task/none, no accounting), then `sbatch --wait` of the recipe, which runs
 # `srun --mpi=pmix --ntasks-per-node=2 clusterbench run --suite ci` (two MPI ranks wired by PMIx).
 # Checks the run directory, the report and the job's exit code; tears everything down.
-# Fails when Slurm is not installed (scripts/setup.sh --test installs it), and quotes the
-# daemon's own log line when one cannot start. Budget: < 90 s (about 15 s here).
+# Fails when Slurm is missing (scripts/setup.sh --test unpacks it into .deps/slurm), and
+# quotes the daemon's own log line when one cannot start. Budget: < 90 s (about 15 s here).
 source "$(dirname "$0")/lib.sh"
 # Debian's Slurm and munge, unpacked into the checkout by scripts/setup.sh --test (not installed:
 # its binaries look for plugins and slurmstepd under /usr, so they are pointed here).
