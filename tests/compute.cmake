@@ -21,8 +21,10 @@ cb_integration_test(compute_gpu_fake TIMEOUT 120)
 # gpu_bundle_rehearsal (issue 18): scripts/gpu-check.sh --bundle (<= 48 MiB), unpacked and run in
 # a chroot of a bare Debian root with CUDA's libraries in the pip-wheel layout. Its first run
 # builds the -DCLUSTERBENCH_GPU_CHECK=ON binary and plugin (build/gpu-bundle, minutes on 2 cores;
-# kept); then < 3 min. Root only (skipped otherwise).
-cb_integration_test(gpu_bundle_rehearsal LOCKS chroot TIMEOUT 2400)
+# kept); then < 3 min. Root only (skipped otherwise). Its build is also the -DCLUSTERBENCH_MPI=OFF
+# binary that single_process_nompi runs (one MPI-less build in make test, not two).
+cb_integration_test(gpu_bundle_rehearsal LOCKS chroot TIMEOUT 2400 FIXTURES_SETUP nompi_build)
+cb_integration_test(single_process_nompi TIMEOUT 120 FIXTURES_REQUIRED nompi_build)
 
 # --- GPU plugin choice and the CUDA 12 host check (issue 3, CUDA versions) ------------------------
 # Fake plugins that say they were built with CUDA 13.0 and 12.2, named as the real ones, each in a
