@@ -44,10 +44,10 @@ int dispatch(Command& cmd, int argc, char** argv) {
     if (cmd.needs_mpi()) start_mpi(cmd, argc, argv);
     code = cmd.run(argc, argv);
   } catch (const InputError& e) {  // it may quote a path or bytes that are not UTF-8
-    std::cerr << "clusterbench: " << valid_utf8(e.what()) << std::endl;
+    std::cerr << "clusterbench: " << error_text(e.what()) << std::endl;
     code = 2;
   } catch (const std::exception& e) {
-    std::cerr << "clusterbench: error: " << valid_utf8(e.what()) << std::endl;
+    std::cerr << "clusterbench: error: " << error_text(e.what()) << std::endl;
     code = 3;
   }
   if (cmd.needs_mpi()) {

@@ -122,7 +122,7 @@ void at_field(const std::string& token, Read read) {
   } catch (const FieldError& e) {
     throw FieldError("/" + token + e.pointer(), e.detail());
   } catch (const json::exception& e) {
-    throw FieldError("/" + token, e.what());
+    throw FieldError("/" + token, error_text(e.what()));
   }
 }
 
@@ -715,7 +715,7 @@ json parse_json_text(std::string_view text, const std::string& where, int first_
     // Bytes that are not UTF-8 are named by line, column and value, not quoted raw.
     std::string what = utf8_error(text, first_line);
     // nlohmann 3.11 reports "parse error at line L, column C: ..." (and number overflows)
-    if (what.empty()) what = valid_utf8(e.what());
+    if (what.empty()) what = error_text(e.what());
     throw InputError(where.empty() ? what : where + ": " + what);
   }
 }
@@ -1006,7 +1006,7 @@ void parse_lines(const std::string& buf, const std::vector<std::pair<size_t, siz
       check_host_names(r.scope);
       out.records.push_back(std::move(r));
     } catch (const std::exception& e) {
-      out.failed_at = i, out.error = valid_utf8(e.what());  // it may quote the bad bytes
+      out.failed_at = i, out.error = error_text(e.what());  // it may quote the bad bytes
       return;
     }
   }
@@ -1166,7 +1166,7 @@ RunDir read_run_dir(const std::string& dir, bool with_plan) {
       // Streamed, so the text is read again (only on error) to name a byte that is not UTF-8.
       std::ifstream again(run_path, std::ios::binary);
       const std::string why = utf8_error(std::string(std::istreambuf_iterator<char>(again), {}));
-      throw InputError(run_path + ": " + (why.empty() ? valid_utf8(e.what()) : why));
+      throw InputError(run_path + ": " + (why.empty() ? error_text(e.what()) : why));
     } catch (const std::exception& e) {
       std::string what = e.what();
       if (what.rfind(run_path, 0) == 0) throw;

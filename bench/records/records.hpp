@@ -12,6 +12,8 @@
 #include <utility>
 #include <vector>
 
+#include "records/utf8.hpp"
+
 namespace clusterbench {
 
 using json = nlohmann::json;
@@ -553,7 +555,8 @@ T require_field(const json& j, const std::string& name, const std::string& what)
   } catch (const FieldError& e) {
     throw InputError(what + ": field '/" + name + e.pointer() + "' " + e.detail());
   } catch (const json::exception& e) {
-    throw InputError(what + ": field '" + name + "' has the wrong type (" + e.what() + ")");
+    throw InputError(what + ": field '" + name + "' has the wrong type (" + error_text(e.what()) +
+                     ")");
   }
 }
 

@@ -69,6 +69,17 @@ std::string utf8_error(std::string_view text, int first_line) {
          " is not UTF-8";
 }
 
+std::string error_text(std::string_view what) {
+  std::string out = valid_utf8(what);
+  static const std::string kTag = "[json.exception.";
+  for (size_t at; (at = out.find(kTag)) != std::string::npos;) {
+    const size_t end = out.find("] ", at);
+    if (end == std::string::npos) break;
+    out.erase(at, end + 2 - at);
+  }
+  return out;
+}
+
 std::string valid_utf8(std::string_view bytes) {
   if (is_valid_utf8(bytes)) return std::string(bytes);
   std::string out;

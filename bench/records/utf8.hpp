@@ -37,6 +37,10 @@ std::string utf8_error(std::string_view text, int first_line = 1);
 /// subsequence replaced by U+FFFD (so "\xff\xfe" gives two, a truncated 3-byte sequence one).
 std::string valid_utf8(std::string_view bytes);
 
+/// An error message for people: valid_utf8(`what`) without nlohmann's exception tags
+/// ("[json.exception.parse_error.101] "), wherever they stand in it.
+std::string error_text(std::string_view what);
+
 /// `j` with every string value and object key passed through valid_utf8() (keys that become
 /// equal keep the first value). Numbers, booleans and nulls are unchanged.
 nlohmann::json valid_utf8_json(const nlohmann::json& j);

@@ -75,5 +75,19 @@ TEST(Utf8, DumpJsonNeverThrowsOnInvalidBytes) {
   EXPECT_EQ(dump_json({{"a", 1}}, 2), "{\n  \"a\": 1\n}");
 }
 
+TEST(Utf8, ErrorTextDropsNlohmannsTags) {
+  try {
+    (void)nlohmann::json::parse("{\"a\":");
+    FAIL() << "no parse error";
+  } catch (const nlohmann::json::parse_error& e) {
+    const std::string got = error_text(std::string("run.json: ") + e.what());
+    EXPECT_EQ(got.rfind("run.json: parse error at line 1, column 6: ", 0), 0u) << got;
+    EXPECT_EQ(got.find("[json.exception"), std::string::npos) << got;
+  }
+  EXPECT_EQ(error_text("a [json.exception.type_error.302] type must be number; b \xff"),
+            "a type must be number; b " + kFFFD);
+  EXPECT_EQ(error_text("[json.exception.x without its end"), "[json.exception.x without its end");
+}
+
 }  // namespace
 }  // namespace clusterbench
