@@ -791,6 +791,18 @@ void discount_drift(Comparison& out) {
 
 }  // namespace
 
+namespace {
+
+/// True when no metric of any case was judged (regressed, improved or unchanged): a BASELINE with
+/// no records of CURRENT's cases, or runs of one repetition a case, answer nothing, and compare
+/// says so (exit 4) rather than "NO REGRESSION".
+bool nothing_judged(const Comparison& c) {
+  return !c.cases.empty() &&
+         c.counts.at(kRegressed) + c.counts.at(kImproved) + c.counts.at(kUnchanged) == 0;
+}
+
+}  // namespace
+
 Comparison compare(const RunDir& baseline, const RunDir& current,
                    const std::vector<ToleranceRule>& rules,
                    const std::vector<SpecFamily>& families) {
@@ -845,9 +857,9 @@ Comparison compare(const RunDir& baseline, const RunDir& current,
   compare_env(baseline, current, out);
   out.unfinished_cases = static_cast<int>(std::count_if(
       out.cases.begin(), out.cases.end(), [](const auto& c) { return c.unfinished; }));
-  out.exit_code = out.counts[kRegressed] > 0                        ? 1
-                  : out.drift_cases > 0 || out.unfinished_cases > 0 ? 4
-                                                                    : 0;
+  out.exit_code = out.counts[kRegressed] > 0                                               ? 1
+                  : out.drift_cases > 0 || out.unfinished_cases > 0 || nothing_judged(out) ? 4
+                                                                                           : 0;
   return out;
 }
 
@@ -977,6 +989,7 @@ namespace {
 
 std::string verdict_word(const Comparison& c) {
   if (c.exit_code != 4) return c.exit_code == 1 ? "REGRESSED" : "NO REGRESSION";
+  if (c.drift_cases == 0 && c.unfinished_cases == 0) return "INCONCLUSIVE (nothing compared)";
   return c.drift_cases > 0 && c.unfinished_cases > 0 ? "INCONCLUSIVE (host drift, unfinished run)"
          : c.drift_cases > 0                         ? "INCONCLUSIVE (host drift)"
                                                      : "INCONCLUSIVE (unfinished run)";
@@ -1040,9 +1053,13 @@ std::string render_compare_markdown(const Comparison& c) {
   md << "| case | metric | baseline | current | change | spread b/c | n b/c | p | tolerance | "
         "verdict |\n";
   md << "|---|---|---|---|---|---|---|---|---|---|\n";
+  // The findings first: regressed, improved, new, not comparable; then the cases with nothing to
+  // compare (on a node without GPUs, every GPU case is waived in both runs). Plan order within
+  // each.
   bool any = false;
-  for (const auto& cc : c.cases)
-    if (cc.verdict != kUnchanged) md_change(md, cc), any = true;
+  for (const char* v : {kRegressed, kImproved, kNew, kNotComparable, kNotCompared})
+    for (const auto& cc : c.cases)
+      if (cc.verdict == v) md_change(md, cc), any = true;
   if (!any) md << "| - | - | - | - | - | - | - | - | - | no regressions or improvements |\n";
   md_env_changes(md, c);
   md_unchanged(md, c);
@@ -1213,9 +1230,7 @@ std::string render_compare_console(const Comparison& c) {
 }
 
 void write_compare(const Comparison& c, const std::string& dir) {
-  std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
-  if (ec) throw std::runtime_error(dir + ": cannot create directory (" + ec.message() + ")");
+  check_output_dir(dir, "--out");
   write_file_atomic(dir + "/compare.md", render_compare_markdown(c));
   write_file_atomic(dir + "/compare.json", dump_json(render_compare_json(c), 2) + "\n");
   write_file_atomic(dir + "/compare.junit.xml", render_compare_junit(c));
@@ -1242,6 +1257,7 @@ int compare_command(const std::string& baseline_dir, const std::string& current_
                     const std::string& spec_path) {
   std::vector<ToleranceRule> rules;
   for (const auto& t : tolerances) rules.push_back(parse_tolerance(t));
+  if (!out_dir.empty()) check_output_dir(out_dir, "--out");  // before minutes of reading
   // Both sides at once: reading is most of compare's time at 1,000 nodes (docs/report.md).
   auto base_future =
       std::async(std::launch::async, [&] { return read_run_dir(baseline_dir, false); });
@@ -1257,6 +1273,9 @@ int compare_command(const std::string& baseline_dir, const std::string& current_
   write_compare(c, dir);
   for (const auto& w : base.records.warnings) std::cerr << "warning: baseline: " << w << "\n";
   for (const auto& w : cur.records.warnings) std::cerr << "warning: current: " << w << "\n";
+  if (!cur.run.run_id.empty() && cur.run.run_id == base.run.run_id)
+    std::cerr << "warning: BASELINE and CURRENT are the same run (" << cur.run.run_id
+              << "): nothing can have changed; name an earlier run as BASELINE\n";
   std::cout << render_compare_console(c) << "compare: " << dir << "/compare.md\n" << std::flush;
   return c.exit_code;
 }

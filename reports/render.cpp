@@ -600,10 +600,18 @@ void check_output_file(const std::string& path, const std::string& option,
   ::unlink(probe.c_str());
 }
 
-void write_reports(const Report& r, const std::string& dir) {
+void check_output_dir(const std::string& dir, const std::string& option) {
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
-  if (ec) throw std::runtime_error(dir + ": cannot create directory (" + ec.message() + ")");
+  if (!ec) return;
+  std::string what = option + " " + dir + ": ";
+  if (ec == std::errc::not_a_directory || ec == std::errc::file_exists)
+    throw InputError(what + "is not a directory");
+  throw InputError(what + "cannot create directory (" + ec.message() + ")");
+}
+
+void write_reports(const Report& r, const std::string& dir) {
+  check_output_dir(dir, "--out");
   // The charts (gnuplot is an external process per chart) are drawn while the rest is written.
   auto charts =
       std::async(std::launch::async, [&] { return render_charts_html(r, find_gnuplot()); });

@@ -63,6 +63,11 @@ void write_reports(const Report& report, const std::string& dir);
 void check_output_file(const std::string& path, const std::string& option,
                        const std::string& run_dir = "");
 
+/// Creates directory `dir` (and its parents) for a command's output files unless it exists.
+/// Throws InputError "<option> <dir>: is not a directory" when it, or a parent, is a file, and
+/// "<option> <dir>: cannot create directory (<why>)" on any other failure (exit 2).
+void check_output_dir(const std::string& dir, const std::string& option);
+
 /// XML 1.0 escaping of text and attribute values (& < > " '). The result is always well formed:
 /// bytes that are not UTF-8 become U+FFFD (records/utf8.hpp), and characters XML 1.0 forbids (C0
 /// controls but tab, LF and CR; U+FFFE, U+FFFF) become '?'.

@@ -37,13 +37,20 @@ ok "compare --tolerance by unit and by benchmark glob"
 
 expect_rc 0 "$CB_BIN" compare "$F/compare-baseline" "$F/compare-baseline" --out "$TMP/cmp3"
 expect_out "^COMPARE: NO REGRESSION \(exit 0\): 1 not_compared, 8 unchanged$"
+expect_out "^warning: BASELINE and CURRENT are the same run \(.+\): nothing can have changed"
 ok "compare a run with itself: exit 0"
 
 expect_rc 2 "$CB_BIN" compare "$F/compare-baseline" "$TMP/nonexistent" --out "$TMP/cmp4"
 expect_rc 2 "$CB_BIN" compare "$F/compare-baseline" "$F/compare-current" --tolerance 'GB/s=lots'
 expect_out "--tolerance 'GB/s=lots': 'lots' is not a percentage"
 expect_rc 2 "$CB_BIN" compare "$F/compare-baseline"
-ok "compare: bad input exits 2"
+: >"$TMP/plain"
+expect_rc 2 "$CB_BIN" compare "$F/compare-baseline" "$F/compare-current" --out "$TMP/plain"
+expect_out "^clusterbench: --out $TMP/plain: is not a directory$"
+expect_rc 2 "$CB_BIN" compare "$F/compare-baseline" "$F/compare-current" --out "$TMP/plain/sub"
+expect_out "^clusterbench: --out $TMP/plain/sub: is not a directory$"
+[ ! -s "$TMP/plain" ] || fail "compare wrote into the plain file given as --out"
+ok "compare: bad input exits 2 (a plain file as --out too)"
 
 # Fleet: 4 nodes x 8 GPUs with three slow GEMM GPUs; they pass the spec (>= 600) but are named.
 RUN=$TMP/fleet

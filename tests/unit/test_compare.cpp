@@ -847,3 +847,19 @@ TEST(Compare, AnUnchangedMovePastItsToleranceSaysWhyInCompareMd) {
       }
   EXPECT_TRUE(said) << md;
 }
+
+TEST(Compare, NothingJudgedIsInconclusiveNotNoRegression) {
+  const std::string fx = std::string(CB_FIXTURES) + "/results/compare-baseline";
+  RunDir full = read_run_dir(fx);
+  // A BASELINE with no records (its first line truncated): every case of CURRENT is new.
+  RunDir empty = read_run_dir(fx);
+  empty.records.records.clear();
+  const Comparison c = compare(empty, full, {});
+  EXPECT_EQ(c.counts.at(kNew), static_cast<int>(c.cases.size()));
+  EXPECT_EQ(c.exit_code, 4);
+  EXPECT_NE(render_compare_console(c).find("COMPARE: INCONCLUSIVE (nothing compared) (exit 4)"),
+            std::string::npos)
+      << render_compare_console(c);
+  // The fixture against itself judges its cases: exit 0.
+  EXPECT_EQ(compare(full, full, {}).exit_code, 0);
+}
