@@ -630,7 +630,8 @@ std::pair<std::vector<double>, std::vector<double>> measure_ab(CaseRun& run, AbC
 void record_ab(CaseRun& run, const AbCase& c, const std::vector<double>& ta,
                const std::vector<double>& tb) {
   AbRatio ab = ab_ratio(ta, tb);
-  run.add_metric("ratio", ab.ratio, "ratio", true);
+  // Each ABAB repeat's ratio is a repetition: compare tests a move of the effect on them.
+  run.add_metric("ratio", ab.ratio, "ratio", true, ab.ratios);
   run.add_metric("ratio_spread", ab.spread, "ratio", false);
   run.set_extra("a", {{"setting", c.setting_a}, {"seconds_per_op", ta}});
   run.set_extra("b", {{"setting", c.setting_b}, {"seconds_per_op", tb}});

@@ -52,7 +52,7 @@ fi
 # nvml.h: the official header from PyPI (nvidia-nvml-dev), kept inside this checkout.
 NVML_DIR=.deps/python
 if [ -z "$(find "$NVML_DIR" -name nvml.h -path "*include*" 2>/dev/null | head -n 1)" ]; then
-  echo "setup: fetching nvml.h (pip: nvidia-nvml-dev)"
+  echo "setup: fetching nvml.h (pip: nvidia-nvml-dev) into $NVML_DIR (this checkout only)"
   if ! python3 -m pip install --quiet --disable-pip-version-check --no-deps --target "$NVML_DIR" \
       nvidia-nvml-dev >/dev/null 2>&1; then
     echo "setup: nvidia-nvml-dev could not be installed: NVML support will be compiled out" \

@@ -72,6 +72,8 @@ for eff in ("thp_madvise", "hugetlb", "tcp_buffers"):
     ratios = [x / y for x, y in zip(a, b)]
     check(abs(m["ratio"]["value"] - statistics.median(ratios)) < 1e-9 and m["ratio"]["unit"] == "ratio",
           f"{eff}: ratio {m['ratio']['value']:.3f} = median of t_A/t_B")
+    check(all(abs(x - y) <= 1e-12 * y for x, y in zip(m["ratio"]["reps"], ratios)) and
+          len(m["ratio"]["reps"]) == len(ratios), f"{eff}: the ratio's repetitions are t_A/t_B per repeat")
     check(r["extra"]["a"]["setting"] != r["extra"]["b"]["setting"], f"{eff}: both settings recorded")
     print(f"     {eff}: ratio {m['ratio']['value']:.3f}, spread {m['ratio_spread']['value']:.3f}, "
           f"A {r['extra']['a']['setting']}, B {r['extra']['b']['setting']}")

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "records/spec.hpp"
 #include "reports/compare.hpp"
 
 using namespace clusterbench;
@@ -163,6 +164,16 @@ TEST(Compare, SpecTolerances) {
   // --tolerance beats the table.
   EXPECT_DOUBLE_EQ(
       tolerance_for({parse_tolerance("io.fio=40%")}, "io.fio", "read_clat_p99", "us", fams), 0.40);
+}
+
+// The shipped cpu-node table: its network.* at 30% (over base.json's 10%), and base.json's
+// network.tuning family after it sets the A/B ratio to 50%.
+TEST(Compare, ShippedTuningRatioTolerance) {
+  const Spec s = load_spec(std::string(CB_SOURCE_DIR) + "/reports/specs/cpu-node.json");
+  EXPECT_DOUBLE_EQ(tolerance_for({}, "network.tuning", "ratio", "ratio", s.families), 0.50);
+  EXPECT_DOUBLE_EQ(tolerance_for({}, "network.p2p", "bandwidth", "GB/s", s.families), 0.30);
+  EXPECT_DOUBLE_EQ(tolerance_for({}, "compute.memory_bandwidth", "bandwidth", "GB/s", s.families),
+                   0.25);
 }
 
 TEST(Compare, Tolerances) {
