@@ -722,6 +722,20 @@ bool own_helper(const std::string& proc_dir, int self) {
 }
 }  // namespace
 
+namespace {
+
+/// Whether `path` lies inside a ScratchDir of some clusterbench process: a directory "cb-*" that
+/// holds its owner file (another rank's on a shared tier, or another run's), never user data.
+bool inside_scratch_dir(const fs::path& path) {
+  std::error_code ec;
+  for (fs::path p = path.parent_path(); p.has_relative_path(); p = p.parent_path())
+    if (starts_with(p.filename().string(), "cb-") && fs::exists(p / kScratchOwnerFile, ec))
+      return true;
+  return false;
+}
+
+}  // namespace
+
 std::vector<OpenWriter> open_writers(const std::string& target, int* unreadable,
                                      const std::string& proc_root) {
   std::vector<OpenWriter> out;
@@ -749,6 +763,7 @@ std::vector<OpenWriter> open_writers(const std::string& target, int* unreadable,
       std::string path = fs::read_symlink(fd.path(), link_ec).string();
       if (link_ec || path.empty() || path[0] != '/') continue;  // pipes, sockets, anon inodes
       if (path != want && !starts_with(path, under)) continue;
+      if (inside_scratch_dir(path)) continue;
       std::ifstream info(entry.path() / "fdinfo" / fd.path().filename());
       std::string line;
       long flags = -1;

@@ -236,7 +236,9 @@ struct OpenWriter {
 /// (O_WRONLY or O_RDWR): every `proc_root`/PID/fd/N whose link points there, with the access mode
 /// from the "flags:" line (octal) of `proc_root`/PID/fdinfo/N (proc(5)). `target` is compared by
 /// its absolute, normalised path. A process whose fd directory cannot be read (another user's,
-/// without privilege) is counted in `unreadable` and skipped.
+/// without privilege) is counted in `unreadable` and skipped. A file inside a ScratchDir of
+/// clusterbench ("cb-*" with its owner file: another node's rank measuring the same shared tier,
+/// another run) is not counted: never user data, and the tier is measured from every node at once.
 std::vector<OpenWriter> open_writers(const std::string& target, int* unreadable = nullptr,
                                      const std::string& proc_root = "/proc");
 

@@ -69,6 +69,23 @@ TEST_F(OpenWritersTest, WritersBelowTheTargetOnly) {
   EXPECT_TRUE(open_writers("/elsewhere", nullptr, root_.string()).empty());
 }
 
+// Another rank's fio in its own scratch directory (cb-* with its owner file) below a shared tier
+// is not a writer to refuse; a cb-* directory without the owner file is not a scratch directory.
+TEST_F(OpenWritersTest, AnotherClusterbenchScratchDirIsNotAWriter) {
+  const fs::path tier = root_ / "tier";
+  fs::create_directories(tier / "cb-fio-seq_write-abc123");
+  std::ofstream(tier / "cb-fio-seq_write-abc123" / ".cb-owner") << "pid=1 host=n1\n";
+  fs::create_directories(tier / "cb-user-data");
+  fd(201, 3, (tier / "cb-fio-seq_write-abc123" / "seq_write.0.0").string(), "01", "fio");
+  fd(202, 4, (tier / "cb-fio-seq_write-abc123" / ".cb-owner").string(), "01", "clusterbench");
+  fd(203, 5, (tier / "cb-user-data" / "ckpt.bin").string(), "01", "python3");
+  fd(204, 6, (tier / "ckpt.bin").string(), "02", "dd");
+  auto w = open_writers(tier.string(), nullptr, root_.string());
+  ASSERT_EQ(w.size(), 2u) << describe_writers(w);
+  EXPECT_EQ(w[0].pid, 203);
+  EXPECT_EQ(w[1].pid, 204);
+}
+
 TEST_F(OpenWritersTest, DescribeCapsAtFive) {
   std::vector<clusterbench::io::OpenWriter> many(7, {7, "w", "/s/f"});
   std::string d = describe_writers(many);
