@@ -709,15 +709,19 @@ std::vector<RoundView> view(const TrainingConfig& c, const Gathered& g,
       v.parts.all_gather = (*comm_of)[r].parts.all_gather;
     }
     v.predicted = predict_step(c, v.parts);
+    // A node's collectives end when the slowest rank reaches them: its step cannot be shorter
+    // than the cluster's prediction (else the node with the fastest parts is blamed for waiting).
+    if (comm_of) v.predicted.step = std::max(v.predicted.step, (*comm_of)[r].predicted.step);
   }
   return out;
 }
 
 /// Rank 0: one node-scope record per node, its measured steps against the predictions from its
 /// own compute, optimizer and loader parts (the slowest of its ranks) and the cluster's
-/// collectives, round by round.
+/// collectives, round by round, each at least the cluster's (a node waits for the slowest rank;
+/// `cluster_step`: the cluster's prediction from its median parts, seconds).
 void add_node_records(CaseRun& run, const TrainingConfig& c, const Gathered& g,
-                      const std::vector<RoundView>& cluster) {
+                      const std::vector<RoundView>& cluster, double cluster_step) {
   std::vector<std::string> order;
   for (const auto& h : g.hosts)
     if (std::find(order.begin(), order.end(), h) == order.end()) order.push_back(h);
@@ -729,7 +733,8 @@ void add_node_records(CaseRun& run, const TrainingConfig& c, const Gathered& g,
     std::vector<StepParts> ps;
     for (const auto& r : rounds) ps.push_back(r.parts);
     const StepParts p = median_parts(ps);
-    const StepPrediction med = predict_step(c, p);
+    StepPrediction med = predict_step(c, p);
+    med.step = std::max(med.step, cluster_step);  // as each round's (view)
     Scope sc;
     sc.kind = ScopeKind::node, sc.host = host;
     run.add_record(
@@ -1024,7 +1029,7 @@ void TrainingStep::record_case(CaseRun& run, const TrainingConfig& c, const Gath
   run.set_extra("bottleneck_text", text);
   run.set_extra("model_params", model_params(c));
   run.set_extra("formula", "docs/metrics.md \"Training step\"");
-  if (run.ctx().is_root()) add_node_records(run, c, g, rounds);
+  if (run.ctx().is_root()) add_node_records(run, c, g, rounds, med.step);
   // The verdict's evidence where people read: the record's message (report.md) and the console.
   char buf[160];
   std::snprintf(buf, sizeof buf, "measured %.4g ms, predicted %.4g ms from its parts (x%.3f); ",

@@ -10,7 +10,8 @@
 #                   DeepSpeed setting): reduce_scatter buckets, D2H, host Adam, H2D, all_gather;
 #                   the prediction holds
 #   serial_comm     (the fault: no overlap, in the whole step only) the step exceeds 1.2 x the
-#                   prediction, training.step_vs_parts FAILs (exit 1) on both nodes, and the
+#                   prediction, training.step_vs_parts FAILs (exit 1) for the cluster and the
+#                   node with the longest steps, and the
 #                   parts measured in the same case are those of the base run (within 25%)
 # Every run's predictions (3 rounds of parts, then steps) are recomputed here from the record's
 # parts (the formula of docs/metrics.md "Training step", written again in Python), its ratio
@@ -86,41 +87,54 @@ step() {
 # slow link, a smaller loader delay the slow loader. This VM's GEMMs have run at 1/6 of their
 # usual speed for hours (a CI run of 2026-12-03: 2.45 s of GEMMs a step against 0.29 s of
 # buckets, the serial fault only 1.19 x its prediction), so the base run's parts set the
-# micro-batch: when the buckets are outside 0.5-1.1 x the GEMMs, micro_batch = 8 x (their
-# ratio / 0.8), from 1 to 16, and the base run is repeated with it.
+# micro-batch: when the buckets are outside 0.4-0.95 x the GEMMs (above 1 the network, not the
+# GEMMs, is the base run's bottleneck), micro_batch = 8 x (their ratio / 0.8), from 1 to 16, and
+# the base run is repeated with it.
 # The first run only calibrates: at micro_batch 8 on a slow VM its prediction can miss by more
 # than 20% (a CI run of 2026-12-03 failed there), so its verdict is not judged; it becomes the
 # base run only when it needs no other micro-batch and passed.
-MB=()
-step calib any
-calib_rc=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["exit_code"])' "$WORK/calib/run.json" 2>/dev/null || echo 1)
-mb=$(python3 - "$WORK/calib" <<'PY'
+# A GEMM's time does not scale linearly with the micro-batch (a CI run of 2026-12-04: 0.119 at
+# micro_batch 8, so 1, where the buckets were 1.28 x the GEMMs and the network the bottleneck), so
+# the calibration is repeated, up to twice, from the last run until the ratio is inside 0.4-0.95 (micro_batch 2 measured 0.488 and 1 measured 1.096).
+next_mb() {  # next_mb DIR: the micro-batch that brings DIR's buckets / GEMMs to about 0.8
+  python3 - "$1" <<'PY'
 import json, sys
 recs = [json.loads(l) for l in open(sys.argv[1] + "/records.jsonl") if l.strip()]
 r = [x for x in recs if x["scope"]["kind"] == "cluster"][-1]
 c, p = r["extra"]["config"], r["extra"]["parts"]
 x = sum(p["bucket_comm_s"]) / (c["layers"] * (p["forward_layer_s"] + p["backward_layer_s"]))
-mb = c["micro_batch"] if 0.5 <= x <= 1.1 else max(1, min(16, round(c["micro_batch"] * x / 0.8)))
-print(mb, round(x, 3), file=sys.stderr)
+mb = c["micro_batch"] if 0.4 <= x <= 0.95 else max(1, min(16, round(c["micro_batch"] * x / 0.8)))
+print("micro_batch", c["micro_batch"], "buckets / GEMMs", round(x, 3), "->", mb, file=sys.stderr)
 print(mb)
 PY
-)
-if [[ $mb != 8 ]]; then
-  echo "training_step_netns: buckets / GEMMs off 0.5-1.1 at micro_batch 8: micro_batch $mb"
+}
+MB=()
+mb=8
+step calib any
+for try in 1 2 3; do
+  next=$(next_mb "$WORK/calib")
+  [[ $next == "$mb" ]] && break
+  ((try < 3)) || break
+  echo "training_step_netns: buckets / GEMMs off 0.4-0.95 at micro_batch $mb: micro_batch $next"
+  mb=$next
   MB=(--set compute.training_step.micro_batch="$mb")
-fi
-if [[ $mb == 8 && $calib_rc == 0 ]]; then
+  step calib any "${MB[@]}"
+done
+calib_rc=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["exit_code"])' "$WORK/calib/run.json" 2>/dev/null || echo 1)
+if [[ $calib_rc == 0 && $(next_mb "$WORK/calib" 2>/dev/null) == "$mb" ]]; then
   mv "$WORK/calib" "$WORK/base"
 else
   step base 0 "${MB[@]}"
 fi
+# The fault right after the base run: its parts are held to the base run's within 25%, and this
+# VM's GEMM speed moves by more over minutes (1.75 x once with three runs between them).
+step serial 1 "${MB[@]}" --set compute.training_step.serial_comm=true
 "$CLUSTER" slow "$N1" "$N2" 150mbit
 step slow_link 0 "${MB[@]}"
 "$CLUSTER" slow "$N1" "$N2" "$RATE"
 step slow_loader 0 "${MB[@]}" --set compute.training_step.slow_loader=0.6
 step zero2 0 "${MB[@]}" --set compute.training_step.zero=2 --set compute.training_step.offload=true \
   --set compute.training_step.accum=2
-step serial 1 "${MB[@]}" --set compute.training_step.serial_comm=true
 
 python3 - "$WORK" "$N1" "$N2" <<'PY'
 import json, os, sys
@@ -177,6 +191,14 @@ for name in ("base", "slow_link", "slow_loader", "zero2", "serial"):
     check(abs(m["tokens_per_s_per_gpu"]["value"] - tmid) < 1e-6 * tmid,
           f"{name}: tokens/s per GPU = median of {tokens} tokens / each step")
     check(len(m["step_time"]["reps"]) >= 15, f"{name}: the step has {len(m['step_time']['reps'])} reps")
+    # A node waits at each collective for the slowest rank: its prediction, round by round, is
+    # the formula over its own parts, never below the cluster's (docs/metrics.md).
+    for host, rec in nodes.items():
+        nrounds = rec["extra"]["rounds"]
+        check(len(nrounds) == len(rounds) and all(
+            abs(x["predicted_step_s"] - max(predict(c, x["parts"]), y["predicted_step_s"])) < 1e-9
+            for x, y in zip(nrounds, rounds)),
+            f"{name}: {host}'s prediction each round = max(its own parts', the cluster's)")
     rep = json.load(open(os.path.join(work, name, "report.json")))
     row = [x for x in rep["rows"] if x["id"] == "training.step_vs_parts"][0]
     runs[name] = (r, m, ratio, row, nodes)
@@ -193,7 +215,7 @@ for name, want in (("base", "compute"), ("slow_link", "network"), ("slow_loader"
     check(row["outcome"] == "PASS", f"{name}: training.step_vs_parts PASS")
     for host, rec in nodes.items():
         nr = {x["name"]: x["value"] for x in rec["metrics"]}["step_over_prediction"]
-        check(0.8 <= nr <= 1.2, f"{name}: {host} measured / its own prediction {nr:.3f} within 20%")
+        check(0.8 <= nr <= 1.2, f"{name}: {host} measured / its prediction {nr:.3f} within 20%")
 r, m, ratio, row, nodes = runs["zero2"]
 c, p = r["extra"]["config"], r["extra"]["parts"]
 check(c["zero"] == 2 and c["offload"] is True and c["accum"] == 2, "zero2: ZeRO-2, offload, accum 2")
@@ -210,7 +232,10 @@ r, m, ratio, row, nodes = runs["serial"]
 check(ratio > 1.2, f"serial comm: measured / predicted {ratio:.3f} > 1.2")
 check(row["outcome"] == "FAIL", "serial comm: training.step_vs_parts FAILs")
 bad = sorted(i["item"] for i in row["items"] if i["outcome"] == "FAIL")
-check({n1, n2} <= set(bad), f"serial comm: both nodes FAIL ({bad})")
+# Every node's step is held to the cluster's prediction (each waits for the slowest rank), so
+# the node whose steps are the longest FAILs beside the cluster; the other's margin is noise.
+slowest = max(nodes, key=lambda h: {x["name"]: x["value"] for x in nodes[h]["metrics"]}["step_time"])
+check({"cluster", slowest} <= set(bad), f"serial comm: the cluster and the slowest node {slowest} FAIL ({bad})")
 check(r["extra"]["overlap"] is False and runs["base"][0]["extra"]["overlap"] is True,
       "the fault is recorded (overlap false) and the base run overlapped")
 base_p, ser_p = runs["base"][0]["extra"]["parts"], r["extra"]["parts"]
