@@ -707,6 +707,45 @@ void check_json_depth(std::string_view text, const std::string& where, int first
   for (char c : text) guard.feed(c);
 }
 
+namespace {
+
+/// Where nlohmann's "number overflow parsing 'TOKEN'" (out_of_range.406, which names no place)
+/// stands in `text`: "line L, column C: number TOKEN is out of range (beyond a double)" for the
+/// first number outside a string spelled TOKEN; "" when `what` is not that error or it is not
+/// found.
+std::string overflow_error(std::string_view text, std::string_view what, int first_line) {
+  static constexpr std::string_view kHead = "number overflow parsing '";
+  const size_t a = what.find(kHead), b = what.rfind('\'');
+  if (a == std::string_view::npos || b <= a + kHead.size()) return "";
+  const std::string_view token = what.substr(a + kHead.size(), b - a - kHead.size());
+  auto in_number = [](char c) {
+    return std::isdigit(static_cast<unsigned char>(c)) || c == '-' || c == '+' || c == '.' ||
+           c == 'e' || c == 'E';
+  };
+  bool in_string = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_string) {
+      if (c == '\\')
+        ++i;
+      else if (c == '"')
+        in_string = false;
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '-' || std::isdigit(static_cast<unsigned char>(c))) {
+      size_t end = i;
+      while (end < text.size() && in_number(text[end])) ++end;
+      if (text.substr(i, end - i) == token)
+        return text_position(text, i, first_line) + ": number " + std::string(token) +
+               " is out of range (beyond a double)";
+      i = end - 1;
+    }
+  }
+  return "";
+}
+
+}  // namespace
+
 json parse_json_text(std::string_view text, const std::string& where, int first_line) {
   check_json_depth(text, where, first_line);
   try {
@@ -714,7 +753,8 @@ json parse_json_text(std::string_view text, const std::string& where, int first_
   } catch (const json::exception& e) {
     // Bytes that are not UTF-8 are named by line, column and value, not quoted raw.
     std::string what = utf8_error(text, first_line);
-    // nlohmann 3.11 reports "parse error at line L, column C: ..." (and number overflows)
+    // nlohmann 3.11 says "parse error at line L, column C: ..."; a number overflow names no place
+    if (what.empty()) what = overflow_error(text, e.what(), first_line);
     if (what.empty()) what = error_text(e.what());
     throw InputError(where.empty() ? what : where + ": " + what);
   }

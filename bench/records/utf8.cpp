@@ -58,15 +58,20 @@ bool is_valid_utf8(std::string_view bytes) {
 std::string utf8_error(std::string_view text, int first_line) {
   const size_t at = first_invalid_utf8(text);
   if (at == std::string_view::npos) return "";
-  const size_t line_start = text.rfind('\n', at);
-  const size_t column = line_start == std::string_view::npos ? at + 1 : at - line_start;
-  const auto newlines = std::count(text.begin(), text.begin() + static_cast<long>(at), '\n');
   static const char* hex = "0123456789ABCDEF";
   const auto byte = static_cast<unsigned char>(text[at]);
+  return text_position(text, at, first_line) + ": byte 0x" + hex[byte >> 4] + hex[byte & 15] +
+         " is not UTF-8";
+}
+
+std::string text_position(std::string_view text, size_t at, int first_line) {
+  at = std::min(at, text.size());
+  const size_t line_start = at == 0 ? std::string_view::npos : text.rfind('\n', at - 1);
+  const size_t column = line_start == std::string_view::npos ? at + 1 : at - line_start;
+  const auto newlines = std::count(text.begin(), text.begin() + static_cast<long>(at), '\n');
   std::string out;
   if (first_line > 0) out += "line " + std::to_string(first_line + newlines) + ", ";
-  return out + "column " + std::to_string(column) + ": byte 0x" + hex[byte >> 4] + hex[byte & 15] +
-         " is not UTF-8";
+  return out + "column " + std::to_string(column);
 }
 
 std::string error_text(std::string_view what) {

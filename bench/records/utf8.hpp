@@ -28,6 +28,10 @@ bool is_valid_utf8(std::string_view bytes);
 /// std::string_view::npos when all of it is well-formed.
 size_t first_invalid_utf8(std::string_view bytes);
 
+/// "line L, column C" of byte offset `at` in `text` (lines counted from `first_line`; 0 leaves the
+/// line out: "column C"). Columns count bytes from 1, as nlohmann's parse errors do.
+std::string text_position(std::string_view text, size_t at, int first_line = 1);
+
 /// "" when `text` is well-formed UTF-8, else "line L, column C: byte 0xFF is not UTF-8" for its
 /// first ill-formed byte (lines counted from `first_line`; 0 leaves the line out). Columns count
 /// bytes from 1, as nlohmann's parse errors do.

@@ -508,6 +508,21 @@ TEST(ReadRecords, InvalidJsonInAnUnreadFieldIsAnError) {
   }
 }
 
+// A number past a double's range is named by its place (nlohmann's overflow error names none);
+// the same spelling inside a string before it is not taken for it.
+TEST(ReadRecords, NumberOverflowIsNamedByLineAndColumn) {
+  std::string path = temp_dir("overflow") + "/spec.json";
+  std::ofstream(path) << "{\"schema\": 3,\n \"note\": \"1e400\", \"x\": [1, -1e400]}\n";
+  std::string m = input_error([&] { read_json_file(path); });
+  EXPECT_EQ(m, path + ": line 2, column 28: number -1e400 is out of range (beyond a double)");
+  std::string line = json(gemm_record()).dump();
+  line.insert(1, R"("note":1e400,)");
+  path = temp_dir("overflow-jsonl") + "/records.jsonl";
+  std::ofstream(path) << json(gemm_record()).dump() << "\n" << line << "\n";
+  m = input_error([&] { read_records(path); });
+  EXPECT_EQ(m, path + ":2: column 9: number 1e400 is out of range (beyond a double)");
+}
+
 // Lines cut by the 16 MiB read chunks are joined again; a line's number counts across chunks.
 TEST(ReadRecords, LinesAcrossChunksAndTheirNumbers) {
   std::string path = temp_dir("chunks") + "/records.jsonl";

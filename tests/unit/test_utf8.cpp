@@ -77,8 +77,8 @@ TEST(Utf8, DumpJsonNeverThrowsOnInvalidBytes) {
 
 TEST(Utf8, ErrorTextDropsNlohmannsTags) {
   try {
-    (void)nlohmann::json::parse("{\"a\":");
-    FAIL() << "no parse error";
+    const nlohmann::json j = nlohmann::json::parse("{\"a\":");
+    FAIL() << "no parse error: " << j;
   } catch (const nlohmann::json::parse_error& e) {
     const std::string got = error_text(std::string("run.json: ") + e.what());
     EXPECT_EQ(got.rfind("run.json: parse error at line 1, column 6: ", 0), 0u) << got;
