@@ -194,11 +194,20 @@ bool cancelled(const ResultRecord& r) {
 
 /// The case's verdict by the records' status alone (missing, failed, waived, cancelled, a
 /// snapshot), into `cc`; false when both are ok and finished, to be judged by their metrics.
-bool judge_by_status(const ResultRecord& b, const ResultRecord* c,
-                     const std::vector<std::string>& current_only, CaseChange& cc) {
-  if (!c && !selected(current_only, b.benchmark)) {  // left out on purpose, not lost
+bool judge_by_status(const ResultRecord& b, const ResultRecord* c, const RunRecord& current_run,
+                     CaseChange& cc) {
+  if (!c && !selected(current_run.only, b.benchmark)) {  // left out on purpose, not lost
     cc.verdict = kNotCompared;
     cc.message = "not run in CURRENT: its --only does not select " + b.benchmark;
+    return true;
+  }
+  if (!c && b.status == Status::ok && current_run.aborted) {  // never reached, not lost
+    cc.verdict = kNotCompared;
+    const std::string& why = current_run.abort_reason;
+    cc.message = "unfinished: CURRENT's run was aborted before the case" +
+                 (why.empty() ? "" : " (" + why + ")") +
+                 "; `clusterbench run --resume DIR` completes it";
+    cc.unfinished = true;
     return true;
   }
   if (!c && b.status == Status::ok) {
@@ -240,16 +249,21 @@ bool judge_by_status(const ResultRecord& b, const ResultRecord* c,
   return false;
 }
 
+/// Whether `mc` was left unchanged only because it is one number a run, the same on both sides.
+bool one_equal_number(const MetricChange& mc) {
+  return mc.verdict == kUnchanged && !mc.missing && mc.baseline_n == 0 && mc.current_n == 0;
+}
+
 void compare_case(const ResultRecord& b, const ResultRecord* c,
                   const std::vector<ToleranceRule>& rules, const std::vector<SpecFamily>& families,
-                  const std::vector<std::string>& current_only, CaseChange& cc) {
+                  const RunRecord& current_run, CaseChange& cc) {
   cc.baseline = &b;
   cc.current = c;
   cc.baseline_status = status_name(b.status);
   cc.current_status = c ? status_name(c->status) : "missing";
-  if (judge_by_status(b, c, current_only, cc)) return;
+  if (judge_by_status(b, c, current_run, cc)) return;
   cc.metrics.reserve(b.metrics.size());
-  bool comparable = false;
+  bool comparable = false, tested = false;  // tested: judged on more than one equal number
   std::string not_comparable;
   for (const auto& bm : b.metrics) {
     MetricChange mc;
@@ -277,9 +291,12 @@ void compare_case(const ResultRecord& b, const ResultRecord* c,
       cc.verdict = mc.verdict;
       comparable = true;
     }
+    tested |= mc.verdict != kNotComparable && !one_equal_number(mc);
     cc.metrics.push_back(std::move(mc));
   }
-  if (!comparable) {
+  // A count with no repetitions that stayed the same (wrong results: 0 and 0) says nothing of
+  // the case's speed: beside a metric that could not be tested, the case is not comparable.
+  if (!comparable || (!tested && !not_comparable.empty())) {
     // No metric to test (a case that records none compares by its status alone: ok both).
     cc.verdict = b.metrics.empty() ? kUnchanged : kNotComparable;
     if (!b.metrics.empty()) cc.message = "not comparable (" + not_comparable + ")";
@@ -829,7 +846,7 @@ Comparison compare(const RunDir& baseline, const RunDir& current,
       const std::string_view key = base.keys[base.order[k]];
       auto it = cur.last.find(key);
       const ResultRecord* c = it == cur.last.end() ? nullptr : &crecs[it->second];
-      compare_case(brecs[base.last.at(key)], c, rules, families, current.run.only, out.cases[k]);
+      compare_case(brecs[base.last.at(key)], c, rules, families, current.run, out.cases[k]);
       if (c) matched[it->second] = 1;
     }
   };
@@ -1257,7 +1274,17 @@ int compare_command(const std::string& baseline_dir, const std::string& current_
                     const std::string& spec_path) {
   std::vector<ToleranceRule> rules;
   for (const auto& t : tolerances) rules.push_back(parse_tolerance(t));
-  if (!out_dir.empty()) check_output_dir(out_dir, "--out");  // before minutes of reading
+  // Before minutes of reading: where compare.md goes can be written (CURRENT's own directory
+  // when there is no --out, once it is known to be one).
+  std::error_code ec;
+  if (!out_dir.empty())
+    check_output_dir(out_dir, "--out");
+  else if (std::filesystem::is_directory(current_dir, ec))
+    try {
+      check_writable_dir(current_dir, "CURRENT");
+    } catch (const InputError& e) {
+      throw InputError(std::string(e.what()) + "; compare writes compare.md there: pass --out DIR");
+    }
   // Both sides at once: reading is most of compare's time at 1,000 nodes (docs/report.md).
   auto base_future =
       std::async(std::launch::async, [&] { return read_run_dir(baseline_dir, false); });

@@ -603,11 +603,23 @@ void check_output_file(const std::string& path, const std::string& option,
 void check_output_dir(const std::string& dir, const std::string& option) {
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
-  if (!ec) return;
   std::string what = option + " " + dir + ": ";
   if (ec == std::errc::not_a_directory || ec == std::errc::file_exists)
     throw InputError(what + "is not a directory");
-  throw InputError(what + "cannot create directory (" + ec.message() + ")");
+  if (ec) throw InputError(what + "cannot create directory (" + ec.message() + ")");
+  check_writable_dir(dir, option);
+}
+
+void check_writable_dir(const std::string& dir, const std::string& option) {
+  // A file made and removed: access(W_OK) says yes to root on /proc or a read-only mount.
+  std::string probe = dir + "/.cb-write-probe.XXXXXX";
+  const int fd = ::mkstemp(probe.data());
+  if (fd < 0) {
+    const int err = errno;
+    throw InputError(option + " " + dir + ": cannot write into it (" + std::strerror(err) + ")");
+  }
+  ::close(fd);
+  ::unlink(probe.c_str());
 }
 
 void write_reports(const Report& r, const std::string& dir) {

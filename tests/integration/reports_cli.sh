@@ -50,7 +50,12 @@ expect_out "^clusterbench: --out $TMP/plain: is not a directory$"
 expect_rc 2 "$CB_BIN" compare "$F/compare-baseline" "$F/compare-current" --out "$TMP/plain/sub"
 expect_out "^clusterbench: --out $TMP/plain/sub: is not a directory$"
 [ ! -s "$TMP/plain" ] || fail "compare wrote into the plain file given as --out"
-ok "compare: bad input exits 2 (a plain file as --out too)"
+# A directory nothing can be written into (root too: /proc) is refused before anything is read.
+expect_rc 2 "$CB_BIN" compare "$F/compare-baseline" "$F/compare-current" --out /proc
+expect_out "^clusterbench: --out /proc: cannot write into it \(.+\)$"
+expect_rc 2 "$CB_BIN" compare "$F/compare-baseline" /proc
+expect_out "^clusterbench: CURRENT /proc: cannot write into it \(.+\); compare writes compare.md there: pass --out DIR$"
+ok "compare: bad input exits 2 (a plain file or an unwritable directory as --out too)"
 
 # Fleet: 4 nodes x 8 GPUs with three slow GEMM GPUs; they pass the spec (>= 600) but are named.
 RUN=$TMP/fleet

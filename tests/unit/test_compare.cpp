@@ -817,6 +817,66 @@ TEST(Compare, ACaseInProgressWhenARunWasCancelledIsUnfinishedNotRegressed) {
   EXPECT_EQ(compare(base, cur, {}).counts.at(kRegressed), 1);
 }
 
+// Cases a run aborted before reaching are unfinished, not "missing from CURRENT" (regressed).
+TEST(Compare, CasesAnAbortedRunNeverReachedAreUnfinishedNotRegressed) {
+  const std::string fx = std::string(CB_FIXTURES) + "/results/compare-baseline";
+  RunDir base = read_run_dir(fx), cur = read_run_dir(fx);
+  auto& recs = cur.records.records;
+  const size_t before = recs.size();
+  recs.erase(std::remove_if(recs.begin(), recs.end(),
+                            [](const ResultRecord& r) {
+                              return r.benchmark == "compute.memory_bandwidth" &&
+                                     r.status == Status::ok;
+                            }),
+             recs.end());
+  const int gone = static_cast<int>(before - recs.size());
+  ASSERT_GT(gone, 0);
+  EXPECT_EQ(compare(base, cur, {}).counts.at(kRegressed), gone);  // not aborted: lost
+  cur.run.aborted = true;
+  cur.run.abort_reason = "terminated by signal SIGTERM";
+  const Comparison c = compare(base, cur, {});
+  EXPECT_EQ(c.counts.at(kRegressed), 0);
+  EXPECT_EQ(c.unfinished_cases, gone);
+  EXPECT_EQ(c.exit_code, 4);
+  for (const auto& cc : c.cases) {
+    if (!cc.unfinished) continue;
+    EXPECT_EQ(cc.message,
+              "unfinished: CURRENT's run was aborted before the case (terminated by signal "
+              "SIGTERM); `clusterbench run --resume DIR` completes it");
+  }
+}
+
+// A count with no repetitions that stayed the same (wrong results 0 and 0) does not make a case
+// whose measured metrics could not be tested "unchanged": it is not comparable, and a pair of
+// such cases is inconclusive, not "no regression".
+TEST(Compare, AnEqualCountDoesNotJudgeACaseWhoseRepetitionsCannotBeTested) {
+  auto record = [](double busbw) {
+    ResultRecord r;
+    r.benchmark = "collectives.all_reduce";
+    r.status = Status::ok;
+    r.scope.kind = ScopeKind::cluster;
+    Metric m{"busbw", busbw, "GB/s", true, {busbw, busbw * 1.01, busbw * 0.99}, 0};
+    r.metrics = {m, Metric{"wrong", 0, "count", false, {}, 0}};
+    return r;
+  };
+  RunDir b, c;
+  b.records.records = {record(10)};
+  c.records.records = {record(1)};  // 10x slower, but n = 3 a side
+  Comparison out = compare(b, c, {});
+  ASSERT_EQ(out.cases.size(), 1u);
+  EXPECT_EQ(out.cases[0].verdict, kNotComparable);
+  EXPECT_EQ(out.cases[0].message, "not comparable (busbw: n = 3/3, needs 5 repetitions a side)");
+  EXPECT_EQ(out.exit_code, 4);
+  // With 5 repetitions a side the same pair is judged by busbw.
+  for (auto* d : {&b, &c}) {
+    auto& m = d->records.records[0].metrics[0];
+    m.reps.push_back(m.value), m.reps.push_back(m.value * 1.02);
+  }
+  out = compare(b, c, {});
+  EXPECT_EQ(out.cases[0].verdict, kRegressed);
+  EXPECT_EQ(out.exit_code, 1);
+}
+
 TEST(Compare, EachSideSaysItsSuiteAndRounds) {
   const std::string fx = std::string(CB_FIXTURES) + "/results/compare-baseline";
   RunDir base = read_run_dir(fx), cur = read_run_dir(fx);
