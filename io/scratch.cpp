@@ -724,13 +724,26 @@ bool own_helper(const std::string& proc_dir, int self) {
 
 namespace {
 
-/// Whether `path` lies inside a ScratchDir of some clusterbench process: a directory "cb-*" that
-/// holds its owner file (another rank's on a shared tier, or another run's), never user data.
-bool inside_scratch_dir(const fs::path& path) {
+/// Whether `path` lies inside another host's ScratchDir below the target `under` (which ends in
+/// '/'): a directory "cb-*" there whose owner file names a host other than `host`. That is
+/// another node's rank measuring the same shared tier, seen where nodes share one kernel (network
+/// namespaces, containers). A run of this host writing there is a writer like any other, and so
+/// is whatever lies in a cb-* directory above the target or in one without a parsable owner.
+bool other_hosts_scratch(const fs::path& path, const std::string& under, const std::string& host) {
   std::error_code ec;
-  for (fs::path p = path.parent_path(); p.has_relative_path(); p = p.parent_path())
-    if (starts_with(p.filename().string(), "cb-") && fs::exists(p / kScratchOwnerFile, ec))
-      return true;
+  for (fs::path p = path.parent_path(); p.string().size() >= under.size(); p = p.parent_path()) {
+    if (!starts_with(p.filename().string(), "cb-")) continue;
+    std::ifstream in(p / kScratchOwnerFile);
+    std::string line, word, owner_host;
+    bool pid = false;
+    std::getline(in, line);
+    std::istringstream words(line);
+    while (words >> word) {
+      if (starts_with(word, "pid=")) pid = std::atol(word.c_str() + 4) > 0;
+      if (starts_with(word, "host=")) owner_host = word.substr(5);
+    }
+    if (pid && !owner_host.empty() && owner_host != host) return true;
+  }
   return false;
 }
 
@@ -745,6 +758,7 @@ std::vector<OpenWriter> open_writers(const std::string& target, int* unreadable,
   std::string under = want;
   if (under.empty() || under.back() != '/') under += '/';
   const int self = static_cast<int>(::getpid());
+  const std::string host = scratch_host();
   for (const auto& entry : fs::directory_iterator(proc_root, ec)) {
     const std::string name = entry.path().filename().string();
     if (name.empty() || !std::all_of(name.begin(), name.end(), ::isdigit)) continue;
@@ -763,7 +777,7 @@ std::vector<OpenWriter> open_writers(const std::string& target, int* unreadable,
       std::string path = fs::read_symlink(fd.path(), link_ec).string();
       if (link_ec || path.empty() || path[0] != '/') continue;  // pipes, sockets, anon inodes
       if (path != want && !starts_with(path, under)) continue;
-      if (inside_scratch_dir(path)) continue;
+      if (other_hosts_scratch(path, under, host)) continue;
       std::ifstream info(entry.path() / "fdinfo" / fd.path().filename());
       std::string line;
       long flags = -1;

@@ -236,9 +236,10 @@ struct OpenWriter {
 /// (O_WRONLY or O_RDWR): every `proc_root`/PID/fd/N whose link points there, with the access mode
 /// from the "flags:" line (octal) of `proc_root`/PID/fdinfo/N (proc(5)). `target` is compared by
 /// its absolute, normalised path. A process whose fd directory cannot be read (another user's,
-/// without privilege) is counted in `unreadable` and skipped. A file inside a ScratchDir of
-/// clusterbench ("cb-*" with its owner file: another node's rank measuring the same shared tier,
-/// another run) is not counted: never user data, and the tier is measured from every node at once.
+/// without privilege) is counted in `unreadable` and skipped. A file inside another host's
+/// ScratchDir below `target` ("cb-*" whose owner file names a host other than scratch_host():
+/// another node's rank measuring the same shared tier, where nodes share one kernel) is not
+/// counted: the tier is measured from every node at once. Another run of this host is counted.
 std::vector<OpenWriter> open_writers(const std::string& target, int* unreadable = nullptr,
                                      const std::string& proc_root = "/proc");
 

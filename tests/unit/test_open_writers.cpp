@@ -69,8 +69,9 @@ TEST_F(OpenWritersTest, WritersBelowTheTargetOnly) {
   EXPECT_TRUE(open_writers("/elsewhere", nullptr, root_.string()).empty());
 }
 
-// Another rank's fio in its own scratch directory (cb-* with its owner file) below a shared tier
-// is not a writer to refuse; a cb-* directory without the owner file is not a scratch directory.
+// Another host's rank's fio in its own scratch directory (cb-* with its owner file) below a shared
+// tier is not a writer to refuse; a cb-* directory without the owner file is not a scratch
+// directory.
 TEST_F(OpenWritersTest, AnotherClusterbenchScratchDirIsNotAWriter) {
   const fs::path tier = root_ / "tier";
   fs::create_directories(tier / "cb-fio-seq_write-abc123");
@@ -80,10 +81,28 @@ TEST_F(OpenWritersTest, AnotherClusterbenchScratchDirIsNotAWriter) {
   fd(202, 4, (tier / "cb-fio-seq_write-abc123" / ".cb-owner").string(), "01", "clusterbench");
   fd(203, 5, (tier / "cb-user-data" / "ckpt.bin").string(), "01", "python3");
   fd(204, 6, (tier / "ckpt.bin").string(), "02", "dd");
+  // Not exempt: a run of this host (a concurrent run), an owner file that names no owner, and a
+  // cb-* directory above the target (the target is inside it, not another rank's scratch).
+  fs::create_directories(tier / "cb-fio-rand_read-local");
+  std::ofstream(tier / "cb-fio-rand_read-local" / ".cb-owner")
+      << "pid=1 host=" << clusterbench::io::scratch_host() << "\n";
+  fd(205, 7, (tier / "cb-fio-rand_read-local" / "rand_read.0.0").string(), "01", "fio");
+  fs::create_directories(tier / "cb-mine");
+  std::ofstream(tier / "cb-mine" / ".cb-owner") << "just a user file\n";
+  fd(206, 8, (tier / "cb-mine" / "userdata.bin").string(), "01", "python3");
   auto w = open_writers(tier.string(), nullptr, root_.string());
-  ASSERT_EQ(w.size(), 2u) << describe_writers(w);
+  ASSERT_EQ(w.size(), 4u) << describe_writers(w);
   EXPECT_EQ(w[0].pid, 203);
   EXPECT_EQ(w[1].pid, 204);
+  EXPECT_EQ(w[2].pid, 205);
+  EXPECT_EQ(w[3].pid, 206);
+  const fs::path above = root_ / "cb-proj";
+  fs::create_directories(above / "data");
+  std::ofstream(above / ".cb-owner") << "pid=1 host=n1\n";
+  fd(207, 9, (above / "data" / "x.bin").string(), "01", "dd");
+  w = open_writers((above / "data").string(), nullptr, root_.string());
+  ASSERT_EQ(w.size(), 1u) << describe_writers(w);
+  EXPECT_EQ(w[0].pid, 207);
 }
 
 TEST_F(OpenWritersTest, DescribeCapsAtFive) {
