@@ -1128,7 +1128,11 @@ RecordsFile read_records(const std::string& path) {
       for (auto& r : part.records) out.records.push_back(std::move(r));
       if (part.failed_at == SIZE_MAX) continue;
       std::string where = path + ":" + std::to_string(first_line_no + part.failed_at);
-      if (last_unterminated && part.failed_at + 1 == lines.size()) {
+      // Cut off by a crash: an unterminated last line that is not whole JSON. Whole JSON that is
+      // not a valid record (a wrong status, an array) is an error like on any other line.
+      const auto [cut_off, cut_len] = lines[part.failed_at];
+      if (last_unterminated && part.failed_at + 1 == lines.size() &&
+          !json::accept(std::string_view(buf.data() + cut_off, cut_len))) {
         out.warnings.push_back(where + ": truncated last record ignored (" + part.error + ")");
         break;
       }

@@ -360,6 +360,22 @@ TEST(ReadRecords, TruncatedLastLineIsAWarning) {
       << f.warnings[0];
 }
 
+// An unterminated last line that is whole JSON was not cut off by a crash: a record that is not
+// valid there (a wrong status, a file written as one JSON array) is an error, not ignored.
+TEST(ReadRecords, AWholeButInvalidLastLineIsAnErrorNotTruncation) {
+  const std::string path = temp_dir("whole-last") + "/records.jsonl";
+  json bad = gemm_record();
+  bad["status"] = "OK";
+  const std::string good = json(gemm_record()).dump();
+  std::ofstream(path) << good << "\n" << bad.dump();
+  std::string m = input_error([&] { read_records(path); });
+  EXPECT_EQ(m.rfind(path + ":2: ", 0), 0u) << m;
+  EXPECT_NE(m.find("'OK'"), std::string::npos) << m;
+  std::ofstream(path) << "[" << good << "," << good << "]";
+  m = input_error([&] { read_records(path); });
+  EXPECT_EQ(m.rfind(path + ":1: ", 0), 0u) << m;
+}
+
 TEST(ReadRecords, MalformedMiddleLineIsAnInputErrorNamingFileAndLine) {
   std::string path = kResults + "malformed-middle/records.jsonl";
   std::string m = input_error([&] { read_records(path); });
