@@ -1015,8 +1015,9 @@ std::string verdict_word(const Comparison& c) {
 /// "N case(s) a run did not finish ...": the unfinished cases' line of compare.md and the console.
 std::string unfinished_line(const Comparison& c) {
   return std::to_string(c.unfinished_cases) +
-         " case(s) a run did not finish (a snapshot before the case's last round, or the case a "
-         "signal stopped): not compared; complete the run with `clusterbench run --resume DIR` "
+         " case(s) a run did not finish (a snapshot before the case's last round, the case a "
+         "signal stopped, or one an aborted run never reached): not compared; complete the run "
+         "with `clusterbench run --resume DIR` "
          "and compare again";
 }
 
