@@ -607,7 +607,6 @@ void check_output_dir(const std::string& dir, const std::string& option) {
   if (ec == std::errc::not_a_directory || ec == std::errc::file_exists)
     throw InputError(what + "is not a directory");
   if (ec) throw InputError(what + "cannot create directory (" + ec.message() + ")");
-  check_writable_dir(dir, option);
 }
 
 void check_writable_dir(const std::string& dir, const std::string& option) {

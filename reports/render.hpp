@@ -65,8 +65,7 @@ void check_output_file(const std::string& path, const std::string& option,
 
 /// Creates directory `dir` (and its parents) for a command's output files unless it exists.
 /// Throws InputError "<option> <dir>: is not a directory" when it, or a parent, is a file, and
-/// "<option> <dir>: cannot create directory (<why>)" on any other failure, and
-/// check_writable_dir's error when nothing can be written into it (exit 2).
+/// "<option> <dir>: cannot create directory (<why>)" on any other failure (exit 2).
 void check_output_dir(const std::string& dir, const std::string& option);
 
 /// Throws InputError "<option> <dir>: cannot write into it (<why>)" (exit 2) unless a file can
