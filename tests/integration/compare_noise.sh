@@ -28,9 +28,9 @@ run_ci() {
 # side; a host drift (exit 4) only when the host probe's medians are more than 10% apart with
 # p < 0.05 on >= 5 samples a side, a case's CPU share moved, or its cores' round trip did (this
 # VM's two vCPUs switch between 90 and 420 ns every few seconds: docs/compare.md "Host drift");
-# >= 90% of the ok cases comparable by their repetitions. A clean pair (exit 0 or 4) is not
-# required: this VM's speed also moves for a minute or more, longer than a run (docs/compare.md
-# "Rounds" has the pairs measured with and without rounds).
+# >= 90% of the ok cases comparable by their repetitions; 0 regressed (exit 0, or 4 when a host
+# drift was measured) and every row the same outcome (docs/compare.md "Rounds" has the pairs
+# measured with and without rounds).
 run_ci a
 run_ci b
 "$CB_BIN" compare "$TMP/a" "$TMP/b" --out "$TMP/cmp" >"$TMP/cmp.log" 2>&1
@@ -85,11 +85,19 @@ for d in c['host_drift']:
     assert d['baseline_n'] >= 5 and d['current_n'] >= 5, d
     print('host drift:', d)
 assert frac >= 0.9, frac
-ra = {r['id']: r['outcome'] for r in json.load(open(sys.argv[1] + '/a/report.json'))['rows']}
-rb = {r['id']: r['outcome'] for r in json.load(open(sys.argv[1] + '/b/report.json'))['rows']}
-print('rows whose outcome differs:', {k: (ra[k], rb.get(k)) for k in ra if ra[k] != rb.get(k)})
+# Nothing changed, so nothing regressed (a host drift, measured, may leave the pair inconclusive)
+# and every row has the same outcome; a row whose threshold lies inside its repetitions' range in
+# either run (within_noise: the report says a rerun could change it) may differ, and is printed.
+assert c['counts']['regressed'] == 0 and rc in (0, 4), (rc, c['counts'])
+rows = {}
+for side in ('a', 'b'):
+    for r in json.load(open(sys.argv[1] + '/' + side + '/report.json'))['rows']:
+        rows.setdefault(r['id'], []).append((r['outcome'], r.get('within_noise')))
+differ = {k: v for k, v in rows.items() if len(v) != 2 or v[0][0] != v[1][0]}
+print('rows whose outcome differs:', differ)
+assert all(len(v) == 2 and (v[0][1] or v[1][1]) for v in differ.values()), differ
 " "$TMP" "$rc"
-ok "two back-to-back ci runs: compare exit $rc, every call by the rule"
+ok "two back-to-back ci runs: compare exit $rc, 0 regressed, the same rows, every call by the rule"
 
 # A real slowdown of two families is caught.
 only=(--only compute.memory_bandwidth --only io.dataloader)
