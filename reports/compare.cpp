@@ -254,6 +254,98 @@ bool one_equal_number(const MetricChange& mc) {
   return mc.verdict == kUnchanged && !mc.missing && mc.baseline_n == 0 && mc.current_n == 0;
 }
 
+/// IOs an fio job file keeps in flight: the sum over its jobs of numjobs x iodepth (fio's
+/// defaults 1; iodepth only counts for an asynchronous ioengine), from a record's
+/// extra.job_options; 0 when the record has none.
+double fio_in_flight(const ResultRecord& r) {
+  const auto o = r.extra.find("job_options");
+  if (o == r.extra.end() || !o->is_object() || !o->contains("jobs") || !(*o)["jobs"].is_array())
+    return 0;
+  const json global = o->value("global", json::object());
+  auto option = [&](const json& job, const char* key, const std::string& fallback) {
+    const json& from = job.contains(key) ? job : global;
+    return from.contains(key) && from[key].is_string() ? from[key].get<std::string>() : fallback;
+  };
+  double total = 0;
+  for (const auto& job : (*o)["jobs"]) {
+    if (!job.is_object()) return 0;
+    const std::string engine = option(job, "ioengine", "psync");
+    const bool async = engine == "libaio" || engine == "io_uring" || engine == "posixaio";
+    const double depth = async ? std::atof(option(job, "iodepth", "1").c_str()) : 1;
+    total += std::max(1.0, std::atof(option(job, "numjobs", "1").c_str())) * std::max(1.0, depth);
+  }
+  return total;
+}
+
+/// fio keeps N IOs in flight, so its mean completion latency is N / IOPS (Little's law): while a
+/// direction's IOPS is unchanged, so is its mean latency, and a percentile that moved (a median
+/// that went from one mode of the virtual disk's latency to the other while p99 fell) measured a
+/// change of the distribution's shape, not of the device's speed. Such a percentile of a job with
+/// more than one IO in flight is unchanged, with that reason; with one in flight it is judged.
+void settle_fio_latency(const ResultRecord& b, const ResultRecord& c,
+                        std::vector<MetricChange>& metrics) {
+  const double in_flight = fio_in_flight(b);
+  if (in_flight <= 1 || fio_in_flight(c) != in_flight) return;
+  for (auto& m : metrics) {
+    const size_t at = m.name.find("_clat_");
+    if (at == std::string::npos || (m.verdict != kRegressed && m.verdict != kImproved)) continue;
+    const std::string iops = m.name.substr(0, at) + "_iops";
+    auto it = std::find_if(metrics.begin(), metrics.end(),
+                           [&](const MetricChange& x) { return x.name == iops; });
+    if (it == metrics.end() || it->verdict != kUnchanged || it->missing) continue;
+    m.reason = "was " + m.verdict + " (p = " + format_number(m.p_value) + "); " + iops +
+               " unchanged (" + signed_pct(it->change_pct) + "), so at " +
+               format_number(in_flight) +
+               " IOs in flight the mean latency is too (Little's law: N / IOPS): the "
+               "distribution changed shape, not speed";
+    m.verdict = kUnchanged;
+  }
+}
+
+/// `bm` against CURRENT's metric of its name in `c` (regressed when CURRENT lacks it, with the
+/// reason CURRENT gives in extra.unmeasured), into `mc`; the missing one is added to `message`.
+void judge_named_metric(const Metric& bm, const ResultRecord& b, const ResultRecord& c,
+                        const std::vector<ToleranceRule>& rules,
+                        const std::vector<SpecFamily>& families, MetricChange& mc,
+                        std::string& message) {
+  mc.name = bm.name;
+  mc.unit = bm.unit;
+  mc.higher_is_better = bm.higher_is_better;
+  mc.baseline = bm.value;
+  mc.tolerance = tolerance_for(rules, b.benchmark, bm.name, bm.unit, families);
+  if (const Metric* cm = find_metric(c, bm.name)) return judge_metric(bm, *cm, mc.tolerance, mc);
+  mc.verdict = kRegressed;
+  mc.missing = true;
+  std::string why;
+  if (auto u = c.extra.find("unmeasured"); u != c.extra.end() && u->is_object())
+    if (auto w = u->find(bm.name); w != u->end() && w->is_string()) why = w->get<std::string>();
+  mc.reason = why.empty() ? "missing from CURRENT" : "not measured in CURRENT: " + why;
+  message += (message.empty() ? "" : "; ") + ("metric '" + bm.name + "' " + mc.reason);
+}
+
+/// The case's verdict from its judged metrics: the worst comparable one; not_comparable, with the
+/// first reason, when none is, or when the only unchanged ones are equal numbers with no
+/// repetitions (a count of wrong results, 0 and 0, says nothing of the case's speed) beside one
+/// that could not be tested.
+void settle_case_verdict(CaseChange& cc) {
+  bool comparable = false, tested = false;  // tested: judged on more than one equal number
+  std::string not_comparable;
+  for (const auto& mc : cc.metrics) {
+    if (mc.verdict == kNotComparable) {
+      if (not_comparable.empty()) not_comparable = mc.name + ": " + mc.reason;
+    } else if (!comparable || verdict_rank(mc.verdict) < verdict_rank(cc.verdict)) {
+      cc.verdict = mc.verdict;
+      comparable = true;
+    }
+    tested |= mc.verdict != kNotComparable && !one_equal_number(mc);
+  }
+  if (!comparable || (!tested && !not_comparable.empty())) {
+    // No metric to test (a case that records none compares by its status alone: ok both).
+    cc.verdict = cc.metrics.empty() ? kUnchanged : kNotComparable;
+    if (!cc.metrics.empty()) cc.message = "not comparable (" + not_comparable + ")";
+  }
+}
+
 void compare_case(const ResultRecord& b, const ResultRecord* c,
                   const std::vector<ToleranceRule>& rules, const std::vector<SpecFamily>& families,
                   const RunRecord& current_run, CaseChange& cc) {
@@ -262,45 +354,11 @@ void compare_case(const ResultRecord& b, const ResultRecord* c,
   cc.baseline_status = status_name(b.status);
   cc.current_status = c ? status_name(c->status) : "missing";
   if (judge_by_status(b, c, current_run, cc)) return;
-  cc.metrics.reserve(b.metrics.size());
-  bool comparable = false, tested = false;  // tested: judged on more than one equal number
-  std::string not_comparable;
-  for (const auto& bm : b.metrics) {
-    MetricChange mc;
-    mc.name = bm.name;
-    mc.unit = bm.unit;
-    mc.higher_is_better = bm.higher_is_better;
-    mc.baseline = bm.value;
-    mc.tolerance = tolerance_for(rules, b.benchmark, bm.name, bm.unit, families);
-    const Metric* cm = find_metric(*c, bm.name);
-    if (!cm) {
-      mc.verdict = kRegressed;
-      mc.missing = true;
-      // Every metric that is gone, each with the reason CURRENT gives (extra.unmeasured).
-      std::string why;
-      if (auto u = c->extra.find("unmeasured"); u != c->extra.end() && u->is_object())
-        if (auto w = u->find(bm.name); w != u->end() && w->is_string()) why = w->get<std::string>();
-      mc.reason = why.empty() ? "missing from CURRENT" : "not measured in CURRENT: " + why;
-      cc.message += (cc.message.empty() ? "" : "; ") + ("metric '" + bm.name + "' " + mc.reason);
-    } else {
-      judge_metric(bm, *cm, mc.tolerance, mc);
-    }
-    if (mc.verdict == kNotComparable) {
-      if (not_comparable.empty()) not_comparable = mc.name + ": " + mc.reason;
-    } else if (!comparable || verdict_rank(mc.verdict) < verdict_rank(cc.verdict)) {
-      cc.verdict = mc.verdict;
-      comparable = true;
-    }
-    tested |= mc.verdict != kNotComparable && !one_equal_number(mc);
-    cc.metrics.push_back(std::move(mc));
-  }
-  // A count with no repetitions that stayed the same (wrong results: 0 and 0) says nothing of
-  // the case's speed: beside a metric that could not be tested, the case is not comparable.
-  if (!comparable || (!tested && !not_comparable.empty())) {
-    // No metric to test (a case that records none compares by its status alone: ok both).
-    cc.verdict = b.metrics.empty() ? kUnchanged : kNotComparable;
-    if (!b.metrics.empty()) cc.message = "not comparable (" + not_comparable + ")";
-  }
+  cc.metrics.resize(b.metrics.size());
+  for (size_t i = 0; i < b.metrics.size(); ++i)
+    judge_named_metric(b.metrics[i], b, *c, rules, families, cc.metrics[i], cc.message);
+  if (b.benchmark == "io.fio") settle_fio_latency(b, *c, cc.metrics);
+  settle_case_verdict(cc);
 }
 
 }  // namespace
