@@ -624,6 +624,7 @@ class Fio : public Benchmark {
     for (const auto& j : f.jobs) options["jobs"].push_back(j.options);
     run.set_extra("job_options", options);
     run.set_extra("repeat", outs.size());
+    json latency_of = json::object();
     for (bool read : {true, false}) {
       std::string source;
       std::map<std::string, std::vector<double>> reps;
@@ -640,9 +641,14 @@ class Fio : public Benchmark {
         // fio's clat is in ns: a resolution of 0.001 us.
         run.add(
             Metric{name, median_of(it->second), unit, !latency, it->second, latency ? 0.001 : 0});
+        if (latency) latency_of[name] = (read ? "read" : "write") + std::string("_iops");
       }
       run.set_extra(std::string(read ? "read" : "write") + "_bw_source", source);
     }
+    // Its IOs in flight set its mean latency from its IOPS (Little's law): compare judges a
+    // latency percentile that moved while the IOPS did not as a change of shape, not of speed.
+    run.set_extra("little_law",
+                  {{"in_flight", fio_in_flight(options)}, {"latency_of", latency_of}});
   }
 
   Knob<std::vector<std::string>> profiles_ =

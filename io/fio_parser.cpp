@@ -140,4 +140,24 @@ std::string fio_error_text(const std::string& preamble, const std::string& stder
   return out;
 }
 
+double fio_in_flight(const json& options) {
+  if (!options.is_object() || !options.contains("jobs") || !options["jobs"].is_array()) return 0;
+  const json global = options.value("global", json::object());
+  auto option = [&](const json& job, const char* key, const std::string& fallback) {
+    const json& from = job.contains(key) ? job : global;
+    return from.is_object() && from.contains(key) && from[key].is_string()
+               ? from[key].get<std::string>()
+               : fallback;
+  };
+  double total = 0;
+  for (const auto& job : options["jobs"]) {
+    if (!job.is_object()) return 0;
+    const std::string engine = option(job, "ioengine", "psync");
+    const bool async = engine == "libaio" || engine == "io_uring" || engine == "posixaio";
+    const double depth = async ? std::atof(option(job, "iodepth", "1").c_str()) : 1;
+    total += std::max(1.0, std::atof(option(job, "numjobs", "1").c_str())) * std::max(1.0, depth);
+  }
+  return total;
+}
+
 }  // namespace clusterbench::io

@@ -50,10 +50,17 @@ class FioParseError : public std::runtime_error {
 };
 
 /// Parses fio's JSON output from its first `{` to the matching end. Bytes that are not UTF-8
-/// become U+FFFD first (records/utf8.hpp), so every string of the result is valid UTF-8. Optional sections
+/// become U+FFFD first (records/utf8.hpp), so every string of the result is valid UTF-8. Optional
+/// sections
 /// (`disk_util`, `global options`, `job options`, `percentile`) may be absent. Throws
 /// FioParseError with what is missing.
 FioOutput parse_fio_json(const std::string& raw);
+
+/// IOs a job file keeps in flight, from its options as fio reports them ({"global": {...},
+/// "jobs": [{...}]}, string values): the sum over its jobs of numjobs x iodepth, each option from
+/// the job or else the global section, fio's defaults 1 (psync); iodepth counts only for an
+/// asynchronous ioengine (libaio, io_uring, posixaio). 0 when `options` has no jobs array.
+double fio_in_flight(const json& options);
 
 /// The lines of fio's own error text for a failed job: lines of `preamble` and `stderr_text` that
 /// start with "fio:" or contain "err=", joined by "; " (at most `max_lines`). Empty if none.

@@ -254,50 +254,33 @@ bool one_equal_number(const MetricChange& mc) {
   return mc.verdict == kUnchanged && !mc.missing && mc.baseline_n == 0 && mc.current_n == 0;
 }
 
-/// IOs an fio job file keeps in flight: the sum over its jobs of numjobs x iodepth (fio's
-/// defaults 1; iodepth only counts for an asynchronous ioengine), from a record's
-/// extra.job_options; 0 when the record has none.
-double fio_in_flight(const ResultRecord& r) {
-  const auto o = r.extra.find("job_options");
-  if (o == r.extra.end() || !o->is_object() || !o->contains("jobs") || !(*o)["jobs"].is_array())
-    return 0;
-  const json global = o->value("global", json::object());
-  auto option = [&](const json& job, const char* key, const std::string& fallback) {
-    const json& from = job.contains(key) ? job : global;
-    return from.contains(key) && from[key].is_string() ? from[key].get<std::string>() : fallback;
-  };
-  double total = 0;
-  for (const auto& job : (*o)["jobs"]) {
-    if (!job.is_object()) return 0;
-    const std::string engine = option(job, "ioengine", "psync");
-    const bool async = engine == "libaio" || engine == "io_uring" || engine == "posixaio";
-    const double depth = async ? std::atof(option(job, "iodepth", "1").c_str()) : 1;
-    total += std::max(1.0, std::atof(option(job, "numjobs", "1").c_str())) * std::max(1.0, depth);
-  }
-  return total;
-}
-
-/// fio keeps N IOs in flight, so its mean completion latency is N / IOPS (Little's law): while a
-/// direction's IOPS is unchanged, so is its mean latency, and a percentile that moved (a median
-/// that went from one mode of the virtual disk's latency to the other while p99 fell) measured a
-/// change of the distribution's shape, not of the device's speed. Such a percentile of a job with
-/// more than one IO in flight is unchanged, with that reason; with one in flight it is judged.
-void settle_fio_latency(const ResultRecord& b, const ResultRecord& c,
-                        std::vector<MetricChange>& metrics) {
-  const double in_flight = fio_in_flight(b);
-  if (in_flight <= 1 || fio_in_flight(c) != in_flight) return;
+/// A record that keeps N operations in flight (extra.little_law: {"in_flight": N,
+/// "latency_of": {LATENCY: RATE}}, as fio's records say) has a mean latency of N / RATE (Little's
+/// law): while the rate is unchanged, so is the mean latency, and a percentile that moved (a
+/// median that went from one mode of a virtual disk's latency to the other while p99 fell)
+/// measured a change of the distribution's shape, not of the speed. Such a latency of a record
+/// with N > 1, the same N on both sides, is unchanged, with that reason; with N = 1 it is judged.
+void settle_queue_latency(const ResultRecord& b, const ResultRecord& c,
+                          std::vector<MetricChange>& metrics) {
+  const auto law = b.extra.find("little_law");
+  if (law == b.extra.end() || !law->is_object() || !c.extra.contains("little_law") ||
+      c.extra["little_law"] != *law)
+    return;
+  const double in_flight = law->value("in_flight", 0.0);
+  const json latency_of = law->value("latency_of", json::object());
+  if (in_flight <= 1 || !latency_of.is_object()) return;
   for (auto& m : metrics) {
-    const size_t at = m.name.find("_clat_");
-    if (at == std::string::npos || (m.verdict != kRegressed && m.verdict != kImproved)) continue;
-    const std::string iops = m.name.substr(0, at) + "_iops";
+    const auto rate = latency_of.find(m.name);
+    if (rate == latency_of.end() || !rate->is_string() ||
+        (m.verdict != kRegressed && m.verdict != kImproved))
+      continue;
     auto it = std::find_if(metrics.begin(), metrics.end(),
-                           [&](const MetricChange& x) { return x.name == iops; });
+                           [&](const MetricChange& x) { return x.name == *rate; });
     if (it == metrics.end() || it->verdict != kUnchanged || it->missing) continue;
-    m.reason = "was " + m.verdict + " (p = " + format_number(m.p_value) + "); " + iops +
+    m.reason = "was " + m.verdict + " (p = " + format_number(m.p_value) + "); " + it->name +
                " unchanged (" + signed_pct(it->change_pct) + "), so at " +
-               format_number(in_flight) +
-               " IOs in flight the mean latency is too (Little's law: N / IOPS): the "
-               "distribution changed shape, not speed";
+               format_number(in_flight) + " in flight the mean latency is too (Little's law: N / " +
+               it->name + "): the distribution changed shape, not speed";
     m.verdict = kUnchanged;
   }
 }
@@ -357,7 +340,7 @@ void compare_case(const ResultRecord& b, const ResultRecord* c,
   cc.metrics.resize(b.metrics.size());
   for (size_t i = 0; i < b.metrics.size(); ++i)
     judge_named_metric(b.metrics[i], b, *c, rules, families, cc.metrics[i], cc.message);
-  if (b.benchmark == "io.fio") settle_fio_latency(b, *c, cc.metrics);
+  settle_queue_latency(b, *c, cc.metrics);
   settle_case_verdict(cc);
 }
 

@@ -154,6 +154,22 @@ TEST(FioParser, BytesThatAreNotUtf8BecomeReplacementCharacters) {
   }
 }
 
+// IOs in flight: numjobs x iodepth summed over the jobs, options from the job or else the global
+// section; iodepth counts for an asynchronous engine only, fio's defaults are 1.
+TEST(FioParser, InFlightFromTheJobOptions) {
+  using nlohmann::json;
+  const json shipped = {{"global", {{"ioengine", "libaio"}, {"direct", "1"}}},
+                        {"jobs", {{{"bs", "1M"}, {"iodepth", "32"}, {"numjobs", "4"}}}}};
+  EXPECT_EQ(fio_in_flight(shipped), 128);
+  const json two = {{"global", {{"iodepth", "8"}}},
+                    {"jobs",
+                     {{{"ioengine", "io_uring"}, {"numjobs", "2"}},
+                      {{"ioengine", "psync"}, {"numjobs", "3"}, {"iodepth", "64"}}}}};
+  EXPECT_EQ(fio_in_flight(two), 2 * 8 + 3 * 1);
+  EXPECT_EQ(fio_in_flight({{"jobs", {json::object()}}}), 1);  // fio's defaults
+  EXPECT_EQ(fio_in_flight(json::object()), 0);
+}
+
 TEST(FioParser, DirectRefusalDetection) {
   EXPECT_TRUE(looks_like_direct_refused(
       "fio: pid=7, err=22/file:filesetup.c:805, func=open(/x/a.0.0), error=Invalid argument", "",
