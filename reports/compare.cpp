@@ -362,7 +362,13 @@ ToleranceRule parse_tolerance(const std::string& text) {
   if (used != num.size() || !(v >= 0) || v > 1000)
     throw InputError("--tolerance '" + text + "': '" + text.substr(eq + 1) +
                      "' is not a percentage (0..1000)");
-  return {text.substr(0, eq), v / 100};
+  const std::string key = text.substr(0, eq);
+  const auto colon = key.find(':');
+  if (colon != std::string::npos &&
+      (colon == 0 || colon + 1 == key.size() || key.find(':', colon + 1) != std::string::npos))
+    throw InputError("--tolerance '" + text + "': '" + key +
+                     "' must be BENCHMARK-GLOB:METRIC, both parts named");
+  return {key, v / 100};
 }
 
 double default_tolerance(const std::string& unit) {

@@ -195,6 +195,9 @@ TEST(Compare, Tolerances) {
   EXPECT_THROW(parse_tolerance("GB/s"), InputError);
   EXPECT_THROW(parse_tolerance("GB/s=fast"), InputError);
   EXPECT_THROW(parse_tolerance("=5%"), InputError);
+  EXPECT_THROW(parse_tolerance("io.*:=5"), InputError);  // an empty metric matches nothing
+  EXPECT_THROW(parse_tolerance(":read_iops=5"), InputError);
+  EXPECT_THROW(parse_tolerance("io.fio:a:b=5"), InputError);
 }
 
 TEST(Compare, DriverUpgradeFixture) {
