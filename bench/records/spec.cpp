@@ -149,6 +149,62 @@ void check_where(const std::string& env, const json& where, const std::string& r
   }
 }
 
+/// Throws InputError naming `where` when `j` has a key outside `known` (a typo would otherwise
+/// be silently ignored). "$comment" (as in JSON Schema) is allowed everywhere.
+void check_keys(const json& j, const std::set<std::string>& known, const std::string& where) {
+  for (const auto& [key, value] : j.items())
+    if (!known.count(key) && key != "$comment")
+      throw InputError(where + ": unknown field '" + key + "'");
+}
+
+/// The first key that `text` (valid JSON) holds twice in one object, as "POINTER: key 'K'"
+/// (POINTER: RFC 6901, of the object); empty when every object's keys are distinct. A JSON
+/// reader keeps only one of the two values, so a table with one is refused, not half-read.
+std::string duplicate_key(std::string_view text) {
+  struct Level {
+    bool array = false;
+    std::set<std::string> keys;
+    std::string key;
+    size_t index = 0;
+  };
+  std::vector<Level> open;
+  std::string found;
+  auto pointer = [&] {
+    std::string out;
+    for (size_t i = 0; i + 1 < open.size(); ++i) {
+      out.push_back('/');
+      if (open[i].array) {
+        out.append(std::to_string(open[i].index));
+        continue;
+      }
+      for (char c : open[i].key) out.append(c == '~' ? "~0" : c == '/' ? "~1" : std::string(1, c));
+    }
+    return out.empty() ? std::string("/") : out;
+  };
+  auto element_done = [&] {
+    if (!open.empty() && open.back().array) ++open.back().index;
+  };
+  auto on_event = [&](int, json::parse_event_t event, json& parsed) {
+    using E = json::parse_event_t;
+    if (event == E::object_start || event == E::array_start) {
+      open.push_back(Level{event == E::array_start, {}, {}, 0});
+    } else if (event == E::object_end || event == E::array_end) {
+      open.pop_back();
+      element_done();
+    } else if (event == E::key) {
+      open.back().key = parsed.get<std::string>();
+      if (!open.back().keys.insert(open.back().key).second && found.empty())
+        found = pointer() + ": key '" + open.back().key + "'";
+    } else {
+      element_done();
+    }
+    return true;
+  };
+  const json whole = json::parse(text, on_event);  // every event seen; the value is not needed
+  (void)whole;
+  return found;
+}
+
 /// Throws InputError naming `at` unless `pointer` is a JSON pointer (RFC 6901) without `*`.
 void check_pointer(const std::string& pointer, const std::string& at) {
   if (pointer.empty() || pointer[0] != '/') throw InputError(at + " must start with '/'");
@@ -192,6 +248,10 @@ void parse_record_conditions(const json& sel, const std::string& row, Select& ou
 Select parse_select(const json& r, const std::string& row) {
   json sel = require_field<json>(r, "select", row);
   if (!sel.is_object()) throw InputError(row + ": field 'select' must be an object");
+  check_keys(sel,
+             {"health", "env", "where", "benchmark", "metric", "params", "require", "unmet",
+              "describe", "distinct"},
+             row + ": select");
   Select out;
   if (sel.contains("health")) {
     out.health = require_field<std::string>(sel, "health", row + " select");
@@ -265,6 +325,10 @@ Requirement parse_row(const json& r, const std::string& where, const std::string
   Requirement q;
   q.id = require_field<std::string>(r, "id", where);
   std::string row = where + ": requirement '" + q.id + "'";
+  check_keys(r,
+             {"id", "title", "source", "remedy", "severity", "select", "scope", "aggregate", "op",
+              "value", "unit", "remove"},
+             row);
   q.title = require_field<std::string>(r, "title", row);
   q.source = require_field<std::string>(r, "source", row);
   if (q.source.empty())
@@ -293,13 +357,6 @@ Requirement parse_row(const json& r, const std::string& where, const std::string
     throw InputError(row + ": field 'unit' '" + q.unit + "' is not a known unit");
   check_unit(q, row);
   return q;
-}
-
-/// Throws InputError naming `where` when `j` has a key outside `known` (a typo would otherwise
-/// be silently ignored).
-void check_keys(const json& j, const std::set<std::string>& known, const std::string& where) {
-  for (const auto& [key, value] : j.items())
-    if (!known.count(key)) throw InputError(where + ": unknown field '" + key + "'");
 }
 
 PrometheusGauge parse_gauge(const json& g, const std::string& where) {
@@ -520,6 +577,7 @@ void parse_match(const json& j, const std::string& path, Spec& spec) {
   if (!j.contains("match")) return;
   const json& m = j.at("match");
   if (!m.is_object()) throw InputError(path + ": field 'match' must be an object");
+  check_keys(m, {"no_gpu", "gpu_name", "pci_device_ids", "gpu_count"}, path + ": match");
   spec.has_match = true;
   spec.match = SpecMatch{};
   if (m.contains("no_gpu")) spec.match.no_gpu = require_field<bool>(m, "no_gpu", path + " match");
@@ -585,8 +643,21 @@ Spec load_one(const std::string& path, std::set<std::string>& seen,
   if (static_cast<int>(chain.size()) >= kMaxExtendsDepth)
     throw InputError(path + ": 'extends' chain longer than " + std::to_string(kMaxExtendsDepth) +
                      " tables (" + by + ")");
-  json j = read_json_file(path, kMaxSpecBytes, by);
+  const std::string text = read_regular_file(path, kMaxSpecBytes, by);
+  json j;
+  try {
+    j = parse_json_text(text, path);
+  } catch (const InputError& e) {
+    throw InputError(std::string(e.what()) + (by.empty() ? "" : " (" + by + ")"));
+  }
   if (!j.is_object()) throw InputError(path + ": a spec table must be a JSON object");
+  if (const std::string dup = duplicate_key(text); !dup.empty())
+    throw InputError(path + ": " + dup + " appears twice in one object (a reader keeps one)" +
+                     (by.empty() ? "" : " (" + by + ")"));
+  check_keys(j,
+             {"schema", "name", "title", "extends", "match", "requirements", "remove", "families",
+              "tiers", "nics_per_node"},
+             path);
   std::string schema = require_field<std::string>(j, "schema", path);
   if (schema != kSpecSchema && schema != kSpecSchemaV4 && schema != kSpecSchemaV3 &&
       schema != kSpecSchemaV2 && schema != kSpecSchemaV1)

@@ -74,6 +74,64 @@ TEST(LoadSpec, HostBaseRows) {
   EXPECT_EQ(s.requirements[4].severity, "warn");
 }
 
+// A typo in a field name, or a key given twice, is named; it is never quietly ignored.
+TEST(LoadSpec, UnknownFieldsAndDuplicateKeysAreNamed) {
+  json row = good_row();
+  row["vaule"] = 64;
+  EXPECT_NE(row_error("unk_row", row).find("requirement 'host.cpu.cores': unknown field 'vaule'"),
+            std::string::npos);
+  row = good_row();
+  row["select"]["evn"] = "/x";
+  EXPECT_NE(row_error("unk_sel", row)
+                .find("requirement 'host.cpu.cores': select: unknown field "
+                      "'evn'"),
+            std::string::npos);
+  row = good_row();
+  row["$comment"] = "a note for people";
+  std::string ok = write_spec("comment", json::array({row}));
+  EXPECT_EQ(load_spec(ok).requirements.at(0).value, 64);
+
+  std::string dir = temp_dir("top");
+  std::ofstream(dir + "/t.json") << json({{"schema", "clusterbench.spec/1"},
+                                          {"name", "t"},
+                                          {"requirement", json::array()},
+                                          {"requirements", json::array()}})
+                                        .dump();
+  EXPECT_NE(input_error([&] { load_spec(dir + "/t.json"); }).find("unknown field 'requirement'"),
+            std::string::npos);
+  std::ofstream(dir + "/m.json") << R"({"schema": "clusterbench.spec/1", "name": "m",
+    "match": {"gpu_cnt": 8}, "requirements": []})";
+  EXPECT_NE(input_error([&] { load_spec(dir + "/m.json"); }).find("match: unknown field 'gpu_cnt'"),
+            std::string::npos);
+
+  // The second "value" would win in a JSON reader; the table is refused, naming the object.
+  std::string dup = good_row().dump();
+  dup.insert(dup.rfind('}'), R"(, "value": 8)");
+  std::ofstream(dir + "/d.json") << R"({"schema": "clusterbench.spec/1", "name": "d",
+    "requirements": [)" + good_row().dump() +
+                                        "," + dup + "]}";
+  EXPECT_EQ(input_error([&] { load_spec(dir + "/d.json"); }),
+            dir +
+                "/d.json: /requirements/1: key 'value' appears twice in one object (a reader "
+                "keeps one)");
+  std::ofstream(dir + "/n.json") << R"({"schema": "clusterbench.spec/1", "name": "n",
+    "requirements": [], "name": "n2"})";
+  EXPECT_EQ(input_error([&] { load_spec(dir + "/n.json"); }),
+            dir + "/n.json: /: key 'name' appears twice in one object (a reader keeps one)");
+  // fio's own output repeats keys: only spec tables are held to this.
+  std::ofstream(dir + "/s.json") << R"({"schema": "clusterbench.spec/1", "name": "s",
+    "requirements": [{"id": "a", "select": {"benchmark": "b", "metric": "m", "metric": "m"}}]})";
+  EXPECT_NE(input_error([&] {
+              load_spec(dir + "/s.json");
+            }).find("/requirements/0/select: key 'metric' appears twice"),
+            std::string::npos);
+  // A key holding '/' or '~' is escaped in the pointer (RFC 6901).
+  std::ofstream(dir + "/p.json") << R"({"schema": "clusterbench.spec/1", "name": "p", "x/~y":
+    {"a": 1, "a": 2}, "requirements": []})";
+  EXPECT_NE(input_error([&] { load_spec(dir + "/p.json"); }).find("/x~1~0y: key 'a' appears twice"),
+            std::string::npos);
+}
+
 TEST(LoadSpec, ExtendsOverridesById) {
   Spec s = load_spec(kSpecs + "cpu-node.json");
   EXPECT_EQ(s.name, "cpu-node");
