@@ -712,8 +712,13 @@ class Tuning : public Benchmark {
   /// Reads and checks the knobs (InputError naming --set ID.KEY).
   TuningOptions options(const Settings& s) const {
     TuningOptions o;
+    // At most 1000: 2000 loops of 0.05 s at least, half an hour; more is a typo.
+    if (repeats_(s) < 5 || repeats_(s) > 1000) {
+      std::string what = "--set " + id() + ".repeats must be 5..1000 (got ";
+      what.append(std::to_string(repeats_(s))).push_back(')');
+      throw InputError(what);
+    }
     o.repeats = static_cast<int>(repeats_(s));
-    if (o.repeats < 5) throw InputError("--set " + id() + ".repeats must be at least 5");
     o.allow = allow_changes_(s) == "true";
     o.bytes = std::max(bytes_(s) / kHugePage, 1LL) * kHugePage;
     o.tcp_bytes = tcp_bytes_(s);

@@ -273,7 +273,9 @@ TEST(TuningKnobs, SuiteDefaultsAndChecks) {
   EXPECT_EQ(b->cases(Settings("ci", {"network.tuning.effects=hugetlb"})),
             std::vector<json>{json({{"effect", "hugetlb"}})});
   EXPECT_EQ(plan_error("network.tuning", "ci", "network.tuning.repeats=4"),
-            "--set network.tuning.repeats must be at least 5");
+            "--set network.tuning.repeats must be 5..1000 (got 4)");
+  EXPECT_EQ(plan_error("network.tuning", "ci", "network.tuning.repeats=99999999999"),
+            "--set network.tuning.repeats must be 5..1000 (got 99999999999)");
   EXPECT_EQ(plan_error("network.tuning", "ci", "network.tuning.allow_changes=yes"),
             "--set network.tuning.allow_changes: unknown value 'yes' (false, true)");
   EXPECT_EQ(plan_error("network.tuning", "ci", "network.tuning.tcp_bytes=lots"),
