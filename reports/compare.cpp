@@ -354,15 +354,20 @@ ToleranceRule parse_tolerance(const std::string& text) {
   if (num.back() == '%') num.pop_back();
   size_t used = 0;
   double v = 0;
+  // Decimal digits only: stod alone takes "" (as 0), " 5" and "0x10" (as 16).
+  const bool decimal =
+      !num.empty() && num.find_first_not_of("0123456789.eE+-") == std::string::npos;
   try {
-    v = std::stod(num, &used);
+    v = decimal ? std::stod(num, &used) + 0.0 : 0;  // + 0.0: -0 is 0
   } catch (const std::exception&) {
     used = 0;
   }
-  if (used != num.size() || !(v >= 0) || v > 1000)
+  if (!decimal || used != num.size() || !(v >= 0) || v > 1000)
     throw InputError("--tolerance '" + text + "': '" + text.substr(eq + 1) +
                      "' is not a percentage (0..1000)");
   const std::string key = text.substr(0, eq);
+  if (key.find('=') != std::string::npos)
+    throw InputError("--tolerance '" + text + "': expected one '=' (KEY=PCT)");
   const auto colon = key.find(':');
   if (colon != std::string::npos &&
       (colon == 0 || colon + 1 == key.size() || key.find(':', colon + 1) != std::string::npos))
@@ -389,7 +394,7 @@ double tolerance_for(const std::vector<ToleranceRule>& rules, const std::string&
     }
     auto colon = r.key.find(':');
     std::string bglob = r.key.substr(0, colon);
-    if (colon != std::string::npos && r.key.substr(colon + 1) != metric) continue;
+    if (colon != std::string::npos && !glob_match(r.key.substr(colon + 1), metric)) continue;
     if (glob_match(bglob, benchmark)) by_bench = &r;
   }
   if (by_bench) return by_bench->fraction;

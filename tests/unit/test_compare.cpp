@@ -198,6 +198,15 @@ TEST(Compare, Tolerances) {
   EXPECT_THROW(parse_tolerance("io.*:=5"), InputError);  // an empty metric matches nothing
   EXPECT_THROW(parse_tolerance(":read_iops=5"), InputError);
   EXPECT_THROW(parse_tolerance("io.fio:a:b=5"), InputError);
+  for (const char* bad : {"x=%", "x=0x10", "x= 50", "x==50", "x=5 ", "x=inf", "x=nan"})
+    EXPECT_THROW(parse_tolerance(bad), InputError) << bad;
+  EXPECT_EQ(std::signbit(parse_tolerance("x=-0").fraction), false);
+  EXPECT_DOUBLE_EQ(parse_tolerance("x=5.").fraction, 0.05);
+  // The metric part is a glob, as in a spec family's compare entries.
+  EXPECT_DOUBLE_EQ(
+      tolerance_for({parse_tolerance("io.fio:read_*=40")}, "io.fio", "read_iops", "IOPS"), 0.40);
+  EXPECT_DOUBLE_EQ(
+      tolerance_for({parse_tolerance("io.fio:read_*=40")}, "io.fio", "write_iops", "IOPS"), 0.05);
 }
 
 TEST(Compare, DriverUpgradeFixture) {
