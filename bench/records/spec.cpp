@@ -91,6 +91,10 @@ const std::set<std::string> kSeverities = {"fail", "warn"};
 const std::set<std::string> kScopes = {"gpu", "node", "link", "cluster"};
 const std::set<std::string> kAggregates = {"each", "min", "max", "median", "count", "sum"};
 const std::set<std::string> kOps = {">=", "<=", "==", "!=", "in", "matches"};
+/// The fields of a requirement row (docs/specs.md).
+const std::set<std::string> kRowKeys = {"id",       "title",  "source", "remedy",
+                                        "severity", "select", "scope",  "aggregate",
+                                        "op",       "value",  "unit",   "remove"};
 
 std::string dir_of(const std::string& path) {
   auto slash = path.rfind('/');
@@ -149,12 +153,20 @@ void check_where(const std::string& env, const json& where, const std::string& r
   }
 }
 
+/// `key` for a message: control characters as JSON escapes (a NUL would cut the message, an
+/// ESC reach the terminal), at most `max` bytes of it.
+std::string printable_key(const std::string& key, size_t max = 80) {
+  std::string out = json(key.substr(0, max)).dump(-1, ' ', false, json::error_handler_t::replace);
+  out = out.substr(1, out.size() - 2);  // the quotes
+  return key.size() > max ? out + "..." : out;
+}
+
 /// Throws InputError naming `where` when `j` has a key outside `known` (a typo would otherwise
 /// be silently ignored). "$comment" (as in JSON Schema) is allowed everywhere.
 void check_keys(const json& j, const std::set<std::string>& known, const std::string& where) {
   for (const auto& [key, value] : j.items())
     if (!known.count(key) && key != "$comment")
-      throw InputError(where + ": unknown field '" + key + "'");
+      throw InputError(where + ": unknown field '" + printable_key(key) + "'");
 }
 
 /// The first key that `text` (valid JSON) holds twice in one object, as "POINTER: key 'K'"
@@ -179,7 +191,7 @@ std::string duplicate_key(std::string_view text) {
       }
       for (char c : open[i].key) out.append(c == '~' ? "~0" : c == '/' ? "~1" : std::string(1, c));
     }
-    return out.empty() ? std::string("/") : out;
+    return out.empty() ? std::string("/") : printable_key(out, 400);
   };
   auto element_done = [&] {
     if (!open.empty() && open.back().array) ++open.back().index;
@@ -194,7 +206,7 @@ std::string duplicate_key(std::string_view text) {
     } else if (event == E::key) {
       open.back().key = parsed.get<std::string>();
       if (!open.back().keys.insert(open.back().key).second && found.empty())
-        found = pointer() + ": key '" + open.back().key + "'";
+        found = pointer() + ": key '" + printable_key(open.back().key) + "'";
     } else {
       element_done();
     }
@@ -248,10 +260,22 @@ void parse_record_conditions(const json& sel, const std::string& row, Select& ou
 Select parse_select(const json& r, const std::string& row) {
   json sel = require_field<json>(r, "select", row);
   if (!sel.is_object()) throw InputError(row + ": field 'select' must be an object");
-  check_keys(sel,
-             {"health", "env", "where", "benchmark", "metric", "params", "require", "unmet",
-              "describe", "distinct"},
-             row + ": select");
+  // Each kind takes only its own fields: `where` on a records row, say, would never be applied.
+  const std::set<std::string> records = {"benchmark", "metric",   "params",  "require",
+                                         "unmet",     "describe", "distinct"};
+  const std::string at = row + ": select";
+  if (sel.contains("health") || sel.contains("env")) {
+    for (const auto& key : records)
+      if (sel.contains(key))
+        throw InputError(row + ": field 'select." + key +
+                         "' is for records rows (select.benchmark)");
+    if (sel.contains("health"))
+      check_keys(sel, {"health"}, at + " (a health row)");
+    else
+      check_keys(sel, {"env", "where"}, at + " (an env row)");
+  } else {
+    check_keys(sel, records, at);
+  }
   Select out;
   if (sel.contains("health")) {
     out.health = require_field<std::string>(sel, "health", row + " select");
@@ -269,9 +293,6 @@ Select parse_select(const json& r, const std::string& row) {
     parse_record_conditions(sel, row, out);
     return out;
   }
-  for (const char* key : {"require", "unmet", "describe", "distinct"})
-    if (sel.contains(key))
-      throw InputError(row + ": field 'select." + key + "' is for records rows (select.benchmark)");
   return out;
 }
 
@@ -325,10 +346,7 @@ Requirement parse_row(const json& r, const std::string& where, const std::string
   Requirement q;
   q.id = require_field<std::string>(r, "id", where);
   std::string row = where + ": requirement '" + q.id + "'";
-  check_keys(r,
-             {"id", "title", "source", "remedy", "severity", "select", "scope", "aggregate", "op",
-              "value", "unit", "remove"},
-             row);
+  check_keys(r, kRowKeys, row);
   q.title = require_field<std::string>(r, "title", row);
   q.source = require_field<std::string>(r, "source", row);
   if (q.source.empty())
@@ -606,9 +624,11 @@ void merge_rows(const json& j, const std::string& schema, const std::string& pat
   std::set<std::string> ids_here;
   for (size_t i = 0; i < rows.size(); ++i) {
     std::string where = path + ": requirements[" + std::to_string(i) + "]";
-    // {"id": X, "remove": true} drops an inherited row; it needs no other field.
+    // {"id": X, "remove": true} drops an inherited row; it needs no other field, and may keep
+    // the row's own (not checked), but no unknown one.
     if (rows[i].is_object() && rows[i].contains("remove")) {
       std::string id = require_field<std::string>(rows[i], "id", where);
+      check_keys(rows[i], kRowKeys, where + ": requirement '" + id + "'");
       if (require_field<bool>(rows[i], "remove", where + ": requirement '" + id + "'")) {
         remove_row(spec, id,
                    where + ": requirement '" + id + "' has 'remove' but no parent row has it");
@@ -629,6 +649,32 @@ void merge_rows(const json& j, const std::string& schema, const std::string& pat
       remove_row(spec, id, path + ": field 'remove' names '" + id + "', which no parent row has");
 }
 
+/// One table's JSON, checked before anything in it is used: JSON, an object, no key twice, only
+/// known top-level fields, a known schema. Every error names `path`, and `by` when not empty.
+json read_table(const std::string& path, const std::string& by) {
+  const std::string text = read_regular_file(path, kMaxSpecBytes, by);
+  try {
+    json j = parse_json_text(text, path);
+    if (!j.is_object()) throw InputError(path + ": a spec table must be a JSON object");
+    if (const std::string dup = duplicate_key(text); !dup.empty())
+      throw InputError(path + ": " + dup + " appears twice in one object (a reader keeps one)");
+    check_keys(j,
+               {"schema", "name", "title", "extends", "match", "requirements", "remove", "families",
+                "tiers", "nics_per_node"},
+               path);
+    const std::string schema = require_field<std::string>(j, "schema", path);
+    if (schema != kSpecSchema && schema != kSpecSchemaV4 && schema != kSpecSchemaV3 &&
+        schema != kSpecSchemaV2 && schema != kSpecSchemaV1)
+      throw InputError(path + ": field 'schema' is '" + schema + "', expected " + kSpecSchema +
+                       " (or " + kSpecSchemaV4 + ", " + kSpecSchemaV3 + ", " + kSpecSchemaV2 +
+                       ", " + kSpecSchemaV1 + ")");
+    return j;
+  } catch (const InputError& e) {
+    if (by.empty()) throw;
+    throw InputError(std::string(e.what()) + " (" + by + ")");
+  }
+}
+
 /// One table and its ancestors. `chain` holds the tables that extend this one, nearest last:
 /// every error met in an ancestor says which table extended it.
 Spec load_one(const std::string& path, std::set<std::string>& seen,
@@ -643,27 +689,8 @@ Spec load_one(const std::string& path, std::set<std::string>& seen,
   if (static_cast<int>(chain.size()) >= kMaxExtendsDepth)
     throw InputError(path + ": 'extends' chain longer than " + std::to_string(kMaxExtendsDepth) +
                      " tables (" + by + ")");
-  const std::string text = read_regular_file(path, kMaxSpecBytes, by);
-  json j;
-  try {
-    j = parse_json_text(text, path);
-  } catch (const InputError& e) {
-    throw InputError(std::string(e.what()) + (by.empty() ? "" : " (" + by + ")"));
-  }
-  if (!j.is_object()) throw InputError(path + ": a spec table must be a JSON object");
-  if (const std::string dup = duplicate_key(text); !dup.empty())
-    throw InputError(path + ": " + dup + " appears twice in one object (a reader keeps one)" +
-                     (by.empty() ? "" : " (" + by + ")"));
-  check_keys(j,
-             {"schema", "name", "title", "extends", "match", "requirements", "remove", "families",
-              "tiers", "nics_per_node"},
-             path);
-  std::string schema = require_field<std::string>(j, "schema", path);
-  if (schema != kSpecSchema && schema != kSpecSchemaV4 && schema != kSpecSchemaV3 &&
-      schema != kSpecSchemaV2 && schema != kSpecSchemaV1)
-    throw InputError(path + ": field 'schema' is '" + schema + "', expected " + kSpecSchema +
-                     " (or " + kSpecSchemaV4 + ", " + kSpecSchemaV3 + ", " + kSpecSchemaV2 + ", " +
-                     kSpecSchemaV1 + ")");
+  const json j = read_table(path, by);
+  const std::string schema = j.at("schema").get<std::string>();
   Spec spec;
   if (j.contains("extends")) {
     std::string parent = require_field<std::string>(j, "extends", path);

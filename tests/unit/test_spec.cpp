@@ -83,8 +83,7 @@ TEST(LoadSpec, UnknownFieldsAndDuplicateKeysAreNamed) {
   row = good_row();
   row["select"]["evn"] = "/x";
   EXPECT_NE(row_error("unk_sel", row)
-                .find("requirement 'host.cpu.cores': select: unknown field "
-                      "'evn'"),
+                .find("requirement 'host.cpu.cores': select (an env row): unknown field 'evn'"),
             std::string::npos);
   row = good_row();
   row["$comment"] = "a note for people";
@@ -130,6 +129,50 @@ TEST(LoadSpec, UnknownFieldsAndDuplicateKeysAreNamed) {
     {"a": 1, "a": 2}, "requirements": []})";
   EXPECT_NE(input_error([&] { load_spec(dir + "/p.json"); }).find("/x~1~0y: key 'a' appears twice"),
             std::string::npos);
+}
+
+// What the loader would otherwise let pass unseen: a parent's bad field (named with the table
+// that extends it), an unknown field in a removing row, a select field of another kind of row,
+// and a key whose characters would cut or colour the message.
+TEST(LoadSpec, FieldsNoRowWouldApplyAreNamed) {
+  std::string dir = temp_dir("kinds");
+  std::ofstream(dir + "/p.json") << json({{"schema", "clusterbench.spec/1"},
+                                          {"name", "p"},
+                                          {"requirments", json::array()},
+                                          {"requirements", json::array({good_row()})}})
+                                        .dump();
+  std::ofstream(dir + "/c.json") << R"({"schema": "clusterbench.spec/1", "name": "c",
+    "extends": "p.json", "requirements": []})";
+  EXPECT_EQ(input_error([&] { load_spec(dir + "/c.json"); }),
+            dir + "/p.json: unknown field 'requirments' (extended by " + dir + "/c.json)");
+
+  std::ofstream(dir + "/p2.json") << json({{"schema", "clusterbench.spec/1"},
+                                           {"name", "p2"},
+                                           {"requirements", json::array({good_row()})}})
+                                         .dump();
+  std::ofstream(dir + "/r.json") << R"({"schema": "clusterbench.spec/1", "name": "r",
+    "extends": "p2.json", "requirements": [{"id": "host.cpu.cores", "remove": true, "vaule": 1}]})";
+  EXPECT_NE(input_error([&] {
+              load_spec(dir + "/r.json");
+            }).find("requirement 'host.cpu.cores': unknown field 'vaule'"),
+            std::string::npos);
+  std::ofstream(dir + "/r2.json") << R"({"schema": "clusterbench.spec/1", "name": "r2",
+    "extends": "p2.json", "requirements": [{"id": "host.cpu.cores", "remove": true}]})";
+  EXPECT_TRUE(load_spec(dir + "/r2.json").requirements.empty());
+
+  json rec = good_row();
+  rec["select"] = {
+      {"benchmark", "compute.memory_bandwidth"}, {"metric", "bandwidth"}, {"where", {{"/x", 1}}}};
+  rec["unit"] = "GB/s";
+  EXPECT_NE(row_error("where_rec", rec).find("select: unknown field 'where'"), std::string::npos);
+  json env = good_row();
+  env["select"]["params"] = {{"kernel", "triad"}};
+  EXPECT_NE(row_error("params_env", env).find("field 'select.params' is for records rows"),
+            std::string::npos);
+  json ctl = good_row();
+  ctl[std::string("a\0b\x1b", 4)] = 1;
+  EXPECT_NE(row_error("ctl", ctl).find(R"(unknown field 'a\u0000b\u001b')"), std::string::npos)
+      << row_error("ctl", ctl);
 }
 
 TEST(LoadSpec, ExtendsOverridesById) {
