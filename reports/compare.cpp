@@ -382,21 +382,21 @@ double default_tolerance(const std::string& unit) {
   return 0.05;
 }
 
+bool rule_names(const ToleranceRule& rule, const std::string& benchmark, const std::string& metric,
+                const std::string& unit) {
+  if (is_known_unit(rule.key)) return rule.key == unit;
+  const auto colon = rule.key.find(':');
+  if (colon != std::string::npos && !glob_match(rule.key.substr(colon + 1), metric)) return false;
+  return glob_match(rule.key.substr(0, colon), benchmark);
+}
+
 double tolerance_for(const std::vector<ToleranceRule>& rules, const std::string& benchmark,
                      const std::string& metric, const std::string& unit,
                      const std::vector<SpecFamily>& families) {
   const ToleranceRule* by_bench = nullptr;
   const ToleranceRule* by_unit = nullptr;
-  for (const auto& r : rules) {
-    if (is_known_unit(r.key) && r.key == unit) {
-      by_unit = &r;
-      continue;
-    }
-    auto colon = r.key.find(':');
-    std::string bglob = r.key.substr(0, colon);
-    if (colon != std::string::npos && !glob_match(r.key.substr(colon + 1), metric)) continue;
-    if (glob_match(bglob, benchmark)) by_bench = &r;
-  }
+  for (const auto& r : rules)
+    if (rule_names(r, benchmark, metric, unit)) (is_known_unit(r.key) ? by_unit : by_bench) = &r;
   if (by_bench) return by_bench->fraction;
   if (by_unit) return by_unit->fraction;
   std::optional<double> from_spec;
@@ -870,6 +870,22 @@ bool nothing_judged(const Comparison& c) {
          c.counts.at(kRegressed) + c.counts.at(kImproved) + c.counts.at(kUnchanged) == 0;
 }
 
+/// The keys of `rules` that name no metric of any record in `cases`.
+std::vector<std::string> unused_rules(const std::vector<ToleranceRule>& rules,
+                                      const std::vector<CaseChange>& cases) {
+  std::vector<std::string> out;
+  for (const auto& r : rules) {
+    bool used = false;
+    for (size_t i = 0; i < cases.size() && !used; ++i)
+      for (const ResultRecord* rec : {cases[i].baseline, cases[i].current})
+        if (rec)
+          for (const auto& m : rec->metrics)
+            used = used || rule_names(r, rec->benchmark, m.name, m.unit);
+    if (!used) out.push_back(r.key);
+  }
+  return out;
+}
+
 }  // namespace
 
 Comparison compare(const RunDir& baseline, const RunDir& current,
@@ -924,6 +940,7 @@ Comparison compare(const RunDir& baseline, const RunDir& current,
   for (const auto& v : verdict_order()) out.counts[v] = 0;
   for (const auto& c : out.cases) ++out.counts[c.verdict];
   compare_env(baseline, current, out);
+  out.unused_rules = unused_rules(rules, out.cases);
   out.unfinished_cases = static_cast<int>(std::count_if(
       out.cases.begin(), out.cases.end(), [](const auto& c) { return c.unfinished; }));
   out.exit_code = out.counts[kRegressed] > 0                                               ? 1
@@ -1357,6 +1374,10 @@ int compare_command(const std::string& baseline_dir, const std::string& current_
   if (!unwritten.empty())
     std::cerr << "warning: compare files not written in " << dir << " (" << unwritten
               << "); the verdict below is printed only (--out DIR writes them elsewhere)\n";
+  for (const auto& key : c.unused_rules)
+    std::cerr << "warning: --tolerance '" << key
+              << "' names no metric of either run (units are case-sensitive: GB/s, TFLOP/s); "
+                 "it changed nothing\n";
   for (const auto& w : base.records.warnings) std::cerr << "warning: baseline: " << w << "\n";
   for (const auto& w : cur.records.warnings) std::cerr << "warning: current: " << w << "\n";
   if (!cur.run.run_id.empty() && cur.run.run_id == base.run.run_id)

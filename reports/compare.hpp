@@ -50,6 +50,11 @@ struct ToleranceRule {
 /// Parses "KEY=PCT" with PCT like "5%", "5" (percent) or "0.5%". Throws InputError on bad text.
 ToleranceRule parse_tolerance(const std::string& text);
 
+/// Whether `rule` names (benchmark, metric, unit): its key is the unit, or a glob on the
+/// benchmark (with ":" a glob on the metric too).
+bool rule_names(const ToleranceRule& rule, const std::string& benchmark, const std::string& metric,
+                const std::string& unit);
+
 /// The default tolerance of a metric family (fraction), by unit: TFLOP/s 0.02; GB/s and Gb/s
 /// 0.03; us, s, IOPS, samples/s 0.05; anything else 0.05 (docs/compare.md "Tolerances").
 double default_tolerance(const std::string& unit);
@@ -177,6 +182,9 @@ struct Comparison {
   /// 1 when any case regressed; else 4 when host drift left changes unjudged or a side is an
   /// unfinished run (inconclusive); else 0.
   int exit_code = 0;
+  /// The --tolerance keys that named no metric of any case (a typo, or a unit's wrong case):
+  /// warned of, as they changed nothing.
+  std::vector<std::string> unused_rules;
 };
 
 /// Judges one metric present on both sides into `mc` (its verdict, p_value, reason, change,

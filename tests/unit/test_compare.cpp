@@ -209,6 +209,18 @@ TEST(Compare, Tolerances) {
       tolerance_for({parse_tolerance("io.fio:read_*=40")}, "io.fio", "write_iops", "IOPS"), 0.05);
 }
 
+// A --tolerance key that names nothing changed nothing: it is listed, to be warned of.
+TEST(Compare, UnusedToleranceKeysAreListed) {
+  static const RunDir base = read_run_dir(std::string(CB_FIXTURES) + "/results/compare-baseline");
+  static const RunDir cur = read_run_dir(std::string(CB_FIXTURES) + "/results/compare-current");
+  const Comparison c = compare(
+      base, cur,
+      {parse_tolerance("nomatch.*=5"), parse_tolerance("gb/s=50"), parse_tolerance("GB/s=5"),
+       parse_tolerance("compute.gemm:tflops=9"), parse_tolerance("compute.gemm:tflop=9")});
+  EXPECT_EQ(c.unused_rules, (std::vector<std::string>{"nomatch.*", "gb/s", "compute.gemm:tflop"}));
+  EXPECT_TRUE(fixture().unused_rules.empty());
+}
+
 TEST(Compare, DriverUpgradeFixture) {
   const Comparison& c = fixture();
   EXPECT_EQ(c.counts.at(kRegressed), 4);

@@ -254,8 +254,11 @@ TEST_F(BaseRows, VirtualInterfacesCarryNcclButAreNoPhysicalNics) {
   EXPECT_NE(ports.message.find("no physical NIC is visible here"), std::string::npos)
       << ports.message;
   // Virtual interfaces have no firmware: the uniformity check sees no NICs, not "unknown".
-  for (const auto& f : r.uniformity.fields)
-    if (f.name == "firmware.nic") EXPECT_EQ(f.reference, "no NICs");
+  for (const auto& f : r.uniformity.fields) {
+    if (f.name == "firmware.nic") {
+      EXPECT_EQ(f.reference, "no NICs");
+    }
+  }
 }
 
 TEST_F(BaseRows, VirtualInterfaceRatesNeverPassThePhysicalRows) {
