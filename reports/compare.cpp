@@ -685,16 +685,33 @@ double case_disk_share(const ResultRecord& r, std::string& disk) {
   return share >= 0 && share <= 1 ? share : -1;  // a share is a fraction; else not read
 }
 
-/// A record's core-to-core round trips [before, after] the case, ns, those measured (0 to 2).
-std::vector<double> case_c2c(const ResultRecord& r) {
+/// The round trips measured of one [before, after] pair, ns (0 to 2 values).
+std::vector<double> measured_pair(const json& pair) {
   std::vector<double> out;
-  if (!r.extra.is_object()) return out;
-  auto p = r.extra.find("host_probe");
-  if (p == r.extra.end() || !p->is_object()) return out;
-  auto c = p->find("c2c_ns");
-  if (c == p->end() || !c->is_array()) return out;
-  for (const auto& v : *c)
+  if (!pair.is_array()) return out;
+  for (const auto& v : pair)
     if (v.is_number() && v.get<double>() > 0) out.push_back(v.get<double>());
+  return out;
+}
+
+/// A record's core-to-core round trips, ns, one window per [before, after] pair with a value:
+/// each round's on a record spread over rounds (extra.rounds.c2c_ns: the merged record's
+/// host_probe has none), else the case's own (extra.host_probe.c2c_ns).
+std::vector<std::vector<double>> case_c2c(const ResultRecord& r) {
+  std::vector<std::vector<double>> out;
+  if (!r.extra.is_object()) return out;
+  auto add = [&](const json& pair) {
+    if (auto w = measured_pair(pair); !w.empty()) out.push_back(std::move(w));
+  };
+  auto ro = r.extra.find("rounds");
+  if (ro != r.extra.end() && ro->is_object() && ro->contains("c2c_ns")) {
+    const json& pairs = ro->at("c2c_ns");
+    if (pairs.is_array())
+      for (const auto& pair : pairs) add(pair);
+    return out;
+  }
+  auto p = r.extra.find("host_probe");
+  if (p != r.extra.end() && p->is_object() && p->contains("c2c_ns")) add(p->at("c2c_ns"));
   return out;
 }
 
@@ -706,32 +723,44 @@ double mean_of(const std::vector<double>& v) {
   return sum / static_cast<double>(v.size());
 }
 
-std::string c2c_text(const std::vector<double>& v) {
+/// Where a side's cores were: the median over its windows of each window's mean round trip.
+double placement(const std::vector<std::vector<double>>& windows) {
+  std::vector<double> means;
+  for (const auto& w : windows) means.push_back(mean_of(w));
+  return median_of(means);
+}
+
+/// "92/95 ns" for one window; "a median of 78 ns over 5 rounds (56-351 ns)" for several.
+std::string c2c_text(const std::vector<std::vector<double>>& windows) {
   std::string out;
-  for (double x : v) {
-    if (!out.empty()) out += '/';
-    out += format_number(std::round(x));
+  if (windows.size() == 1) {
+    for (double x : windows[0]) {
+      if (!out.empty()) out += '/';
+      out += format_number(std::round(x));
+    }
+    return out + " ns";
   }
-  return out + " ns";
+  double lo = windows[0][0], hi = lo;
+  for (const auto& w : windows)
+    for (double x : w) lo = std::min(lo, x), hi = std::max(hi, x);
+  return "a median of " + format_number(std::round(placement(windows))) + " ns over " +
+         std::to_string(windows.size()) + " rounds (" + format_number(std::round(lo)) + "-" +
+         format_number(std::round(hi)) + " ns)";
 }
 
 }  // namespace
 
-double c2c_ratio(const ResultRecord& baseline, const ResultRecord& current) {
-  std::vector<double> all = case_c2c(baseline), c = case_c2c(current);
-  all.insert(all.end(), c.begin(), c.end());
-  if (all.empty()) return 1;
-  return *std::max_element(all.begin(), all.end()) / *std::min_element(all.begin(), all.end());
-}
-
 std::string c2c_drift(const ResultRecord& baseline, const ResultRecord& current) {
   const bool ranks =
       baseline.scope.kind == ScopeKind::cluster || baseline.scope.kind == ScopeKind::link;
-  const std::vector<double> b = case_c2c(baseline), c = case_c2c(current);
+  const auto b = case_c2c(baseline), c = case_c2c(current);
   if (!ranks || b.empty() || c.empty()) return "";
-  const bool moved = (b.size() == 2 && apart(b[0], b[1])) || (c.size() == 2 && apart(c[0], c[1])) ||
-                     apart(mean_of(b), mean_of(c));
-  if (!moved) return "";
+  // A case in one window straddled a move when its before and after are apart; a round that
+  // straddled is one repetition of several, which the rank test weighs as such.
+  auto straddled = [](const std::vector<std::vector<double>>& w) {
+    return w.size() == 1 && w[0].size() == 2 && apart(w[0][0], w[0][1]);
+  };
+  if (!straddled(b) && !straddled(c) && !apart(placement(b), placement(c))) return "";
   return "the core-to-core round trip (before/after the case) was " + c2c_text(b) +
          " in BASELINE and " + c2c_text(c) + " in CURRENT (the cores' placement changed)";
 }
@@ -759,6 +788,14 @@ bool slower_where_shared(const CaseChange& cc, double b, double c) {
   return std::all_of(cc.metrics.begin(), cc.metrics.end(), [&](const MetricChange& m) {
     return (m.verdict != kRegressed || c < b) && (m.verdict != kImproved || b < c);
   });
+}
+
+/// Whether the side whose cores were further apart (the longer median round trip) is the
+/// slower one in every regressed or improved metric; true when the two are not apart (a case
+/// that straddled a move, either way).
+bool slower_where_placed(const CaseChange& cc) {
+  const double b = placement(case_c2c(*cc.baseline)), c = placement(case_c2c(*cc.current));
+  return !apart(b, c) || slower_where_shared(cc, c, b);  // a longer trip is a smaller share
 }
 
 /// Whether a lost share of its CPUs explains the case's change, the side with less being the
@@ -801,7 +838,7 @@ std::string drift_reason(const CaseChange& cc, const std::map<std::string, const
            " cores' worth of CPU in CURRENT against " + format_number(std::round(b * 100) / 100) +
            " in BASELINE (other work shared its cores)";
   if (std::string c2c = c2c_drift(*cc.baseline, *cc.current);
-      !c2c.empty() && explains(cc, c2c_ratio(*cc.baseline, *cc.current)))
+      !c2c.empty() && slower_where_placed(cc))
     return c2c;
   const Scope& sc = cc.current->scope;
   std::vector<const HostDrift*> drifts;

@@ -141,15 +141,15 @@ inline constexpr double kBusyShare = 0.5;
 inline constexpr double kShareTolerance = 0.15;
 
 /// A multi-rank case (cluster or link scope) carries the core-to-core round trips around it
-/// (extra.host_probe.c2c_ns: [before, after] the case, ns): a side whose two differ by more than
-/// kC2cTolerance straddled a change, and two sides whose means are further apart than that ran
-/// on differently placed cores (a virtual machine's vCPUs moved); either way MPI's traffic
-/// between its ranks changed speed with them. Such a change is left unjudged only up to the
-/// ratio of the round trips measured (c2c_ratio): a larger change is judged.
+/// (extra.host_probe.c2c_ns: [before, after] the case, ns; one such pair a round in
+/// extra.rounds.c2c_ns on a case spread over rounds). A case in one window whose two differ by
+/// more than kC2cTolerance straddled a move; two sides whose placements (the median over their
+/// windows of each one's mean) are further apart than that ran on differently placed cores (a
+/// virtual machine's vCPUs moved), and MPI's traffic between its ranks changed speed with them.
+/// Such a change is not judged, by any factor, when the side with the longer round trip is the
+/// slower: the round trip's ratio does not bound a bandwidth's (measured: a 2 MiB all_reduce
+/// 6.4x slower in the round whose round trip was 4.3x longer; docs/compare.md "Host drift").
 inline constexpr double kC2cTolerance = 0.25;
-
-/// The largest over the smallest of the round trips both records measured (1 when none).
-double c2c_ratio(const ResultRecord& baseline, const ResultRecord& current);
 
 /// Why a multi-rank case's change is not judged for its core-to-core round trips ("" when it
 /// is, or when a side measured none): see kC2cTolerance.

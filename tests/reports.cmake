@@ -24,6 +24,9 @@ cb_integration_test(reports_no_benchmark_ids TIMEOUT 60)
 # alone.
 cb_integration_test(compare_noise LOCKS mpirun TIMEOUT 1200)
 set_tests_properties(compare_noise PROPERTIES RUN_SERIAL TRUE)
+# A cluster case carries its ranks' least CPU share (other work on rank 1's core). ~15 s, alone.
+cb_integration_test(rank_cpu_share LOCKS mpirun TIMEOUT 120)
+set_tests_properties(rank_cpu_share PROPERTIES RUN_SERIAL TRUE)
 # Spec rows that say what was measured (issue 19): select.require, unmet and describe (< 1 s),
 # and the seed's storage rows over io.fio records whose extra.scratch_device comes from the
 # fixture tree tests/fixtures/fsroot-scratch (< 5 s).

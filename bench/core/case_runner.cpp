@@ -280,6 +280,18 @@ double c2c_turn(const Context& ctx) {
   return -1;
 }
 
+/// The CPU share a case's record carries: this rank's, or on a cluster case the least of its
+/// ranks' (a reduction over the case's group, which every member reaches after the case). An
+/// operation waits on its slowest rank, so one rank that shared its core with other work slows
+/// every rank, and rank 0's own share (what the record had carried) cannot show it
+/// (docs/compare.md "Host drift").
+double least_share(Level level, const Group& group, double share) {
+  if (level != Level::cluster) return share;
+  std::vector<double> v{-share};
+  group.allreduce_max(v);
+  return -v[0];
+}
+
 /// [before, after] in ns, null where not measured.
 json c2c_pair(double before, double after) {
   json out = json::array();
@@ -320,7 +332,7 @@ CaseResult run_case(const Benchmark& b, const json& planned, CaseEnv& ce) {
     CaseRunImpl run(b, rc, ce, *group);
     run_member(b, run, rec, out, ce);
     more = std::move(run.more_);
-    probe["cpu_share"] = cpu_share(use, cpu_use_now());
+    probe["cpu_share"] = least_share(rc.level, *group, cpu_share(use, cpu_use_now()));
     if (ce.ctx.local_rank() == 0) probe["c2c_ns"] = c2c_pair(c2c_before, c2c_turn(ce.ctx));
     if (rec.status == Status::ok) rec.extra["host_probe"] = probe;
   }

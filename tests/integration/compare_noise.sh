@@ -85,6 +85,20 @@ for d in c['host_drift']:
     assert d['baseline_n'] >= 5 and d['current_n'] >= 5, d
     print('host drift:', d)
 assert frac >= 0.9, frac
+# The evidence compare had on each regressed case, for a reader of a failed run: each side's CPU
+# share and core-to-core round trips (per round), and the host probes.
+def evidence(side, key):
+    e = {}
+    for l in open(sys.argv[1] + '/' + side + '/records.jsonl'):
+        r = json.loads(l)
+        if r['case_key'] == key:
+            e = r
+    ex = e.get('extra', {})
+    return {'host_probe': ex.get('host_probe'), 'c2c_ns': ex.get('rounds', {}).get('c2c_ns')}
+for x in c['cases']:
+    if x['verdict'] == 'regressed':
+        print('evidence', x['case_key'], 'a:', evidence('a', x['case_key']), 'b:',
+              evidence('b', x['case_key']))
 # Nothing changed, so nothing regressed (a host drift, measured, may leave the pair inconclusive)
 # and every row has the same outcome; a row whose threshold lies inside its repetitions' range in
 # either run (within_noise: the report says a rerun could change it) may differ, and is printed.
