@@ -192,6 +192,16 @@ bool cancelled(const ResultRecord& r) {
          r.message.find("aborted: terminated by signal") != std::string::npos;
 }
 
+/// Why a case BASELINE did not measure is not compared: "waived in both runs: REASON" when both
+/// sides say the same (every GPU case on a node without one), else each side's status.
+std::string unmeasured_text(const ResultRecord& b, const ResultRecord& c) {
+  const std::string bs = status_name(b.status), cs = status_name(c.status);
+  if (b.status == c.status)
+    return bs + " in both runs" +
+           (b.message == c.message && !b.message.empty() ? ": " + b.message : "");
+  return "no baseline value (" + bs + " in BASELINE, " + cs + " in CURRENT)";
+}
+
 /// The case's verdict by the records' status alone (missing, failed, waived, cancelled, a
 /// snapshot), into `cc`; false when both are ok and finished, to be judged by their metrics.
 bool judge_by_status(const ResultRecord& b, const ResultRecord* c, const RunRecord& current_run,
@@ -237,8 +247,7 @@ bool judge_by_status(const ResultRecord& b, const ResultRecord* c, const RunReco
   if (b.status != Status::ok) {
     bool fixed = b.status == Status::failed && c->status == Status::ok;
     cc.verdict = fixed ? kImproved : kNotCompared;
-    cc.message = fixed ? "failed in BASELINE, ok in CURRENT"
-                       : "no baseline value (" + cc.baseline_status + " in BASELINE)";
+    cc.message = fixed ? "failed in BASELINE, ok in CURRENT" : unmeasured_text(b, *c);
     return true;
   }
   if (c->status != Status::ok) {

@@ -1048,3 +1048,29 @@ TEST(Compare, NothingJudgedIsInconclusiveNotNoRegression) {
   // The fixture against itself judges its cases: exit 0.
   EXPECT_EQ(compare(full, full, {}).exit_code, 0);
 }
+
+namespace clusterbench {
+namespace {
+
+TEST(Compare, ACaseNeitherRunMeasuredSaysSoOnce) {
+  const std::string fx = std::string(CB_FIXTURES) + "/results/compare-baseline";
+  RunDir base = read_run_dir(fx), cur = read_run_dir(fx);
+  ASSERT_GE(base.records.records.size(), 2u);
+  for (RunDir* d : {&base, &cur}) {
+    d->records.records[0].status = Status::waived;
+    d->records.records[0].message = "no NVIDIA GPU on the PCI bus";
+    d->records.records[1].status = Status::waived;
+    d->records.records[1].message = "not applicable";
+  }
+  cur.records.records[1].status = Status::failed;
+  const Comparison c = compare(base, cur, {});
+  std::map<std::string, std::string> msg;
+  for (const auto& cc : c.cases) msg[cc.case_key()] = cc.message;
+  EXPECT_EQ(msg[base.records.records[0].case_key],
+            "waived in both runs: no NVIDIA GPU on the PCI bus");
+  EXPECT_EQ(msg[base.records.records[1].case_key],
+            "no baseline value (waived in BASELINE, failed in CURRENT)");
+}
+
+}  // namespace
+}  // namespace clusterbench
