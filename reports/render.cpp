@@ -61,11 +61,17 @@ std::string or_unknown(const std::string& s) { return s.empty() ? "unknown" : s;
 
 std::string gib(const std::optional<double>& v) { return format_known(v, "GiB"); }
 
+/// "1 socket", "2 sockets".
+std::string counted(long long n, const std::string& noun) {
+  return std::to_string(n) + " " + noun + (n == 1 ? "" : "s");
+}
+
 void env_summary(std::ostringstream& md, const EnvRecord& e) {
   md << "### " << e.host << "\n\n";
-  md << "- CPU: " << or_unknown(e.cpu.model) << ", " << e.cpu.physical_cores << " physical cores, "
-     << e.cpu.sockets << " sockets, " << e.cpu.threads << " threads, " << e.cpu.numa_nodes
-     << " NUMA nodes\n";
+  md << "- CPU: " << or_unknown(e.cpu.model) << ", "
+     << counted(e.cpu.physical_cores, "physical core") << ", " << counted(e.cpu.sockets, "socket")
+     << ", " << counted(e.cpu.threads, "thread") << ", " << counted(e.cpu.numa_nodes, "NUMA node")
+     << "\n";
   md << "- Memory: " << gib(e.memory.installed_gib) << " installed (source "
      << or_unknown(e.memory.source) << "), " << gib(e.memory.usable_gib) << " usable\n";
   if (e.gpus.empty()) {

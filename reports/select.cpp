@@ -72,7 +72,9 @@ SpecSelection select_spec(const std::vector<EnvRecord>& nodes, const std::string
       throw InputError("nodes need different spec tables (" + chosen + " and " + found + " for " +
                        node.host + "); run them separately or pass --spec FILE");
     chosen = found;
-    reason = describe(node) + " matched " + std::filesystem::path(found).filename().string();
+    const std::string file = std::filesystem::path(found).filename().string();
+    reason = node_has_gpus(node) ? describe(node) + " matched " + file
+                                 : "no NVIDIA GPU on the PCI bus, so " + file;
   }
   if (chosen.empty()) throw InputError("no nodes to choose a spec table for; pass --spec");
   return {chosen, reason};

@@ -23,7 +23,7 @@ assert len(fio) == 6 and all(float(r[0]) > 1.5 for r in fio), fio
 print('ci suite: %d cases, estimated %.1f s' % (len(rows), est))
 " "$TMP/out"
 ok "--dry-run lists the ci plan with estimates and a total; writes nothing"
-expect_out "^spec: cpu-node \\(.*cpu-node.json, auto: "
+expect_out "^spec: cpu-node \\(.*cpu-node.json, auto: no NVIDIA GPU on the PCI bus, so cpu-node.json\\)"
 
 # The spec is checked as a real run checks it: a missing or non-JSON table is exit 2.
 expect_rc 2 "$CB_BIN" run --suite ci --dry-run --spec "$TMP/nonexist.json"

@@ -623,6 +623,14 @@ TEST(Render, MarkdownHasVerdictTableFindingsAndEnvironment) {
   EXPECT_NE(md.find("### node02"), std::string::npos);
   EXPECT_NE(md.find("- CPU: Intel(R) Xeon(R) Platinum 8358 CPU @ 2.60GHz, 64 physical cores"),
             std::string::npos);
+  EXPECT_NE(md.find("64 physical cores, 2 sockets, 128 threads, 2 NUMA nodes\n"),
+            std::string::npos);
+  // A count of one takes the singular ("1 sockets" was printed).
+  RunDir one = fixture_run("cpu-pass");
+  for (auto& e : one.run.env) e.cpu.sockets = 1, e.cpu.numa_nodes = 1;
+  EXPECT_NE(render_markdown(make_report(one, load_spec(kSpecs + "cpu-strict.json")))
+                .find("64 physical cores, 1 socket, 128 threads, 1 NUMA node\n"),
+            std::string::npos);
   EXPECT_NE(md.find("- Memory: 1024 GiB installed (source dmi)"), std::string::npos);
   EXPECT_NE(md.find("- Disk nvme0n1: SAMSUNG MZQL23T8HCLS-00A07, 3.84 TB, NVMe"),
             std::string::npos);
