@@ -312,6 +312,9 @@ std::string render_fleet_markdown(const FleetView& fv) {
        << " | " << n.records_ok << "/" << n.records_failed << "/" << n.records_waived << " | "
        << n.outliers << " | " << (why.empty() ? "-" : why) << " |\n";
   }
+  md << "\nA node's counts are its own: the row items and records on that node (a link's on both "
+        "its ends); cluster-scope records (MPI and NCCL collectives, the training step's cluster "
+        "record) and cluster rows are counted in the header only.\n";
   if (fv.outliers.empty()) {
     md << "\nOutliers (worse than the fleet median by more than the tolerance): none.\n";
   } else {

@@ -82,6 +82,7 @@ TEST(Fleet, NodeRows) {
   EXPECT_EQ(items, 26);
   EXPECT_EQ(n1.items.at(kPass), 26);
   std::string md = render_fleet_markdown(fv);
+  EXPECT_NE(md.find("A node's counts are its own"), std::string::npos) << md;
   EXPECT_NE(md.find("| compute.gemm | `{\"dtype\":\"bf16\",\"k\":8192,\"m\":8192,\"n\":8192}` | "
                     "tflops | node02 | 3 | GPU-c0de0002-0000-4000-8000-000000000003 | "
                     "00000000:61:00.0 | 600 TFLOP/s | 710 TFLOP/s | -15.49% | 5% |"),
