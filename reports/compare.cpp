@@ -173,14 +173,23 @@ bool selected(const std::vector<std::string>& only, const std::string& benchmark
          });
 }
 
+/// `j[key]` when it is a number, else `fallback`: a record's evidence is read, not trusted (a
+/// hand-edited "in_flight": "4" had ended compare with a type error, exit 3).
+double number_in(const json& j, const char* key, double fallback) {
+  const auto it = j.find(key);
+  return it != j.end() && it->is_number() ? it->get<double>() : fallback;
+}
+
 /// "K of N rounds" when `r` is a snapshot of a case spread over rounds (its run stopped before
 /// the case's last round), "" otherwise.
 std::string snapshot_rounds_text(const ResultRecord& r) {
-  if (!r.extra.is_object() || !r.extra.value("snapshot", false)) return "";
-  const json ro = r.extra.value("rounds", json::object());
-  if (!ro.is_object()) return "";
-  return std::to_string(ro.value("run", 0)) + " of " + std::to_string(ro.value("planned", 0)) +
-         " rounds";
+  if (!r.extra.is_object()) return "";
+  const auto snap = r.extra.find("snapshot");
+  if (snap == r.extra.end() || *snap != json(true)) return "";
+  const auto ro = r.extra.find("rounds");
+  if (ro == r.extra.end() || !ro->is_object()) return "";
+  return format_number(number_in(*ro, "run", 0)) + " of " +
+         format_number(number_in(*ro, "planned", 0)) + " rounds";
 }
 
 /// Whether `r` is the failed record of a case in progress when its run was stopped by a signal
@@ -275,9 +284,10 @@ void settle_queue_latency(const ResultRecord& b, const ResultRecord& c,
   if (law == b.extra.end() || !law->is_object() || !c.extra.contains("little_law") ||
       c.extra["little_law"] != *law)
     return;
-  const double in_flight = law->value("in_flight", 0.0);
-  const json latency_of = law->value("latency_of", json::object());
-  if (in_flight <= 1 || !latency_of.is_object()) return;
+  const double in_flight = number_in(*law, "in_flight", 0);
+  const auto lat = law->find("latency_of");
+  if (in_flight <= 1 || lat == law->end() || !lat->is_object()) return;
+  const json& latency_of = *lat;
   for (auto& m : metrics) {
     const auto rate = latency_of.find(m.name);
     if (rate == latency_of.end() || !rate->is_string() ||
@@ -658,7 +668,9 @@ std::vector<HostDrift> host_drift(const ProbeSamples& baseline, const ProbeSampl
 
 bool host_bound(const ResultRecord& r) {
   if (r.scope.kind == ScopeKind::gpu || !r.scope.uuid.empty()) return false;
-  return !(r.params.is_object() && r.params.value("backend", "") == "nccl");
+  if (!r.params.is_object()) return true;
+  const auto backend = r.params.find("backend");
+  return backend == r.params.end() || *backend != json("nccl");
 }
 
 namespace {
@@ -694,29 +706,37 @@ double case_disk_share(const ResultRecord& r, std::string& disk) {
   return share >= 0 && share <= 1 ? share : -1;  // a share is a fraction; else not read
 }
 
-/// The round trips measured of one [before, after] pair, ns (0 to 2 values).
+/// The round trips measured of one [before, after] pair, ns (0 to 2 values): a reading is
+/// positive and under kC2cMaxNs (the probe gives up after 5 ms); anything else was not measured.
 std::vector<double> measured_pair(const json& pair) {
   std::vector<double> out;
   if (!pair.is_array()) return out;
   for (const auto& v : pair)
-    if (v.is_number() && v.get<double>() > 0) out.push_back(v.get<double>());
+    if (v.is_number() && v.get<double>() > 0 && v.get<double>() < kC2cMaxNs)
+      out.push_back(v.get<double>());
   return out;
 }
 
 /// A record's core-to-core round trips, ns, one window per [before, after] pair with a value:
-/// each round's on a record spread over rounds (extra.rounds.c2c_ns: the merged record's
-/// host_probe has none), else the case's own (extra.host_probe.c2c_ns).
-std::vector<std::vector<double>> case_c2c(const ResultRecord& r) {
+/// each round's on a record spread over rounds (extra.rounds.c2c_ns, at most rounds.run of them:
+/// the merged record's host_probe has none), else the case's own (extra.host_probe.c2c_ns).
+/// `rounds` tells which.
+std::vector<std::vector<double>> case_c2c(const ResultRecord& r, bool& rounds) {
   std::vector<std::vector<double>> out;
+  rounds = false;
   if (!r.extra.is_object()) return out;
   auto add = [&](const json& pair) {
     if (auto w = measured_pair(pair); !w.empty()) out.push_back(std::move(w));
   };
   auto ro = r.extra.find("rounds");
   if (ro != r.extra.end() && ro->is_object() && ro->contains("c2c_ns")) {
+    rounds = true;
     const json& pairs = ro->at("c2c_ns");
-    if (pairs.is_array())
-      for (const auto& pair : pairs) add(pair);
+    const auto run = ro->find("run");
+    if (!pairs.is_array() || run == ro->end() || !run->is_number_integer() ||
+        pairs.size() > run->get<size_t>())
+      return out;  // not as merge_rounds writes it: not read
+    for (const auto& pair : pairs) add(pair);
     return out;
   }
   auto p = r.extra.find("host_probe");
@@ -757,21 +777,56 @@ std::string c2c_text(const std::vector<std::vector<double>>& windows) {
          format_number(std::round(hi)) + " ns)";
 }
 
+/// How a multi-rank case's cores moved: why (`reason`, "" when they did not, or a side measured
+/// none), and which side had them further apart (`longer`: +1 CURRENT, -1 BASELINE).
+struct C2cMove {
+  std::string reason;
+  int longer = 0;
+};
+
+/// How many of a side's windows (rounds, or the case's one) have a reading more than
+/// kC2cTolerance above `nearest`: the windows that ran, at least in part, on cores further apart.
+int far_windows(const std::vector<std::vector<double>>& windows, double nearest) {
+  return static_cast<int>(std::count_if(windows.begin(), windows.end(), [&](const auto& w) {
+    return apart(*std::max_element(w.begin(), w.end()), nearest);
+  }));
+}
+
+/// "2 of 5 rounds of CURRENT".
+std::string far_text(const std::vector<std::vector<double>>& windows, double nearest,
+                     const std::string& side) {
+  return std::to_string(far_windows(windows, nearest)) + " of " + std::to_string(windows.size()) +
+         " measured rounds of " + side;
+}
+
+C2cMove c2c_move(const ResultRecord& baseline, const ResultRecord& current) {
+  const bool ranks =
+      baseline.scope.kind == ScopeKind::cluster || baseline.scope.kind == ScopeKind::link;
+  bool b_rounds = false, c_rounds = false;
+  const auto b = case_c2c(baseline, b_rounds), c = case_c2c(current, c_rounds);
+  if (!ranks || b.empty() || c.empty()) return {};
+  // The nearest placement either side saw; a window with a reading more than 2x that ran on
+  // cores placed further apart (or straddled a move to them). The sides differ when they did so
+  // in different shares of their windows: an MPI case's repetitions follow the cores.
+  double nearest = b[0][0];
+  for (const auto* side : {&b, &c})
+    for (const auto& w : *side) nearest = std::min(nearest, *std::min_element(w.begin(), w.end()));
+  const double fb = far_windows(b, nearest) / static_cast<double>(b.size()),
+               fc = far_windows(c, nearest) / static_cast<double>(c.size());
+  if (fb == fc) return {};
+  std::string why = "the core-to-core round trip (before/after the case) was " + c2c_text(b) +
+                    " in BASELINE and " + c2c_text(c) + " in CURRENT (the cores' placement changed";
+  if (b_rounds || c_rounds)
+    why += ": more than twice the nearest reading, " + format_number(std::round(nearest)) +
+           " ns, in " + far_text(c, nearest, "CURRENT") + " and " +
+           far_text(b, nearest, "BASELINE");
+  return {why + ")", fc > fb ? 1 : -1};
+}
+
 }  // namespace
 
 std::string c2c_drift(const ResultRecord& baseline, const ResultRecord& current) {
-  const bool ranks =
-      baseline.scope.kind == ScopeKind::cluster || baseline.scope.kind == ScopeKind::link;
-  const auto b = case_c2c(baseline), c = case_c2c(current);
-  if (!ranks || b.empty() || c.empty()) return "";
-  // A case in one window straddled a move when its before and after are apart; a round that
-  // straddled is one repetition of several, which the rank test weighs as such.
-  auto straddled = [](const std::vector<std::vector<double>>& w) {
-    return w.size() == 1 && w[0].size() == 2 && apart(w[0][0], w[0][1]);
-  };
-  if (!straddled(b) && !straddled(c) && !apart(placement(b), placement(c))) return "";
-  return "the core-to-core round trip (before/after the case) was " + c2c_text(b) +
-         " in BASELINE and " + c2c_text(c) + " in CURRENT (the cores' placement changed)";
+  return c2c_move(baseline, current).reason;
 }
 
 namespace {
@@ -797,14 +852,6 @@ bool slower_where_shared(const CaseChange& cc, double b, double c) {
   return std::all_of(cc.metrics.begin(), cc.metrics.end(), [&](const MetricChange& m) {
     return (m.verdict != kRegressed || c < b) && (m.verdict != kImproved || b < c);
   });
-}
-
-/// Whether the side whose cores were further apart (the longer median round trip) is the
-/// slower one in every regressed or improved metric; true when the two are not apart (a case
-/// that straddled a move, either way).
-bool slower_where_placed(const CaseChange& cc) {
-  const double b = placement(case_c2c(*cc.baseline)), c = placement(case_c2c(*cc.current));
-  return !apart(b, c) || slower_where_shared(cc, c, b);  // a longer trip is a smaller share
 }
 
 /// Whether a lost share of its CPUs explains the case's change, the side with less being the
@@ -846,9 +893,9 @@ std::string drift_reason(const CaseChange& cc, const std::map<std::string, const
     return "this case used " + format_number(std::round(c * 100) / 100) +
            " cores' worth of CPU in CURRENT against " + format_number(std::round(b * 100) / 100) +
            " in BASELINE (other work shared its cores)";
-  if (std::string c2c = c2c_drift(*cc.baseline, *cc.current);
-      !c2c.empty() && slower_where_placed(cc))
-    return c2c;
+  if (const C2cMove mv = c2c_move(*cc.baseline, *cc.current);
+      !mv.reason.empty() && slower_where_shared(cc, mv.longer, -mv.longer))
+    return mv.reason;  // the longer trip is the smaller share
   const Scope& sc = cc.current->scope;
   std::vector<const HostDrift*> drifts;
   if (sc.kind == ScopeKind::cluster)
