@@ -6,7 +6,9 @@
 //            H2D and a D2H of `bytes` each, on two streams at once; pageable: each direction
 //            issued from a host thread of its own), "pinned": bool,
 //            "host_src": address of `bytes` (the source of H2D and the reference of every
-//            check), "host_dst": address of `bytes` (the destination of D2H; unused by h2d)}
+//            check; registered only where H2D runs), "host_dst": address of `bytes` (the
+//            destination of D2H, which must not overlap host_src; registered only where D2H
+//            runs; unused by h2d)}
 //   info:   the device's facts, "device_bytes" (two device buffers), "host_threads" (host threads
 //           issuing the copies: 2 for pageable bidir, else 1), "verification":
 //           {"checked_words", "mismatches"} (16-byte words after one copy each way)
@@ -61,6 +63,12 @@ void* address(const json& p, const char* key) {
   return reinterpret_cast<void*>(p.value(key, std::uintptr_t{0}));
 }
 
+/// Whether [a, a + bytes) and [b, b + bytes) share a byte.
+bool overlap(const void* a, const void* b, size_t bytes) {
+  const auto x = reinterpret_cast<std::uintptr_t>(a), y = reinterpret_cast<std::uintptr_t>(b);
+  return x < y + bytes && y < x + bytes;
+}
+
 class HostCopy : public clusterbench::gpu::Op {
  public:
   explicit HostCopy(const json& p)
@@ -71,8 +79,11 @@ class HostCopy : public clusterbench::gpu::Op {
         host_src_(address(p, "host_src")),
         host_dst_(address(p, "host_dst")) {
     check(p.at("direction").get<std::string>());
+    // Only what the timed copies touch is pinned: H2D reads host_src, D2H writes host_dst. CUDA
+    // refuses a second registration of any part of a range, so two operations may share a
+    // buffer only where at most one of them registers it.
     if (p.value("pinned", false)) {
-      src_pin_ = Registration(host_src_, size());
+      if (h2d_) src_pin_ = Registration(host_src_, size());
       if (d2h_) dst_pin_ = Registration(host_dst_, size());
     }
     dev_in_ = DeviceBuffer(size());
@@ -101,6 +112,10 @@ class HostCopy : public clusterbench::gpu::Op {
     if (bytes_ <= 0 || bytes_ % 16 || !host_src_ || (d2h_ && !host_dst_))
       throw Fail{CB_GPU_ERROR, "host_copy: bad parameters (bytes " + std::to_string(bytes_) +
                                    ", a multiple of 16, host buffers)"};
+    if (d2h_ && overlap(host_src_, host_dst_, size()))
+      throw Fail{CB_GPU_ERROR,
+                 "host_copy: host_src and host_dst overlap; the D2H copy is checked against "
+                 "host_src, so they must be two buffers"};
     size_t free_b = clusterbench::gpu::free_device_bytes();
     if (2 * size() > free_b / 10 * 9)
       throw Fail{CB_GPU_UNSUPPORTED, "two device buffers of " + std::to_string(bytes_) +
@@ -131,8 +146,9 @@ class HostCopy : public clusterbench::gpu::Op {
   }
 
   /// Pageable bidir: CUDA returns from a copy into pageable host memory only when it is done,
-  /// so one thread issuing both directions would run them nearly one after the other. The D2H copies are issued from a thread of their own, on the second stream (forked
-  /// and joined as in enqueue), while this thread issues the H2D copies.
+  /// so one thread issuing both directions would run them nearly one after the other. The D2H
+  /// copies are issued from a thread of their own, on the second stream (forked and joined as in
+  /// enqueue), while this thread issues the H2D copies.
   void enqueue_threads(long long count) {
     int dev = 0;
     CUDA_TRY(cudaGetDevice(&dev));

@@ -145,7 +145,9 @@ StepPrediction predict_step(const TrainingConfig& c, const StepParts& p) {
 double host_bytes_per_rank(const TrainingConfig& c, int ranks, bool gpu) {
   const double params = static_cast<double>(model_params(c));
   const double shard = c.zero == 2 ? params / std::max(1, ranks) : params;
-  if (gpu) return c.offload ? 16 * shard : 0;
+  // The GPU engine with offload: Adam's fp32 state, and the two pinned buffers of the shard in
+  // the GEMM dtype (gradients down, parameters up).
+  if (gpu) return c.offload ? (16 + 2.0 * dtype_bytes(c.dtype)) * shard : 0;
   // Every forward and backward product's A, B and C are one of M K, K N and M N of a forward.
   double biggest = 0;
   for (const auto& g : forward_gemms(c)) {

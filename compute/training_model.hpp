@@ -113,8 +113,8 @@ StepPrediction predict_step(const TrainingConfig& c, const StepParts& p);
 /// Host bytes one rank of `ranks` allocates: the CPU engine's gradients and parameters (fp32,
 /// 8 B a parameter), its three layer GEMM buffers (each of the largest M K, K N or M N of a layer's
 /// products, fp32) and Adam's fp32 state over the rank's parameters (ZeRO-2: P / ranks; 16 B each);
-/// the GPU engine
-/// (`gpu`) only Adam's state, with offload.
+/// the GPU engine (`gpu`), with offload only: Adam's state and two pinned buffers of the shard in
+/// the GEMM dtype (the gradients copied down, the parameters copied up).
 double host_bytes_per_rank(const TrainingConfig& c, int ranks, bool gpu);
 
 /// busbw of a bucket's collective (all_reduce: 2(n-1)/n, reduce_scatter (n-1)/n, nccl-tests),

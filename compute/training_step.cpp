@@ -277,9 +277,11 @@ collectives::Dtype grad_dtype(const std::string& dtype) {
 /// are a buffer of the gradients' size, not the GEMMs' results.
 class GpuEngine : public Engine {
  public:
-  GpuEngine(const TrainingConfig& c, const Context& ctx, int device)
+  /// `nccl_env`: the run's NCCL environment (collectives::run_nccl_env), shared with the
+  /// collectives' communicator.
+  GpuEngine(const TrainingConfig& c, const Context& ctx, int device, const json& nccl_env)
       : Engine(c), device_(device), adam_(1) {
-    if (ctx.world_size() > 1) be_ = &collectives::nccl_backend(ctx, json("nvlink"), kNcclTimeoutS);
+    if (ctx.world_size() > 1) be_ = &collectives::nccl_backend(ctx, nccl_env, kNcclTimeoutS);
     add_gemms(forward_gemms(c), fwd_);
     add_gemms(backward_gemms(c), bwd_);
     const auto grad_bytes = static_cast<size_t>(model_params(c) * dtype_bytes(c.dtype));
@@ -287,9 +289,14 @@ class GpuEngine : public Engine {
     const long long n = shard();
     if (c.offload) {
       adam_ = HostAdam(n);
+      // ZeRO-Offload's two pinned host buffers in the GPU dtype: the gradient shard comes down
+      // into one, the updated parameters go up from the other. Each operation pins only the
+      // buffer its copies touch, so no range is registered twice.
       const long long bytes = (n * dtype_bytes(c.dtype) + 15) / 16 * 16;
-      host_.assign(static_cast<size_t>(bytes), 0);
-      down_ = copy_op("d2h", bytes), up_ = copy_op("h2d", bytes);
+      host_grads_.assign(static_cast<size_t>(bytes), 0);
+      host_params_.assign(static_cast<size_t>(bytes), 0);
+      down_ = copy_op("d2h", bytes, host_params_.data(), host_grads_.data());
+      up_ = copy_op("h2d", bytes, host_params_.data(), nullptr);
     } else {
       opt_ = gpu_call(kLibrary, [&] {
         return std::make_unique<gpu::Operation>(
@@ -343,15 +350,16 @@ class GpuEngine : public Engine {
       out.push_back({std::move(op), g.count});
     }
   }
-  std::unique_ptr<gpu::Operation> copy_op(const std::string& direction, long long bytes) {
-    const auto addr = reinterpret_cast<std::uintptr_t>(host_.data());
-    return gpu_call("CUDA", [&] {
-      return std::make_unique<gpu::Operation>("host_copy", json{{"bytes", bytes},
-                                                                {"direction", direction},
-                                                                {"pinned", true},
-                                                                {"host_src", addr},
-                                                                {"host_dst", addr}});
-    });
+  /// A pinned "host_copy" of `bytes` from `src` (H2D; D2H's check reference) or into `dst`
+  /// (D2H; nullptr for h2d).
+  static std::unique_ptr<gpu::Operation> copy_op(const std::string& direction, long long bytes,
+                                                 const void* src, void* dst) {
+    json p = {{"bytes", bytes},
+              {"direction", direction},
+              {"pinned", true},
+              {"host_src", reinterpret_cast<std::uintptr_t>(src)}};
+    if (dst) p["host_dst"] = reinterpret_cast<std::uintptr_t>(dst);
+    return gpu_call("CUDA", [&] { return std::make_unique<gpu::Operation>("host_copy", p); });
   }
   static void run_op(gpu::Operation& op, long long n) {
     gpu_call(kLibrary, [&] { return op.run(n); });
@@ -364,7 +372,7 @@ class GpuEngine : public Engine {
   void* grads_ = nullptr;
   void* params_ = nullptr;
   std::vector<Gemm> fwd_, bwd_;
-  std::vector<unsigned char> host_;
+  std::vector<unsigned char> host_grads_, host_params_;
   std::unique_ptr<gpu::Operation> down_, up_, opt_;
   HostAdam adam_;
 };
@@ -963,7 +971,8 @@ void TrainingStep::run(CaseRun& run) const {
   io::Loader loader(io::list_dataset(dir->path()), opt, io::plain_memory());
   std::unique_ptr<Engine> engine;
   if (gpu) {
-    engine = std::make_unique<GpuEngine>(c, run.ctx(), rank_gpu_device(run.ctx()));
+    engine = std::make_unique<GpuEngine>(c, run.ctx(), rank_gpu_device(run.ctx()),
+                                         collectives::run_nccl_env(s));
   } else {
     engine = std::make_unique<CpuEngine>(c, be);
   }

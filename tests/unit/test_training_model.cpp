@@ -149,6 +149,8 @@ TEST(TrainingModel, HostBytesPerRank) {
   const TrainingConfig c = training_preset("ci");
   EXPECT_DOUBLE_EQ(host_bytes_per_rank(c, 2, false), 100663296.0);
   EXPECT_DOUBLE_EQ(host_bytes_per_rank(c, 2, true), 0.0);  // no offload: nothing on the host
-  // 7b on 32 GPUs: Adam's fp32 state over a 1/32 shard, 16 B x 201,326,592.
-  EXPECT_DOUBLE_EQ(host_bytes_per_rank(training_preset("7b"), 32, true), 3221225472.0);
+  // 7b on 32 GPUs: Adam's fp32 state over a 1/32 shard, 16 B x 201,326,592 = 3,221,225,472,
+  // and the two pinned bf16 buffers (gradients down, parameters up), 2 x 2 B x 201,326,592 =
+  // 805,306,368.
+  EXPECT_DOUBLE_EQ(host_bytes_per_rank(training_preset("7b"), 32, true), 4026531840.0);
 }
