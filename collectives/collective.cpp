@@ -183,6 +183,13 @@ std::string table_header() {
   return buf;
 }
 
+void table_add(CollectiveTable& t, double busbw, long long wrong, double inplace_busbw,
+               long long inplace_wrong) {
+  t.busbw_sum += busbw, ++t.busbw_n, t.wrong += wrong;
+  if (inplace_busbw >= 0 && inplace_wrong >= 0)
+    t.busbw_sum += inplace_busbw, ++t.busbw_n, t.wrong += inplace_wrong;
+}
+
 std::string table_footer(long long wrong, double busbw_sum, long long busbw_n) {
   char buf[256];
   std::snprintf(buf, sizeof buf,
@@ -311,6 +318,7 @@ CollectiveBenchmark::Options CollectiveBenchmark::options(const Settings& s) con
   o.ib_gid_index = ib_gid_index_(s);
   o.ib_tc = ib_tc_(s);
   o.timeout_s = timeout_(s);
+  check_nccl_env(s, o);
   return o;
 }
 
@@ -343,6 +351,30 @@ json nccl_params(const std::string& path, const std::string& algo, const std::st
 }
 
 }  // namespace
+
+json run_nccl_env(const Settings& s) {
+  const char* area = "collectives";
+  return nccl_env(nccl_params(s.get(area, "path", "nvlink"), s.get(area, "algo", ""),
+                              s.get(area, "ib_gid_index", ""), s.get(area, "ib_tc", "")));
+}
+
+void CollectiveBenchmark::check_nccl_env(const Settings& s, const Options& o) const {
+  if (std::find(o.backends.begin(), o.backends.end(), "nccl") == o.backends.end()) return;
+  const json mine = nccl_env(nccl_params(o.path, o.algo, o.ib_gid_index, o.ib_tc));
+  const json run = run_nccl_env(s);
+  if (mine == run) return;
+  std::string keys;
+  for (const char* k : {"path", "algo", "ib_gid_index", "ib_tc"})
+    if (s.given_key(id(), k) == id() + "." + k && s.has(id(), k))
+      keys += (keys.empty() ? "--set " : ", --set ") + id() + "." + k;
+  if (keys.empty()) keys = id();
+  throw InputError(keys +
+                   ": NCCL reads its environment once per process, so every NCCL user of "
+                   "a run shares one communicator and one environment (this collective's " +
+                   mine.dump() + ", the run's " + run.dump() +
+                   "); set path, algo, ib_gid_index and ib_tc for the whole area "
+                   "(--set collectives.KEY=VALUE) or run this collective alone");
+}
 
 std::vector<json> CollectiveBenchmark::cases(const Settings& s) const {
   const Options o = options(s);
@@ -653,18 +685,23 @@ void record_case(CaseRun& run, const Collective& c, const Backend& be, const Cas
                  rate_reps(b / 1e9, r.oop_samples), 0, b / 1e9});
   run.add_metric("time", r.oop.median * 1e6, "us", false, time_reps(1e6, r.oop_samples));
   run.add_metric("wrong", static_cast<double>(r.oop_wrong), "count", false);
-  if (has_inplace) {
+  if (has_inplace && r.ip_wrong >= 0) {
     run.add(Metric{"busbw_inplace", busbw_gbs(c, b, r.ip.median, s.n), "GB/s", true,
                    rate_reps(bus, r.ip_samples), 0, bus});
     run.add(Metric{"algbw_inplace", algbw_gbs(b, r.ip.median), "GB/s", true,
                    rate_reps(b / 1e9, r.ip_samples), 0, b / 1e9});
     run.add_metric("time_inplace", r.ip.median * 1e6, "us", false, time_reps(1e6, r.ip_samples));
-    if (r.ip_wrong >= 0)
-      run.add_metric("wrong_inplace", static_cast<double>(r.ip_wrong), "count", false);
-    else
-      run.set_extra("wrong_inplace", "n/a: " + be.name() + "'s in-place " + c.name +
-                                         " has no defined result (not checked, as nccl-tests)");
+    run.add_metric("wrong_inplace", static_cast<double>(r.ip_wrong), "count", false);
     run.set_extra("time_inplace", r.ip);
+  } else if (has_inplace) {
+    // Timed, but without a defined result its time measures nothing the rows could judge: no
+    // metric (n/a in the table, out of its busbw average), the statistics kept as evidence.
+    run.set_extra("wrong_inplace", "n/a: " + be.name() + "'s in-place " + c.name +
+                                       " has no defined result (not checked, as nccl-tests)");
+    run.set_extra("inplace",
+                  "n/a: no defined result, so no in-place metrics; its times are in "
+                  "extra.time_inplace_undefined");
+    run.set_extra("time_inplace_undefined", r.ip);
   } else {
     run.set_extra("inplace", "not measured: " + be.name() +
                                  " has no in-place form of this collective (overlapping buffers)");
@@ -706,11 +743,13 @@ std::string table_text(const Collective& c, const CaseShape& s, const Timings& r
   if (header != t.header) out = header + table_header(), t = {header, 0, 0, 0};
   const double b = static_cast<double>(s.bytes);
   const double oop = busbw_gbs(c, b, r.oop.median, s.n), ip = busbw_gbs(c, b, r.ip.median, s.n);
+  // An in-place form without a defined result (NCCL's alltoall, sendrecv) shows n/a, as its
+  // #wrong: its time is not a measurement of the collective.
+  const bool ip_shown = has_inplace && r.ip_wrong >= 0;
   out += table_row(s.bytes, s.bytes / s.es, dtype_name(s.t), c.reduces ? "sum" : "none", s.root,
                    r.oop.median * 1e6, algbw_gbs(b, r.oop.median), oop, r.oop_wrong,
-                   has_inplace ? r.ip.median * 1e6 : -1, algbw_gbs(b, r.ip.median), ip, r.ip_wrong);
-  t.busbw_sum += oop, ++t.busbw_n, t.wrong += r.oop_wrong;
-  if (has_inplace) t.busbw_sum += ip, ++t.busbw_n, t.wrong += std::max(0LL, r.ip_wrong);
+                   ip_shown ? r.ip.median * 1e6 : -1, algbw_gbs(b, r.ip.median), ip, r.ip_wrong);
+  table_add(t, oop, r.oop_wrong, has_inplace ? ip : -1, r.ip_wrong);
   if (last) out += table_footer(t.wrong, t.busbw_sum, t.busbw_n), t = {};
   return out;
 }

@@ -170,6 +170,13 @@ json path_env(const std::string& path);
 /// params.nccl_ib_gid_index / nccl_ib_tc as NCCL_IB_GID_INDEX / NCCL_IB_TC.
 json nccl_env(const json& params);
 
+/// The run's NCCL environment, the one every NCCL user of the run (the collectives, the training
+/// step, the burn-in) asks nccl_backend for: NCCL reads its environment once per process, so a run
+/// has one communicator and one environment. It is nccl_env of the params a collective case gets
+/// from the area's knobs alone (--set collectives.path, .algo, .ib_gid_index, .ib_tc) on this
+/// run's nodes.
+json run_nccl_env(const Settings& s);
+
 /// The NCCL backend through the GPU plugin (collectives/nccl_host.cpp), created on first use by
 /// every rank together: the environment `env` (nccl_env) set, NCCL's own logging captured for
 /// the probe, rank 0's ncclUniqueId broadcast with Context::bcast, and each wait bounded by
@@ -215,6 +222,10 @@ class CollectiveBenchmark : public Benchmark {
   /// Reads and checks every knob, in the order the plan reports a bad one. Throws InputError
   /// naming `--set ID.KEY`.
   Options options(const Settings& s) const;
+  /// InputError when this collective's NCCL environment differs from the run's (run_nccl_env):
+  /// a per-collective path, algo, ib_gid_index or ib_tc would fail every NCCL user after the
+  /// first, at run time.
+  void check_nccl_env(const Settings& s, const Options& o) const;
   const Collective& coll_;
   mutable CollectiveTable table_;  ///< console: the nccl-tests table being printed
 
@@ -256,6 +267,12 @@ class CollectiveBenchmark : public Benchmark {
 /// nccl-tests' table header (three comment lines) and one row; `inplace_time_us` < 0 prints "n/a"
 /// for the whole in-place form, `inplace_wrong` < 0 for its #wrong alone (a form not checked).
 std::string table_header();
+/// Adds one case's busbw and #wrong to the sums of a table's closing lines: the out-of-place form
+/// always, the in-place form (`inplace_busbw` >= 0) only where its result is defined
+/// (`inplace_wrong` >= 0). NCCL's in-place alltoall and sendrecv have none: their time is shown
+/// n/a and never averaged.
+void table_add(CollectiveTable& t, double busbw, long long wrong, double inplace_busbw,
+               long long inplace_wrong);
 /// nccl-tests' closing lines of a table: "# Out of bounds values : 0 OK" (the wrong elements of
 /// the sweep; FAILED when any) and "# Avg bus bandwidth    : 1.49523", the mean of every measured
 /// out-of-place and in-place busbw of the sweep (GB/s, %g), as nccl-tests prints them.

@@ -432,14 +432,7 @@ class Soak {
   void setup_allreduce() {
     const bool all_gpu = ctx_.allreduce_sum(gemm_ && shape_.gpu ? 1 : 0) == ctx_.world_size();
     backend_ = nullptr;
-    if (all_gpu) {
-      try {
-        backend_ = &collectives::nccl_backend(ctx_, "nvlink", 600);
-      } catch (const std::exception& e) {
-        backend_note_ = std::string("NCCL unavailable, MPI on host buffers instead: ") + e.what();
-      }
-      if (ctx_.allreduce_sum(backend_ ? 0 : 1) > 0) backend_ = nullptr;
-    }
+    if (all_gpu && !start_nccl()) return;  // every rank's GPU soaks, but NCCL did not start
     const bool nccl = backend_ != nullptr;
     if (!backend_) backend_ = collectives::mpi_backend();
     const Settings& s = run_.settings();
@@ -450,6 +443,29 @@ class Soak {
     if (backend_)
       allreduce_ = std::make_unique<AllReduceLoop>(backend_, std::max(1LL, bytes / 4),
                                                    nccl ? rank_gpu_device(ctx_) : -1);
+  }
+
+  /// The run's NCCL communicator (collectives::run_nccl_env, the one the collectives and the
+  /// training step share) for the all_reduce loop. Where it does not start on some rank, no rank
+  /// loads the links: each record fails, naming the error or the rank that had it, rather than
+  /// soaking host buffers over MPI as if the GPUs' interconnect had been tested.
+  bool start_nccl() {
+    std::string why;
+    try {
+      backend_ = &collectives::nccl_backend(ctx_, collectives::run_nccl_env(run_.settings()), 600);
+    } catch (const std::exception& e) {
+      why = e.what();
+    }
+    const int failed_on = static_cast<int>(ctx_.allreduce_min(
+        why.empty() ? static_cast<double>(ctx_.world_size()) : ctx_.world_rank()));
+    if (failed_on >= ctx_.world_size()) return true;
+    backend_ = nullptr;
+    status_ = Status::failed;
+    message_ = why.empty() ? "NCCL did not start on rank " + std::to_string(failed_on) +
+                                 " (its record says why): the all_reduce loop did not run"
+                           : "NCCL did not start, so the all_reduce loop did not run: " + why;
+    backend_note_ = message_;
+    return false;
   }
 
   void setup_telemetry() {
