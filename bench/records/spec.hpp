@@ -69,7 +69,7 @@ struct SpecMatch {
   bool no_gpu = false;                      ///< the table for nodes with no NVIDIA GPU
   std::string gpu_name;                     ///< RE2 regex on the NVML name (SpecRegex)
   std::vector<std::string> pci_device_ids;  ///< for GPUs seen on the PCI bus only
-  int gpu_count = -1;                       ///< -1: any
+  int gpu_count = -1;  ///< breaks a tie between tables of one model (gpu.count judges); -1: any
 };
 
 /// One Prometheus gauge fed by a family's records (docs/report.md "Prometheus").

@@ -133,12 +133,32 @@ expect_out "host.memory_bandwidth_triad"
 expect_out "MB/s"
 ok "record unit mismatch is an error"
 
-# A node with GPUs that match no table: exit 2 asking for --spec (one H100 on the PCI bus of
-# the two-socket fixture, where the tables want 8).
+# A node that lost GPUs is judged by its model's table (issue 40): one H100 on the PCI bus of the
+# two-socket fixture, where the H100 table wants 8, FAILs gpu.count "count 1 (expected 8)"
+# instead of asking for --spec (it asked before: the tables matched by GPU count).
 CLUSTERBENCH_NVML_LIB=/nonexistent/libnvidia-ml.so.1 \
-  expect_rc 2 "$CB_BIN" run --suite ci --fs-root "$CB_FIXTURES/fsroot/two-socket" --out "$TMP/r5"
+  expect_rc 1 "$CB_BIN" run --suite ci --only compute.memory_bandwidth \
+  --fs-root "$CB_FIXTURES/fsroot/two-socket" --out "$TMP/r5"
+expect_out "auto: 1x NVIDIA 0x2330 matched h100-sxm-80g-8x.json"
+py "
+rows = {r['id']: r for r in json.load(open(sys.argv[1]))['rows']}
+assert rows['gpu.count']['outcome'] == 'FAIL', rows['gpu.count']
+import re
+assert re.fullmatch(r'count 1 on \S+ \(expected 8\)', rows['gpu.count']['message']), rows['gpu.count']
+assert rows['gpu.model']['outcome'] == 'PASS', rows['gpu.model']
+" "$TMP/r5/report.json"
+ok "a node with 1 of 8 GPUs: h100 table, gpu.count FAIL"
+
+# A GPU no table knows (the fixture's H100 made a 10de:1db4, a V100): exit 2 asking for --spec,
+# never judged as a CPU node.
+cp -a "$CB_FIXTURES/fsroot/two-socket" "$TMP/unknown-gpu"
+dev=$(readlink -f "$TMP/unknown-gpu/sys/bus/pci/devices/0000:17:00.0")
+[ -f "$dev/device" ] || fail "fixture: no device file for the GPU"
+echo 0x1db4 >"$dev/device"
+CLUSTERBENCH_NVML_LIB=/nonexistent/libnvidia-ml.so.1 \
+  expect_rc 2 "$CB_BIN" run --suite ci --fs-root "$TMP/unknown-gpu" --out "$TMP/r5b"
 expect_out "which no spec table in .* matches; pass --spec FILE"
-ok "unmatched GPUs ask for --spec"
+ok "GPUs of an unknown model ask for --spec"
 
 # Knob values that cannot work are refused before anything runs.
 expect_rc 2 "$CB_BIN" run --suite ci --only compute.memory_bandwidth --set compute.memory_bandwidth.min_time=0 --out "$TMP/k1"
