@@ -197,7 +197,6 @@ class Builder {
             none ? "no GPU in the snapshots" : "NVML: " + (nvml.empty() ? "not read" : nvml));
       return;
     }
-    bool any_link = false;
     for (const auto& [s, e] : pairs) {
       const json& g = e ? *e : *s;
       const std::string item = gpu_item(host_, g);
@@ -211,10 +210,46 @@ class Builder {
       ecc(*s, *e, item, "gpu.ecc_corrected", "corrected");
       retired(*s, *e, item);
       remap(*s, *e, item);
-      any_link |= nvlink(*s, *e, item);
+      if (!nvlink(*s, *e, item)) no_nvlink_links(*e, item);
     }
-    if (!any_link)
-      for (const auto& m : kNvlinkMetrics) add(m, host_, 0, "no NVLink counters in the snapshots");
+  }
+
+  /// A GPU whose snapshots list no NVLink link: 0 errors where it has no NVLink at all, else
+  /// unknown (null, MISSING) with why, never a 0 for counters nobody read.
+  void no_nvlink_links(const json& e, const std::string& item) {
+    const std::string status = e.value("nvlink_status", "");
+    const bool none = status == "no NVLink on this GPU";
+    for (const auto& m : kNvlinkMetrics)
+      add_gpu(m, e, item, none ? json(0) : json(nullptr),
+              none ? status
+              : status.empty()
+                  ? "no NVLink counters in the snapshots (the run did not read them per link)"
+                  : "NVLink counters not read: " + status);
+  }
+
+  /// Why `counter` of a link snapshot is absent, from its "unreadable" object.
+  static std::string unreadable(const json& l, const char* counter) {
+    if (l.is_object() && l.contains("unreadable") && l["unreadable"].is_object() &&
+        l["unreadable"].contains(counter) && l["unreadable"][counter].is_string())
+      return " (" + l["unreadable"][counter].get<std::string>() + ")";
+    return "";
+  }
+
+  /// CRC errors of a link from the DL counters (flit + data), the CRC field value, or NVLink5's
+  /// effective errors, with how they were read.
+  static std::pair<Rise, std::string> nvlink_crc(const json& ls, const json& le) {
+    Rise flit = rise(counter(ls, "/crc_flit"), counter(le, "/crc_flit"));
+    Rise data = rise(counter(ls, "/crc_data"), counter(le, "/crc_data"));
+    if (flit.delta || data.delta) {
+      Rise r;
+      r.delta = flit.delta.value_or(0) + data.delta.value_or(0);
+      return {r, "CRC flit " + flit.text + ", CRC data " + data.text};
+    }
+    Rise crc = rise(counter(ls, "/crc"), counter(le, "/crc"));
+    if (crc.delta) return {crc, "CRC " + crc.text};
+    Rise eff = rise(counter(ls, "/effective_errors"), counter(le, "/effective_errors"));
+    if (eff.delta) return {eff, "effective errors (NVLink5) " + eff.text};
+    return {flit, "CRC flit " + flit.text + ", CRC data " + data.text + unreadable(le, "crc")};
   }
 
   void ecc(const json& s, const json& e, const std::string& item, const std::string& metric,
@@ -297,16 +332,14 @@ class Builder {
       const json& ls = or_null(starts.count(k) ? starts[k] : nullptr);
       const json& le = or_null(ends.count(k) ? ends[k] : nullptr);
       const std::string li = item + "/nvlink" + k;
-      Rise flit = rise(counter(ls, "/crc_flit"), counter(le, "/crc_flit"));
-      Rise data = rise(counter(ls, "/crc_data"), counter(le, "/crc_data"));
-      std::optional<Count> crc;
-      if (flit.delta || data.delta) crc = flit.delta.value_or(0) + data.delta.value_or(0);
-      add_gpu("gpu.nvlink_crc", e, li, value_of(crc),
-              "CRC flit " + flit.text + ", CRC data " + data.text);
+      auto [crc, crc_text] = nvlink_crc(ls, le);
+      add_gpu("gpu.nvlink_crc", e, li, value_of(crc.delta), crc_text);
       Rise replay = rise(counter(ls, "/replay"), counter(le, "/replay"));
-      add_gpu("gpu.nvlink_replay", e, li, value_of(replay.delta), "replay " + replay.text);
+      add_gpu("gpu.nvlink_replay", e, li, value_of(replay.delta),
+              "replay " + replay.text + (replay.delta ? "" : unreadable(le, "replay")));
       Rise rec = rise(counter(ls, "/recovery"), counter(le, "/recovery"));
-      add_gpu("gpu.nvlink_recovery", e, li, value_of(rec.delta), "recovery " + rec.text);
+      add_gpu("gpu.nvlink_recovery", e, li, value_of(rec.delta),
+              "recovery " + rec.text + (rec.delta ? "" : unreadable(le, "recovery")));
     }
     return true;
   }

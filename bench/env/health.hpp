@@ -38,12 +38,16 @@ inline constexpr const char* kHealthSchema = "clusterbench.health/1";
 /// and its counters are absent, so reports/ can tell "unreadable" from "zero".
 /// `query_nvml` false skips NVML (status "not queried"). Returns a JSON object:
 ///   {"schema", "collected_at", "fs_root", "nvml": "ok"|reason,
-///    "gpus": [{"index", "uuid", "pci_bus_id", "status",
+///    "gpus": [{"index", "uuid", "serial", "pci_bus_id", "status",
 ///              "ecc": {"volatile": {"corrected", "uncorrected"}, "aggregate": {...}},
 ///              "retired_pages": {"single_bit", "double_bit", "pending"},
 ///              "row_remap": {"correctable", "uncorrectable", "pending", "failed",
 ///                            "histogram": {"max", "high", "partial", "low", "none"}},
-///              "nvlink": [{"link", "crc_flit", "crc_data", "replay", "recovery"}]}],
+///              "nvlink": [{"link", "crc_flit", "crc_data", "replay", "recovery", (or from
+///                          field values: "crc", "effective_errors" on NVLink5),
+///                          "unreadable": {counter: why}}] (active links only),
+///              "nvlink_status": "ok" | "no NVLink on this GPU" | "no active NVLink link" |
+///                               why the links could not be read}],
 ///    "ib_ports": [{"name": "mlx5_0/1", "counters": {"symbol_error", ...}}],
 ///    "pcie_aer": [{"pci_bus_id", "role": "gpu"|"nic", "name",
 ///                  "correctable"|"nonfatal"|"fatal": {"RxErr": 0, ..., "TOTAL_ERR_COR": 0}}],

@@ -11,11 +11,7 @@
 #include <cstring>
 #include <mutex>
 
-#if CLUSTERBENCH_HAVE_NVML
-// Keep nvml.h from renaming nvmlInit to nvmlInit_v2 etc.: we name every symbol ourselves.
-#define NVML_NO_UNVERSIONED_FUNC_DEFS
-#include <nvml.h>
-#endif
+#include "env/nvml_api.hpp"
 
 namespace clusterbench {
 
@@ -110,78 +106,6 @@ std::string normalize_nvml_bus_id(std::string_view bus_id) {
 
 // ---------------------------------------------------------------------------------------------
 // The function table.
-
-#if CLUSTERBENCH_HAVE_NVML
-struct Nvml::Api {
-  // Library-wide.
-  nvmlReturn_t (*init)() = nullptr;
-  nvmlReturn_t (*shutdown)() = nullptr;
-  const char* (*error_string)(nvmlReturn_t) = nullptr;
-  nvmlReturn_t (*system_get_driver_version)(char*, unsigned) = nullptr;
-  nvmlReturn_t (*system_get_cuda_driver_version)(int*) = nullptr;
-  nvmlReturn_t (*device_get_count)(unsigned*) = nullptr;
-  nvmlReturn_t (*device_get_handle_by_index)(unsigned, nvmlDevice_t*) = nullptr;
-  // Inventory.
-  nvmlReturn_t (*device_get_name)(nvmlDevice_t, char*, unsigned) = nullptr;
-  nvmlReturn_t (*device_get_uuid)(nvmlDevice_t, char*, unsigned) = nullptr;
-  nvmlReturn_t (*device_get_serial)(nvmlDevice_t, char*, unsigned) = nullptr;
-  nvmlReturn_t (*device_get_vbios_version)(nvmlDevice_t, char*, unsigned) = nullptr;
-  nvmlReturn_t (*device_get_pci_info)(nvmlDevice_t, nvmlPciInfo_t*) = nullptr;
-  nvmlReturn_t (*device_get_memory_info)(nvmlDevice_t, nvmlMemory_t*) = nullptr;
-  nvmlReturn_t (*device_get_curr_pcie_link_generation)(nvmlDevice_t, unsigned*) = nullptr;
-  nvmlReturn_t (*device_get_max_pcie_link_generation)(nvmlDevice_t, unsigned*) = nullptr;
-  nvmlReturn_t (*device_get_curr_pcie_link_width)(nvmlDevice_t, unsigned*) = nullptr;
-  nvmlReturn_t (*device_get_max_pcie_link_width)(nvmlDevice_t, unsigned*) = nullptr;
-  nvmlReturn_t (*device_get_nvlink_state)(nvmlDevice_t, unsigned, nvmlEnableState_t*) = nullptr;
-  nvmlReturn_t (*device_get_ecc_mode)(nvmlDevice_t, nvmlEnableState_t*,
-                                      nvmlEnableState_t*) = nullptr;
-  nvmlReturn_t (*device_get_memory_affinity)(nvmlDevice_t, unsigned, unsigned long*,
-                                             nvmlAffinityScope_t) = nullptr;
-  nvmlReturn_t (*device_get_board_part_number)(nvmlDevice_t, char*, unsigned) = nullptr;
-  nvmlReturn_t (*device_get_persistence_mode)(nvmlDevice_t, nvmlEnableState_t*) = nullptr;
-  nvmlReturn_t (*device_get_mig_mode)(nvmlDevice_t, unsigned*, unsigned*) = nullptr;
-  // Health counters and XID events (bench/env/health.hpp).
-  nvmlReturn_t (*device_get_total_ecc_errors)(nvmlDevice_t, nvmlMemoryErrorType_t,
-                                              nvmlEccCounterType_t, unsigned long long*) = nullptr;
-  nvmlReturn_t (*device_get_retired_pages)(nvmlDevice_t, nvmlPageRetirementCause_t, unsigned*,
-                                           unsigned long long*) = nullptr;
-  nvmlReturn_t (*device_get_retired_pages_pending_status)(nvmlDevice_t,
-                                                          nvmlEnableState_t*) = nullptr;
-  nvmlReturn_t (*device_get_remapped_rows)(nvmlDevice_t, unsigned*, unsigned*, unsigned*,
-                                           unsigned*) = nullptr;
-  nvmlReturn_t (*device_get_row_remapper_histogram)(nvmlDevice_t,
-                                                    nvmlRowRemapperHistogramValues_t*) = nullptr;
-  nvmlReturn_t (*device_get_nvlink_error_counter)(nvmlDevice_t, unsigned, nvmlNvLinkErrorCounter_t,
-                                                  unsigned long long*) = nullptr;
-  nvmlReturn_t (*event_set_create)(nvmlEventSet_t*) = nullptr;
-  nvmlReturn_t (*device_register_events)(nvmlDevice_t, unsigned long long,
-                                         nvmlEventSet_t) = nullptr;
-  nvmlReturn_t (*event_set_wait)(nvmlEventSet_t, nvmlEventData_t*, unsigned) = nullptr;
-  nvmlReturn_t (*event_set_free)(nvmlEventSet_t) = nullptr;
-  // Telemetry.
-  nvmlReturn_t (*device_get_clock_info)(nvmlDevice_t, nvmlClockType_t, unsigned*) = nullptr;
-  nvmlReturn_t (*device_get_temperature)(nvmlDevice_t, nvmlTemperatureSensors_t,
-                                         unsigned*) = nullptr;
-  nvmlReturn_t (*device_get_power_usage)(nvmlDevice_t, unsigned*) = nullptr;
-  nvmlReturn_t (*device_get_enforced_power_limit)(nvmlDevice_t, unsigned*) = nullptr;
-  nvmlReturn_t (*device_get_current_clocks_event_reasons)(nvmlDevice_t,
-                                                          unsigned long long*) = nullptr;
-  // Processes (busy-GPU check): _v2 takes the 24-byte nvmlProcessInfo_v2_t on every driver, the
-  // unversioned call v1. _v3 is never bound: R535's nvml.h gives it a 32-byte struct (with
-  // usedGpuCcProtectedMemory), R580's a 24-byte one, so one binding reads the wrong stride.
-  nvmlReturn_t (*device_get_compute_processes)(nvmlDevice_t, unsigned*,
-                                               nvmlProcessInfo_v2_t*) = nullptr;
-  nvmlReturn_t (*device_get_compute_processes_v1)(nvmlDevice_t, unsigned*,
-                                                  nvmlProcessInfo_v1_t*) = nullptr;
-  nvmlReturn_t (*device_get_graphics_processes)(nvmlDevice_t, unsigned*,
-                                                nvmlProcessInfo_v2_t*) = nullptr;
-  nvmlReturn_t (*device_get_graphics_processes_v1)(nvmlDevice_t, unsigned*,
-                                                   nvmlProcessInfo_v1_t*) = nullptr;
-  nvmlReturn_t (*system_get_process_name)(unsigned, char*, unsigned) = nullptr;
-};
-#else
-struct Nvml::Api {};
-#endif
 
 template <class Fn>
 void Nvml::bind(Fn& slot, std::initializer_list<const char*> names) {
@@ -295,6 +219,7 @@ void Nvml::bind_health_and_telemetry() {
   bind(a.device_get_remapped_rows, {"nvmlDeviceGetRemappedRows"});
   bind(a.device_get_row_remapper_histogram, {"nvmlDeviceGetRowRemapperHistogram"});
   bind(a.device_get_nvlink_error_counter, {"nvmlDeviceGetNvLinkErrorCounter"});
+  bind(a.device_get_field_values, {"nvmlDeviceGetFieldValues"});
   bind(a.event_set_create, {"nvmlEventSetCreate"});
   bind(a.device_register_events, {"nvmlDeviceRegisterEvents"});
   bind(a.event_set_wait, {"nvmlEventSetWait_v2", "nvmlEventSetWait"});
@@ -343,61 +268,9 @@ std::string Nvml::resolved(std::string_view preferred_name) const {
 // Queries.
 
 #if CLUSTERBENCH_HAVE_NVML
-namespace {
-
-// Calls one per-GPU getter: absent entry point or "Not Supported" -> false quietly; any other
-// error -> false with a warning "gpu <i>: <call>: <NVML's text>".
-class GpuReader {
- public:
-  GpuReader(const Nvml& nvml, int index, std::vector<std::string>* warnings)
-      : nvml_(nvml), index_(index), warnings_(warnings) {}
-
-  template <class Fn, class... Args>
-  bool call(Fn fn, const char* name, Args... args) {
-    if (!fn) {
-      last_error_ = std::string(name) + ": not in " + nvml_.library();
-      return false;
-    }
-    const nvmlReturn_t rc = fn(args...);
-    if (rc == NVML_SUCCESS) return true;
-    last_error_ = std::string(name) + ": " + nvml_.error_string(rc);
-    if (rc != NVML_ERROR_NOT_SUPPORTED && rc != NVML_ERROR_FUNCTION_NOT_FOUND && warnings_)
-      warnings_->push_back("gpu " + std::to_string(index_) + ": " + last_error_);
-    return false;
-  }
-
-  /// "<call>: <NVML's text>" of the last call that failed.
-  const std::string& last_error() const { return last_error_; }
-
-  template <class Fn>
-  std::string text(Fn fn, const char* name, nvmlDevice_t dev, unsigned size) {
-    std::vector<char> buf(size, '\0');
-    if (!call(fn, name, dev, buf.data(), size)) return "";
-    buf.back() = '\0';
-    return buf.data();
-  }
-
-  template <class Fn>
-  int uint_value(Fn fn, const char* name, nvmlDevice_t dev) {
-    unsigned v = 0;
-    return call(fn, name, dev, &v) ? static_cast<int>(v) : 0;
-  }
-
- private:
-  const Nvml& nvml_;
-  int index_;
-  std::vector<std::string>* warnings_;
-  std::string last_error_;
-};
-
-std::string cuda_version_text(int v) {
-  return std::to_string(NVML_CUDA_DRIVER_VERSION_MAJOR(v)) + "." +
-         std::to_string(NVML_CUDA_DRIVER_VERSION_MINOR(v));
-}
-
 // The bus id from nvmlPciInfo_t: busId (v3: 8-digit domain), else the legacy text, else the
 // numeric fields.
-std::string bus_id_of(const nvmlPciInfo_t& pci) {
+std::string nvml_detail::bus_id_of(const nvmlPciInfo_t& pci) {
   std::string id(pci.busId, strnlen(pci.busId, sizeof pci.busId));
   if (id.empty()) id.assign(pci.busIdLegacy, strnlen(pci.busIdLegacy, sizeof pci.busIdLegacy));
   if (id.empty()) {
@@ -406,6 +279,18 @@ std::string bus_id_of(const nvmlPciInfo_t& pci) {
     id = buf;
   }
   return normalize_nvml_bus_id(id);
+}
+#endif
+
+#if CLUSTERBENCH_HAVE_NVML
+namespace {
+
+using nvml_detail::bus_id_of;
+using nvml_detail::GpuReader;
+
+std::string cuda_version_text(int v) {
+  return std::to_string(NVML_CUDA_DRIVER_VERSION_MAJOR(v)) + "." +
+         std::to_string(NVML_CUDA_DRIVER_VERSION_MINOR(v));
 }
 
 /// PCIe link generation and width, current and max.
@@ -598,338 +483,6 @@ GpuTelemetry sample_telemetry([[maybe_unused]] int index) {
   t.status = "ok";
 #endif
   return t;
-}
-
-// ---------------------------------------------------------------------------------------------
-// Health counters and XID events (bench/env/health.hpp, docs/health.md).
-
-#if CLUSTERBENCH_HAVE_NVML
-namespace {
-
-/// ECC counts: {volatile, aggregate} x {corrected, uncorrected}; {} when none could be read.
-json ecc_counts(const Nvml::Api& a, GpuReader& r, nvmlDevice_t dev) {
-  const std::pair<nvmlEccCounterType_t, const char*> kinds[] = {{NVML_VOLATILE_ECC, "volatile"},
-                                                                {NVML_AGGREGATE_ECC, "aggregate"}};
-  const std::pair<nvmlMemoryErrorType_t, const char*> errors[] = {
-      {NVML_MEMORY_ERROR_TYPE_CORRECTED, "corrected"},
-      {NVML_MEMORY_ERROR_TYPE_UNCORRECTED, "uncorrected"}};
-  json ecc = json::object();
-  for (const auto& [kind, kind_name] : kinds) {
-    for (const auto& [error, error_name] : errors) {
-      unsigned long long n = 0;
-      if (r.call(a.device_get_total_ecc_errors, "nvmlDeviceGetTotalEccErrors", dev, error, kind,
-                 &n))
-        ecc[kind_name][error_name] = n;
-    }
-  }
-  return ecc;
-}
-
-/// Retired pages (pre-Ampere): the count of each cause (a 0-sized query returns the count, as
-/// NVML_SUCCESS (none) or NVML_ERROR_INSUFFICIENT_SIZE (some)) and whether one is pending.
-json retired_pages(const Nvml& nvml, GpuReader& r, nvmlDevice_t dev, unsigned index,
-                   std::vector<std::string>& warnings) {
-  const Nvml::Api& a = nvml.api();
-  json retired = json::object();
-  const std::pair<nvmlPageRetirementCause_t, const char*> causes[] = {
-      {NVML_PAGE_RETIREMENT_CAUSE_MULTIPLE_SINGLE_BIT_ECC_ERRORS, "single_bit"},
-      {NVML_PAGE_RETIREMENT_CAUSE_DOUBLE_BIT_ECC_ERROR, "double_bit"}};
-  if (a.device_get_retired_pages) {
-    for (const auto& [cause, name] : causes) {
-      unsigned n = 0;
-      unsigned long long address = 0;
-      const nvmlReturn_t rc = a.device_get_retired_pages(dev, cause, &n, &address);
-      if (rc == NVML_SUCCESS || rc == NVML_ERROR_INSUFFICIENT_SIZE) {
-        retired[name] = n;
-      } else if (rc != NVML_ERROR_NOT_SUPPORTED) {
-        warnings.push_back("gpu " + std::to_string(index) +
-                           ": nvmlDeviceGetRetiredPages: " + nvml.error_string(rc));
-      }
-    }
-  }
-  nvmlEnableState_t pending = NVML_FEATURE_DISABLED;
-  if (r.call(a.device_get_retired_pages_pending_status, "nvmlDeviceGetRetiredPagesPendingStatus",
-             dev, &pending))
-    retired["pending"] = pending == NVML_FEATURE_ENABLED;
-  return retired;
-}
-
-/// Row remapping (Ampere and newer): counts, pending/failed and the remapper's histogram.
-json row_remap(const Nvml::Api& a, GpuReader& r, nvmlDevice_t dev) {
-  json remap = json::object();
-  unsigned corr = 0, unc = 0, is_pending = 0, failed = 0;
-  if (r.call(a.device_get_remapped_rows, "nvmlDeviceGetRemappedRows", dev, &corr, &unc, &is_pending,
-             &failed)) {
-    remap = {{"correctable", corr},
-             {"uncorrectable", unc},
-             {"pending", is_pending != 0},
-             {"failed", failed != 0}};
-  }
-  nvmlRowRemapperHistogramValues_t hist{};
-  if (r.call(a.device_get_row_remapper_histogram, "nvmlDeviceGetRowRemapperHistogram", dev,
-             &hist)) {
-    remap["histogram"] = {{"max", hist.max},
-                          {"high", hist.high},
-                          {"partial", hist.partial},
-                          {"low", hist.low},
-                          {"none", hist.none}};
-  }
-  return remap;
-}
-
-/// NVLink error counters of every active link (inactive links and links past the device's count
-/// answer errors that are no finding).
-json nvlink_errors(const Nvml::Api& a, nvmlDevice_t dev) {
-  json links = json::array();
-  const std::pair<nvmlNvLinkErrorCounter_t, const char*> counters[] = {
-      {NVML_NVLINK_ERROR_DL_CRC_FLIT, "crc_flit"},
-      {NVML_NVLINK_ERROR_DL_CRC_DATA, "crc_data"},
-      {NVML_NVLINK_ERROR_DL_REPLAY, "replay"},
-      {NVML_NVLINK_ERROR_DL_RECOVERY, "recovery"}};
-  if (!a.device_get_nvlink_state || !a.device_get_nvlink_error_counter) return links;
-  for (unsigned link = 0; link < NVML_NVLINK_MAX_LINKS; ++link) {
-    nvmlEnableState_t active = NVML_FEATURE_DISABLED;
-    if (a.device_get_nvlink_state(dev, link, &active) != NVML_SUCCESS ||
-        active != NVML_FEATURE_ENABLED)
-      continue;
-    json l = {{"link", link}};
-    for (const auto& [counter, name] : counters) {
-      unsigned long long n = 0;
-      if (a.device_get_nvlink_error_counter(dev, link, counter, &n) == NVML_SUCCESS) l[name] = n;
-    }
-    if (l.size() > 1) links.push_back(l);
-  }
-  return links;
-}
-
-/// The health counters of GPU `i`.
-json gpu_health(const Nvml& nvml, unsigned i) {
-  const Nvml::Api& a = nvml.api();
-  const int index = static_cast<int>(i);
-  json g = {{"index", index}};
-  nvmlDevice_t dev = nullptr;
-  if (const nvmlReturn_t hrc = a.device_get_handle_by_index(i, &dev); hrc != NVML_SUCCESS) {
-    g["status"] = "nvmlDeviceGetHandleByIndex: " + nvml.error_string(hrc);
-    return g;
-  }
-  std::vector<std::string> warnings;
-  GpuReader r(nvml, index, &warnings);
-  g["uuid"] = r.text(a.device_get_uuid, "nvmlDeviceGetUUID", dev, NVML_DEVICE_UUID_V2_BUFFER_SIZE);
-  nvmlPciInfo_t pci{};
-  g["pci_bus_id"] =
-      r.call(a.device_get_pci_info, "nvmlDeviceGetPciInfo", dev, &pci) ? bus_id_of(pci) : "";
-  if (json ecc = ecc_counts(a, r, dev); !ecc.empty()) g["ecc"] = ecc;
-  if (json retired = retired_pages(nvml, r, dev, i, warnings); !retired.empty())
-    g["retired_pages"] = retired;
-  if (json remap = row_remap(a, r, dev); !remap.empty()) g["row_remap"] = remap;
-  if (json links = nvlink_errors(a, dev); !links.empty()) g["nvlink"] = links;
-  std::string text;
-  for (const auto& w : warnings) text += (text.empty() ? "" : "; ") + w;
-  g["status"] = text.empty() ? "ok" : text;
-  return g;
-}
-
-}  // namespace
-#endif
-
-json query_nvml_health(std::string& status) {
-  json gpus = json::array();
-  const Nvml& nvml = Nvml::get();
-  status = nvml.status();
-  if (!nvml.ok()) return gpus;
-#if CLUSTERBENCH_HAVE_NVML
-  unsigned count = 0;
-  if (const nvmlReturn_t rc = nvml.api().device_get_count(&count); rc != NVML_SUCCESS) {
-    status = "nvmlDeviceGetCount: " + nvml.error_string(rc);
-    return gpus;
-  }
-  for (unsigned i = 0; i < count; ++i) gpus.push_back(gpu_health(nvml, i));
-#endif
-  return gpus;
-}
-
-NvmlXidEvents::NvmlXidEvents() {
-  const Nvml& nvml = Nvml::get();
-  status_ = nvml.status();
-  if (!nvml.ok()) return;
-#if CLUSTERBENCH_HAVE_NVML
-  const Nvml::Api& a = nvml.api();
-  if (!a.event_set_create || !a.device_register_events || !a.event_set_wait || !a.event_set_free) {
-    status_ = nvml.library() + ": lacks the event API (nvmlEventSetCreate, " +
-              "nvmlDeviceRegisterEvents, nvmlEventSetWait_v2, nvmlEventSetFree)";
-    return;
-  }
-  nvmlEventSet_t set = nullptr;
-  if (const nvmlReturn_t rc = a.event_set_create(&set); rc != NVML_SUCCESS) {
-    status_ = "nvmlEventSetCreate: " + nvml.error_string(rc);
-    return;
-  }
-  set_ = set;
-  unsigned count = 0;
-  if (a.device_get_count(&count) != NVML_SUCCESS) count = 0;
-  std::string refused;
-  for (unsigned i = 0; i < count; ++i) {
-    nvmlDevice_t dev = nullptr;
-    if (a.device_get_handle_by_index(i, &dev) != NVML_SUCCESS) continue;
-    const nvmlReturn_t rc = a.device_register_events(dev, nvmlEventTypeXidCriticalError, set);
-    if (rc != NVML_SUCCESS) {
-      refused += (refused.empty() ? "" : "; ") + std::string("gpu ") + std::to_string(i) +
-                 ": nvmlDeviceRegisterEvents: " + nvml.error_string(rc);
-      continue;
-    }
-    Gpu g;
-    g.handle = dev;
-    g.index = static_cast<int>(i);
-    GpuReader r(nvml, g.index, nullptr);
-    g.uuid = r.text(a.device_get_uuid, "", dev, NVML_DEVICE_UUID_V2_BUFFER_SIZE);
-    nvmlPciInfo_t pci{};
-    if (r.call(a.device_get_pci_info, "", dev, &pci)) g.pci_bus_id = bus_id_of(pci);
-    gpus_.push_back(g);
-  }
-  status_ = refused.empty() ? "ok" : refused;
-#endif
-}
-
-NvmlXidEvents::~NvmlXidEvents() {
-#if CLUSTERBENCH_HAVE_NVML
-  if (set_) Nvml::get().api().event_set_free(static_cast<nvmlEventSet_t>(set_));
-#endif
-}
-
-int NvmlXidEvents::wait([[maybe_unused]] unsigned timeout_ms, [[maybe_unused]] NvmlXidEvent& out) {
-  if (!set_ || gpus_.empty()) return -1;
-#if CLUSTERBENCH_HAVE_NVML
-  const Nvml& nvml = Nvml::get();
-  nvmlEventData_t data{};
-  const nvmlReturn_t rc =
-      nvml.api().event_set_wait(static_cast<nvmlEventSet_t>(set_), &data, timeout_ms);
-  if (rc == NVML_ERROR_TIMEOUT) return 0;
-  if (rc != NVML_SUCCESS) {
-    status_ = "nvmlEventSetWait_v2: " + nvml.error_string(rc);
-    return -1;
-  }
-  if (!(data.eventType & nvmlEventTypeXidCriticalError)) return 0;
-  out = NvmlXidEvent{};
-  out.xid = data.eventData;
-  for (const auto& g : gpus_) {
-    if (g.handle == static_cast<void*>(data.device)) {
-      out.gpu_index = g.index;
-      out.uuid = g.uuid;
-      out.pci_bus_id = g.pci_bus_id;
-    }
-  }
-  return 1;
-#else
-  return -1;
-#endif
-}
-
-// ---------------------------------------------------------------------------------------------
-// Processes on the GPUs.
-
-#if CLUSTERBENCH_HAVE_NVML
-namespace {
-
-// One list (compute or graphics) of one GPU, grown while NVML answers Insufficient Size.
-template <class Info, class Fn>
-nvmlReturn_t list_processes(Fn fn, nvmlDevice_t dev, std::vector<Info>& out) {
-  unsigned count = 16;
-  for (int attempt = 0; attempt < 4; ++attempt) {
-    out.assign(count, Info{});
-    unsigned n = count;
-    const nvmlReturn_t rc = fn(dev, &n, out.data());
-    if (rc == NVML_ERROR_INSUFFICIENT_SIZE) {
-      count = n + 16;
-      continue;
-    }
-    out.resize(rc == NVML_SUCCESS ? std::min(n, count) : 0);
-    return rc;
-  }
-  return NVML_ERROR_INSUFFICIENT_SIZE;
-}
-
-}  // namespace
-#endif
-
-#if CLUSTERBENCH_HAVE_NVML
-namespace {
-
-/// The processes of one type ("compute" or "graphics") on GPU `i` (`dev`); a list NVML cannot
-/// give adds its reason to `problems` (not-supported lists are none).
-void list_gpu_processes(const Nvml& nvml, unsigned i, nvmlDevice_t dev, const char* uuid,
-                        const char* type, std::vector<NvmlProcess>& out, std::string& problems) {
-  const Nvml::Api& a = nvml.api();
-  const bool compute = type[0] == 'c';
-  auto v2 = compute ? a.device_get_compute_processes : a.device_get_graphics_processes;
-  auto v1 = compute ? a.device_get_compute_processes_v1 : a.device_get_graphics_processes_v1;
-  std::vector<std::pair<unsigned, unsigned long long>> found;  // pid, usedGpuMemory
-  nvmlReturn_t rc = NVML_ERROR_FUNCTION_NOT_FOUND;
-  if (v2) {
-    std::vector<nvmlProcessInfo_v2_t> infos;
-    rc = list_processes(v2, dev, infos);
-    for (const auto& p : infos) found.emplace_back(p.pid, p.usedGpuMemory);
-  } else if (v1) {
-    std::vector<nvmlProcessInfo_v1_t> infos;
-    rc = list_processes(v1, dev, infos);
-    for (const auto& p : infos) found.emplace_back(p.pid, p.usedGpuMemory);
-  }
-  if (rc == NVML_ERROR_NOT_SUPPORTED) return;  // e.g. graphics lists on a compute GPU
-  if (rc != NVML_SUCCESS) {
-    problems += std::string("; gpu ") + std::to_string(i) + ": nvmlDeviceGet" +
-                (compute ? "Compute" : "Graphics") + "RunningProcesses: " + nvml.error_string(rc);
-    return;
-  }
-  for (const auto& [pid, used] : found) {
-    NvmlProcess p;
-    p.gpu_index = static_cast<int>(i);
-    p.gpu_uuid = uuid;
-    p.pid = pid;
-    p.type = type;
-    p.used_bytes = used == static_cast<unsigned long long>(NVML_VALUE_NOT_AVAILABLE)
-                       ? -1
-                       : static_cast<long long>(used);
-    char name[256] = {};
-    if (a.system_get_process_name &&
-        a.system_get_process_name(pid, name, sizeof name) == NVML_SUCCESS) {
-      name[sizeof name - 1] = '\0';
-      p.name = name;
-    }
-    out.push_back(std::move(p));
-  }
-}
-
-}  // namespace
-#endif
-
-std::vector<NvmlProcess> query_gpu_processes(std::string& status) {
-  std::vector<NvmlProcess> out;
-  const Nvml& nvml = Nvml::get();
-  status = nvml.status();
-  if (!nvml.ok()) return out;
-#if CLUSTERBENCH_HAVE_NVML
-  const Nvml::Api& a = nvml.api();
-  unsigned count = 0;
-  if (nvmlReturn_t rc = a.device_get_count(&count); rc != NVML_SUCCESS) {
-    status = "nvmlDeviceGetCount: " + nvml.error_string(rc);
-    return out;
-  }
-  std::string problems;
-  for (unsigned i = 0; i < count; ++i) {
-    nvmlDevice_t dev = nullptr;
-    if (nvmlReturn_t rc = a.device_get_handle_by_index(i, &dev); rc != NVML_SUCCESS) {
-      problems +=
-          "; gpu " + std::to_string(i) + ": nvmlDeviceGetHandleByIndex: " + nvml.error_string(rc);
-      continue;
-    }
-    char uuid[NVML_DEVICE_UUID_V2_BUFFER_SIZE] = {};
-    if (!a.device_get_uuid || a.device_get_uuid(dev, uuid, sizeof uuid) != NVML_SUCCESS)
-      uuid[0] = '\0';
-    for (const char* type : {"compute", "graphics"})
-      list_gpu_processes(nvml, i, dev, uuid, type, out, problems);
-  }
-  if (!problems.empty()) status = problems.substr(2);
-#endif
-  return out;
 }
 
 }  // namespace clusterbench

@@ -708,6 +708,38 @@ nvmlReturn_t nvmlDeviceGetNvLinkErrorCounter(nvmlDevice_t device, unsigned int l
               &(*links)[link][name], counterValue);
 }
 
+// Field values: the NVLink counters of health.nvlink_fields[link] ({"crc", "replay", "recovery",
+// "recovery_events", "effective_errors"}: the per-link DL fields and NVLink5's COUNT fields; a
+// counter given as an array rises as the others do), per value NVML_ERROR_NOT_SUPPORTED where
+// absent; every other field id Not Supported. Without health.nvlink_fields, every value is Not
+// Supported (as a GPU that predates them answers).
+nvmlReturn_t nvmlDeviceGetFieldValues(nvmlDevice_t device, int valuesCount,
+                                      nvmlFieldValue_t* values) {
+  if (!values || valuesCount < 0) return NVML_ERROR_INVALID_ARGUMENT;
+  const json* links = nullptr;
+  nvmlReturn_t rc = lookup(device, "nvmlDeviceGetFieldValues", "health.nvlink_fields", &links);
+  if (rc != NVML_SUCCESS && rc != NVML_ERROR_NOT_SUPPORTED) return rc;
+  for (int i = 0; i < valuesCount; ++i) {
+    nvmlFieldValue_t& v = values[i];
+    v.nvmlReturn = NVML_ERROR_NOT_SUPPORTED;
+    const char* name = v.fieldId == NVML_FI_DEV_NVLINK_ERROR_DL_CRC        ? "crc"
+                       : v.fieldId == NVML_FI_DEV_NVLINK_ERROR_DL_REPLAY   ? "replay"
+                       : v.fieldId == NVML_FI_DEV_NVLINK_ERROR_DL_RECOVERY ? "recovery"
+                       : v.fieldId == NVML_FI_DEV_NVLINK_COUNT_LINK_RECOVERY_EVENTS
+                           ? "recovery_events"
+                       : v.fieldId == NVML_FI_DEV_NVLINK_COUNT_EFFECTIVE_ERRORS ? "effective_errors"
+                                                                                : nullptr;
+    if (!links || !name || v.scopeId >= links->size() || !(*links)[v.scopeId].contains(name))
+      continue;
+    unsigned long long n = 0;
+    v.nvmlReturn = take(device, "health.nvlink_fields." + std::to_string(v.scopeId) + "." + name,
+                        &(*links)[v.scopeId][name], &n);
+    v.valueType = NVML_VALUE_TYPE_UNSIGNED_LONG_LONG;
+    v.value.ullVal = n;
+  }
+  return NVML_SUCCESS;
+}
+
 nvmlReturn_t nvmlEventSetCreate(nvmlEventSet_t* set) {
   if (!set) return NVML_ERROR_INVALID_ARGUMENT;
   if (state().init_count == 0) return NVML_ERROR_UNINITIALIZED;

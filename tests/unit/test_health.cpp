@@ -290,6 +290,43 @@ TEST_F(HealthRows, FaultyRunFailsNamingGpusPortsAndDevices) {
   EXPECT_EQ(r.exit_code, 1);
 }
 
+// NVLink counters NVML cannot read (DL counters and field values Not Supported) are unknown: each
+// active link says why, and the rows are MISSING, never PASS on a 0 nobody read.
+TEST_F(HealthRows, UnreadableNvlinkCountersAreMissingNotZero) {
+  use_fake_nvml("health-nvlink-unreadable.json");
+  json snap = health::read_counters(kTrees + "start");
+  const json& g0 = snap["gpus"][0];
+  EXPECT_EQ(g0["nvlink_status"], "ok");
+  ASSERT_EQ(g0["nvlink"].size(), 4u);  // the 4 active links, each listed
+  EXPECT_FALSE(g0["nvlink"][0].contains("crc_flit"));
+  EXPECT_NE(g0["nvlink"][0]["unreadable"]["recovery"].get<std::string>().find("Not Supported"),
+            std::string::npos)
+      << g0.dump();
+  report::Report r = run_trees("health-nvlink-unreadable.json", "healthy-end");
+  for (const char* id :
+       {"health.gpu_nvlink_crc", "health.gpu_nvlink_replay", "health.gpu_nvlink_recovery"}) {
+    const auto& x = row(r, id);
+    EXPECT_EQ(x.outcome, report::kMissing) << id << ": " << x.message;
+    EXPECT_NE(x.message.find("Not Supported"), std::string::npos) << id << ": " << x.message;
+  }
+}
+
+// Blackwell's NVLink5 retires the DL counters: recovery comes from the field value
+// NVML_FI_DEV_NVLINK_COUNT_LINK_RECOVERY_EVENTS and CRC from ..._EFFECTIVE_ERRORS.
+TEST_F(HealthRows, Nvlink5FieldValuesAreJudged) {
+  report::Report r = run_trees("health-nvlink5.json", "healthy-end");
+  const auto& rec = row(r, "health.gpu_nvlink_recovery");
+  EXPECT_EQ(rec.outcome, report::kFail) << rec.message;
+  EXPECT_EQ(rec.worst_item, gpu0 + "/nvlink1");
+  EXPECT_EQ(rec.value, 2);
+  const auto& crc = row(r, "health.gpu_nvlink_crc");
+  EXPECT_EQ(crc.outcome, report::kPass) << crc.message;
+  EXPECT_NE(crc.message.find("effective errors (NVLink5) 0 -> 0"), std::string::npos)
+      << crc.message;
+  // No replay counter on NVLink5: unknown, with why.
+  EXPECT_EQ(row(r, "health.gpu_nvlink_replay").outcome, report::kMissing);
+}
+
 TEST_F(HealthRows, RunWithoutEndSnapshotIsMissing) {
   json start = health::read_counters(kTrees + "start", false);
   report::Report r = report::make_report(run_of(start, nullptr), spec);
