@@ -42,6 +42,8 @@ const std::map<std::string, std::string>& env_units() {
       {"/gpus/*/pcie/width_max", "count"},
       {"/gpus/*/nvlink_links_up", "count"},
       {"/gpus/*/ecc_mode", ""},
+      {"/gpus/*/mig_mode", ""},
+      {"/gpus/*/persistence_mode", ""},
       {"/nics/*", "count"},
       {"/nics/*/name", ""},
       {"/nics/*/kind", ""},

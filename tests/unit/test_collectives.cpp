@@ -223,7 +223,7 @@ TEST(Collectives, TableFooter) {
 
 // Issue 18 item 1: NCCL's in-place alltoall and sendrecv have no defined result (nccl-tests'
 // alltoall.cu and sendrecv.cu: reportErrors = in_place ? 0 : 1): never judged, their in-place
-// #wrong shows n/a while their time is still printed.
+// #wrong shows n/a.
 TEST(Collectives, NcclInPlaceAlltoallAndSendrecvAreNotChecked) {
   EXPECT_FALSE(cb::nccl_checks_inplace(cb::kAlltoall));
   EXPECT_FALSE(cb::nccl_checks_inplace(cb::kSendrecv));
@@ -233,6 +233,24 @@ TEST(Collectives, NcclInPlaceAlltoallAndSendrecvAreNotChecked) {
   std::string row =
       cb::table_row(1024, 256, "float", "none", -1, 10, 0.1, 0.1, 0, 11, 0.09, 0.09, -1);
   EXPECT_NE(row.find("     11.00     0.09     0.09    n/a\n"), std::string::npos) << row;
+}
+
+// Issue 40 item 8: such an in-place form's time measures no defined result, so the sweep's
+// closing busbw average leaves it out (the table prints its whole in-place form n/a); a defined
+// in-place form is averaged with the out-of-place one.
+TEST(Collectives, UndefinedInPlaceTimeIsNotAveraged) {
+  cb::CollectiveTable t;
+  cb::table_add(t, 2.0, 0, 50.0, -1);  // alltoall: in-place 50 GB/s, result undefined
+  EXPECT_EQ(t.busbw_n, 1);
+  EXPECT_DOUBLE_EQ(t.busbw_sum, 2.0);
+  cb::table_add(t, 3.0, 0, 5.0, 1);  // all_reduce: both forms, one wrong in place
+  EXPECT_EQ(t.busbw_n, 3);
+  EXPECT_DOUBLE_EQ(t.busbw_sum, 10.0);
+  EXPECT_EQ(t.wrong, 1);
+  cb::table_add(t, 1.0, 0, -1, -1);  // no in-place form
+  EXPECT_EQ(t.busbw_n, 4);
+  EXPECT_EQ(cb::table_footer(t.wrong, t.busbw_sum, t.busbw_n),
+            "# Out of bounds values : 1 FAILED\n# Avg bus bandwidth    : 2.75 \n#\n");
 }
 
 // One rank (scripts/gpu-check.sh's NCCL sweep): busbw's factor is 0 for all_reduce and the
@@ -467,6 +485,11 @@ TEST(CollectivesSpec, NetworkRowsFollowNicsPerNode) {
       }
       if (r.id == "collectives.network_busbw_alert") {
         EXPECT_NEAR(r.value.get<double>(), 0.5 * 25 * nics, 1e-9) << table;
+      }
+      // Every one of the node's NICs ACTIVE at rate (7 of 8 is a GPU without its rail).
+      if (r.id == "net.ports_active_at_rate") {
+        EXPECT_EQ(r.severity, "fail") << table;
+        EXPECT_NEAR(r.value.get<double>(), nics, 1e-9) << table;
       }
     }
   }
