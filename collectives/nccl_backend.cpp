@@ -6,7 +6,11 @@
 // last error) and EventTimer, with a polling wait instead of cudaEventSynchronize.
 #include <cuda_runtime.h>
 #include <dlfcn.h>
+#include <fcntl.h>
 #include <nccl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cstring>
@@ -14,6 +18,7 @@
 #include <string>
 #include <thread>
 
+#include "gpu/plugin/nccl_build.hpp"
 #include "gpu/plugin/plugin.hpp"
 #include "gpu/plugin_abi.h"
 
@@ -163,7 +168,34 @@ void poll_until_done(cb_nccl_comm* c, cudaEvent_t stop, const std::string& what,
   }
 }
 
+/// Refuses an NCCL built for another CUDA major than this plugin (nccl_build.hpp), naming the
+/// library the dynamic linker resolved; checked once per process.
+void check_nccl_build() {
+  static const std::string refusal = [] {
+    Dl_info info{};
+    if (!dladdr(reinterpret_cast<void*>(&ncclGetVersion), &info) || !info.dli_fname)
+      return std::string();
+    // The library is hundreds of MB: mapped, not read.
+    const int fd = open(info.dli_fname, O_RDONLY | O_CLOEXEC);
+    struct stat st {};
+    if (fd < 0 || fstat(fd, &st) != 0 || st.st_size <= 0) {
+      if (fd >= 0) close(fd);
+      return std::string();
+    }
+    const size_t size = static_cast<size_t>(st.st_size);
+    void* map = mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
+    close(fd);
+    if (map == MAP_FAILED) return std::string();
+    const auto build =
+        clusterbench::gpu::nccl_build_of(std::string_view(static_cast<const char*>(map), size));
+    munmap(map, size);
+    return clusterbench::gpu::nccl_build_mismatch(info.dli_fname, build, CUDART_VERSION);
+  }();
+  if (!refusal.empty()) throw Fail{CB_GPU_ERROR, refusal};
+}
+
 void comm_init(const unsigned char id[CB_NCCL_ID_BYTES], cb_nccl_comm* c) {
+  check_nccl_build();
   ncclUniqueId uid;
   std::memcpy(&uid, id, sizeof uid);
   ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
@@ -180,6 +212,7 @@ void comm_init(const unsigned char id[CB_NCCL_ID_BYTES], cb_nccl_comm* c) {
 extern "C" int cb_nccl_unique_id(unsigned char id[CB_NCCL_ID_BYTES]) {
   static_assert(sizeof(ncclUniqueId) == CB_NCCL_ID_BYTES, "ncclUniqueId size");
   return plugin_call([&] {
+    check_nccl_build();
     ncclUniqueId uid;
     ncclResult_t r = ncclGetUniqueId(&uid);
     if (r != ncclSuccess) throw Fail{CB_GPU_ERROR, nccl_text("ncclGetUniqueId", r, nullptr)};

@@ -17,6 +17,7 @@
 #include "core/benchmark.hpp"
 #include "core/error.hpp"
 #include "core/gpu_case.hpp"
+#include "core/gpu_disposition.hpp"
 #include "gpu/loader.hpp"
 #include "io/dataset.hpp"
 #include "io/scratch.hpp"
@@ -43,15 +44,17 @@ GeneratedDataset& generated() {
 constexpr const char* kStagingLibrary = "cuda";
 
 /// Pinned staging: one "pinned_h2d" operation of the GPU plugin per slot (its pinned buffer is
-/// the slot), on GPU 0. Lives longer than the Loader that allocates from it.
+/// the slot), on the rank's own GPU (rank_gpu_device: its local rank), as a training process
+/// stages to its GPU. Lives longer than the Loader that allocates from it.
 class PinnedStaging {
  public:
-  PinnedStaging() {
+  explicit PinnedStaging(int device) : device_(device) {
     const GpuPlugin& plugin = load_gpu_plugin();
     CHECK_MSG(plugin.initialised, "gpu plugin",
               "GPUs are on the PCI bus but pinned staging is unavailable: " + plugin.error);
-    gpu_call(kStagingLibrary, [] { gpu::set_device(0); });
+    gpu_call(kStagingLibrary, [&] { gpu::set_device(device_); });
   }
+  int device() const { return device_; }
   /// The loader's allocator over this staging.
   StagingMemory memory() {
     return {[this](size_t n) { return alloc(n); }, [this](void* p) { slots_.erase(p); }};
@@ -71,6 +74,7 @@ class PinnedStaging {
     slots_.emplace(p, std::move(op));
     return p;
   }
+  int device_;
   std::map<const void*, gpu::Operation> slots_;
 };
 
@@ -123,7 +127,7 @@ class Dataloader : public Benchmark {
     // Staging memory: pinned through the GPU plugin where a GPU runs, plain otherwise.
     const bool want_pinned = pinned_(s) == "true";
     std::optional<PinnedStaging> pinned;
-    if (want_pinned && run.env().gpu_status.on_pci > 0) pinned.emplace();
+    if (want_pinned && run.env().gpu_status.on_pci > 0) pinned.emplace(rank_gpu_device(run.ctx()));
 
     // Cold cache: nothing of the dataset in the page cache before the loader starts (untimed,
     // like fio's invalidate=1); a dataset generated just now would otherwise be read from it,
@@ -145,9 +149,12 @@ class Dataloader : public Benchmark {
     record_rates(run, c, steps * opt.batch, compute_s, wall_after_first);
     run.set_extra("pinned", pinned.has_value());
     run.set_extra("pinned_note",
-                  pinned         ? "cudaHostAlloc through the GPU plugin; batches copied to GPU 0"
-                  : !want_pinned ? "--set io.dataloader.pinned=false: plain memory"
-                                 : "no NVIDIA GPU on this node: plain host memory, no H2D copy");
+                  pinned ? "cudaHostAlloc through the GPU plugin; batches copied to GPU " +
+                               std::to_string(pinned->device()) + " (this rank's)"
+                  : !want_pinned ? std::string("--set io.dataloader.pinned=false: plain memory")
+                                 : std::string("no NVIDIA GPU on this node: plain host memory, no "
+                                               "H2D copy"));
+    if (pinned) run.set_extra("staging_device", pinned->device());
     record_facts(run, opt, c, loader);
     run.set_extra("steps_per_op", steps);
     run.set_extra("verify", full_verify ? "full" : "header");

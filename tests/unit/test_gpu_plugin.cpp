@@ -20,6 +20,7 @@
 #include "core/gpu_case.hpp"
 #include "gpu/loader.hpp"
 #include "gpu/operation.hpp"
+#include "gpu/plugin/nccl_build.hpp"
 
 namespace clusterbench {
 namespace {
@@ -379,4 +380,32 @@ TEST(GpuCaseErrors, UnsupportedWaivesAbortedAbortsOthersFailNamingTheLibrary) {
 }
 
 }  // namespace
+
+// Issue 40 item 8: a CUDA 12 plugin must not bind a CUDA 13 libnccl.so.2 (same soname) and fail
+// only at communicator init. The build is read from the version text NCCL embeds; the strings are
+// those of NCCL 2.28.9 (CUDA 13.0 toolkit) and of the nvidia-nccl-cu12 2.18.3 wheel.
+TEST(GpuPlugin, NcclBuildFromItsVersionText) {
+  using clusterbench::gpu::nccl_build_mismatch;
+  using clusterbench::gpu::nccl_build_of;
+  std::string lib = std::string(
+                        "\x7f"
+                        "ELF...junk NCCL version mismatch with remote peer %s") +
+                    std::string(1, '\0') + "NCCL version 2.28.9+cuda13.0" + std::string(1, '\0') +
+                    "NCCL version 2.28.9 compiled with CUDA 13.0";
+  auto b = nccl_build_of(lib);
+  EXPECT_EQ(b.version, "2.28.9");
+  EXPECT_EQ(b.cuda, 13000);
+  EXPECT_EQ(nccl_build_of("NCCL version 2.18.3+cuda12.1").cuda, 12010);
+  EXPECT_EQ(nccl_build_of("no version here").cuda, 0);
+  EXPECT_EQ(nccl_build_of("NCCL version +cuda12.1").cuda, 0);
+  // A CUDA 12 plugin over a CUDA 13 NCCL: refused, naming the library and both versions.
+  const std::string why = nccl_build_mismatch("/usr/lib/libnccl.so.2", b, 12020);
+  EXPECT_NE(why.find("/usr/lib/libnccl.so.2 is NCCL 2.28.9 built for CUDA 13.0"), std::string::npos)
+      << why;
+  EXPECT_NE(why.find("built with CUDA 12.2"), std::string::npos) << why;
+  // Same major (a 12.1 NCCL under a 12.2 plugin), or unknown: no refusal.
+  EXPECT_EQ(nccl_build_mismatch("x", nccl_build_of("NCCL version 2.18.3+cuda12.1"), 12020), "");
+  EXPECT_EQ(nccl_build_mismatch("x", nccl_build_of(""), 12020), "");
+}
+
 }  // namespace clusterbench
