@@ -12,6 +12,7 @@
 #include <limits>
 #include <sstream>
 #include <thread>
+#include <vector>
 
 #include "core/case_line.hpp"
 #include "core/error.hpp"
@@ -181,6 +182,17 @@ std::string table_header() {
                 "algbw", "busbw", "#wrong", "time", "algbw", "busbw", "#wrong", "(B)", "(elements)",
                 "", "", "", "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(GB/s)", "(GB/s)", "");
   return buf;
+}
+
+long long Backend::count_differing(const void* data, const void* ref, long long count, Dtype t) {
+  const size_t bytes = static_cast<size_t>(count) * dtype_size(t);
+  std::vector<unsigned char> a(bytes), b(bytes);
+  download(a.data(), data, bytes);
+  download(b.data(), ref, bytes);
+  long long differ = 0;
+  for (long long i = 0; i < count; ++i)
+    if (!(load(t, a.data(), i) == load(t, b.data(), i))) ++differ;
+  return differ;
 }
 
 void table_add(CollectiveTable& t, double busbw, long long wrong, double inplace_busbw,

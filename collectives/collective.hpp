@@ -143,6 +143,11 @@ class Backend {
   }
   /// Whether plain_allreduce is a real loop here.
   virtual bool has_plain_allreduce() const { return false; }
+  /// Elements of `t` of `count` at `data` that differ from `ref` (both this backend's memory), a
+  /// result that must repeat exactly (sums of input_value's small integers are exact): the burn-in
+  /// compares each all_reduce with the first one checked. The default reads both to the host; NCCL
+  /// compares on the GPU (cb_nccl_compare).
+  virtual long long count_differing(const void* data, const void* ref, long long count, Dtype t);
   /// MPI: with `seconds` > 0, all_reduce, reduce_scatter and all_gather run as nonblocking calls
   /// tested every `seconds` with a sleep between tests, so that a thread waiting on the network
   /// leaves its core to a computing thread (compute.training_step's gradient thread); 0 (the

@@ -18,6 +18,7 @@
 #include <string>
 #include <thread>
 
+#include "gpu/plugin/compare.hpp"
 #include "gpu/plugin/nccl_build.hpp"
 #include "gpu/plugin/plugin.hpp"
 #include "gpu/plugin_abi.h"
@@ -29,6 +30,7 @@ struct cb_nccl_comm {
   ncclComm_t comm = nullptr;
   clusterbench::gpu::Stream stream;
   clusterbench::gpu::EventTimer timer;
+  std::unique_ptr<clusterbench::gpu::DeviceBuffer> counters;  ///< cb_nccl_compare's, on first use
   int rank = 0, nranks = 1;
   double timeout_s = 0;
   bool aborted = false;
@@ -292,6 +294,35 @@ extern "C" int cb_nccl_run(cb_nccl_comm* c, int coll, int dtype, const void* sen
         [&](cudaEvent_t stop) {
           poll_until_done(c, stop, std::to_string(ops) + " operation(s)", call.deadline);
         });
+  });
+}
+
+extern "C" int cb_nccl_compare(cb_nccl_comm* c, const void* a, const void* ref, size_t count,
+                               int dtype, long long* differing) {
+  *differing = -1;
+  return plugin_call([&] {
+    if (!c || c->aborted || !c->comm) throw Fail{CB_GPU_ABORTED, "NCCL communicator was aborted"};
+    using clusterbench::gpu::CompareType;
+    if (!c->counters)
+      c->counters = std::make_unique<clusterbench::gpu::DeviceBuffer>(3 * sizeof(long long));
+    auto* counters = static_cast<unsigned long long*>(c->counters->get());
+    unsigned long long host[3] = {0, 0, 0};
+    const auto deadline = deadline_of(c);
+    c->timer.time(
+        c->stream.get(),
+        [&] {
+          CUDA_TRY(cudaMemsetAsync(counters, 0, sizeof host, c->stream.get()));
+          CUDA_TRY(clusterbench::gpu::compare_elements(
+              a, ref,
+              dtype == CB_DTYPE_HALF       ? CompareType::f16
+              : dtype == CB_DTYPE_BFLOAT16 ? CompareType::bf16
+                                           : CompareType::f32,
+              static_cast<long long>(count), 0.0, counters, c->stream.get()));
+          CUDA_TRY(cudaMemcpyAsync(host, counters, sizeof host, cudaMemcpyDeviceToHost,
+                                   c->stream.get()));
+        },
+        [&](cudaEvent_t stop) { poll_until_done(c, stop, "a result comparison", deadline); });
+    *differing = static_cast<long long>(host[0]);
   });
 }
 

@@ -150,6 +150,7 @@ class NcclBackend : public Backend {
     alloc_ = lookup<decltype(&cb_nccl_alloc)>("cb_nccl_alloc");
     free_ = lookup<decltype(&cb_nccl_free)>("cb_nccl_free");
     copy_ = lookup<decltype(&cb_nccl_copy)>("cb_nccl_copy");
+    compare_ = lookup<decltype(&cb_nccl_compare)>("cb_nccl_compare");
     if (logging) init_facts_ = to_json(log_.end());
     if (!log_.unavailable().empty()) init_facts_["probe"] = log_.unavailable();
   }
@@ -179,6 +180,11 @@ class NcclBackend : public Backend {
     CB_PLUGIN(run_(comm_, coll_code(c), dtype_code(t), send, recv, count,
                    static_cast<size_t>(l.block), root, ops, &seconds));
     return seconds;
+  }
+  long long count_differing(const void* data, const void* ref, long long count, Dtype t) override {
+    long long differing = -1;
+    CB_PLUGIN(compare_(comm_, data, ref, static_cast<size_t>(count), dtype_code(t), &differing));
+    return differing;
   }
   bool supports_inplace(const Collective&) const override { return true; }
   bool checks_inplace(const Collective& c) const override { return nccl_checks_inplace(c); }
@@ -234,6 +240,7 @@ class NcclBackend : public Backend {
   decltype(&cb_nccl_alloc) alloc_ = nullptr;
   decltype(&cb_nccl_free) free_ = nullptr;
   decltype(&cb_nccl_copy) copy_ = nullptr;
+  decltype(&cb_nccl_compare) compare_ = nullptr;
 };
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include <stdexcept>
 #include <thread>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "compute/cpu_blas.hpp"
@@ -38,13 +39,15 @@ class OpenblasSoak : public SoakGemm {
     for (size_t i = 0; i < a_.size(); ++i) a_[i] = static_cast<T>(gemm_input_value(seed, 0, i));
     for (size_t i = 0; i < b_.size(); ++i) b_[i] = static_cast<T>(gemm_input_value(seed, 1, i));
     openblas_set_num_threads(1);
-    product();  // warm-up, and a product for a check before the first interval
+    product();    // warm-up, and a product for a check before the first interval
+    first_ = c_;  // every later product is compared with this one (verify checks it first)
   }
 
   SoakWork run_until(Clock::time_point deadline, double extra_fraction) override {
     SoakWork w;
     auto wall0 = Clock::now();
     double cpu0 = thread_cpu_seconds();
+    double comparing = 0;
     do {
       double t0 = thread_cpu_seconds();
       product();
@@ -54,20 +57,27 @@ class OpenblasSoak : public SoakGemm {
         while (thread_cpu_seconds() < until) {
         }
       }
+      const double c0 = thread_cpu_seconds();
+      compare_with_first();
+      comparing += thread_cpu_seconds() - c0;
       ++w.products;
     } while (Clock::now() < deadline);
-    w.seconds = thread_cpu_seconds() - cpu0;
+    w.seconds = thread_cpu_seconds() - cpu0 - comparing;  // the rate is the products' own
     w.wall_seconds = std::chrono::duration<double>(Clock::now() - wall0).count();
     return w;
   }
 
   GemmVerification verify(std::uint64_t seed, bool corrupt) override {
     if (corrupt) c_[0] += static_cast<T>(1);  // C(0,0) is always sampled
-    return gemm_check(
+    GemmVerification v = gemm_check(
         s_, [&](long long i, long long q) { return static_cast<double>(a_[idx(i + q * s_.m)]); },
         [&](long long q, long long j) { return static_cast<double>(b_[idx(q + j * s_.k)]); },
         [&](long long i, long long j) { return static_cast<double>(c_[idx(i + j * s_.m)]); },
         samples_, seed, gemm_bound(dtype_));
+    v.products_checked = std::exchange(compared_, 0);
+    v.products_wrong = std::exchange(wrong_products_, 0);
+    v.elements_wrong = std::exchange(wrong_elements_, 0);
+    return v;
   }
 
   json facts() const override {
@@ -92,10 +102,22 @@ class OpenblasSoak : public SoakGemm {
       cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, m, n, k, 1.0, a_.data(), m, b_.data(),
                   k, 0.0, c_.data(), m);
   }
+  /// Each product against the first (gpu-burn's check, as the GPU soak does on the device).
+  void compare_with_first() {
+    long long wrong = 0;
+    for (size_t i = 0; i < c_.size(); ++i) {
+      const double x = static_cast<double>(c_[i]), r = static_cast<double>(first_[i]);
+      if (!(std::fabs(x - r) <= kProductCompareTolerance * std::fabs(r))) ++wrong;
+    }
+    ++compared_;
+    if (wrong) ++wrong_products_, wrong_elements_ += wrong;
+  }
+
   std::string dtype_;
   GemmShape s_;
   int samples_;
-  std::vector<T> a_, b_, c_;
+  std::vector<T> a_, b_, c_, first_;
+  long long compared_ = 0, wrong_products_ = 0, wrong_elements_ = 0;  ///< since last verify()
 };
 
 /// The plugin's "gemm" operation (compute/gemm_gpu.cpp), run back to back by the soak.
@@ -126,10 +148,19 @@ class CublasltSoak : public SoakGemm {
   }
 
   /// The soaked operation's own last product, re-checked in place (cb_gpu_op_check): the
-  /// sampled elements and every row's checksum (compute/gemm_check.hpp).
+  /// sampled elements and every row's checksum (compute/gemm_check.hpp); and every product since
+  /// the last call, each compared on the GPU with the verified first one as it was made
+  /// (verify_each): a wrong product the next one overwrote is counted here.
   GemmVerification verify(std::uint64_t, bool corrupt) override {
     GemmVerification v =
         gemm_verification_of(gpu_call(kLibrary, [&]() -> json { return op_.check(); }));
+    if (v.products_checked >= 0) {  // a plugin that compares each product: since last time
+      const GemmVerification total = v;
+      v.products_checked -= seen_.products_checked;
+      v.products_wrong -= seen_.products_wrong;
+      v.elements_wrong -= seen_.elements_wrong;
+      seen_ = total;
+    }
     if (corrupt) v.max_ratio = INFINITY;  // test fault injection (docs/burnin.md)
     return v;
   }
@@ -154,9 +185,9 @@ class CublasltSoak : public SoakGemm {
   /// The soaked product of the soak's shape from `seed`, the best of `algos` algorithms,
   /// verified.
   gpu::Operation create(std::uint64_t seed, int algos) const {
-    return gpu_call(kLibrary, [&] {
-      return gpu::Operation("gemm", gemm_op_params(dtype_, s_, seed, samples_, algos));
-    });
+    json p = gemm_op_params(dtype_, s_, seed, samples_, algos);
+    p["verify_each"] = true;
+    return gpu_call(kLibrary, [&] { return gpu::Operation("gemm", p); });
   }
 
   std::string dtype_;
@@ -164,6 +195,12 @@ class CublasltSoak : public SoakGemm {
   int samples_;
   gpu::Operation op_;
   long long batch_ = 1;
+  /// The running product counts at the last verify() (products_checked 0 before the first).
+  GemmVerification seen_ = [] {
+    GemmVerification v;
+    v.products_checked = 0;
+    return v;
+  }();
 };
 
 }  // namespace

@@ -116,6 +116,15 @@ std::string openblas_bf16_waiver(const void* sbgemm, const std::string& config) 
 
 std::string GemmVerification::failure_message(const std::string& dtype, const GemmShape& s) const {
   char buf[400];
+  if (products_wrong > 0) {
+    std::snprintf(buf, sizeof buf,
+                  "%s %lldx%lldx%lld: %lld of %lld products differed from the verified first one "
+                  "(%lld elements off by more than %g relative): a wrong product was computed "
+                  "and overwritten by the next; no rate is reported",
+                  dtype.c_str(), s.m, s.n, s.k, products_wrong, products_checked, elements_wrong,
+                  kProductCompareTolerance);
+    return buf;
+  }
   std::snprintf(buf, sizeof buf,
                 "%s %lldx%lldx%lld: sampled error %.3g x the bound at C(%lld,%lld), row checksum "
                 "%.3g x the bound at row %lld (%d samples, %lld rows; pass <= 1); the product is "
@@ -127,14 +136,19 @@ std::string GemmVerification::failure_message(const std::string& dtype, const Ge
 
 nlohmann::json GemmVerification::to_json() const {
   auto num = [](double x) { return std::isfinite(x) ? nlohmann::json(x) : nlohmann::json(); };
-  return {{"samples", samples},
-          {"max_ratio", num(max_ratio)},
-          {"worst", {worst_i, worst_j}},
-          {"checksum",
-           {{"rows", checksum_rows},
-            {"max_ratio", num(checksum_max_ratio)},
-            {"worst_row", checksum_worst_row}}},
-          {"passed", passed()}};
+  nlohmann::json j = {{"samples", samples},
+                      {"max_ratio", num(max_ratio)},
+                      {"worst", {worst_i, worst_j}},
+                      {"checksum",
+                       {{"rows", checksum_rows},
+                        {"max_ratio", num(checksum_max_ratio)},
+                        {"worst_row", checksum_worst_row}}},
+                      {"passed", passed()}};
+  if (products_checked >= 0)
+    j["products"] = {{"checked", products_checked},
+                     {"wrong", products_wrong},
+                     {"elements_wrong", elements_wrong}};
+  return j;
 }
 
 nlohmann::json gemm_op_params(const std::string& dtype, const GemmShape& s, std::uint64_t seed,
@@ -157,6 +171,13 @@ GemmVerification gemm_verification_of(const nlohmann::json& v) {
   out.checksum_max_ratio = ratio("checksum_max_ratio");
   out.checksum_worst_row = v.value("checksum_worst_row", 0LL);
   out.checks = v.value("checks", 0LL);
+  auto count = [&](const char* key, long long def) {
+    auto e = v.find(key);
+    return e != v.end() && e->is_number_integer() ? e->get<long long>() : def;
+  };
+  out.products_checked = count("products_checked", -1);
+  out.products_wrong = count("products_wrong", 0);
+  out.elements_wrong = count("elements_wrong", 0);
   return out;
 }
 

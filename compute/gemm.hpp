@@ -99,7 +99,12 @@ struct GemmVerification {
   double checksum_max_ratio = 0;  ///< worst row, at checksum_worst_row
   long long checksum_worst_row = 0;
   long long checks = 0;  ///< checks of this operation so far (plugin), 0 where not counted
-  bool passed() const { return samples > 0 && max_ratio <= 1 && checksum_max_ratio <= 1; }
+  /// Every product compared with the verified first one (the burn-in, gpu-burn's way): products
+  /// compared and those with a differing element since the last check; -1: not compared.
+  long long products_checked = -1, products_wrong = 0, elements_wrong = 0;
+  bool passed() const {
+    return samples > 0 && max_ratio <= 1 && checksum_max_ratio <= 1 && products_wrong == 0;
+  }
   /// "bf16 1024x1024x28672: sampled error 3.1e+01 x the bound at C(5,7), row checksum 2.0e+00 x
   /// the bound at row 3 (64 samples, 1024 rows)"; for a failed record's message.
   std::string failure_message(const std::string& dtype, const GemmShape& s) const;
@@ -114,8 +119,14 @@ struct GemmVerification {
 nlohmann::json gemm_op_params(const std::string& dtype, const GemmShape& s, std::uint64_t seed,
                               int samples, int algos, bool fast_accum = false);
 
+/// Relative tolerance of the burn-in's per-product comparison (|d - ref| > tol |ref| differs):
+/// gpu-burn's 1e-3. A product of one algorithm on one GPU repeats bit for bit; a silently wrong
+/// one (a flipped bit, a dropped K-slice) is off by far more.
+inline constexpr double kProductCompareTolerance = 1e-3;
+
 /// The plugin's verification (the "gemm" operation's info()["verification"]: samples,
-/// max_ratio, worst_i, worst_j, checksum_rows, checksum_max_ratio, checksum_worst_row). A ratio
+/// max_ratio, worst_i, worst_j, checksum_rows, checksum_max_ratio, checksum_worst_row, and with
+/// verify_each the running counts products_checked, products_wrong, elements_wrong). A ratio
 /// that is not a number (JSON has no inf: the plugin writes a non-finite one as null) is +inf.
 GemmVerification gemm_verification_of(const nlohmann::json& v);
 

@@ -6,7 +6,10 @@
 //            "algos": top-N heuristic algorithms timed (the fastest is kept),
 //            "samples": output elements verified against a long-double reference, "seed",
 //            "fast_accum": CUBLASLT_MATMUL_DESC_FAST_ACCUM (optional, default false; FP8's
-//            fast accumulation, checked against gemm_bound(dtype, true))}
+//            fast accumulation, checked against gemm_bound(dtype, true)),
+//            "verify_each": compare every product with the verified first one on the GPU
+//            (optional, default false; the burn-in's check, gpu-burn's: a wrong product that the
+//            next one overwrites is still counted; products launched one by one, no graph)}
 //   info:   the device's facts, "input_type", "output_type", "compute_type", "fast_accum",
 //           "workspace_bytes",
 //           "device_bytes" (A, B, D and the workspace), "algorithm": {"id", "tile", "stages",
@@ -16,9 +19,10 @@
 //           run), "selection_seconds_per_op"} (compute/gemm_select.hpp), "launch": {"mode":
 //           "cuda_graph", "products_per_graph"} or {"mode": "plain", "why"}, "verification":
 //           {"samples", "max_ratio", "worst_i", "worst_j", "checksum_rows", "checksum_max_ratio",
-//           "checksum_worst_row", "checks"} (ratios |c - ref| / tolerance of
-//           compute/gemm_check.hpp, null when not finite; "checks" counts create's check and each
-//           cb_gpu_op_check)
+//           "checksum_worst_row", "checks", with verify_each "products_checked",
+//           "products_wrong", "elements_wrong" (running counts since create)} (ratios
+//           |c - ref| / tolerance of compute/gemm_check.hpp, null when not finite; "checks"
+//           counts create's check and each cb_gpu_op_check)
 // CB_GPU_UNSUPPORTED: the GPU lacks the dtype or the memory, or cuBLASLt has no algorithm.
 // The core-side benchmark (compute/gemm.cpp) times it and judges the verification.
 #include "compute/gemm_gpu.hpp"
@@ -37,6 +41,7 @@
 #include "compute/gemm.hpp"
 #include "compute/gemm_check.hpp"
 #include "compute/gemm_select.hpp"
+#include "gpu/plugin/compare.hpp"
 #include "gpu/plugin/op.hpp"
 
 namespace clusterbench::compute::gpu {
@@ -162,6 +167,7 @@ class GemmOp : public clusterbench::gpu::Op {
       : spec_(dtype_spec(p.at("dtype").get<std::string>())),
         s_{p.at("m").get<long long>(), p.at("n").get<long long>(), p.at("k").get<long long>()},
         fast_accum_(p.value("fast_accum", false)),
+        verify_each_(p.value("verify_each", false)),
         bound_(gemm_bound(p.at("dtype").get<std::string>(), fast_accum_)),
         samples_(p.at("samples").get<int>()),
         seed_(p.at("seed").get<std::uint64_t>()),
@@ -174,6 +180,7 @@ class GemmOp : public clusterbench::gpu::Op {
     select_algorithm(heuristics(p.at("algos").get<int>()));
     capture_graph();
     verify();
+    if (verify_each_) start_comparing();
   }
 
  private:
@@ -183,7 +190,31 @@ class GemmOp : public clusterbench::gpu::Op {
     if (graph_products_ > 0)
       for (; i + graph_products_ <= count; i += graph_products_)
         CUDA_TRY(cudaGraphLaunch(graph_.exec, stream()));
-    for (; i < count; ++i) matmul(algo_);
+    for (; i < count; ++i) {
+      matmul(algo_);
+      if (ref_.get()) compare_with_first();
+    }
+  }
+
+  /// verify_each: the verified product becomes the reference every later one is compared with.
+  void start_comparing() {
+    ref_ = DeviceBuffer(d_bytes());
+    counters_ = DeviceBuffer(3 * sizeof(unsigned long long));
+    CUDA_TRY(cudaMemcpyAsync(ref_.get(), d_.get(), d_bytes(), cudaMemcpyDeviceToDevice, stream()));
+    CUDA_TRY(cudaMemsetAsync(counters_.get(), 0, 3 * sizeof(unsigned long long), stream()));
+    CUDA_TRY(cudaStreamSynchronize(stream()));
+    info()["device_bytes"] =
+        info()["device_bytes"].get<long long>() + static_cast<long long>(3 * sizeof(long long));
+  }
+
+  void compare_with_first() {
+    const auto type = spec_.out_fill == FillType::bf16  ? clusterbench::gpu::CompareType::bf16
+                      : spec_.out_fill == FillType::f16 ? clusterbench::gpu::CompareType::f16
+                                                        : clusterbench::gpu::CompareType::f32;
+    CUDA_TRY(clusterbench::gpu::compare_elements(
+        d_.get(), ref_.get(), type, s_.m * s_.n, kProductCompareTolerance,
+        static_cast<unsigned long long*>(counters_.get()), stream()));
+    ++compared_;
   }
 
   void matmul(const cublasLtMatmulAlgo_t& with) {
@@ -207,7 +238,7 @@ class GemmOp : public clusterbench::gpu::Op {
                      std::to_string(spec_.min_sm % 10) + " or newer; " + prop().name + " is " +
                      std::to_string(prop().major) + "." + std::to_string(prop().minor)};
     size_t free_b = clusterbench::gpu::free_device_bytes();
-    size_t need = a_bytes() + b_bytes() + d_bytes() + kWorkspaceBytes;
+    size_t need = a_bytes() + b_bytes() + d_bytes() * (verify_each_ ? 2 : 1) + kWorkspaceBytes;
     if (need > free_b / 10 * 9)
       throw Fail{CB_GPU_UNSUPPORTED, shape_ + ": needs " + std::to_string(need >> 20) + " MiB, " +
                                          std::to_string(free_b >> 20) + " MiB of GPU memory free"};
@@ -336,6 +367,11 @@ class GemmOp : public clusterbench::gpu::Op {
   /// time) products; enqueue() launches it count / that many times. Where capture fails, the
   /// products are launched one by one, and info()["launch"] says why.
   void capture_graph() {
+    if (verify_each_) {
+      info()["launch"] = {{"mode", "plain"},
+                          {"why", "verify_each: each product is compared as it is made"}};
+      return;
+    }
     const long long products = gemm_graph_products(best_seconds_);
     cudaGraph_t g = nullptr;
     std::string why;
@@ -405,6 +441,13 @@ class GemmOp : public clusterbench::gpu::Op {
     v["checksum_max_ratio"] = worst;  // JSON has no inf: a non-finite ratio is written as null
     v["checksum_worst_row"] = worst_row;
     v["checks"] = ++checks_;
+    if (ref_.get()) {
+      unsigned long long c[3] = {0, 0, 0};
+      CUDA_TRY(cudaMemcpy(c, counters_.get(), sizeof c, cudaMemcpyDeviceToHost));
+      v["products_checked"] = compared_;
+      v["products_wrong"] = static_cast<long long>(c[1]);
+      v["elements_wrong"] = static_cast<long long>(c[0]);
+    }
     info()["verification"] = v;
   }
 
@@ -436,7 +479,8 @@ class GemmOp : public clusterbench::gpu::Op {
 
   DtypeSpec spec_;
   GemmShape s_;
-  bool fast_accum_;  ///< CUBLASLT_MATMUL_DESC_FAST_ACCUM (FP8's fast accumulation)
+  bool fast_accum_;   ///< CUBLASLT_MATMUL_DESC_FAST_ACCUM (FP8's fast accumulation)
+  bool verify_each_;  ///< every product compared with the first (start_comparing)
   GemmBound bound_;
   int samples_;
   std::uint64_t seed_;
@@ -444,6 +488,8 @@ class GemmOp : public clusterbench::gpu::Op {
   std::string shape_;
   LtObjects lt_;
   DeviceBuffer a_, b_, d_, ws_;
+  DeviceBuffer ref_, counters_;  ///< verify_each: the first product, {elements, products, scratch}
+  long long compared_ = 0;       ///< products compared with ref_
   cublasLtMatmulAlgo_t algo_{};
   double best_seconds_ = 0;       ///< the kept algorithm's median seconds per product
   GraphExec graph_;               ///< products_per_graph products (capture_graph)

@@ -1,6 +1,7 @@
-/* The C interface of libclusterbench_gpu.so, the GPU plugin the core dlopens (DESIGN.md "GPU
+/* The C interface of libclusterbench_gpu.so, the GPU plugin the core dlopens (docs/design.md "GPU
  * plugin", docs/architecture.md). Version 2: one generic operation interface; 3: cb_nccl_copy
- * takes the communicator (the copy is ordered on its stream).
+ * takes the communicator (the copy is ordered on its stream); 4: cb_nccl_compare (the burn-in
+ * checks every all_reduce).
  *
  * Return codes: CB_GPU_OK (0), or one of the codes below; after a failed call,
  * cb_gpu_last_error() holds the text on the calling thread. No exception crosses this ABI. */
@@ -11,7 +12,7 @@
 extern "C" {
 #endif
 
-#define CB_GPU_ABI_VERSION 3
+#define CB_GPU_ABI_VERSION 4
 #define CB_GPU_OK 0
 #define CB_GPU_ERROR 1               /* the call failed: the case fails */
 #define CB_GPU_DRIVER_INSUFFICIENT 2 /* the driver is older than the plugin's CUDA: exit 2 */
@@ -109,6 +110,12 @@ int cb_nccl_copy(cb_nccl_comm* c, void* dst, const void* src, size_t bytes, int 
  * (ncclCommAbort) and CB_GPU_ABORTED returned with the reason; the communicator is unusable. */
 int cb_nccl_run(cb_nccl_comm* c, int coll, int dtype, const void* send, void* recv, size_t count,
                 size_t block, int root, long long ops, double* seconds);
+/* Counts the elements of `dtype` (CB_DTYPE_*) among `count` at `a` that differ from `ref` (both
+ * cb_nccl_alloc buffers), on the communicator's stream after what is queued there, waited for
+ * against the deadline: the burn-in compares each all_reduce result with the first one checked.
+ * `differing` receives the count. */
+int cb_nccl_compare(cb_nccl_comm* c, const void* a, const void* ref, size_t count, int dtype,
+                    long long* differing);
 /* Makes NCCL re-read NCCL_DEBUG, NCCL_DEBUG_SUBSYS and NCCL_DEBUG_FILE from the environment
  * (ncclResetDebugInit, looked up at run time: older NCCL lacks it). The probe of
  * collectives/nccl_host.cpp turns NCCL's logging on around one untimed call and off again.

@@ -64,7 +64,7 @@ for l in run("nm", "-D", "--undefined-only", lib).splitlines():
         continue
     if name not in defined:
         left.append(name)
-cu_text = "".join(open(f).read() for f in glob.glob(f"{src}/*/*.cu"))
+cu_text = "".join(open(f).read() for d in ("bench", "compute", "collectives", "io", "network") for f in glob.glob(f"{src}/{d}/**/*.cu", recursive=True))
 demangled = run("c++filt", *left).split("\n") if left else []
 launchers = []
 for name, pretty in zip(left, demangled):
