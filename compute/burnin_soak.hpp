@@ -30,11 +30,6 @@ inline double burnin_max_product_seconds(double interval_s) {
   return std::min(1.0, interval_s / 10.0);
 }
 
-/// NVML clocks-event reasons that mean heat: hw_slowdown 0x8 (which includes HW thermal
-/// slowdown on older drivers), sw_thermal_slowdown 0x20, hw_thermal_slowdown 0x40
-/// (nvml.h nvmlClocksEventReason*). Power-cap reasons are not thermal throttling.
-inline constexpr unsigned long long kThermalReasonMask = 0x8 | 0x20 | 0x40;
-
 /// Intervals a soak needs before its rate drop and dip are computed (docs/burnin.md: the soak is
 /// cut into at least six): rate_drop compares the medians of the first and last thirds, which on
 /// fewer intervals are one or two samples, and a run stopped early must not PASS on them.
@@ -56,7 +51,9 @@ struct BurninAnalysis {
   /// rate_dip = 100 (median - worst) / median, %: the worst interval below the typical one.
   double dip_pct = 0;
   int telemetry_intervals = 0;  ///< intervals with at least one telemetry sample
-  int thermal_intervals = 0;    ///< of those, intervals whose reasons hit kThermalReasonMask
+  /// Of those, intervals whose reasons hit kSlowdownReasonMask (core/telemetry.hpp: hardware and
+  /// thermal slowdowns and the power brake, as `run`'s gpu.gemm_slowdown counts them).
+  int slowdown_intervals = 0;
 };
 
 /// Analyses a series. Intervals without a numeric rate are skipped; an empty series gives
@@ -65,7 +62,7 @@ BurninAnalysis analyze_burnin(const json& series);
 
 /// The metrics of an analysis that the spec rows judge: rate_drop (%) and rate_dip (%) when the
 /// series has at least kBurninMinIntervals intervals (fewer: neither, so their rows are MISSING,
-/// never PASS), and, where any interval has telemetry, thermal_slowdown_intervals (count). None
+/// never PASS), and, where any interval has telemetry, slowdown_intervals (count). None
 /// for an empty series.
 std::vector<Metric> burnin_metrics(const BurninAnalysis& analysis);
 

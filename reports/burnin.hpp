@@ -1,6 +1,6 @@
 // The burn-in's soak records (docs/burnin.md) and their charts. Soak records are those of a family
 // with "series": "soak" in the spec table (reports/families.hpp); the soak derives its metrics
-// itself (rate_drop, rate_dip, thermal_slowdown_intervals, ...), which the spec rows of
+// itself (rate_drop, rate_dip, slowdown_intervals, ...), which the spec rows of
 // reports/specs/burnin-*.json judge like any other. Reads records only.
 #pragma once
 

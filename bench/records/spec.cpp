@@ -677,6 +677,56 @@ json read_table(const std::string& path, const std::string& by) {
   }
 }
 
+/// The tables `extends` names: one file, or an array of files merged in order.
+std::vector<std::string> parents_of(const json& j, const std::string& path) {
+  const json& e = j.at("extends");
+  if (e.is_string()) return {e.get<std::string>()};
+  if (!e.is_array() || e.empty())
+    throw InputError(path + ": field 'extends' must be a file name or a non-empty array of them");
+  std::vector<std::string> out;
+  for (const auto& x : e) {
+    if (!x.is_string()) throw InputError(path + ": field 'extends' holds a non-string");
+    out.push_back(x.get<std::string>());
+  }
+  return out;
+}
+
+/// A later parent of `extends` over the earlier ones: its rows, families and tiers replace
+/// theirs by id, benchmark and name, or are added; title and match stay the first's that has
+/// them.
+void merge_parent(Spec& spec, const Spec& p) {
+  for (const auto& q : p.requirements) {
+    auto it = std::find_if(spec.requirements.begin(), spec.requirements.end(),
+                           [&](const Requirement& r) { return r.id == q.id; });
+    if (it != spec.requirements.end())
+      *it = q;
+    else
+      spec.requirements.push_back(q);
+  }
+  for (const auto& f : p.families) {
+    auto it = std::find_if(spec.families.begin(), spec.families.end(),
+                           [&](const SpecFamily& x) { return x.benchmark == f.benchmark; });
+    if (it != spec.families.end())
+      override_family(*it, f);
+    else
+      spec.families.push_back(f);
+  }
+  for (const auto& t : p.tiers) {
+    auto it = std::find_if(spec.tiers.begin(), spec.tiers.end(),
+                           [&](const SpecTier& x) { return x.name == t.name; });
+    if (it != spec.tiers.end())
+      *it = t;
+    else
+      spec.tiers.push_back(t);
+  }
+  if (spec.title.empty()) spec.title = p.title;
+  if (!spec.has_match && p.has_match) spec.match = p.match, spec.has_match = true;
+  for (const auto& f : p.extends_chain)
+    if (std::find(spec.extends_chain.begin(), spec.extends_chain.end(), f) ==
+        spec.extends_chain.end())
+      spec.extends_chain.push_back(f);
+}
+
 /// One table and its ancestors. `chain` holds the tables that extend this one, nearest last:
 /// every error met in an ancestor says which table extended it.
 Spec load_one(const std::string& path, std::set<std::string>& seen,
@@ -695,11 +745,19 @@ Spec load_one(const std::string& path, std::set<std::string>& seen,
   const std::string schema = j.at("schema").get<std::string>();
   Spec spec;
   if (j.contains("extends")) {
-    std::string parent = require_field<std::string>(j, "extends", path);
     chain.push_back(path);
-    spec = load_one(parent.starts_with("/") ? parent : dir_of(path) + "/" + parent, seen, chain);
+    bool first = true;
+    for (const std::string& parent : parents_of(j, path)) {
+      Spec p =
+          load_one(parent.starts_with("/") ? parent : dir_of(path) + "/" + parent, seen, chain);
+      if (first)
+        spec = std::move(p), first = false;
+      else
+        merge_parent(spec, p);
+    }
     chain.pop_back();
   }
+  seen.erase(canonical);  // an ancestor only on this path: two parents may share one
   spec.schema = schema;
   spec.path = path;
   spec.extends_chain.push_back(path);

@@ -41,6 +41,7 @@ for folder in BENCHMARK_FOLDERS:
 # include. The burn-in soak drives the GEMM operation and a collective backend.
 COMPOSITES = {
     "compute/burnin_soak.cpp": {"collectives/collective.hpp"},
+    "compute/burnin_allreduce.hpp": {"collectives/collective.hpp"},
     # The training step drives a collective backend and the loader pipeline on its dataset.
     "compute/training_step.cpp": {"collectives/collective.hpp", "io/dataloader.hpp",
                                   "io/dataset.hpp", "io/scratch.hpp"},

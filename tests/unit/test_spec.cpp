@@ -238,6 +238,41 @@ TEST(LoadSpec, ExtendsCycleIsAnError) {
   EXPECT_NE(m.find("'extends' forms a cycle"), std::string::npos) << m;
 }
 
+// `extends` may name several tables, merged in order (the health rows are one table that the
+// node tables and the GPU burn-in both extend): a later parent's row replaces an earlier one's
+// of the same id, the child's own rows come last, and two parents may share an ancestor.
+TEST(LoadSpec, ExtendsSeveralTablesInOrder) {
+  const std::string dir = temp_dir("multi");
+  auto table = [&](const std::string& name, const json& extends, const json& rows) {
+    json t = {{"schema", "clusterbench.spec/5"}, {"name", name}, {"requirements", rows}};
+    if (!extends.is_null()) t["extends"] = extends;
+    std::ofstream(dir + "/" + name + ".json") << t.dump(2);
+  };
+  json r = good_row();
+  auto row = [&](const std::string& id, int value) {
+    json x = r;
+    x["id"] = id, x["value"] = value;
+    return x;
+  };
+  table("root", nullptr, json::array({row("a", 1)}));
+  table("left", "root.json", json::array({row("b", 2), row("c", 3)}));
+  table("right", "root.json", json::array({row("c", 30), row("d", 4)}));
+  table("child", json::array({"left.json", "right.json"}), json::array({row("e", 5)}));
+  Spec s = load_spec(dir + "/child.json");
+  std::vector<std::string> ids;
+  for (const auto& q : s.requirements) ids.push_back(q.id + "=" + q.value.dump());
+  EXPECT_EQ(ids, (std::vector<std::string>{"a=1", "b=2", "c=30", "d=4", "e=5"}));
+  EXPECT_EQ(s.extends_chain.size(), 4u);  // root, left, right, child: root once
+  table("bad", json::array(), json::array());
+  EXPECT_NE(input_error([&] {
+              load_spec(dir + "/bad.json");
+            }).find("'extends' must be a file name or a non-empty array"),
+            std::string::npos);
+  table("loop", json::array({"left.json", "loop.json"}), json::array());
+  EXPECT_NE(input_error([&] { load_spec(dir + "/loop.json"); }).find("forms a cycle"),
+            std::string::npos);
+}
+
 TEST(LoadSpec, MissingFileAndMissingParent) {
   EXPECT_NE(
       input_error([] { load_spec(kSpecs + "no-such.json"); }).find("no-such.json: cannot open"),
