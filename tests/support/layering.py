@@ -43,6 +43,7 @@ COMPOSITES = {
     "compute/burnin_soak.cpp": {"collectives/collective.hpp"},
     "compute/burnin_allreduce.hpp": {"collectives/collective.hpp"},
     # The training step drives a collective backend and the loader pipeline on its dataset.
+    "compute/training_engine.hpp": {"collectives/collective.hpp"},
     "compute/training_step.cpp": {"collectives/collective.hpp", "io/dataloader.hpp",
                                   "io/dataset.hpp", "io/scratch.hpp"},
 }
