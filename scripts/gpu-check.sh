@@ -481,6 +481,35 @@ for r in recs:
         m["step_time"], m["predicted_step_time"]))
     print("compute.training_step|ci bf16 bottleneck|%s|n/a|-" % r["extra"]["bottleneck_text"])
 P2
+  # The 7b preset's path on one GPU: ZeRO-2 with the optimizer offloaded (pinned D2H and H2D of
+  # the shard, host Adam), bf16, accumulation 4; 2 of its 32 layers so that its host state fits
+  # (16 B of Adam state a parameter on the host) and a few steps fit the budget.
+  say "compute.training_step (7b preset, 2 layers, ZeRO-2 with offload, 1 GPU)"
+  timeout 40 "$BIN" run --suite quick "${SPEC_ARGS[@]}" --only compute.training_step \
+    --set compute.training_step.preset=7b --set compute.training_step.layers=2 \
+    --set compute.training_step.rounds=1 --set compute.training_step.min_time=0.1 \
+    --out "$OUT/train7b" >"$OUT/train7b.log" 2>&1
+  echo "clusterbench exited $? (verdicts: $OUT/train7b/report.md)"
+  python3 - "$OUT/train7b/records.jsonl" >>"$TABLE" <<'P2'
+import json, sys
+try:
+    recs = [json.loads(l) for l in open(sys.argv[1])]
+except OSError as e:
+    recs = []
+    print("compute.training_step|7b offload|no records: %s|n/a|ms" % e)
+for r in recs:
+    if r["scope"]["kind"] != "cluster":
+        continue
+    if r["status"] != "ok":
+        print("compute.training_step|7b offload|%s: %s|n/a|ms" % (r["status"], r["message"]))
+        continue
+    m = {x["name"]: x["value"] for x in r["metrics"]}
+    p = r["extra"]["parts"]
+    print("compute.training_step|7b offload d2h / host Adam / h2d|%.1f / %.1f / %.1f|n/a|ms" % (
+        p.get("d2h_s", 0) * 1e3, p.get("optimizer_s", 0) * 1e3, p.get("h2d_s", 0) * 1e3))
+    print("compute.training_step|7b offload step (measured / predicted)|%.3f / %.3f|n/a|ms" % (
+        m["step_time"], m["predicted_step_time"]))
+P2
 }
 
 # clusterbench burnin on the GPU: a 20-second soak (6 intervals of bf16 8192^3 GEMM
@@ -512,6 +541,13 @@ for r in recs:
         m.get("rate_worst_interval", 0)))
     print("burnin|%s max temperature, verification errors|%s C, %d|n/a|C, count" % (
         gpu, m.get("temperature_max", "n/a"), m.get("verification_errors", 0)))
+    # Every product compared with the first on the GPU (verify_each), and every all_reduce.
+    series = r.get("extra", {}).get("series", [])
+    prod = [iv.get("verification", {}).get("products", {}) for iv in series]
+    ar = [iv.get("allreduce", {}) for iv in series]
+    print("burnin|%s products compared / wrong; all_reduces compared / wrong|%d / %d; %d / %d|n/a|count" % (
+        gpu, sum(p.get("checked", 0) for p in prod), sum(p.get("wrong", 0) for p in prod),
+        sum(a.get("compared", 0) for a in ar), sum(a.get("wrong_ops", 0) for a in ar)))
 for row in rep.get("rows", []):
     if row["id"].startswith(("burnin.", "health.")):
         print("burnin|%s|%s|n/a|verdict" % (row["id"], row["outcome"]))
@@ -524,8 +560,8 @@ P
 # its processes), and none starts past 270 s: each remaining one is skipped, saying so, and has a
 # row in the table, so the check ends within 5 minutes.
 SECTIONS=(inventory gemm collectives gpu_memory_bandwidth host_device_copy training_step burnin)
-declare -A BUDGET=([inventory]=15 [gemm]=85 [collectives]=40 [gpu_memory_bandwidth]=30
-                   [host_device_copy]=35 [training_step]=25 [burnin]=40)  # 270 s in all
+declare -A BUDGET=([inventory]=15 [gemm]=80 [collectives]=35 [gpu_memory_bandwidth]=30
+                   [host_device_copy]=30 [training_step]=45 [burnin]=35)  # 270 s in all
 DEADLINE=${CLUSTERBENCH_GPU_CHECK_DEADLINE:-270}
 # kill_tree PID: stops PID and every process below it (`timeout` puts its command in a process
 # group of its own, so a process group kill would miss it); /proc only, no procps needed.
