@@ -66,7 +66,7 @@ TEST(HealthDeltas, IbSymbolErrorsRiseAndTheRowWarnsNamingThePort) {
   EXPECT_EQ(only(all, "ib.symbol_error", "node01/nic[mlx5_0/1]").detail, "symbol_error 5 -> 15");
   EXPECT_EQ(only(all, "ib.symbol_error", "node01/nic[mlx5_1/1]").value, 11);
 
-  Spec spec = load_spec(std::string(CB_SOURCE_DIR) + "/reports/specs/base.json");
+  Spec spec = load_spec(std::string(CB_SOURCE_DIR) + "/reports/specs/cpu-node.json");
   Report r = make_report(run_of(start, end), spec);
   const RowResult& sym = row(r, "health.ib_symbol_error");
   EXPECT_EQ(sym.outcome, kWarn);  // 11 > 10; mlx5_0/1 at exactly 10 passes
@@ -88,7 +88,7 @@ TEST(HealthDeltas, LinkDownedFailsAndAResetCounterCountsFromZero) {
   EXPECT_EQ(only(all, "ib.symbol_error", "node01/nic[mlx5_0/1]").detail,
             "symbol_error 40 -> 3 (reset)");
   Report r = make_report(run_of(start, end),
-                         load_spec(std::string(CB_SOURCE_DIR) + "/reports/specs/base.json"));
+                         load_spec(std::string(CB_SOURCE_DIR) + "/reports/specs/cpu-node.json"));
   EXPECT_EQ(row(r, "health.ib_link_downed").outcome, kFail);
   EXPECT_EQ(row(r, "health.ib_link_downed").worst_item, "node01/nic[mlx5_0/1]");
   EXPECT_EQ(r.exit_code, 1);
@@ -106,7 +106,7 @@ TEST(HealthDeltas, NodeWithoutPortsOrAerIsWaivedWithTheReason) {
   EXPECT_EQ(only(all, "gpu.ecc_uncorrected", "cpu01").detail, "no GPU in the snapshots");
   // Judged: WAIVED with the reason, never a PASS for hardware that is not there.
   Report r = make_report(run_of(snapshot(json::array()), snapshot(json::array())),
-                         load_spec(std::string(CB_SOURCE_DIR) + "/reports/specs/base.json"));
+                         load_spec(std::string(CB_SOURCE_DIR) + "/reports/specs/cpu-node.json"));
   EXPECT_EQ(row(r, "health.ib_port_rcv_errors").outcome, kWaived);
   EXPECT_NE(row(r, "health.ib_port_rcv_errors").message.find("no InfiniBand port on this node"),
             std::string::npos)
@@ -123,7 +123,7 @@ TEST(HealthDeltas, UnreadableCounterIsUnknownNotZero) {
   EXPECT_TRUE(v.value.is_null());
   EXPECT_EQ(v.detail, "link_downed absent at end");
   Report r = make_report(run_of(start, end),
-                         load_spec(std::string(CB_SOURCE_DIR) + "/reports/specs/base.json"));
+                         load_spec(std::string(CB_SOURCE_DIR) + "/reports/specs/cpu-node.json"));
   EXPECT_EQ(row(r, "health.ib_link_downed").outcome, kMissing);
   EXPECT_EQ(row(r, "health.ib_link_downed").message,
             "node01/nic[mlx5_0/1]: link_downed absent at end");
