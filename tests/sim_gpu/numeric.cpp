@@ -1,0 +1,165 @@
+// Element types and conversions (numeric.hpp). The host implementations of cuda_fp16.h,
+// cuda_bf16.h and cuda_fp8.h round exactly as the device does.
+#include "numeric.hpp"
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_fp8.h>
+
+#include <cmath>
+#include <cstring>
+
+#include "compute/gemm.hpp"
+
+namespace cbsim {
+
+namespace {
+
+/// A finite normal double rounded to `bits` explicit mantissa bits, to nearest even, once.
+double round_mantissa(double v, int bits) {
+  std::uint64_t u;
+  std::memcpy(&u, &v, 8);
+  const int drop = 52 - bits;
+  u += (std::uint64_t{1} << (drop - 1)) - 1 + ((u >> drop) & 1);
+  u &= ~((std::uint64_t{1} << drop) - 1);
+  std::memcpy(&v, &u, 8);
+  return v;
+}
+
+/// A float rounded to 10 mantissa bits, to nearest even (the fill kernel's Tf32).
+float tf32_round(float f) {
+  std::uint32_t u;
+  std::memcpy(&u, &f, 4);
+  u += 0xFFFu + ((u >> 13) & 1u);
+  u &= ~0x1FFFu;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+
+}  // namespace
+
+std::size_t elem_size(Elem t) {
+  switch (t) {
+    case Elem::f16:
+    case Elem::bf16:
+      return 2;
+    case Elem::e4m3:
+      return 1;
+    case Elem::f64:
+      return 8;
+    default:
+      return 4;
+  }
+}
+
+const char* elem_name(Elem t) {
+  static const char* names[] = {"float", "half", "bfloat16", "fp8_e4m3", "double", "tf32"};
+  return names[static_cast<int>(t)];
+}
+
+double load(Elem t, const void* p, std::size_t i) {
+  const auto* b = static_cast<const unsigned char*>(p);
+  switch (t) {
+    case Elem::f32:
+    case Elem::tf32: {
+      float f;
+      std::memcpy(&f, b + 4 * i, 4);
+      return f;
+    }
+    case Elem::f16: {
+      __half h;
+      std::memcpy(&h, b + 2 * i, 2);
+      return __half2float(h);
+    }
+    case Elem::bf16: {
+      std::uint32_t u = 0;
+      std::memcpy(reinterpret_cast<unsigned char*>(&u) + 2, b + 2 * i, 2);
+      float f;
+      std::memcpy(&f, &u, 4);
+      return f;
+    }
+    case Elem::e4m3: {
+      __nv_fp8_e4m3 h;
+      std::memcpy(&h, b + i, 1);
+      return static_cast<float>(h);
+    }
+    case Elem::f64: {
+      double d;
+      std::memcpy(&d, b + 8 * i, 8);
+      return d;
+    }
+  }
+  return 0;
+}
+
+void store(Elem t, void* p, std::size_t i, double v) {
+  auto* b = static_cast<unsigned char*>(p);
+  switch (t) {
+    case Elem::f32: {
+      float f = static_cast<float>(v);
+      std::memcpy(b + 4 * i, &f, 4);
+      return;
+    }
+    case Elem::tf32: {
+      float f = tf32_round(static_cast<float>(v));
+      std::memcpy(b + 4 * i, &f, 4);
+      return;
+    }
+    case Elem::f16: {
+      __half h = __float2half_rn(static_cast<float>(v));
+      std::memcpy(b + 2 * i, &h, 2);
+      return;
+    }
+    case Elem::bf16: {
+      __nv_bfloat16 h = __float2bfloat16_rn(static_cast<float>(v));
+      std::memcpy(b + 2 * i, &h, 2);
+      return;
+    }
+    case Elem::e4m3: {
+      __nv_fp8_e4m3 h(static_cast<float>(v));
+      std::memcpy(b + i, &h, 1);
+      return;
+    }
+    case Elem::f64:
+      std::memcpy(b + 8 * i, &v, 8);
+      return;
+  }
+}
+
+double round_to(Elem t, double v) {
+  unsigned char buf[8];
+  store(t, buf, 0, v);
+  return load(t, buf, 0);
+}
+
+Elem fill_elem(int fill) {
+  static const Elem by_fill[] = {Elem::f32, Elem::f16, Elem::bf16, Elem::e4m3, Elem::tf32};
+  return fill >= 0 && fill < 5 ? by_fill[fill] : Elem::f32;
+}
+
+void gemm_fill_element(int fill, std::uint64_t seed, int which, std::uint64_t index,
+                       unsigned char* out) {
+  const double v = clusterbench::compute::gemm_input_value(seed, which, index);
+  float f;
+  switch (fill) {
+    case 1:  // f16: __double2half, one rounding from the double
+    case 2:  // bf16: __double2bfloat16
+    case 3:  // fp8_e4m3: magnitudes in [0.25, 1) are normal in every type
+      f = static_cast<float>(round_mantissa(v, fill == 1 ? 10 : fill == 2 ? 7 : 3));
+      break;
+    case 4:  // tf32: to float, then to 10 bits (the kernel's Tf32)
+      f = tf32_round(static_cast<float>(v));
+      break;
+    default:
+      f = static_cast<float>(v);
+  }
+  store(fill_elem(fill), out, 0, f);  // exact: f holds a value of the type
+}
+
+void copy_pattern_word(long long i, unsigned char* out) {
+  const unsigned x = static_cast<unsigned>(i) * 2654435761u + 1u;
+  const unsigned w[4] = {x, x ^ 0xA5A5A5A5u, static_cast<unsigned>(i >> 32) + 7u, ~x};
+  std::memcpy(out, w, 16);
+}
+
+}  // namespace cbsim
