@@ -5,7 +5,7 @@
 #    the CUDA toolkit's headers) linked with cbsim into tests/sim_gpu/libclusterbench_gpu.so,
 #    with its side file; -Wl,--no-undefined makes an entry point the plugin uses but the
 #    simulation lacks a build error;
-#  - test_sim_gpu (unit, < 10 s) and sim_gpu_smoke (the real binary on the simulated node,
+#  - test_sim_gpu and test_sim_gpu_nccl (unit, < 10 s each) and sim_gpu_smoke (the real binary on the simulated node,
 #    < 90 s).
 # Built only where the GPU plugin is (the CUDA toolkit found).
 if(NOT TARGET clusterbench_gpu)
@@ -49,9 +49,10 @@ include(${CMAKE_SOURCE_DIR}/cmake/gpu_plugin_side_file.cmake)
 cb_gpu_plugin_side_file(cbsim_gpu_plugin 13000)
 
 cb_unit_test(test_sim_gpu "$<LINK_LIBRARY:WHOLE_ARCHIVE,cbsim>")
-if(TARGET test_sim_gpu)
-  target_compile_definitions(test_sim_gpu PRIVATE
-    CB_CUDA_LIB_DIR="${CUDAToolkit_LIBRARY_DIR}")
+cb_unit_test(test_sim_gpu_nccl "$<LINK_LIBRARY:WHOLE_ARCHIVE,cbsim>")
+if(TARGET test_sim_gpu_nccl)
+  # The real libraries' error texts are compared where the toolkit ships them.
+  target_compile_definitions(test_sim_gpu_nccl PRIVATE CB_CUDA_LIB_DIR="${CUDAToolkit_LIBRARY_DIR}")
 endif()
 
 # The real binary on a simulated 8x H100 node (tests/fixtures/nvml/h100x8-healthy.json).

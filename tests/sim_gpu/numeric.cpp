@@ -8,6 +8,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <vector>
 
 #include "compute/gemm.hpp"
 
@@ -154,6 +155,72 @@ void gemm_fill_element(int fill, std::uint64_t seed, int which, std::uint64_t in
       f = static_cast<float>(v);
   }
   store(fill_elem(fill), out, 0, f);  // exact: f holds a value of the type
+}
+
+void gemm_fill_values(int fill, std::uint64_t seed, int which, std::uint64_t first, std::uint64_t n,
+                      float* out) {
+  const int bits = fill == 1 ? 10 : fill == 2 ? 7 : fill == 3 ? 3 : 0;
+  for (std::uint64_t i = 0; i < n; ++i) {
+    const double v = clusterbench::compute::gemm_input_value(seed, which, first + i);
+    out[i] = bits        ? static_cast<float>(round_mantissa(v, bits))
+             : fill == 4 ? tf32_round(static_cast<float>(v))
+                         : static_cast<float>(v);
+  }
+}
+
+namespace {
+
+/// Every half (or FP8 E4M3) bit pattern as a float.
+const float* table(Elem t) {
+  static const std::vector<float> f16 = [] {
+    std::vector<float> v(65536);
+    for (unsigned i = 0; i < 65536; ++i) {
+      const unsigned char b[2] = {static_cast<unsigned char>(i),
+                                  static_cast<unsigned char>(i >> 8)};
+      v[i] = static_cast<float>(load(Elem::f16, b, 0));
+    }
+    return v;
+  }();
+  static const std::vector<float> e4m3 = [] {
+    std::vector<float> v(256);
+    for (unsigned i = 0; i < 256; ++i) {
+      const unsigned char b = static_cast<unsigned char>(i);
+      v[i] = static_cast<float>(load(Elem::e4m3, &b, 0));
+    }
+    return v;
+  }();
+  return t == Elem::f16 ? f16.data() : e4m3.data();
+}
+
+}  // namespace
+
+void decode_run(Elem t, const unsigned char* bytes, std::uint64_t n, float* out) {
+  switch (t) {
+    case Elem::f32:
+    case Elem::tf32:
+      std::memcpy(out, bytes, 4 * n);
+      return;
+    case Elem::bf16:
+      for (std::uint64_t i = 0; i < n; ++i) {
+        const std::uint32_t u = (static_cast<std::uint32_t>(bytes[2 * i + 1]) << 24) |
+                                (static_cast<std::uint32_t>(bytes[2 * i]) << 16);
+        std::memcpy(out + i, &u, 4);
+      }
+      return;
+    case Elem::f16: {
+      const float* tab = table(Elem::f16);
+      for (std::uint64_t i = 0; i < n; ++i) out[i] = tab[bytes[2 * i] | (bytes[2 * i + 1] << 8)];
+      return;
+    }
+    case Elem::e4m3: {
+      const float* tab = table(Elem::e4m3);
+      for (std::uint64_t i = 0; i < n; ++i) out[i] = tab[bytes[i]];
+      return;
+    }
+    case Elem::f64:
+      for (std::uint64_t i = 0; i < n; ++i) out[i] = static_cast<float>(load(Elem::f64, bytes, i));
+      return;
+  }
 }
 
 void copy_pattern_word(long long i, unsigned char* out) {

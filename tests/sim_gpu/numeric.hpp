@@ -31,6 +31,13 @@ void gemm_fill_element(int fill, std::uint64_t seed, int which, std::uint64_t in
 /// The element type of a fill type.
 Elem fill_elem(int fill);
 
+/// Elements [first, first + n) of fill_gemm_input(seed, which) in fill type `fill`, as floats
+/// (the values gemm_fill_element stores).
+void gemm_fill_values(int fill, std::uint64_t seed, int which, std::uint64_t first, std::uint64_t n,
+                      float* out);
+/// `n` elements of `t` at `bytes`, widened to float.
+void decode_run(Elem t, const unsigned char* bytes, std::uint64_t n, float* out);
+
 /// Word `i` of fill_copy_pattern (compute/gpu_copy_kernels.hpp copy_pattern), 16 bytes.
 void copy_pattern_word(long long i, unsigned char* out);
 

@@ -29,19 +29,52 @@ void note_cost(std::uint64_t elements, std::uint64_t k) {
 
 }  // namespace
 
-void read_values(const Segs& c, Elem t, std::uint64_t first, std::uint64_t count,
-                 std::vector<float>& out) {
-  const std::size_t es = elem_size(t);
-  out.resize(count);
+namespace {
+
+/// Values of one element-aligned window of `n` elements into `out`: the fill's values computed
+/// directly, a constant decoded once, anything else read as bytes and decoded.
+void window_values(const Seg& s, Elem t, std::uint64_t n, float* out) {
+  const std::uint64_t es = elem_size(t);
+  if (s.src->kind() == SrcKind::gemm_fill) {
+    int fill = 0, which = 0;
+    std::uint64_t seed = 0;
+    gemm_fill_params(*s.src, fill, seed, which);
+    if (fill_elem(fill) == t) return gemm_fill_values(fill, seed, which, s.src_off / es, n, out);
+  }
+  if (s.src->kind() == SrcKind::constant || s.src->kind() == SrcKind::uninit) {
+    unsigned char b[8];
+    s.src->read(0, es, b);
+    float v;
+    decode_run(t, b, 1, &v);
+    return std::fill(out, out + n, v);
+  }
   std::vector<unsigned char> raw;
   constexpr std::uint64_t kChunk = 1 << 16;
-  for (std::uint64_t done = 0; done < count; done += kChunk) {
-    const std::uint64_t n = std::min(kChunk, count - done);
-    raw.resize(n * es);
-    read(c, (first + done) * es, n * es, raw.data());
-    for (std::uint64_t i = 0; i < n; ++i)
-      out[done + i] = static_cast<float>(load(t, raw.data(), i));
+  for (std::uint64_t done = 0; done < n; done += kChunk) {
+    const std::uint64_t c = std::min(kChunk, n - done);
+    raw.resize(c * es);
+    s.src->read(s.src_off + done * es, c * es, raw.data());
+    decode_run(t, raw.data(), c, out + done);
   }
+}
+
+}  // namespace
+
+void read_values(const Segs& c, Elem t, std::uint64_t first, std::uint64_t count,
+                 std::vector<float>& out) {
+  const std::uint64_t es = elem_size(t);
+  out.resize(count);
+  const Segs piece = slice(c, first * es, count * es);
+  bool aligned = true;
+  for (const Seg& s : piece)
+    aligned = aligned && s.off % es == 0 && s.len % es == 0 && s.src_off % es == 0;
+  if (aligned) {
+    for (const Seg& s : piece) window_values(s, t, s.len / es, out.data() + s.off / es);
+    return;
+  }
+  std::vector<unsigned char> raw(count * es);
+  read(piece, 0, count * es, raw.data());
+  decode_run(t, raw.data(), count, out.data());
 }
 
 std::string ProductDesc::key() const {
