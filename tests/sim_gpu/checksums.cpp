@@ -79,7 +79,9 @@ std::vector<double> product_norms(const ProductDesc& p) {
     double q = 0;
     for (std::uint64_t s = 0; s < cols; ++s) {
       const std::uint64_t e = i + js[s] * p.ldd;
-      auto o = p.overrides.find(e);
+      // Sampled columns hold the plain product: an override is one element, not 1/8 of a row,
+      // and is added once below.
+      auto o = exact ? p.overrides.find(e) : p.overrides.end();
       double v =
           o != p.overrides.end()
               ? o->second
@@ -188,7 +190,7 @@ void a_pass(const Segs& a, const Segs& b, Elem ti, std::uint64_t m, std::uint64_
     if (!p) continue;
     double sq = 0;
     for (std::uint64_t s = 0; s < cols; ++s) {
-      auto o = p->overrides.find(i + js[s] * p->ldd);
+      auto o = exact ? p->overrides.find(i + js[s] * p->ldd) : p->overrides.end();  // see above
       // Exact: D's own element (accumulated in order); sampled: a quick estimate.
       const double v = o != p->overrides.end() ? o->second
                        : exact ? round_to(p->out, accumulate(*p, col, bcols[s], i, js[s], 0))

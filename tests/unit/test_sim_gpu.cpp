@@ -583,6 +583,33 @@ TEST_F(SimGpu, WrongProductFaultAndThePerProductComparison) {
   EXPECT_EQ(got[2], 0u);
 }
 
+TEST_F(SimGpu, RowChecksumsSeeAWrongElementOfALargeProduct) {
+  // M N K = 2^29: D's row norms are estimated from 8 sampled columns (checksums.hpp), one of
+  // them the overridden element's; it must still stand out in its row's checksum, and only
+  // there (an estimate that scaled the override by N / 8 would hide it).
+  load_node(gpu_json("18", "{\"wrong_product\": {\"after_s\": 0}}"));
+  const long long m = 64, n = 8192, k = 1024;
+  Gemm g(m, n, k, FillType::bf16, CUDA_R_16BF, CUDA_R_16BF, nullptr);
+  ASSERT_EQ(g.run(nullptr), CUBLAS_STATUS_SUCCESS);
+  void *scratch = nullptr, *rows = nullptr;
+  ASSERT_EQ(cudaMalloc(&scratch, 16 * k), cudaSuccess);
+  ASSERT_EQ(cudaMalloc(&rows, 32 * m), cudaSuccess);
+  ASSERT_EQ(gemm_row_checksums(g.a, g.b, g.d, FillType::bf16, FillType::bf16, m, n, k,
+                               static_cast<double*>(scratch), static_cast<double*>(rows), nullptr),
+            cudaSuccess);
+  std::vector<double> r(4 * m);
+  ASSERT_EQ(cudaMemcpy(r.data(), rows, 32 * m, cudaMemcpyDeviceToHost), cudaSuccess);
+  const auto bound = clusterbench::compute::gemm_bound("bf16");
+  for (long long i = 0; i < m; ++i) {
+    const double ratio = clusterbench::compute::gemm_row_ratio(r[4 * i], r[4 * i + 1], r[4 * i + 2],
+                                                               r[4 * i + 3], k, bound);
+    if (i == m / 2)
+      EXPECT_GT(ratio, 1) << "the wrong row passes";
+    else
+      ASSERT_LE(ratio, 1) << "row " << i;
+  }
+}
+
 // --- cuBLASLt contracts --------------------------------------------------------------------------
 
 TEST_F(SimGpu, CublasLtRefusesWhatCublasLtRefuses) {
