@@ -157,14 +157,54 @@ void gemm_fill_element(int fill, std::uint64_t seed, int which, std::uint64_t in
   store(fill_elem(fill), out, 0, f);  // exact: f holds a value of the type
 }
 
+namespace {
+
+/// gemm_input_value (compute/gemm.hpp), bit for bit, without its data-dependent branch: the
+/// random sign is or'ed into the sign bit (a branch on it mispredicts every other element).
+inline double input_value_branchless(std::uint64_t seed, int which, std::uint64_t index) {
+  std::uint64_t z =
+      seed * 0x9E3779B97F4A7C15ULL + (static_cast<std::uint64_t>(which) << 62) + index;
+  z += 0x9E3779B97F4A7C15ULL;
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+  z ^= z >> 31;
+  double mag = 0.25 + 0.75 * (static_cast<double>(static_cast<std::int64_t>(z >> 11)) * 0x1.0p-53);
+  std::uint64_t bits;
+  std::memcpy(&bits, &mag, 8);
+  bits |= (z & 1) << 63;
+  std::memcpy(&mag, &bits, 8);
+  return mag;
+}
+
+template <int kFill>
+void fill_values(std::uint64_t seed, int which, std::uint64_t first, std::uint64_t n, float* out) {
+  constexpr int kBits = kFill == 1 ? 10 : kFill == 2 ? 7 : kFill == 3 ? 3 : 0;
+  for (std::uint64_t i = 0; i < n; ++i) {
+    const double v = input_value_branchless(seed, which, first + i);
+    if constexpr (kBits != 0)
+      out[i] = static_cast<float>(round_mantissa(v, kBits));
+    else if constexpr (kFill == 4)
+      out[i] = tf32_round(static_cast<float>(v));
+    else
+      out[i] = static_cast<float>(v);
+  }
+}
+
+}  // namespace
+
 void gemm_fill_values(int fill, std::uint64_t seed, int which, std::uint64_t first, std::uint64_t n,
                       float* out) {
-  const int bits = fill == 1 ? 10 : fill == 2 ? 7 : fill == 3 ? 3 : 0;
-  for (std::uint64_t i = 0; i < n; ++i) {
-    const double v = clusterbench::compute::gemm_input_value(seed, which, first + i);
-    out[i] = bits        ? static_cast<float>(round_mantissa(v, bits))
-             : fill == 4 ? tf32_round(static_cast<float>(v))
-                         : static_cast<float>(v);
+  switch (fill) {
+    case 1:
+      return fill_values<1>(seed, which, first, n, out);
+    case 2:
+      return fill_values<2>(seed, which, first, n, out);
+    case 3:
+      return fill_values<3>(seed, which, first, n, out);
+    case 4:
+      return fill_values<4>(seed, which, first, n, out);
+    default:
+      return fill_values<0>(seed, which, first, n, out);
   }
 }
 

@@ -15,6 +15,7 @@
 #include "compute/gemm_gpu.hpp"
 #include "compute/gpu_copy_kernels.hpp"
 #include "sim_gpu_support.hpp"
+#include "tests/sim_gpu/numeric.hpp"
 
 namespace clusterbench::compute::gpu {
 cudaError_t gemm_compare_products(const void* d, const void* ref, FillType out, long long count,
@@ -537,6 +538,21 @@ TEST_F(SimGpu, ProductElementsAreTheGpusArithmetic) {
     EXPECT_NEAR(r[4 * i], sum, 6 * 2 * 0x1p-8 * std::sqrt(sq)) << i;
     EXPECT_NEAR(r[4 * i + 1], std::sqrt(sq), 1e-9 * std::sqrt(sq)) << i;
     EXPECT_NEAR(r[4 * i + 2], ref, 1e-9 * std::fabs(ref) + 1e-9) << i;
+  }
+}
+
+TEST(SimGpuNumeric, FillValuesAreTheStoredElements) {
+  // The fast path that products and checksums read (values) and the bytes a copy to the host
+  // reads agree bit for bit, for every fill type, on indices of both signs.
+  for (int fill = 0; fill < 5; ++fill) {
+    std::vector<float> v(100000);
+    cbsim::gemm_fill_values(fill, 11, 1, 12345, v.size(), v.data());
+    for (size_t i = 0; i < v.size(); ++i) {
+      unsigned char b[8];
+      cbsim::gemm_fill_element(fill, 11, 1, 12345 + i, b);
+      ASSERT_EQ(v[i], static_cast<float>(cbsim::load(cbsim::fill_elem(fill), b, 0)))
+          << fill << " " << i;
+    }
   }
 }
 
