@@ -20,8 +20,17 @@ fi
 export CLUSTERBENCH_GPU_PLUGIN=$SIM_PLUGIN CLUSTERBENCH_NVML_LIB=$FAKE_NVML FAKE_NVML_JSON=$NODE
 export CBSIM_STATS=$TMP/stats.jsonl
 
-# (a) The GPU benchmarks of one rank against the performance model.
-expect_rc 1 "$CB_BIN" run --suite ci --fs-root "$ROOT" --out "$TMP/a" \
+# peak_rss OUT CMD...: runs CMD, writing its peak resident memory (KiB) to OUT.
+peak_rss() {
+  python3 -c 'import resource, subprocess, sys
+rc = subprocess.call(sys.argv[2:])
+open(sys.argv[1], "w").write(str(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss))
+sys.exit(rc)' "$@"
+}
+
+# (a) The GPU benchmarks of one rank against the performance model; device memory is lazy: a
+#     1 GiB device copy and 8192^3 GEMMs (verified) take no GiBs of host memory.
+expect_rc 1 peak_rss "$TMP/rss" "$CB_BIN" run --suite ci --fs-root "$ROOT" --out "$TMP/a" \
   --only 'compute.gemm,compute.gpu_memory_bandwidth,compute.host_device_copy' \
   --set compute.gemm.backends=cublaslt --set compute.host_device_copy.bytes=16M
 py "
@@ -64,7 +73,9 @@ s = stats[0]
 assert s['matmuls'] > 100 and s['graph_launches'] > 10 and s['kernel_launches'] > 10, s
 assert s['memcpys'] > 100 and s['nccl_ops'] == 0 and s['peak_device_bytes'] >= 2 << 30, s
 " "$TMP/a" "$CBSIM_STATS"
-ok "one rank: GEMM, HBM copy and host copies ok, verified, at the model's rates; statistics at exit"
+rss=$(cat "$TMP/rss")
+[ "$rss" -lt $((400 * 1024)) ] || fail "peak resident memory of one rank: $rss KiB (>= 400 MiB)"
+ok "one rank: GEMM, HBM copy and host copies ok, verified, at the model's rates; statistics at exit; peak RSS $((rss / 1024)) MiB"
 
 # (b) NCCL across two processes.
 [ "${CB_HAVE_MPI:-1}" = "1" ] && command -v mpirun >/dev/null || { echo "SKIP (b): no mpirun"; exit 77; }
