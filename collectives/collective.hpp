@@ -61,6 +61,7 @@ struct Collective {
   double (*factor)(int n);
   /// Expected result element i on `rank` of `n` after one operation whose inputs are
   /// input_value(r, j) on rank r; NaN where this rank holds no result (reduce off the root).
+  /// It depends on i only through i mod kInputPeriod and i / block (count_wrong caches it so).
   double (*expected)(int rank, int n, long long i, long long block, int root);
 };
 
@@ -70,7 +71,9 @@ extern const Collective kAllReduce, kAllGather, kReduceScatter, kBroadcast, kRed
 
 /// What rank r puts into send element i: integers 1..5, so that sums over up to 51 ranks are exact
 /// in float, half and bfloat16, and expected values are computed independently of any backend.
+/// Periodic in i: input_value(r, i + kInputPeriod) == input_value(r, i).
 double input_value(int rank, long long i);
+inline constexpr long long kInputPeriod = 5;
 
 /// Bytes S of one operation, nccl-tests' size column: max(send, recv) count x element size
 /// (all_gather and reduce_scatter: the total gathered size; alltoall: what one rank sends).
@@ -91,8 +94,15 @@ std::vector<long long> sweep(long long minbytes, long long maxbytes, double step
 double tolerance(Dtype t, int n);
 
 /// Counts result elements that differ from `c.expected` beyond tolerance(t, n) on this rank.
+/// `result` holds `count` elements starting at element `first` of the whole result (a chunk of
+/// it: the host reads large results in pieces).
 long long count_wrong(const Collective& c, Dtype t, const void* result, long long count, int rank,
-                      int n, long long block, int root);
+                      int n, long long block, int root, long long first = 0);
+
+/// Elements of host staging a case fills and reads through at a time: large buffers are filled,
+/// uploaded, downloaded and checked in pieces of 64 MiB, so a 1 GiB collective on 8 ranks needs
+/// 512 MiB of host memory for its checks, not 8 GiB.
+inline constexpr long long kStagingChunkBytes = 64LL << 20;
 
 /// A collective library on one kind of buffer. Every rank of the world calls run() together.
 /// Errors throw CallError; a communicator that can no longer be trusted (deadline, async error)

@@ -306,7 +306,7 @@ void run_compare(State& st, Stream& s, const CompareArgs& c, Res& res, double& s
   res = Res::compute;
   seconds =
       kernel_seconds(node().gpus[static_cast<size_t>(s.device)], 2.0 * static_cast<double>(bytes));
-  const char* kn = "gemm_compare_products";
+  const char* kn = "compare_elements";
   Alloc* da = kernel_range(st, s, kn, "d", c.d, bytes);
   Alloc* ra = da ? kernel_range(st, s, kn, "ref", c.ref, bytes) : nullptr;
   Alloc* ca = ra ? kernel_range(st, s, kn, "counters", c.counters, 24) : nullptr;

@@ -1,5 +1,5 @@
 // The verification kernels over lazy content: gemm_row_checksums (compute/gemm_gpu.hpp) and
-// gemm_compare_products. For a product D the row sums use linearity, sum_j D_ij =
+// compare_elements. For a product D the row sums use linearity, sum_j D_ij =
 // alpha (op(A) (op(B) 1))_i, in O(MK + KN) instead of O(MNK), plus each overridden element's
 // delta; ||D_i||_2 is exact when M N K <= 2^26 (and N K <= 2^24), else estimated from 8
 // evenly spaced columns, sqrt(N / 8 sum_s D_{i j_s}^2) (docs/simulated-gpu.md "Kernels").

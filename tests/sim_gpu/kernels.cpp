@@ -10,18 +10,11 @@
 #include "checksums.hpp"
 #include "compute/gemm_gpu.hpp"
 #include "compute/gpu_copy_kernels.hpp"
+#include "gpu/plugin/compare.hpp"
 #include "node.hpp"
 #include "perf.hpp"
 #include "product.hpp"
 #include "state.hpp"
-
-namespace clusterbench::compute::gpu {
-/// The burn-in's per-product comparison (docs/simulated-gpu.md "Kernels"); declared here until
-/// compute/gemm_gpu.hpp declares it.
-cudaError_t gemm_compare_products(const void* d, const void* ref, FillType out, long long count,
-                                  double rel_tolerance, unsigned long long* counters,
-                                  cudaStream_t stream);
-}  // namespace clusterbench::compute::gpu
 
 namespace cbsim {
 
@@ -141,14 +134,23 @@ cudaError_t copy_words(uint4* dst, const uint4* src, long long words, int blocks
   return cudaGetLastError();
 }
 
-cudaError_t gemm_compare_products(const void* d, const void* ref, FillType out, long long count,
-                                  double rel_tolerance, unsigned long long* counters,
-                                  cudaStream_t stream) {
-  cbsim::CompareArgs c{d, ref, static_cast<int>(out), count, rel_tolerance, counters};
-  cbsim::launch(stream, [c](State& st, Stream& s, Res& res, double& sec) {
+}  // namespace clusterbench::compute::gpu
+
+namespace clusterbench::gpu {
+
+cudaError_t compare_elements(const void* a, const void* ref, CompareType type, long long count,
+                             double rel_tolerance, unsigned long long* counters,
+                             cudaStream_t stream) {
+  // CompareType's f32, f16, bf16 are FillType's first three, the element types run_compare reads.
+  using clusterbench::compute::gpu::FillType;
+  const FillType fill = type == CompareType::f16    ? FillType::f16
+                        : type == CompareType::bf16 ? FillType::bf16
+                                                    : FillType::f32;
+  cbsim::CompareArgs c{a, ref, static_cast<int>(fill), count, rel_tolerance, counters};
+  cbsim::launch(stream, [c](cbsim::State& st, cbsim::Stream& s, cbsim::Res& res, double& sec) {
     cbsim::run_compare(st, s, c, res, sec);
   });
   return cudaGetLastError();
 }
 
-}  // namespace clusterbench::compute::gpu
+}  // namespace clusterbench::gpu

@@ -14,14 +14,9 @@
 #include "compute/gemm_check.hpp"
 #include "compute/gemm_gpu.hpp"
 #include "compute/gpu_copy_kernels.hpp"
+#include "gpu/plugin/compare.hpp"
 #include "sim_gpu_support.hpp"
 #include "tests/sim_gpu/numeric.hpp"
-
-namespace clusterbench::compute::gpu {
-cudaError_t gemm_compare_products(const void* d, const void* ref, FillType out, long long count,
-                                  double rel_tolerance, unsigned long long* counters,
-                                  cudaStream_t stream);
-}
 
 namespace {
 
@@ -588,10 +583,16 @@ TEST_F(SimGpu, WrongProductFaultAndThePerProductComparison) {
                            &g.algo[0].algo, g.ws, 1 << 20, nullptr),
             CUBLAS_STATUS_SUCCESS);  // the next product is right again
   auto* c = static_cast<unsigned long long*>(counters);
-  ASSERT_EQ(gemm_compare_products(g.d, ref, FillType::bf16, m * n, 1e-2, c, nullptr), cudaSuccess);
-  ASSERT_EQ(gemm_compare_products(ref, ref, FillType::bf16, m * n, 1e-2, c, nullptr), cudaSuccess);
+  ASSERT_EQ(clusterbench::gpu::compare_elements(g.d, ref, clusterbench::gpu::CompareType::bf16,
+                                                m * n, 1e-2, c, nullptr),
+            cudaSuccess);
+  ASSERT_EQ(clusterbench::gpu::compare_elements(ref, ref, clusterbench::gpu::CompareType::bf16,
+                                                m * n, 1e-2, c, nullptr),
+            cudaSuccess);
   ASSERT_EQ(cudaMemset(ref, 0, m * n * 2), cudaSuccess);  // no longer a product: element-wise
-  ASSERT_EQ(gemm_compare_products(g.d, ref, FillType::bf16, m * n, 1e-2, c, nullptr), cudaSuccess);
+  ASSERT_EQ(clusterbench::gpu::compare_elements(g.d, ref, clusterbench::gpu::CompareType::bf16,
+                                                m * n, 1e-2, c, nullptr),
+            cudaSuccess);
   unsigned long long got[3];
   ASSERT_EQ(cudaMemcpy(got, counters, 24, cudaMemcpyDeviceToHost), cudaSuccess);
   EXPECT_EQ(got[0], 1 + static_cast<unsigned long long>(m * n));
