@@ -7,7 +7,8 @@
 #  (b) mpirun -np 2: NCCL all_reduce, all_gather, alltoall: every case ok, #wrong 0, busbw the
 #      model's, NCCL's own logging read back (version, transport, NVLS, algorithm); no directory
 #      left in /dev/shm;
-#  (c) the "wrong_product" fault: the GEMM's verification fails the case.
+#  (c) the "wrong_product" fault: the GEMM's verification fails the case;
+#  (d) (root) two ranks on two hosts: NCCL over the IB fabric.
 # Budget: < 90 s on 2 cores.
 source "$(dirname "$0")/lib.sh"
 SIM_PLUGIN=${CB_SIM_PLUGIN:-${CB_BINARY_DIR:-}/tests/sim_gpu/libclusterbench_gpu.so}
@@ -136,4 +137,29 @@ assert r['status'] == 'failed', r['status']
 assert 'row checksum' in r['message'] and 'at row 4096' in r['message'] and 'the product is wrong' in r['message'], r['message']
 " "$TMP/c"
 ok "wrong_product: the case fails with the verification's message (row 4096)"
+
+# (d) Ranks on two hosts (each in a UTS namespace of its own name, as scripts/netns-cluster.sh
+#     names its nodes): NCCL goes through the IB fabric, its log says so, busbw the network's.
+if [ "$(id -u)" -eq 0 ] && command -v unshare >/dev/null; then
+  cat >"$TMP/host.sh" <<'W'
+#!/usr/bin/env bash
+exec unshare --uts -- bash -c 'hostname "simnode$OMPI_COMM_WORLD_RANK" && exec "$@"' host "$@"
+W
+  chmod +x "$TMP/host.sh"
+  expect_rc 1 "${MPIRUN[@]}" -np 2 "$TMP/host.sh" "$CB_BIN" run --suite ci --fs-root "$ROOT" \
+    --out "$TMP/d" --only collectives.all_reduce --set collectives.backends=nccl \
+    --set collectives.minbytes=2M
+  py "
+r = [json.loads(l) for l in open(sys.argv[1] + '/records.jsonl')][0]
+assert r['status'] == 'ok' and r['params']['span'] == 'inter-node' and r['params']['algo'] == 'ring', r['params']
+n = r['extra']['nccl']
+assert n['network'] == 'IB' and len(n['nics']) == 8 and n['transports'] == ['NET/IB/GDRDMA'], n
+assert n['nvls'] is False and n['env'] == {'NCCL_ALGO': 'Ring'}, n
+s = 2 << 20  # 190 GB/s busbw over 8 NDR rails, factor 1 on two ranks
+busbw = [x['value'] for x in r['metrics'] if x['name'] == 'busbw'][0]
+want = s / (8e-6 + s / 190e9) / 1e9
+assert abs(busbw - want) <= 0.01 * want, (busbw, want)
+" "$TMP/d"
+  ok "ranks on two hosts: NCCL over IB (NET/IB/GDRDMA, ring), busbw the network's"
+fi
 echo "$PASSES passed, 0 failed"
