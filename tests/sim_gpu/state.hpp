@@ -141,7 +141,6 @@ struct State {
   std::map<Event*, EventPtr> events;
   std::set<CUgraph_st*> graphs;
   std::set<CUgraphExec_st*> execs;
-  int global_captures = 0;  ///< captures in cudaStreamCaptureModeGlobal
   cudaError_t sticky = cudaSuccess;
   std::string fault_text;  ///< what caused the sticky error
 };
