@@ -56,7 +56,7 @@ if(TARGET test_sim_gpu_nccl)
 endif()
 
 # The real binary on a simulated 8x H100 node (tests/fixtures/nvml/h100x8-healthy.json).
-cb_integration_test(sim_gpu_smoke LOCKS mpirun TIMEOUT 180)
+cb_integration_test(sim_gpu_smoke LOCKS mpirun TIMEOUT 300)
 if(TEST sim_gpu_smoke)
   set_property(TEST sim_gpu_smoke APPEND PROPERTY ENVIRONMENT
     "CB_SIM_PLUGIN=$<TARGET_FILE:cbsim_gpu_plugin>")

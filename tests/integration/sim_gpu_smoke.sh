@@ -4,10 +4,11 @@
 # the fake libnvidia-ml.so, a healthy 8x H100 node (tests/fixtures/nvml/h100x8-healthy.json).
 #  (a) one rank: compute.gemm (cuBLASLt), compute.gpu_memory_bandwidth, compute.host_device_copy:
 #      every GPU case ok, verified, at the model's rates; the simulation's statistics at exit;
+#  (c) the "wrong_product" fault: the GEMM's verification fails the case;
 #  (b) mpirun -np 2: NCCL all_reduce, all_gather, alltoall: every case ok, #wrong 0, busbw the
 #      model's, NCCL's own logging read back (version, transport, NVLS, algorithm); no directory
 #      left in /dev/shm;
-#  (c) the "wrong_product" fault: the GEMM's verification fails the case.
+#  (d) (root) two ranks on two hosts: NCCL over the IB fabric.
 # Budget: < 90 s on 2 cores.
 source "$(dirname "$0")/lib.sh"
 SIM_PLUGIN=${CB_SIM_PLUGIN:-${CB_BINARY_DIR:-}/tests/sim_gpu/libclusterbench_gpu.so}
@@ -76,11 +77,32 @@ assert s['memcpys'] > 100 and s['nccl_ops'] == 0 and s['peak_device_bytes'] >= 2
 rss=$(cat "$TMP/rss")
 [ "$rss" -lt $((400 * 1024)) ] || fail "peak resident memory of one rank: $rss KiB (>= 400 MiB)"
 ok "one rank: GEMM, HBM copy and host copies ok, verified, at the model's rates; statistics at exit; peak RSS $((rss / 1024)) MiB"
+unset CBSIM_STATS
+
+# (c) A GPU that gets products wrong from its first one on: the GEMM's verification fails it.
+python3 - "$NODE" "$TMP/wrong.json" <<'P'
+import json, sys
+d = json.load(open(sys.argv[1]))
+d["gpus"][0]["sim"] = {"wrong_product": {"after_s": 0, "count": 1000000000}}
+json.dump(d, open(sys.argv[2], "w"))
+P
+FAKE_NVML_JSON=$TMP/wrong.json expect_rc 1 "$CB_BIN" run --suite ci --fs-root "$ROOT" \
+  --out "$TMP/c" --only compute.gemm --set compute.gemm.backends=cublaslt \
+  --set compute.gemm.dtypes=bf16
+py "
+r = [json.loads(l) for l in open(sys.argv[1] + '/records.jsonl')][0]
+assert r['status'] == 'failed', r['status']
+assert 'row checksum' in r['message'] and 'at row 4096' in r['message'] and 'the product is wrong' in r['message'], r['message']
+" "$TMP/c"
+ok "wrong_product: the case fails with the verification's message (row 4096)"
 
 # (b) NCCL across two processes.
-[ "${CB_HAVE_MPI:-1}" = "1" ] && command -v mpirun >/dev/null || { echo "SKIP (b): no mpirun"; exit 77; }
-unset CBSIM_STATS
-shm_before=$(ls -d /dev/shm/cbsim-nccl-* 2>/dev/null | wc -l)
+if [ "${CB_HAVE_MPI:-1}" != "1" ] || ! command -v mpirun >/dev/null; then
+  echo "SKIP (b), (d): no MPI"
+  echo "$PASSES passed, 0 failed"
+  exit 0
+fi
+touch "$TMP/mark"
 expect_rc 1 "${MPIRUN[@]}" -np 2 "$CB_BIN" run --suite ci --fs-root "$ROOT" --out "$TMP/b" \
   --only 'collectives.all_reduce,collectives.all_gather,collectives.alltoall' \
   --set collectives.backends=nccl
@@ -116,24 +138,35 @@ for r in recs:
     ok += 1
 assert ok == 20, ok
 " "$TMP/b"
-shm_after=$(ls -d /dev/shm/cbsim-nccl-* 2>/dev/null | wc -l)
-[ "$shm_after" -le "$shm_before" ] || fail "a communicator directory was left in /dev/shm"
+# A directory made since (by this run or another) whose creator is gone was left behind.
+for d in /dev/shm/cbsim-nccl-*; do
+  [ -d "$d" ] && [ "$d" -nt "$TMP/mark" ] || continue
+  kill -0 "$(cat "$d/owner" 2>/dev/null || echo 0)" 2>/dev/null || fail "$d was left in /dev/shm"
+done
 ok "mpirun -np 2: NCCL all_reduce, all_gather, alltoall ok, #wrong 0, busbw the model's, NCCL's log read back"
 
-# (c) A GPU that gets products wrong from its first one on: the GEMM's verification fails it.
-python3 - "$NODE" "$TMP/wrong.json" <<'P'
-import json, sys
-d = json.load(open(sys.argv[1]))
-d["gpus"][0]["sim"] = {"wrong_product": {"after_s": 0, "count": 1000000000}}
-json.dump(d, open(sys.argv[2], "w"))
-P
-FAKE_NVML_JSON=$TMP/wrong.json expect_rc 1 "$CB_BIN" run --suite ci --fs-root "$ROOT" \
-  --out "$TMP/c" --only compute.gemm --set compute.gemm.backends=cublaslt \
-  --set compute.gemm.dtypes=bf16
-py "
+# (d) Ranks on two hosts (each in a UTS namespace of its own name, as scripts/netns-cluster.sh
+#     names its nodes): NCCL goes through the IB fabric, its log says so, busbw the network's.
+if [ "$(id -u)" -eq 0 ] && command -v unshare >/dev/null; then
+  cat >"$TMP/host.sh" <<'W'
+#!/usr/bin/env bash
+exec unshare --uts -- bash -c 'hostname "simnode$OMPI_COMM_WORLD_RANK" && exec "$@"' host "$@"
+W
+  chmod +x "$TMP/host.sh"
+  expect_rc 1 "${MPIRUN[@]}" -np 2 "$TMP/host.sh" "$CB_BIN" run --suite ci --fs-root "$ROOT" \
+    --out "$TMP/d" --only collectives.all_reduce --set collectives.backends=nccl \
+    --set collectives.minbytes=2M
+  py "
 r = [json.loads(l) for l in open(sys.argv[1] + '/records.jsonl')][0]
-assert r['status'] == 'failed', r['status']
-assert 'row checksum' in r['message'] and 'at row 4096' in r['message'] and 'the product is wrong' in r['message'], r['message']
-" "$TMP/c"
-ok "wrong_product: the case fails with the verification's message (row 4096)"
+assert r['status'] == 'ok' and r['params']['span'] == 'inter-node' and r['params']['algo'] == 'ring', r['params']
+n = r['extra']['nccl']
+assert n['network'] == 'IB' and len(n['nics']) == 8 and n['transports'] == ['NET/IB/GDRDMA'], n
+assert n['nvls'] is False and n['env'] == {'NCCL_ALGO': 'Ring'}, n
+s = 2 << 20  # 190 GB/s busbw over 8 NDR rails, factor 1 on two ranks
+busbw = [x['value'] for x in r['metrics'] if x['name'] == 'busbw'][0]
+want = s / (8e-6 + s / 190e9) / 1e9
+assert abs(busbw - want) <= 0.01 * want, (busbw, want)
+" "$TMP/d"
+  ok "ranks on two hosts: NCCL over IB (NET/IB/GDRDMA, ring), busbw the network's"
+fi
 echo "$PASSES passed, 0 failed"

@@ -25,7 +25,6 @@ void end_capture(State& st, Capture* c) {
   for (Stream* s : c->joined) s->capture = nullptr;
   for (auto& [p, e] : st.events)
     if (e->captured == c) e->captured = nullptr, e->captured_on = nullptr;
-  if (c->mode == cudaStreamCaptureModeGlobal) --st.global_captures;
 }
 
 /// The error of EndCapture on `c` (its graph is kept only on success).
@@ -107,6 +106,7 @@ cudaError_t cudaStreamQuery(cudaStream_t stream) {
     s->capture->invalidated = true;
     return fail(cudaErrorStreamCaptureUnsupported);
   }
+  if (cudaError_t e = capture_guard(st)) return fail(e);
   progress(st);
   if (!s->queue.empty()) return cudaErrorNotReady;
   settle(lock, s->t);
@@ -209,8 +209,7 @@ cudaError_t cudaEventQuery(cudaEvent_t event) {
   Event* ev = event_of(st, event);
   if (!ev) return fail(cudaErrorInvalidResourceHandle);
   if (ev->captured) return fail(cudaErrorCapturedEvent);
-  if (st.global_captures)
-    if (cudaError_t e = capture_guard(st)) return fail(e);
+  if (cudaError_t e = capture_guard(st)) return fail(e);
   progress(st);
   if (ev->done < ev->recorded) return cudaErrorNotReady;
   settle(lock, ev->time);
@@ -265,7 +264,6 @@ cudaError_t cudaStreamBeginCapture(cudaStream_t stream, cudaStreamCaptureMode mo
   c->thread = thread_id();
   s->capture = c;
   s->capture_seq = 0;
-  if (mode == cudaStreamCaptureModeGlobal) ++st.global_captures;
   return cudaSuccess;
 }
 

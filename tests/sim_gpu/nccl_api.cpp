@@ -309,6 +309,12 @@ ncclResult_t ncclCommInitRankConfig(ncclComm_t* comm, int nranks, ncclUniqueId c
   c->blocking = !config || config->blocking != 0;
   c->dir = id.substr(std::strlen(kIdPrefix));
   c->shm = nccl_map_state(c->dir);
+  if (c->shm && c->shm->slots[rank].joined.load()) {  // a unique id serves one communicator
+    delete c;
+    return refuse(nullptr, ncclInvalidUsage,
+                  "ncclCommInitRankConfig: rank " + std::to_string(rank) + " of " + id +
+                      " has joined already (a unique id serves one communicator)");
+  }
   if (!c->shm || !nccl_join(*c)) {
     delete c;
     return refuse(nullptr, ncclSystemError, "ncclCommInitRankConfig: cannot join " + id);

@@ -47,7 +47,6 @@ void reset_state() {
   st.events.clear();
   st.graphs.clear();
   st.execs.clear();
-  st.global_captures = 0;
   st.sticky = cudaSuccess;
   st.fault_text.clear();
   reload_node();

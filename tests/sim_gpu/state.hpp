@@ -6,11 +6,13 @@
 // NCCL operation, or a wait on an event whose record is itself queued): then it is queued and
 // run by progress(), which every query and wait calls. Each stream has a virtual clock: an
 // operation starts at max(the stream's clock, the issuing thread's host clock, its device's
-// engine being free) and lasts its modelled time with a deterministic +-0.3% jitter.
+// engine being free, for that thread) and lasts its modelled time with a deterministic +-0.3%
+// jitter.
 #pragma once
 
 #include <cuda_runtime.h>
 
+#include <array>
 #include <chrono>
 #include <cstdint>
 #include <deque>
@@ -43,8 +45,9 @@ class Op {
   virtual void start(State&, Stream&) {}
   /// Runs it: its effect on memory and on the stream's clock.
   virtual void run(State&, Stream&) = 0;
-  double issued = 0;        ///< the issuing thread's host clock at enqueue
-  bool from_graph = false;  ///< replayed by cudaGraphLaunch
+  double issued = 0;         ///< the issuing thread's host clock at enqueue
+  std::uint64_t thread = 0;  ///< the issuing thread (thread_id())
+  bool from_graph = false;   ///< replayed by cudaGraphLaunch
   bool started = false;
 };
 using OpPtr = std::unique_ptr<Op>;
@@ -97,7 +100,11 @@ struct Counters {
 /// Per-device state.
 struct DeviceState {
   std::uint64_t used = 0;
-  double busy[3] = {0, 0, 0};  ///< per engine, when it is free again
+  /// Per issuing thread and engine, when it is free again. Engines serialize the work of one
+  /// thread's streams; threads have clocks of their own (each advances as it waits), so work of
+  /// two threads is not ordered on an engine (it would jump one thread's stream to the other's
+  /// time).
+  std::map<std::uint64_t, std::array<double, 3>> busy;
   std::unique_ptr<Stream> legacy;
   Counters counters;
   std::uint64_t jitter_n = 0;
@@ -134,7 +141,6 @@ struct State {
   std::map<Event*, EventPtr> events;
   std::set<CUgraph_st*> graphs;
   std::set<CUgraphExec_st*> execs;
-  int global_captures = 0;  ///< captures in cudaStreamCaptureModeGlobal
   cudaError_t sticky = cudaSuccess;
   std::string fault_text;  ///< what caused the sticky error
 };

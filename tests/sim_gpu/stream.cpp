@@ -136,10 +136,11 @@ OpPtr wait_op(EventPtr e, std::uint64_t n) { return std::make_unique<WaitOp>(std
 double advance(State& st, Stream& s, const Op& op, Res res, double seconds) {
   DeviceState& d = st.dev[static_cast<size_t>(s.device)];
   double start = std::max(s.t, op.issued);
-  if (res != Res::none) start = std::max(start, d.busy[static_cast<int>(res)]);
+  auto& busy = d.busy[op.thread];
+  if (res != Res::none) start = std::max(start, busy[static_cast<int>(res)]);
   const double dur = seconds > 0 ? seconds * jitter(s.device, d.jitter_n++) : 0;
   s.t = start + dur;
-  if (res != Res::none) d.busy[static_cast<int>(res)] = s.t;
+  if (res != Res::none) busy[static_cast<int>(res)] = s.t;
   return start;
 }
 
@@ -155,6 +156,7 @@ cudaError_t enqueue(State& st, Stream& s, const Maker& make) {
   implicit_sync(st, s);
   OpPtr op = make();
   op->issued = host_now();
+  op->thread = thread_id();
   s.queue.push_back(std::move(op));
   pump(st, s);
   return cudaSuccess;

@@ -466,6 +466,31 @@ TEST_F(SimGpu, ElapsedTimeFollowsTheModel) {
   EXPECT_EQ(cudaFreeHost(pinned), cudaSuccess);
 }
 
+TEST_F(SimGpu, AnotherThreadsWorkDoesNotMoveThisThreadsClock) {
+  // A thread that has waited for a lot of GPU work (its clock far ahead) must not delay a small
+  // copy of another thread on the same engine (the burn-in's GEMM thread and all_reduce thread).
+  void* d = nullptr;
+  ASSERT_EQ(cudaMalloc(&d, 64 << 20), cudaSuccess);
+  std::vector<char> h(64 << 20);
+  std::thread([&] {
+    for (int i = 0; i < 20; ++i)  // 20 x 2.7 ms of copies to pageable memory, waited for
+      ASSERT_EQ(cudaMemcpy(h.data(), d, h.size(), cudaMemcpyDeviceToHost), cudaSuccess);
+  }).join();
+  cudaStream_t s;
+  cudaEvent_t a, b;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), cudaSuccess);
+  ASSERT_EQ(cudaEventCreate(&a), cudaSuccess);
+  ASSERT_EQ(cudaEventCreate(&b), cudaSuccess);
+  ASSERT_EQ(cudaEventRecord(a, s), cudaSuccess);
+  ASSERT_EQ(cudaMemcpyAsync(h.data(), d, 4096, cudaMemcpyDeviceToHost, s), cudaSuccess);
+  ASSERT_EQ(cudaEventRecord(b, s), cudaSuccess);
+  ASSERT_EQ(cudaEventSynchronize(b), cudaSuccess);
+  float ms = 0;
+  ASSERT_EQ(cudaEventElapsedTime(&ms, a, b), cudaSuccess);
+  const double want = 2e-6 + 4096 / (0.45 * 55e9);  // pageable
+  EXPECT_NEAR(ms / 1e3, want, 0.003 * want);
+}
+
 // --- Products --------------------------------------------------------------------------------
 
 float bf16_value(std::uint16_t h) {

@@ -223,6 +223,12 @@ TEST_F(SimNccl, PendingUntilEveryRankPostedAndTimedByTheModel) {
 }
 
 TEST_F(SimNccl, UseAfterAbortOrDestroyIsRefused) {
+  const ncclUniqueId id = new_id();
+  ncclComm_t once = nullptr, twice = nullptr;
+  ASSERT_EQ(ncclCommInitRank(&once, 1, id, 0), ncclSuccess);
+  EXPECT_EQ(ncclCommInitRank(&twice, 1, id, 0), ncclInvalidUsage);  // an id serves one comm
+  EXPECT_NE(std::string(ncclGetLastError(nullptr)).find("has joined already"), std::string::npos);
+  EXPECT_EQ(ncclCommDestroy(once), ncclSuccess);
   auto r = ranks(2);
   void* buf = alloc(4096);
   ASSERT_EQ(ncclCommAbort(r[0].comm), ncclSuccess);
