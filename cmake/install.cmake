@@ -25,7 +25,9 @@ install(DIRECTORY io/profiles/ DESTINATION share/clusterbench/profiles FILES_MAT
 install(PROGRAMS scripts/tune.sh scripts/netns-cluster.sh scripts/netns-agent.sh
         DESTINATION share/clusterbench/scripts)
 install(PROGRAMS scripts/launch/slurm.sbatch DESTINATION share/clusterbench/scripts/launch)
-install(FILES scripts/launch/mpijob.yaml DESTINATION share/clusterbench/scripts/launch)
+install(PROGRAMS scripts/launch/mpijob-entry.sh DESTINATION share/clusterbench/scripts/launch)
+install(FILES scripts/launch/mpijob.yaml scripts/launch/mpijob-results.yaml
+        DESTINATION share/clusterbench/scripts/launch)
 install(FILES README.md DESTINATION share/doc/clusterbench)
 install(DIRECTORY docs/ DESTINATION share/doc/clusterbench/docs)
 
