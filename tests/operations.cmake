@@ -6,6 +6,7 @@ cb_unit_test(test_procurement clusterbench_core clusterbench_reports ${CLUSTERBE
 cb_unit_test(test_uniformity clusterbench_reports)
 cb_unit_test(test_archive clusterbench_reports LibArchive::LibArchive)
 cb_integration_test(operations_evidence TIMEOUT 60)
+cb_integration_test(archive_signature TIMEOUT 60)
 # Issue 9 parts 3-5 (resumable and bounded runs, busy GPUs and files, no shared filesystem).
 cb_unit_test(test_open_writers clusterbench_core cb_io)
 cb_integration_test(ops_resume TIMEOUT 180)
