@@ -114,7 +114,7 @@ SignatureCheck parse_gpg_status(const std::string& status, int exit_code, const 
                   ": the file is not what that key signed";
     } else if ((kw == "EXPKEYSIG" || kw == "REVKEYSIG") && c.problem.empty()) {
       c.signer = rest_after(line, 3);
-      c.problem = std::string("signed by a ") + (kw == "EXPKEYSIG" ? "expired" : "revoked") +
+      c.problem = std::string("signed by ") + (kw == "EXPKEYSIG" ? "an expired" : "a revoked") +
                   " key: " + c.signer;
     } else if (kw == "NO_PUBKEY" && f.size() > 2) {
       c.problem = "no public key " + f[2] + " to check it with (gpg --import the signer's key)";

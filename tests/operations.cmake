@@ -5,6 +5,7 @@ find_package(LibArchive REQUIRED)
 cb_unit_test(test_procurement clusterbench_core clusterbench_reports ${CLUSTERBENCH_BENCHMARK_OBJECTS})
 cb_unit_test(test_uniformity clusterbench_reports)
 cb_unit_test(test_archive clusterbench_reports LibArchive::LibArchive)
+cb_unit_test(test_signature clusterbench_reports)
 cb_integration_test(operations_evidence TIMEOUT 60)
 cb_integration_test(archive_signature TIMEOUT 60)
 # Issue 9 parts 3-5 (resumable and bounded runs, busy GPUs and files, no shared filesystem).
