@@ -5,7 +5,7 @@
 # task/none, no accounting), then `sbatch --wait` of the recipe, which runs
 # `srun --mpi=pmix --ntasks-per-node=2 --gpus-per-node=8 clusterbench run --suite ci` (two MPI
 # ranks wired by PMIx).
-# The node has 8 GPUs by count (gres.conf, no device files), so the recipe's #SBATCH
+# The node has 8 GPUs (gres.conf, over empty stand-in device files), so the recipe's #SBATCH
 # --gpus-per-node=8 is granted (scontrol shows it) and its GPU check step runs (no NVIDIA GPU on
 # this PCI bus: nothing to open). Checks the run directory, the report and the job's exit code;
 # tears everything down.
@@ -96,8 +96,10 @@ GresTypes=gpu
 NodeName=$HOST NodeAddr=127.0.0.1 CPUs=$CPUS Gres=gpu:8 State=UNKNOWN
 PartitionName=cb Nodes=$HOST Default=YES MaxTime=UNLIMITED State=UP
 EOF
-# Eight GPUs by count only (no device files): what the recipe's #SBATCH --gpus-per-node=8 asks.
-echo "NodeName=$HOST Name=gpu Count=8" >"$S/gres.conf"
+# Eight GPUs for the recipe's #SBATCH --gpus-per-node=8: Slurm drops a GPU without a device file,
+# so each gets an empty stand-in file (nothing opens them: task/none, and no GPU on the PCI bus).
+mkdir -p "$S/dev" && touch "$S"/dev/nvidia{0..7}
+echo "NodeName=$HOST Name=gpu File=$S/dev/nvidia[0-7]" >"$S/gres.conf"
 slurmctld -i >/dev/null 2>&1 || fail_with_log "slurmctld did not start"
 slurmd -N "$HOST" -d "$SLURM_ROOT/usr/sbin/slurmstepd" >/dev/null 2>&1 ||
   fail_with_log "slurmd did not start"
