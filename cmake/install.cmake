@@ -1,7 +1,7 @@
 # Install layout and the Debian package (docs/install.md).
 #   bin/clusterbench
 #   lib/clusterbench/               the GPU plugin(s) and their .cuda side files (env/paths.hpp)
-#   share/clusterbench/specs/       the seed spec tables (reports/specs)
+#   share/clusterbench/specs/       the spec tables shipped with clusterbench (reports/specs)
 #   share/clusterbench/profiles/    the fio job files (io/profiles)
 #   share/clusterbench/scripts/     tune.sh, launch/ (the netns cluster scripts are for the tests
 #                                   and a source checkout: not installed)
