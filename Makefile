@@ -31,8 +31,7 @@ test: build-all
 	@cd $(BUILD) && ctest --output-on-failure -j$(JOBS) --timeout 900
 
 package: build
-	@cd $(BUILD) && { cpack -G DEB >cpack.log 2>&1 || { cat cpack.log; exit 2; }; } && \
-	  ls -l "$$PWD"/clusterbench_*.deb
+	@bash scripts/package.sh $(BUILD)
 
 report: build
 	@$(BUILD)/clusterbench report results/latest; rc=$$?; \

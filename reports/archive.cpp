@@ -19,6 +19,7 @@
 
 #include "records/records.hpp"
 #include "reports/render.hpp"
+#include "reports/signature.hpp"
 
 namespace clusterbench::report {
 
@@ -340,19 +341,73 @@ VerifyResult verify_archive(const std::string& path) {
   return res;
 }
 
-int archive_command(const std::string& dir, const std::string& out) {
+int archive_command(const std::string& dir, const std::string& out, const std::string& sign_key) {
   std::string target = out.empty() ? default_archive_path(dir) : out;
   ArchiveSummary s = write_archive(dir, target);
   for (const auto& k : s.skipped) std::cerr << "archive: skipped " << k << "\n";
   std::cout << "archive: " << s.path << " (" << s.files << " files, " << s.bytes << " B, manifest "
             << s.prefix << "/" << kManifest << ")\n";
+  std::cout << "archive: sha256 " << file_sha256(s.path)
+            << " (record it apart from the archive: `verify --sha256` checks it)\n";
+  if (sign_key.empty()) return 0;
+  const std::string sig = s.path + ".asc";
+  sign_file(s.path, sign_key, sig);
+  SignatureCheck c = verify_signature(s.path, sig);
+  std::cout << "archive: signed " << sig << " (key " << sign_key;
+  if (!c.fingerprint.empty()) std::cout << ", fingerprint " << c.fingerprint;
+  if (!c.signer.empty()) std::cout << ", " << c.signer;
+  std::cout << ")\n";
   return 0;
 }
 
-int verify_command(const std::string& path) {
+namespace {
+
+/// The archive's digest and signature checks: problems go to `res`, one line per finding to
+/// `said` (whole lines: "verified: sha256 ...", "verified: signature ... good", "verify:
+/// unsigned").
+void check_evidence(const std::string& path, const std::string& signature,
+                    const std::string& expect_sha256, VerifyResult& res,
+                    std::vector<std::string>& said) {
+  const std::string digest = file_sha256(path);
+  if (expect_sha256.empty())
+    said.push_back("verify: archive sha256 " + digest +
+                   " (not compared: give the one recorded with --sha256)");
+  else if (expect_sha256 == digest)
+    said.push_back("verified: sha256 " + digest + ", the one recorded (--sha256)");
+  else
+    res.problems.push_back(path + ": sha256 " + digest + ", not the " + expect_sha256 +
+                           " recorded (--sha256): this is not the archive that was recorded");
+  std::error_code ec;
+  std::string sig = signature;
+  if (sig.empty() && fs::exists(path + ".asc", ec)) sig = path + ".asc";
+  if (sig.empty()) {
+    said.push_back("verify: unsigned: no " + path +
+                   ".asc beside it (archive --sign KEYID makes one)");
+    return;
+  }
+  SignatureCheck c = verify_signature(path, sig);
+  if (!c.good)
+    res.problems.push_back(sig + ": " + c.problem);
+  else
+    said.push_back("verified: signature " + sig + " good, key " + c.fingerprint + " (" + c.signer +
+                   ")");
+}
+
+}  // namespace
+
+int verify_command(const std::string& path, const std::string& signature,
+                   const std::string& expect_sha256) {
+  std::string want = expect_sha256;
+  std::transform(want.begin(), want.end(), want.begin(), ::tolower);
+  if (!want.empty() &&
+      (want.size() != 64 || want.find_first_not_of("0123456789abcdef") != std::string::npos))
+    throw InputError("--sha256 " + expect_sha256 + ": not 64 hex digits");
   VerifyResult r = verify_archive(path);
+  std::vector<std::string> said;
+  check_evidence(path, signature, want, r, said);
   if (r.ok()) {
     std::cout << "verified: " << path << ": " << r.files_checked << " files match SHA256SUMS\n";
+    for (const auto& line : said) std::cout << line << "\n";
     return 0;
   }
   for (const auto& p : r.problems) std::cerr << "verify: " << p << "\n";

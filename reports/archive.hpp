@@ -55,11 +55,20 @@ struct VerifyResult {
 /// archive (...)" — empty files, text files, and files truncated before the first member.
 VerifyResult verify_archive(const std::string& path);
 
-/// `clusterbench archive DIR [-o FILE]`: prints the archive's path, files and bytes; returns 0.
-int archive_command(const std::string& dir, const std::string& out);
+/// `clusterbench archive DIR [-o FILE] [--sign KEYID]`: prints the archive's path, files and
+/// bytes, then its SHA-256 (signature.hpp file_sha256); with a `sign_key`, writes FILE.asc, a
+/// detached GnuPG signature by that key, and prints the key's fingerprint. Returns 0; throws
+/// InputError (exit 2) when signing fails, the archive itself then being written.
+int archive_command(const std::string& dir, const std::string& out, const std::string& sign_key);
 
-/// `clusterbench verify ARCHIVE`: prints "verified: N files" and returns 0, or prints each
-/// problem to stderr and returns 1.
-int verify_command(const std::string& path);
+/// `clusterbench verify ARCHIVE [--signature FILE] [--sha256 HEX]`: the members against
+/// SHA256SUMS (verify_archive), the archive's SHA-256 against `expect_sha256` when given, and
+/// the detached signature `signature` (default ARCHIVE.asc where it exists; none is not a
+/// problem but is said). Prints "verified: ..." with the digest and the signer and returns 0, or
+/// prints each problem to stderr and returns 1 (a BAD signature, a digest that differs, a
+/// signature by a key without its public key here). Throws InputError (exit 2) when a named
+/// signature file cannot be read, gpg is missing, or `expect_sha256` is not 64 hex digits.
+int verify_command(const std::string& path, const std::string& signature,
+                   const std::string& expect_sha256);
 
 }  // namespace clusterbench::report

@@ -24,12 +24,12 @@ ArchiveSummary write_archive(const std::string&, const std::string&) {
 
 VerifyResult verify_archive(const std::string&) { throw InputError(kNoArchive); }
 
-int archive_command(const std::string&, const std::string&) {
+int archive_command(const std::string&, const std::string&, const std::string&) {
   std::cerr << "archive: " << kNoArchive << "\n";
   return 2;
 }
 
-int verify_command(const std::string&) {
+int verify_command(const std::string&, const std::string&, const std::string&) {
   std::cerr << "verify: " << kNoArchive << "\n";
   return 2;
 }

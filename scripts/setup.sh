@@ -13,6 +13,8 @@
 #   buildah and podman (the bare-root, package and image tests), numpy/scipy, benchmark tools,
 #   Chromium (report.html looked at in a headless browser; `clusterbench report --pdf`),
 #   poppler-utils (pdftotext: the PDF's cover page).
+#   python3-yaml and python3-jsonschema (the MPIJob checked against the MPI Operator's schema), gnupg
+#   (archive --sign and verify of a signed archive).
 #   apt-get download: Slurm and munge (slurmctld, slurmd, slurm-client, munge and their plugins),
 #   unpacked into .deps/slurm for the one-node Slurm test; not installed, so no systemd unit of
 #   theirs is enabled beside a site's own Slurm.
@@ -31,7 +33,7 @@ APT_PACKAGES=(
 TEST_PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-tools python3-numpy python3-scipy time universal-ctags
   libxml2-utils clang libclang-rt-14-dev e2fsprogs util-linux mmdebstrap xz-utils buildah podman
-  chromium poppler-utils
+  chromium poppler-utils python3-yaml python3-jsonschema gnupg
 )
 ((TEST)) && APT_PACKAGES+=("${TEST_PACKAGES[@]}")
 

@@ -5,8 +5,18 @@
 # (PACKAGE_FROM=prebuilt: the project is not compiled a second time), built with
 # `buildah build --isolation chroot` (no daemon). In it (`buildah run --isolation chroot`):
 #  - `clusterbench run --suite ci` completes with its report, exit 0, 1 or 4;
-#  - mpirun (as root, as the MPIJob's launcher runs it) runs a 2-rank all_reduce.
-# Prints the image size. Needs the package_deb fixture and the network (apt). Budget: ~2 min.
+#  - mpirun (as root, as the MPIJob's launcher runs it) runs a 2-rank all_reduce;
+#  - the InfiniBand userspace is there: `ibv_devinfo` runs and, with no HCA here, says "No IB
+#    devices found" (or, on a kernel without verbs, "Failed to get IB devices list: Function not
+#    implemented"; not "command not found"), the verbs providers
+#    (mlx5 among them) are installed, and `ucx_info` lists UCX's transports;
+#  - `clusterbench inventory` writes this node's EnvRecord;
+#  - the MPIJob's worker: the image has no SSH host key; `mpijob-entry.sh worker` makes them and
+#    runs sshd, which lets root in with a key and runs `clusterbench --version` and finds `orted`
+#    (what mpirun runs over ssh); sshd and ssh default to port 2222.
+# What it does not check: the GPU plugin with CUDA's libraries (no GPU and no CUDA in this base;
+# deploy_package checks that the installed binary looks for it in /usr/lib/clusterbench).
+# Prints the image size. Needs the package_deb fixture and the network (apt). Budget: ~3 min.
 source "$(dirname "$0")/lib.sh"
 : "${CB_BINARY_DIR:?}"
 for t in buildah podman; do command -v $t >/dev/null || fail "no $t (scripts/setup.sh --test)"; done
@@ -74,4 +84,54 @@ assert run['world_size'] == 2 and run['exit_code'] == $rc and not run['aborted']
 " "$M/results/np2"
 buildah umount "$CTR" >/dev/null
 ok "mpirun -np 2 as root in the image (the MPIJob's launcher): world size 2, exit $rc"
+
+# The InfiniBand userspace and UCX. ibv_devinfo without an HCA says "No IB devices found" where the
+# kernel has its verbs interface (ib_uverbs), and "Failed to get IB devices list: Function not
+# implemented" where it has none (this VM): either way libibverbs ran, and exits 255.
+buildah run --isolation chroot "$CTR" -- sh -c 'ibv_devinfo; echo "rc=$?"; ls /usr/lib/*/libibverbs/;
+  ucx_info -v; ucx_info -d | grep -i "transport:" | sort -u' >"$TMP/out" 2>&1
+expect_out "No IB devices found|Failed to get IB devices list: Function not implemented"
+expect_out "^rc=255$"
+grep -q "^rc=127" "$TMP/out" && { cat "$TMP/out" >&2; fail "ibv_devinfo is not in the image"; }
+expect_out "libmlx5-rdmav[0-9]+\.so"
+expect_out "^# Version [0-9]+\.[0-9]+"
+expect_out "Transport: (posix|tcp|self)"
+ok "ibv_devinfo runs (no HCA here: $(grep -m1 -E 'No IB|Failed to get IB' "$TMP/out")), verbs providers (mlx5) installed, UCX $(sed -n 's/^# Version \([0-9.]*\).*/\1/p' "$TMP/out" | head -1) with $(grep -ci 'transport:' "$TMP/out") transports"
+
+buildah run --isolation chroot "$CTR" -- sh -c 'clusterbench inventory' >"$TMP/inv.json" 2>"$TMP/out"
+rc=$?
+[ "$rc" = 0 ] || { cat "$TMP/out" >&2; fail "clusterbench inventory: exit $rc"; }
+py "
+e = json.load(open(sys.argv[1]))
+assert e['schema'].startswith('clusterbench.env/') and e['host'], e.get('schema')
+" "$TMP/inv.json"
+ok "clusterbench inventory in the image: an EnvRecord of $(stat -c %s "$TMP/inv.json") B"
+
+# The MPIJob's worker: sshd on a free port (the test shares the host's network), root logs in
+# with a key as the MPI Operator's launcher would, and runs what mpirun runs there.
+PORT=$((30000 + ($$ % 4000) * 2))
+while ss -ltn 2>/dev/null | grep -qE ":$PORT\b"; do PORT=$((PORT + 1)); done
+buildah run --isolation chroot "$CTR" -- bash -c '
+  ls /etc/ssh/ssh_host_* 2>/dev/null | sed "s/^/baked host key: /"
+  ssh -G anyhost | grep -E "^(port|stricthostkeychecking) "
+  mkdir -p -m 700 /root/.ssh && ssh-keygen -q -t ed25519 -N "" -f /root/.ssh/id_ed25519 &&
+    cp /root/.ssh/id_ed25519.pub /root/.ssh/authorized_keys
+  CB_SSH_PORT='"$PORT"' /usr/share/clusterbench/scripts/launch/mpijob-entry.sh worker 2>/tmp/sshd.log &
+  pid=$!
+  for i in $(seq 50); do ssh-keyscan -p '"$PORT"' 127.0.0.1 >/dev/null 2>&1 && break; sleep 0.1; done
+  ls /etc/ssh/ssh_host_*_key | sed "s/^/host key made: /"
+  sshd -T | grep -E "^(port|usepam|permitrootlogin) "
+  ssh -o BatchMode=yes -p '"$PORT"' root@127.0.0.1 "clusterbench --version; command -v orted"
+  echo "ssh rc=$?"
+  kill $pid; wait $pid 2>/dev/null; cat /tmp/sshd.log | tail -3' >"$TMP/out" 2>&1
+! grep -q "^baked host key" "$TMP/out" || { cat "$TMP/out" >&2; fail "the image carries SSH host keys"; }
+expect_out "^port 2222$"
+expect_out "^stricthostkeychecking (false|no)$"
+expect_out "^host key made: /etc/ssh/ssh_host_ed25519_key$"
+expect_out "^usepam no$"
+expect_out "^permitrootlogin without-password$|^permitrootlogin prohibit-password$"
+expect_out "^clusterbench 0\.1\.0"
+expect_out "^/usr/bin/orted$"
+expect_out "^ssh rc=0$"
+ok "mpijob-entry.sh worker: host keys made at start (none in the image), sshd lets root in by key (port 2222 by default; $PORT here) and runs clusterbench and finds orted"
 echo "$PASSES passed, 0 failed"

@@ -3,8 +3,12 @@
 # from Debian (slurmctld, slurmd, slurm-client, munge), started from a throwaway configuration in
 # the test's temp dir (own ports, state, spool, logs, munge key and socket; proctrack/linuxproc,
 # task/none, no accounting), then `sbatch --wait` of the recipe, which runs
-# `srun --mpi=pmix --ntasks-per-node=2 clusterbench run --suite ci` (two MPI ranks wired by PMIx).
-# Checks the run directory, the report and the job's exit code; tears everything down.
+# `srun --mpi=pmix --ntasks-per-node=2 --gpus-per-node=8 clusterbench run --suite ci` (two MPI
+# ranks wired by PMIx).
+# The node has 8 GPUs (gres.conf, over empty stand-in device files), so the recipe's #SBATCH
+# --gpus-per-node=8 is granted (scontrol shows it) and its GPU check step runs (no NVIDIA GPU on
+# this PCI bus: nothing to open). Checks the run directory, the report and the job's exit code;
+# tears everything down.
 # Fails when Slurm is missing (scripts/setup.sh --test unpacks it into .deps/slurm), and
 # quotes the daemon's own log line when one cannot start. Budget: < 90 s (about 15 s here).
 source "$(dirname "$0")/lib.sh"
@@ -88,9 +92,14 @@ AccountingStorageType=accounting_storage/none
 JobCompType=jobcomp/none
 MailProg=/bin/true
 ReturnToService=2
-NodeName=$HOST NodeAddr=127.0.0.1 CPUs=$CPUS State=UNKNOWN
+GresTypes=gpu
+NodeName=$HOST NodeAddr=127.0.0.1 CPUs=$CPUS Gres=gpu:8 State=UNKNOWN
 PartitionName=cb Nodes=$HOST Default=YES MaxTime=UNLIMITED State=UP
 EOF
+# Eight GPUs for the recipe's #SBATCH --gpus-per-node=8: Slurm drops a GPU without a device file,
+# so each gets an empty stand-in file (nothing opens them: task/none, and no GPU on the PCI bus).
+mkdir -p "$S/dev" && touch "$S"/dev/nvidia{0..7}
+echo "NodeName=$HOST Name=gpu File=$S/dev/nvidia[0-7]" >"$S/gres.conf"
 slurmctld -i >/dev/null 2>&1 || fail_with_log "slurmctld did not start"
 slurmd -N "$HOST" -d "$SLURM_ROOT/usr/sbin/slurmstepd" >/dev/null 2>&1 ||
   fail_with_log "slurmd did not start"
@@ -113,17 +122,25 @@ ARGS+=" --set collectives.all_reduce.backends=mpi --set collectives.all_reduce.m
 ARGS+=" --prometheus $S/results/cb.prom"
 # Two busy-polling ranks on a shared 2-core machine crawl: yield as mpirun --oversubscribe does.
 t0=$SECONDS
-timeout 80 env OMPI_MCA_mpi_yield_when_idle=1 CB_BIN="$CB_BIN" SUITE=ci CB_RESULTS="$S/results" CB_TASKS_PER_NODE=2 \
-  CB_ARGS="$ARGS" sbatch --wait --time=5 --output="$S/job.out" \
+# Its directives ask for 8 GPUs and 8 tasks per node; the command line gives 2 tasks (2 cores).
+timeout 80 env OMPI_MCA_mpi_yield_when_idle=1 CB_BIN="$CB_BIN" SUITE=ci CB_RESULTS="$S/results" \
+  CB_ARGS="$ARGS" sbatch --wait --time=5 --ntasks-per-node=2 --output="$S/job.out" \
   "$CB_SOURCE_DIR/scripts/launch/slurm.sbatch" >"$TMP/out" 2>&1
 job_rc=$?
 job_s=$((SECONDS - t0))
 [ "$job_rc" -eq 124 ] && { cat "$S/job.out" "$S"/log/*.log >&2; fail "the job did not finish in 80 s"; }
 grep -q "Submitted batch job" "$TMP/out" || { cat "$TMP/out" >&2; fail "sbatch did not submit"; }
 [ -s "$S/job.out" ] || fail "no job output"
-grep -q "clusterbench: 1 node(s) x 2 task(s)" "$S/job.out" || { cat "$S/job.out" >&2; fail "tasks line"; }
-grep -q -- "srun --mpi=pmix --nodes=1 --ntasks-per-node=2 --ntasks=2 --cpu-bind=none" "$S/job.out" \
-  || { cat "$S/job.out" >&2; fail "srun line"; }
+grep -q "clusterbench: 1 node(s) x 2 task(s), 8 GPU(s) per node asked of Slurm" "$S/job.out" ||
+  { cat "$S/job.out" >&2; fail "tasks line"; }
+grep -q -- "srun --mpi=pmix --nodes=1 --ntasks-per-node=2 --ntasks=2 --gpus-per-node=8 --cpu-bind=none" \
+  "$S/job.out" || { cat "$S/job.out" >&2; fail "srun line"; }
+grep -q "gpu check: 2 task(s) on nodes with no NVIDIA GPU on the PCI bus" "$S/job.out" ||
+  { cat "$S/job.out" >&2; fail "GPU check line"; }
+JOB=$(sed -n 's/^Submitted batch job \([0-9]*\).*/\1/p' "$TMP/out")
+scontrol show job "$JOB" >"$TMP/job" 2>&1 || { cat "$TMP/job" >&2; fail "scontrol show job $JOB"; }
+grep -Eq "TresPerNode=(gres/|gres:)?gpu:8" "$TMP/job" && grep -q "OverSubscribe=NO" "$TMP/job" ||
+  { cat "$TMP/job" >&2; fail "job $JOB: not the recipe's GPUs per node or not exclusive"; }
 RUN=$(readlink -f "$S/results/latest")
 [ -d "$RUN" ] || { cat "$S/job.out" >&2; fail "no results/latest"; }
 py '
@@ -154,5 +171,5 @@ prom = open(os.path.dirname(run_dir) + "/cb.prom").read()
 assert "clusterbench_run_exit_code %d\n" % job_rc in prom, prom
 assert "clusterbench_host_memory_bandwidth_bytes_per_second{host=\"%s\"" % host in prom, prom
 ' "$RUN" "$job_rc" "$HOST" "$S/job.out"
-ok "sbatch --wait slurm.sbatch: srun --mpi=pmix, world of 2, STREAM + MPI all_reduce records, report and textfile; job exit $job_rc = run.json exit code; job ${job_s} s"
+ok "sbatch --wait slurm.sbatch: the job holds gpu:8 per node (TresPerNode) and the whole node; srun --mpi=pmix, world of 2, STREAM + MPI all_reduce records, report and textfile; job exit $job_rc = run.json exit code; job ${job_s} s"
 echo "PASS: $PASSES checks"
