@@ -61,3 +61,12 @@ if(TEST sim_gpu_smoke)
   set_property(TEST sim_gpu_smoke APPEND PROPERTY ENVIRONMENT
     "CB_SIM_PLUGIN=$<TARGET_FILE:cbsim_gpu_plugin>")
 endif()
+
+# The 8-GPU node end to end on the simulated node (tests/integration/sim_node.sh): a healthy
+# node's quick run and burn-in under mpirun -np 8, then each fault injected by name. 8 ranks on 2
+# cores: run alone. Budget: about 6 minutes.
+cb_integration_test(sim_node LOCKS "mpirun;netns" TIMEOUT 900)
+if(TEST sim_node)
+  set_tests_properties(sim_node PROPERTIES RUN_SERIAL TRUE)
+  set_property(TEST sim_node APPEND PROPERTY DEPENDS sim_gpu_smoke)
+endif()
