@@ -323,6 +323,8 @@ long long count_differing(const Segs& d, const Segs& r, Elem t, std::uint64_t co
 }  // namespace
 
 void run_compare(State& st, Stream& s, const CompareArgs& c, Res& res, double& seconds) {
+  DeviceState& ds = st.dev[static_cast<size_t>(s.device)];
+  if (!ds.seen_compare) ds.seen_compare = true, ds.first_compare = std::chrono::steady_clock::now();
   const Elem t = fill_elem(c.out);
   const auto count = static_cast<std::uint64_t>(std::max(0LL, c.count));
   const std::uint64_t bytes = count * elem_size(t);

@@ -190,7 +190,9 @@ bool wrong_product_now(State& st, int device) {
   if (!ds.seen_matmul) ds.seen_matmul = true, ds.first_matmul = now;
   if (!w.enabled || ds.wrong_left == 0) return false;
   if (ds.wrong_left < 0) {
-    if (std::chrono::duration<double>(now - ds.first_matmul).count() < w.after_s) return false;
+    if (w.from_compare && !ds.seen_compare) return false;
+    const auto from = w.from_compare ? ds.first_compare : ds.first_matmul;
+    if (std::chrono::duration<double>(now - from).count() < w.after_s) return false;
     ds.wrong_left = w.count;
   }
   --ds.wrong_left;

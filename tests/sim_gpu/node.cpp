@@ -55,7 +55,8 @@ void read_gpu_sim(const json& s, Gpu& g) {
   g.l2_bytes = s.value("l2_bytes", g.l2_bytes);
   if (s.contains("wrong_product")) {
     const json& w = s.at("wrong_product");
-    g.wrong_product = {true, w.value("after_s", 0.0), w.value("count", 1LL)};
+    g.wrong_product = {true, w.value("after_s", 0.0), w.value("count", 1LL),
+                       w.value("from", std::string("matmul")) == "compare"};
   }
   if (s.contains("sticky_error")) {
     const json& e = s.at("sticky_error");

@@ -10,12 +10,14 @@
 namespace cbsim {
 
 /// The "wrong_product" fault of one GPU: the first cublasLtMatmul that starts at least `after_s`
-/// wall seconds after the device's first one gets one wrong output element, and so do the
-/// `count` - 1 products after it.
+/// wall seconds after the device's first one (`from_compare`: after its first compare_elements,
+/// which is when a burn-in's soak starts comparing its products) gets one wrong output element,
+/// and so do the `count` - 1 products after it.
 struct WrongProduct {
   bool enabled = false;
   double after_s = 0;
   long long count = 1;
+  bool from_compare = false;
 };
 
 /// The "sticky_error" fault of one GPU: the first operation that runs on the device at least

@@ -111,8 +111,8 @@ struct DeviceState {
   bool seen_op = false;
   std::chrono::steady_clock::time_point first_op;
   bool sticky_fired = false;
-  bool seen_matmul = false;
-  std::chrono::steady_clock::time_point first_matmul;
+  bool seen_matmul = false, seen_compare = false;
+  std::chrono::steady_clock::time_point first_matmul, first_compare;
   long long wrong_left = -1;  ///< products still to corrupt; -1 before the fault starts
 };
 
