@@ -1,4 +1,5 @@
-// What the collectives share (collective.hpp): types, sums, sweep, arithmetic, the case loop.
+// The collectives' benchmark (collective.hpp): its knobs, plan, NCCL environment, buffers and case
+// loop; the shared element arithmetic and table are in elements.cpp.
 #include "collectives/collective.hpp"
 
 #include <algorithm>
@@ -14,231 +15,10 @@
 #include <thread>
 #include <vector>
 
-#include "core/case_line.hpp"
-#include "core/error.hpp"
-#include "core/progress.hpp"
+#include "core/api/error.hpp"
+#include "core/api/ops_progress.hpp"
 
 namespace clusterbench::collectives {
-
-Dtype parse_dtype(const std::string& name, const std::string& what) {
-  if (name == "float") return Dtype::f32;
-  if (name == "half") return Dtype::f16;
-  if (name == "bfloat16") return Dtype::bf16;
-  throw InputError(what + ": unknown type '" + name + "' (float, half, bfloat16)");
-}
-
-const char* dtype_name(Dtype t) {
-  return t == Dtype::f32 ? "float" : t == Dtype::f16 ? "half" : "bfloat16";
-}
-
-std::size_t dtype_size(Dtype t) { return t == Dtype::f32 ? 4 : 2; }
-
-std::uint16_t float_to_half(float f) {
-  std::uint32_t x;
-  std::memcpy(&x, &f, 4);
-  std::uint32_t sign = (x >> 16) & 0x8000u;
-  std::uint32_t mant = x & 0x7fffffu;
-  int exp = static_cast<int>((x >> 23) & 0xffu);
-  if (exp == 0xff) return static_cast<std::uint16_t>(sign | 0x7c00u | (mant ? 0x200u : 0u));
-  int e = exp - 127 + 15;
-  if (e >= 0x1f) return static_cast<std::uint16_t>(sign | 0x7c00u);
-  if (e <= 0) {  // subnormal half (or zero)
-    if (e < -10) return static_cast<std::uint16_t>(sign);
-    mant |= 0x800000u;
-    int shift = 14 - e;
-    std::uint32_t h = mant >> shift;
-    std::uint32_t rem = mant & ((1u << shift) - 1);
-    std::uint32_t halfway = 1u << (shift - 1);
-    if (rem > halfway || (rem == halfway && (h & 1u))) ++h;
-    return static_cast<std::uint16_t>(sign | h);
-  }
-  std::uint32_t h = (static_cast<std::uint32_t>(e) << 10) | (mant >> 13);
-  std::uint32_t rem = mant & 0x1fffu;
-  if (rem > 0x1000u || (rem == 0x1000u && (h & 1u))) ++h;  // a carry rounds up to infinity
-  return static_cast<std::uint16_t>(sign | h);
-}
-
-float half_to_float(std::uint16_t h) {
-  std::uint32_t sign = (static_cast<std::uint32_t>(h) & 0x8000u) << 16;
-  std::uint32_t exp = (h >> 10) & 0x1fu;
-  std::uint32_t mant = h & 0x3ffu;
-  std::uint32_t bits;
-  if (exp == 0) {
-    float f = std::ldexp(static_cast<float>(mant), -24);
-    return sign ? -f : f;
-  }
-  if (exp == 31)
-    bits = sign | 0x7f800000u | (mant << 13);
-  else
-    bits = sign | ((exp - 15 + 127) << 23) | (mant << 13);
-  float f;
-  std::memcpy(&f, &bits, 4);
-  return f;
-}
-
-std::uint16_t float_to_bf16(float f) {
-  std::uint32_t x;
-  std::memcpy(&x, &f, 4);
-  if ((x & 0x7f800000u) == 0x7f800000u && (x & 0x7fffffu))
-    return static_cast<std::uint16_t>((x >> 16) | 0x40u);  // quiet NaN
-  x += 0x7fffu + ((x >> 16) & 1u);
-  return static_cast<std::uint16_t>(x >> 16);
-}
-
-float bf16_to_float(std::uint16_t b) {
-  std::uint32_t x = static_cast<std::uint32_t>(b) << 16;
-  float f;
-  std::memcpy(&f, &x, 4);
-  return f;
-}
-
-double load(Dtype t, const void* data, long long i) {
-  if (t == Dtype::f32) return static_cast<const float*>(data)[i];
-  std::uint16_t v = static_cast<const std::uint16_t*>(data)[i];
-  return t == Dtype::f16 ? half_to_float(v) : bf16_to_float(v);
-}
-
-void store(Dtype t, void* data, long long i, double v) {
-  float f = static_cast<float>(v);
-  if (t == Dtype::f32)
-    static_cast<float*>(data)[i] = f;
-  else
-    static_cast<std::uint16_t*>(data)[i] = t == Dtype::f16 ? float_to_half(f) : float_to_bf16(f);
-}
-
-void sum_into(Dtype t, const void* in, void* inout, long long count) {
-  if (t == Dtype::f32) {
-    const float* a = static_cast<const float*>(in);
-    float* b = static_cast<float*>(inout);
-    for (long long i = 0; i < count; ++i) b[i] += a[i];
-    return;
-  }
-  const std::uint16_t* a = static_cast<const std::uint16_t*>(in);
-  std::uint16_t* b = static_cast<std::uint16_t*>(inout);
-  if (t == Dtype::f16) {
-    for (long long i = 0; i < count; ++i)
-      b[i] = float_to_half(half_to_float(a[i]) + half_to_float(b[i]));
-  } else {
-    for (long long i = 0; i < count; ++i)
-      b[i] = float_to_bf16(bf16_to_float(a[i]) + bf16_to_float(b[i]));
-  }
-}
-
-double input_value(int rank, long long i) { return static_cast<double>((3LL * rank + i) % 5 + 1); }
-
-long long op_bytes(const Layout& l, Dtype t) {
-  return std::max(l.send_count, l.recv_count) * static_cast<long long>(dtype_size(t));
-}
-
-double algbw_gbs(double bytes, double seconds) { return bytes / seconds / 1e9; }
-
-double busbw_gbs(const Collective& c, double bytes, double seconds, int n) {
-  return algbw_gbs(bytes, seconds) * c.factor(n);
-}
-
-std::vector<long long> sweep(long long minbytes, long long maxbytes, double stepfactor,
-                             const std::string& what) {
-  if (minbytes <= 0 || maxbytes < minbytes)
-    throw InputError(what + ": need 0 < minbytes <= maxbytes (got " + std::to_string(minbytes) +
-                     ", " + std::to_string(maxbytes) + ")");
-  if (!(stepfactor > 1))
-    throw InputError(what + ": stepfactor must be > 1 (got " + std::to_string(stepfactor) + ")");
-  std::vector<long long> out;
-  for (double s = static_cast<double>(minbytes); s <= static_cast<double>(maxbytes);
-       s *= stepfactor) {
-    long long b = static_cast<long long>(s);
-    if (out.empty() || b != out.back()) out.push_back(b);
-  }
-  return out;
-}
-
-double tolerance(Dtype t, int n) {
-  double half_ulp = t == Dtype::f32   ? std::ldexp(1.0, -24)
-                    : t == Dtype::f16 ? std::ldexp(1.0, -11)
-                                      : std::ldexp(1.0, -8);
-  return std::max(1, n) * half_ulp;
-}
-
-long long count_wrong(const Collective& c, Dtype t, const void* result, long long count, int rank,
-                      int n, long long block, int root, long long first) {
-  const double tol = tolerance(t, n);
-  long long wrong = 0;
-  // expected() depends on the index through its residue mod kInputPeriod and its block only:
-  // computed kInputPeriod times per block, not per element (a 1 GiB all_reduce over 8 ranks
-  // would otherwise spend 8 input_value calls on each of its 268 million elements).
-  double want_of[kInputPeriod] = {};
-  long long cached_block = -1;
-  for (long long i = 0; i < count; ++i) {
-    const long long g = first + i, b = block > 0 ? g / block : 0;
-    if (b != cached_block) {
-      for (long long k = 0; k < kInputPeriod; ++k)
-        want_of[(g + k) % kInputPeriod] = c.expected(rank, n, g + k, block, root);
-      cached_block = b;
-    }
-    const double want = want_of[g % kInputPeriod];
-    if (std::isnan(want)) continue;
-    const double got = load(t, result, i);
-    if (!(std::fabs(got - want) <= tol * std::fabs(want))) ++wrong;
-  }
-  return wrong;
-}
-
-std::string table_header() {
-  char buf[1024];
-  std::snprintf(buf, sizeof buf,
-                "#%77s%34s\n"
-                "#%11s %13s %9s %7s %6s %9s %8s %8s %6s %9s %8s %8s %6s\n"
-                "#%11s %13s %9s %7s %6s %9s %8s %8s %6s %9s %8s %8s %6s\n",
-                "out-of-place", "in-place", "size", "count", "type", "redop", "root", "time",
-                "algbw", "busbw", "#wrong", "time", "algbw", "busbw", "#wrong", "(B)", "(elements)",
-                "", "", "", "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(GB/s)", "(GB/s)", "");
-  return buf;
-}
-
-long long Backend::count_differing(const void* data, const void* ref, long long count, Dtype t) {
-  const size_t bytes = static_cast<size_t>(count) * dtype_size(t);
-  std::vector<unsigned char> a(bytes), b(bytes);
-  download(a.data(), data, bytes);
-  download(b.data(), ref, bytes);
-  long long differ = 0;
-  for (long long i = 0; i < count; ++i)
-    if (!(load(t, a.data(), i) == load(t, b.data(), i))) ++differ;
-  return differ;
-}
-
-void table_add(CollectiveTable& t, double busbw, long long wrong, double inplace_busbw,
-               long long inplace_wrong) {
-  t.busbw_sum += busbw, ++t.busbw_n, t.wrong += wrong;
-  if (inplace_busbw >= 0 && inplace_wrong >= 0)
-    t.busbw_sum += inplace_busbw, ++t.busbw_n, t.wrong += inplace_wrong;
-}
-
-std::string table_footer(long long wrong, double busbw_sum, long long busbw_n) {
-  char buf[256];
-  std::snprintf(buf, sizeof buf,
-                "# Out of bounds values : %lld %s\n# Avg bus bandwidth    : %g \n#\n", wrong,
-                wrong ? "FAILED" : "OK", busbw_n > 0 ? busbw_sum / busbw_n : 0.0);
-  return buf;
-}
-
-std::string table_row(long long bytes, long long count, const std::string& type,
-                      const std::string& redop, int root, double time_us, double algbw,
-                      double busbw, long long wrong, double inplace_time_us, double inplace_algbw,
-                      double inplace_busbw, long long inplace_wrong) {
-  char buf[512];
-  int k = std::snprintf(buf, sizeof buf, "%12lld %13lld %9s %7s %6d %9.2f %8.2f %8.2f %6lld", bytes,
-                        count, type.c_str(), redop.c_str(), root, time_us, algbw, busbw, wrong);
-  if (inplace_time_us >= 0 && inplace_wrong >= 0)
-    std::snprintf(buf + k, sizeof buf - static_cast<size_t>(k), " %9.2f %8.2f %8.2f %6lld",
-                  inplace_time_us, inplace_algbw, inplace_busbw, inplace_wrong);
-  else if (inplace_time_us >= 0)
-    std::snprintf(buf + k, sizeof buf - static_cast<size_t>(k), " %9.2f %8.2f %8.2f %6s",
-                  inplace_time_us, inplace_algbw, inplace_busbw, "n/a");
-  else
-    std::snprintf(buf + k, sizeof buf - static_cast<size_t>(k), " %9s %8s %8s %6s", "n/a", "n/a",
-                  "n/a", "n/a");
-  return std::string(buf) + "\n";
-}
 
 namespace {
 
@@ -367,8 +147,8 @@ CollectiveBenchmark::Options CollectiveBenchmark::options(const Settings& s) con
 namespace {
 
 /// The params an NCCL case adds: where it runs (span) and which algorithm it allows. Wire-bandwidth
-/// cases (the network paths, and any run across nodes) force the ring (DESIGN.md "Collectives");
-/// RoCE settings not given come from the launcher's environment.
+/// cases (the network paths, and any run across nodes) force the ring (docs/design.md
+/// "Collectives"); RoCE settings not given come from the launcher's environment.
 json nccl_params(const std::string& path, const std::string& algo, const std::string& gid,
                  const std::string& tc) {
   std::string span = "in-node";
@@ -418,6 +198,20 @@ void CollectiveBenchmark::check_nccl_env(const Settings& s, const Options& o) co
                    "(--set collectives.KEY=VALUE) or run this collective alone");
 }
 
+json CollectiveCase::params() const {
+  json p = {{"backend", backend}, {"dtype", dtype}, {"bytes", bytes}};
+  if (backend == "nccl") p.update(nccl);
+  return p;
+}
+
+CollectiveCase CollectiveCase::of(const json& p) {
+  CollectiveCase c{p.value("backend", ""), p.value("dtype", ""), p.value("bytes", 0LL), {}};
+  if (c.backend == "nccl")
+    for (const auto& [k, v] : p.items())
+      if (k != "backend" && k != "dtype" && k != "bytes") c.nccl[k] = v;
+  return c;
+}
+
 std::vector<json> CollectiveBenchmark::cases(const Settings& s) const {
   const Options o = options(s);
   const json nccl = nccl_params(o.path, o.algo, o.ib_gid_index, o.ib_tc);
@@ -430,9 +224,7 @@ std::vector<json> CollectiveBenchmark::cases(const Settings& s) const {
       parse_dtype(t, "--set " + s.given_key(id(), "dtypes"));
       for (long long b : sweep(o.minbytes, o.maxbytes, o.stepfactor,
                                "--set " + id() + ".minbytes/maxbytes/stepfactor")) {
-        json p = {{"backend", be}, {"dtype", t}, {"bytes", b}};
-        if (be == "nccl") p.update(nccl);
-        out.push_back(p);
+        out.push_back(CollectiveCase{be, t, b, be == "nccl" ? nccl : json::object()}.params());
       }
     }
   }
@@ -444,7 +236,7 @@ std::string CollectiveBenchmark::applicable(const NodeEnv& /*node*/) const {
 }
 
 std::string CollectiveBenchmark::case_waiver(const json& params, const NodeEnv& node) const {
-  if (params.value("backend", "") != "mpi") return "";
+  if (!CollectiveCase::of(params).mpi()) return "";
   // Not mpi_backend(): constructing it is collective, and rank 0 alone asks while planning.
   if (!CLUSTERBENCH_HAVE_MPI) return "built without MPI (-DCLUSTERBENCH_MPI=OFF): no MPI backend";
   // Over one rank MPI moves no data: busbw is 0 by definition and algbw meaningless.
@@ -455,23 +247,24 @@ std::string CollectiveBenchmark::case_waiver(const json& params, const NodeEnv& 
 }
 
 double CollectiveBenchmark::estimate_s(const Settings& s, const json& params) const {
-  if (params.value("backend", "") == "mpi" && Context::get().world_size() < 2) return 0;
+  const CollectiveCase c = CollectiveCase::of(params);
+  if (c.mpi() && Context::get().world_size() < 2) return 0;
   // The in-place and out-of-place loops; the reference (float all_reduce on MPI) runs one batch
   // beside each out-of-place batch, a third loop's worth.
   const bool reference = reference_(s) == "true" && std::string(coll_.name) == "all_reduce" &&
-                         params.value("backend", "") == "mpi" &&
-                         params.value("dtype", "") == "float";
+                         c.mpi() && c.dtype == "float";
   return 0.2 + (reference ? 3 : 2) * loop_estimate_s(min_time(s), 0);
 }
 
 namespace {
 
-/// The backend of a case. NCCL cases follow the GPU disposition (DESIGN.md "GPU plugin"): waived
-/// without GPUs, failed on a broken GPU node; agreed across the ranks so that none waits for a
-/// peer that skipped. `timeout_s` bounds each NCCL wait.
+/// The backend of a case. NCCL cases follow the GPU disposition (docs/design.md "GPU plugin"):
+/// waived without GPUs, failed on a broken GPU node; agreed across the ranks so that none waits for
+/// a peer that skipped. `timeout_s` bounds each NCCL wait.
 Backend& backend_for(CaseRun& run, double timeout_s) {
   const Context& ctx = run.ctx();
-  if (run.params().at("backend") == "mpi") {
+  const CollectiveCase c = CollectiveCase::of(run.params());
+  if (c.mpi()) {
     if (!mpi_backend()) throw Waived("built without MPI (-DCLUSTERBENCH_MPI=OFF): no MPI backend");
     // Over one rank MPI moves no data: busbw is 0 by definition and algbw meaningless.
     if (ctx.world_size() < 2) throw Waived("MPI backend: needs at least 2 ranks (this run has 1)");
@@ -480,7 +273,7 @@ Backend& backend_for(CaseRun& run, double timeout_s) {
   // NCCL on one rank still runs its kernels on the GPU: busbw is 0 (factor 0), so the case is a
   // correctness check of the results (scripts/gpu-check.sh), and algbw the kernel's rate.
   GpuDisposition d = run.gpu();
-  std::string path = run.params().at("path");
+  const std::string path = c.path();
   if (path == "internode" && ctx.local_size() > 1 && d.runs()) {
     d.state = GpuState::waived;
     d.reason = "path internode needs one rank per node; " + std::to_string(ctx.local_size()) +
@@ -513,9 +306,10 @@ CaseShape case_shape(const Collective& c, const Backend& be, const json& params,
                      const std::string& id) {
   CaseShape s;
   s.n = be.size(), s.rank = be.rank(), s.root = c.rooted ? 0 : -1;
-  s.t = parse_dtype(params.at("dtype"), id);
+  const CollectiveCase cc = CollectiveCase::of(params);
+  s.t = parse_dtype(cc.dtype, id);
   s.es = static_cast<long long>(dtype_size(s.t));
-  s.requested = params.at("bytes");
+  s.requested = cc.bytes;
   s.l = c.layout(s.requested / s.es, s.rank, s.n, dtype_size(s.t));
   s.bytes = op_bytes(s.l, s.t);
   if (s.l.block == 0)
@@ -604,8 +398,8 @@ class CaseBuffers {
   }
 
   /// `ops` operations of one form; the backend's own seconds or -1. Each batch is counted
-  /// (core/progress.hpp): at a hang, rank 0 names the ranks that never started the operation
-  /// their peers wait in.
+  /// (core/api/ops_progress.hpp): at a hang, rank 0 names the ranks that never started the
+  /// operation their peers wait in.
   double op(bool inplace, long long ops) {
     const Layout& l = s_.l;
     progress::started(ops);
@@ -743,19 +537,16 @@ Timings measure(CaseRun& run, CaseBuffers& bufs, const CaseShape& s, const Fault
 void record_case(CaseRun& run, const Collective& c, const Backend& be, const CaseShape& s,
                  const Timings& r, bool has_inplace) {
   const double b = static_cast<double>(s.bytes);
-  const double bus = b * c.factor(s.n) / 1e9;  // busbw = algbw x factor (collective.hpp)
-  run.add(Metric{"busbw", busbw_gbs(c, b, r.oop.median, s.n), "GB/s", true,
-                 rate_reps(bus, r.oop_samples), 0, bus});
-  run.add(Metric{"algbw", algbw_gbs(b, r.oop.median), "GB/s", true,
-                 rate_reps(b / 1e9, r.oop_samples), 0, b / 1e9});
-  run.add_metric("time", r.oop.median * 1e6, "us", false, time_reps(1e6, r.oop_samples));
+  // The work of one operation: S bytes for algbw, S x factor for busbw (collective.hpp).
+  const Work alg = Work::bytes(b), bus = Work::bytes(b * c.factor(s.n));
+  run.add(rate_metric("busbw", bus, r.oop.median, r.oop_samples));
+  run.add(rate_metric("algbw", alg, r.oop.median, r.oop_samples));
+  run.add(time_metric("time", r.oop.median, r.oop_samples));
   run.add_metric("wrong", static_cast<double>(r.oop_wrong), "count", false);
   if (has_inplace && r.ip_wrong >= 0) {
-    run.add(Metric{"busbw_inplace", busbw_gbs(c, b, r.ip.median, s.n), "GB/s", true,
-                   rate_reps(bus, r.ip_samples), 0, bus});
-    run.add(Metric{"algbw_inplace", algbw_gbs(b, r.ip.median), "GB/s", true,
-                   rate_reps(b / 1e9, r.ip_samples), 0, b / 1e9});
-    run.add_metric("time_inplace", r.ip.median * 1e6, "us", false, time_reps(1e6, r.ip_samples));
+    run.add(rate_metric("busbw_inplace", bus, r.ip.median, r.ip_samples));
+    run.add(rate_metric("algbw_inplace", alg, r.ip.median, r.ip_samples));
+    run.add(time_metric("time_inplace", r.ip.median, r.ip_samples));
     run.add_metric("wrong_inplace", static_cast<double>(r.ip_wrong), "count", false);
     run.set_extra("time_inplace", r.ip);
   } else if (has_inplace) {
@@ -812,8 +603,9 @@ std::string table_text(const Collective& c, const CaseShape& s, const Timings& r
   // #wrong: its time is not a measurement of the collective.
   const bool ip_shown = has_inplace && r.ip_wrong >= 0;
   out += table_row(s.bytes, s.bytes / s.es, dtype_name(s.t), c.reduces ? "sum" : "none", s.root,
-                   r.oop.median * 1e6, algbw_gbs(b, r.oop.median), oop, r.oop_wrong,
-                   ip_shown ? r.ip.median * 1e6 : -1, algbw_gbs(b, r.ip.median), ip, r.ip_wrong);
+                   microseconds(r.oop.median), algbw_gbs(b, r.oop.median), oop, r.oop_wrong,
+                   ip_shown ? microseconds(r.ip.median) : -1, algbw_gbs(b, r.ip.median), ip,
+                   r.ip_wrong);
   table_add(t, oop, r.oop_wrong, has_inplace ? ip : -1, r.ip_wrong);
   if (last) out += table_footer(t.wrong, t.busbw_sum, t.busbw_n), t = {};
   return out;
@@ -843,9 +635,9 @@ void CollectiveBenchmark::run(CaseRun& run) const {
     const json* last = nullptr;
     const std::vector<json> all = cases(run.settings());
     for (const auto& c : all)
-      if (c.value("backend", "") == run.params().value("backend", "")) last = &c;
+      if (CollectiveCase::of(c).backend == CollectiveCase::of(run.params()).backend) last = &c;
     const bool closes = last && *last == run.params();
-    console_table(table_text(coll_, s, r, bufs.has_inplace(), header, closes, table_), !closes);
+    run.print_table(table_text(coll_, s, r, bufs.has_inplace(), header, closes, table_), !closes);
   }
   CHECK_MSG(r.oop_wrong == 0 && r.ip_wrong <= 0, "clusterbench",
             "#wrong = " + std::to_string(r.oop_wrong) + " out-of-place, " +

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "core/benchmark.hpp"
+#include "core/api/benchmark.hpp"
 
 namespace clusterbench::collectives {
 
@@ -49,6 +49,24 @@ struct Layout {
   long long recv_offset_inplace = 0;
 };
 
+/// One case of a collective, typed: the params of its case key are written (params()) and read
+/// (of()) here; an NCCL case's placement params (path, span, algo, nccl_ib_*) travel in `nccl`
+/// as the plan made them (nccl_env reads them into NCCL's environment).
+struct CollectiveCase {
+  std::string backend;  ///< "mpi" (host buffers) or "nccl" (GPU buffers)
+  std::string dtype;    ///< "float", "half", "bfloat16"
+  long long bytes = 0;  ///< the size requested (nccl-tests' -b ... -e sweep)
+  nlohmann::json nccl = nlohmann::json::object();
+
+  bool mpi() const { return backend == "mpi"; }
+  /// An NCCL case's path ("nvlink", "network", ...), "" for an MPI case.
+  std::string path() const { return nccl.value("path", ""); }
+  /// {"backend", "dtype", "bytes"} and, for an NCCL case, its placement params.
+  nlohmann::json params() const;
+  /// The case of `params`; an absent key reads as empty (a string) or 0 (the size).
+  static CollectiveCase of(const nlohmann::json& params);
+};
+
 /// One collective: its counts, its busbw factor and the results it must produce.
 struct Collective {
   const char* name;  ///< "all_reduce"; the benchmark id is "collectives." + name
@@ -57,7 +75,7 @@ struct Collective {
   /// Counts for `count` = requested bytes / element size on `rank` of `n`, elements of
   /// `elt_size` bytes (alltoall aligns each peer's block to 16 bytes with it).
   Layout (*layout)(long long count, int rank, int n, std::size_t elt_size);
-  /// busbw = algbw x factor(n) (DESIGN.md / nccl-tests PERFORMANCE.md).
+  /// busbw = algbw x factor(n) (docs/design.md / nccl-tests PERFORMANCE.md).
   double (*factor)(int n);
   /// Expected result element i on `rank` of `n` after one operation whose inputs are
   /// input_value(r, j) on rank r; NaN where this rank holds no result (reduce off the root).
@@ -218,13 +236,13 @@ class CollectiveBenchmark : public Benchmark {
   std::string description() const override;
   Level level() const override { return Level::cluster; }
   /// The MPI cases (NCCL's run on GPUs, whose clocks, not the host, move them).
-  bool in_rounds(const json& p) const override { return p.value("backend", "") == "mpi"; }
+  bool in_rounds(const json& p) const override { return CollectiveCase::of(p).mpi(); }
   std::vector<json> cases(const Settings& s) const override;
   std::string applicable(const NodeEnv& node) const override;
   /// NCCL cases need a GPU (the GPU disposition waives or fails them); MPI cases need MPI and at
   /// least 2 ranks.
   bool case_needs_gpu(const json& params) const override {
-    return params.value("backend", "") == "nccl";
+    return CollectiveCase::of(params).backend == "nccl";
   }
   std::string case_waiver(const json& params, const NodeEnv& node) const override;
   /// 0 for an MPI case on one rank (waived at once), else two measurement loops (out-of-place

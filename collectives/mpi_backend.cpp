@@ -14,9 +14,9 @@
 #include <new>
 #include <thread>
 
-#include "core/context.hpp"
-#include "core/error.hpp"
-#include "core/mpi_check.hpp"
+#include "core/api/context.hpp"
+#include "core/api/error.hpp"
+#include "core/api/mpi_check.hpp"
 
 namespace clusterbench::collectives {
 

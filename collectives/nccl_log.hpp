@@ -52,7 +52,7 @@ std::string nccl_func_name(const std::string& collective);
 /// Whether busbw measures the wire under this NCCL algorithm: ring (and broadcast/reduce's
 /// pipeline, which NCCL names RING) moves every byte over the links nccl-tests' factor assumes;
 /// TREE, NVLS, NVLS_TREE (NVLink SHARP), COLLNET_* (network SHARP) and PAT reduce inside the
-/// switch or move fewer bytes, so busbw is not wire bandwidth (DESIGN.md "Collectives").
+/// switch or move fewer bytes, so busbw is not wire bandwidth (docs/design.md "Collectives").
 bool algorithm_is_wire(const std::string& algo);
 
 }  // namespace clusterbench::collectives

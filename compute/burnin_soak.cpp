@@ -70,13 +70,130 @@ struct SoakShape {
 
 namespace {
 
+/// A soak's state and its records: the final record and, on rank 0, the snapshots of every
+/// rank's series. Soak (below) runs the intervals that fill it.
+class SoakRecord {
+ protected:
+  SoakRecord(CaseRun& run, double minutes)
+      : run_(run), ctx_(run.ctx()), clock_(minutes), shape_(run.params()) {}
+
+  /// "node01/gpu3" or "vm/rank1".
+  std::string rank_label(size_t r) const {
+    const Scope s = scope_of_[r]["scope"].get<Scope>();
+    if (s.kind == ScopeKind::gpu) return s.host + "/gpu" + std::to_string(s.gpu_index);
+    return s.host + "/rank" + std::to_string(r);
+  }
+
+  /// Rank 0, `mu_` held: one snapshot record per rank. `dead` ranks are failed with `dead_text`.
+  void snapshot(const std::string& note, const std::vector<int>& dead,
+                const std::string& dead_text) {
+    for (size_t r = 0; r < scope_of_.size(); ++r) {
+      const json& s = r == 0 && series_.size() > gathered_[0].size() ? series_ : gathered_[r];
+      const bool is_dead = std::find(dead.begin(), dead.end(), static_cast<int>(r)) != dead.end();
+      ResultRecord rec;
+      rec.params = scope_of_[r]["params"];
+      rec.scope = scope_of_[r]["scope"].get<Scope>();
+      rec.combine = "per_rank";
+      rec.started_at = utc_now_iso();
+      rec.status = !is_dead && !s.empty() ? Status::ok : Status::failed;
+      rec.message = is_dead ? dead_text : s.empty() ? "no interval finished: " + note : "";
+      rec.extra = {{"minutes", clock_.minutes},
+                   {"interval_s", clock_.interval_s},
+                   {"intervals_planned", clock_.intervals},
+                   {"series", s},
+                   {"stopped_early", note}};
+      rec.metrics = soak_series_metrics(s, clock_.interval_s, true);
+      if (std::string why = soak_not_judged(s, note); !why.empty() && rec.status == Status::ok)
+        rec.message = why, rec.extra["not_judged"] = why;
+      run_.append_snapshot(rec);
+    }
+  }
+
+  // --- the record --------------------------------------------------------------------------------
+
+  void write_record() {
+    std::lock_guard<std::mutex> lock(mu_);
+    recorded_ = true;
+    if (status_ == Status::ok && series_.empty())
+      status_ = Status::failed,
+      message_ = "no interval finished" + (stopped_.empty() ? "" : ": " + stopped_);
+    run_.set_extra("minutes", clock_.minutes);
+    run_.set_extra("interval_s", clock_.interval_s);
+    run_.set_extra("intervals_planned", clock_.intervals);
+    run_.set_extra("series", series_);
+    for (const Metric& m : soak_series_metrics(series_, clock_.interval_s, nvml_index_ >= 0))
+      run_.add_metric(m.name, m.value, m.unit, m.higher_is_better);
+    if (gemm_ || !series_.empty()) {
+      run_.set_extra("time_basis", gemm_ ? gemm_->time_basis() : "");
+      if (gemm_) run_.set_extra("backend", gemm_->facts());
+    }
+    run_.set_extra("flop_per_product", gemm_flop(shape_.shape));
+    json ar = {{"backend", allreduce_ ? backend_->name() : "none"},
+               {"bytes", allreduce_ ? allreduce_->bytes() : 0},
+               {"ranks", ctx_.world_size()}};
+    if (!backend_note_.empty()) ar["note"] = backend_note_;
+    run_.set_extra("allreduce", ar);
+    write_telemetry_and_faults();
+    if (!stopped_.empty()) run_.mark_aborted(stopped_);
+    if (std::string why = soak_not_judged(series_, stopped_);
+        !why.empty() && status_ == Status::ok) {
+      run_.set_extra("not_judged", why);
+      run_.finish_as(Status::ok, why);
+    }
+    if (status_ != Status::ok) run_.finish_as(status_, message_, error_);
+  }
+
+  void write_telemetry_and_faults() {
+    run_.set_extra("telemetry", nvml_index_ >= 0
+                                    ? json{{"status", "ok"}, {"nvml_index", nvml_index_}}
+                                    : json{{"status", telemetry_status_}});
+    if (nvml_index_ >= 0) {
+      run_.set_extra("clock_event_reasons", reasons_);
+      run_.set_extra("clock_event_reason_names", clock_event_reason_names(reasons_));
+    }
+    if (!first_error_.empty()) run_.set_extra("verification_error", first_error_);
+    if (!stopped_.empty()) run_.set_extra("stopped_early", stopped_);
+    if (corrupt_ || slow_)
+      run_.set_extra("fault_injection", corrupt_
+                                            ? "CLUSTERBENCH_TEST_BURNIN_CORRUPT_RANK (test only)"
+                                            : "CLUSTERBENCH_TEST_BURNIN_SLOW_RANK (test only)");
+    if (setup_delay_ > 0)
+      run_.set_extra("fault_injection", "CLUSTERBENCH_TEST_BURNIN_SETUP_DELAY_S (test only)");
+  }
+
+  CaseRun& run_;
+  const Context& ctx_;
+  const SoakClock clock_;
+  const SoakShape shape_;
+  Status status_ = Status::ok;
+  std::string message_;
+  std::optional<ErrorInfo> error_;
+  std::unique_ptr<SoakGemm> gemm_;
+  collectives::Backend* backend_ = nullptr;
+  std::string backend_note_;
+  std::unique_ptr<AllReduceLoop> allreduce_;
+  int nvml_index_ = -1;
+  std::string telemetry_status_;
+  int setup_delay_ = -1;
+  bool corrupt_ = false, slow_ = false;
+  Clock::time_point t0_;
+  std::atomic<int> current_{-1};    ///< the interval under way; -1 during setup
+  std::mutex mu_;                   // series_, gathered_ (the signal handler's thread reads them)
+  json series_ = json::array();     // this rank's intervals
+  std::vector<json> scope_of_;      // rank 0: {params, scope} per rank
+  std::vector<json> gathered_;      // rank 0: every rank's series
+  std::set<size_t> failure_shown_;  // rank 0: ranks whose failure a console line named
+  std::string first_error_, stopped_;
+  bool recorded_ = false;  ///< write_record ran (mu_)
+  unsigned long long reasons_ = 0;
+};
+
 /// One rank's soak: set-up, the intervals in lock-step with every rank, and its record. Rank 0
 /// keeps every rank's series (gathered after each interval) and appends a snapshot of each after
 /// every interval, so that a kill at any moment leaves the finished intervals on disk.
-class Soak {
+class Soak : private SoakRecord {
  public:
-  Soak(CaseRun& run, double minutes)
-      : run_(run), ctx_(run.ctx()), clock_(minutes), shape_(run.params()) {}
+  Soak(CaseRun& run, double minutes) : SoakRecord(run, minutes) {}
   /// The signal handler goes first (waiting for one that runs): it reads this soak's state.
   ~Soak() { run_.on_signal(nullptr); }
   Soak(const Soak&) = delete;
@@ -329,38 +446,6 @@ class Soak {
     console_progress(burnin_interval_line(i, clock_.intervals, labels, payloads));
   }
 
-  /// "node01/gpu3" or "vm/rank1".
-  std::string rank_label(size_t r) const {
-    const Scope s = scope_of_[r]["scope"].get<Scope>();
-    if (s.kind == ScopeKind::gpu) return s.host + "/gpu" + std::to_string(s.gpu_index);
-    return s.host + "/rank" + std::to_string(r);
-  }
-
-  /// Rank 0, `mu_` held: one snapshot record per rank. `dead` ranks are failed with `dead_text`.
-  void snapshot(const std::string& note, const std::vector<int>& dead,
-                const std::string& dead_text) {
-    for (size_t r = 0; r < scope_of_.size(); ++r) {
-      const json& s = r == 0 && series_.size() > gathered_[0].size() ? series_ : gathered_[r];
-      const bool is_dead = std::find(dead.begin(), dead.end(), static_cast<int>(r)) != dead.end();
-      ResultRecord rec;
-      rec.params = scope_of_[r]["params"];
-      rec.scope = scope_of_[r]["scope"].get<Scope>();
-      rec.combine = "per_rank";
-      rec.started_at = utc_now_iso();
-      rec.status = !is_dead && !s.empty() ? Status::ok : Status::failed;
-      rec.message = is_dead ? dead_text : s.empty() ? "no interval finished: " + note : "";
-      rec.extra = {{"minutes", clock_.minutes},
-                   {"interval_s", clock_.interval_s},
-                   {"intervals_planned", clock_.intervals},
-                   {"series", s},
-                   {"stopped_early", note}};
-      rec.metrics = soak_series_metrics(s, clock_.interval_s, true);
-      if (std::string why = soak_not_judged(s, note); !why.empty() && rec.status == Status::ok)
-        rec.message = why, rec.extra["not_judged"] = why;
-      run_.append_snapshot(rec);
-    }
-  }
-
   /// The watchdog's thread, on SIGTERM/SIGINT/SIGHUP (mpirun sends SIGTERM when a rank dies, then
   /// SIGKILL a second later): rank 0 writes the finished intervals at once, then asks every rank
   /// over the progress channel whether it is there; a rank that does not answer died, and the
@@ -399,84 +484,6 @@ class Soak {
     snapshot("stopped: " + reason, dead, reason);
     return reason;
   }
-
-  // --- the record --------------------------------------------------------------------------------
-
-  void write_record() {
-    std::lock_guard<std::mutex> lock(mu_);
-    recorded_ = true;
-    if (status_ == Status::ok && series_.empty())
-      status_ = Status::failed,
-      message_ = "no interval finished" + (stopped_.empty() ? "" : ": " + stopped_);
-    run_.set_extra("minutes", clock_.minutes);
-    run_.set_extra("interval_s", clock_.interval_s);
-    run_.set_extra("intervals_planned", clock_.intervals);
-    run_.set_extra("series", series_);
-    for (const Metric& m : soak_series_metrics(series_, clock_.interval_s, nvml_index_ >= 0))
-      run_.add_metric(m.name, m.value, m.unit, m.higher_is_better);
-    if (gemm_ || !series_.empty()) {
-      run_.set_extra("time_basis", gemm_ ? gemm_->time_basis() : "");
-      if (gemm_) run_.set_extra("backend", gemm_->facts());
-    }
-    run_.set_extra("flop_per_product", gemm_flop(shape_.shape));
-    json ar = {{"backend", allreduce_ ? backend_->name() : "none"},
-               {"bytes", allreduce_ ? allreduce_->bytes() : 0},
-               {"ranks", ctx_.world_size()}};
-    if (!backend_note_.empty()) ar["note"] = backend_note_;
-    run_.set_extra("allreduce", ar);
-    write_telemetry_and_faults();
-    if (!stopped_.empty()) run_.mark_aborted(stopped_);
-    if (std::string why = soak_not_judged(series_, stopped_);
-        !why.empty() && status_ == Status::ok) {
-      run_.set_extra("not_judged", why);
-      run_.finish_as(Status::ok, why);
-    }
-    if (status_ != Status::ok) run_.finish_as(status_, message_, error_);
-  }
-
-  void write_telemetry_and_faults() {
-    run_.set_extra("telemetry", nvml_index_ >= 0
-                                    ? json{{"status", "ok"}, {"nvml_index", nvml_index_}}
-                                    : json{{"status", telemetry_status_}});
-    if (nvml_index_ >= 0) {
-      run_.set_extra("clock_event_reasons", reasons_);
-      run_.set_extra("clock_event_reason_names", clock_event_reason_names(reasons_));
-    }
-    if (!first_error_.empty()) run_.set_extra("verification_error", first_error_);
-    if (!stopped_.empty()) run_.set_extra("stopped_early", stopped_);
-    if (corrupt_ || slow_)
-      run_.set_extra("fault_injection", corrupt_
-                                            ? "CLUSTERBENCH_TEST_BURNIN_CORRUPT_RANK (test only)"
-                                            : "CLUSTERBENCH_TEST_BURNIN_SLOW_RANK (test only)");
-    if (setup_delay_ > 0)
-      run_.set_extra("fault_injection", "CLUSTERBENCH_TEST_BURNIN_SETUP_DELAY_S (test only)");
-  }
-
-  CaseRun& run_;
-  const Context& ctx_;
-  const SoakClock clock_;
-  const SoakShape shape_;
-  Status status_ = Status::ok;
-  std::string message_;
-  std::optional<ErrorInfo> error_;
-  std::unique_ptr<SoakGemm> gemm_;
-  collectives::Backend* backend_ = nullptr;
-  std::string backend_note_;
-  std::unique_ptr<AllReduceLoop> allreduce_;
-  int nvml_index_ = -1;
-  std::string telemetry_status_;
-  int setup_delay_ = -1;
-  bool corrupt_ = false, slow_ = false;
-  Clock::time_point t0_;
-  std::atomic<int> current_{-1};    ///< the interval under way; -1 during setup
-  std::mutex mu_;                   // series_, gathered_ (the signal handler's thread reads them)
-  json series_ = json::array();     // this rank's intervals
-  std::vector<json> scope_of_;      // rank 0: {params, scope} per rank
-  std::vector<json> gathered_;      // rank 0: every rank's series
-  std::set<size_t> failure_shown_;  // rank 0: ranks whose failure a console line named
-  std::string first_error_, stopped_;
-  bool recorded_ = false;  ///< write_record ran (mu_)
-  unsigned long long reasons_ = 0;
 };
 
 class BurninSoak : public Benchmark {

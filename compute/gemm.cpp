@@ -1,6 +1,6 @@
 // compute.gemm: C = A B rate in TFLOP/s (docs/metrics.md "GEMM", docs/gemm.md).
 //  backend=cublaslt: per GPU (Level::gpu), the plugin's "gemm" operation (compute/gemm_gpu.cpp)
-//    run as a GPU case (core/gpu_case.hpp), with NVML telemetry sampled while the timed region
+//    run as a GPU case (core/api/gpu_case.hpp), with NVML telemetry sampled while the timed region
 //    runs.
 //  backend=openblas: once per node on every core (Level::node): the host's rate, and the path CI
 //    runs for real on GPU-less machines.
@@ -16,11 +16,27 @@
 
 #include "compute/cpu_blas.hpp"
 #include "compute/gemm_check.hpp"
-#include "core/benchmark.hpp"
-#include "core/error.hpp"
-#include "core/gpu_case.hpp"
+#include "core/api/benchmark.hpp"
+#include "core/api/error.hpp"
+#include "core/api/gpu_case.hpp"
 
 namespace clusterbench::compute {
+
+nlohmann::json GemmCase::params() const {
+  nlohmann::json p = {
+      {"backend", backend}, {"dtype", dtype}, {"m", shape.m}, {"n", shape.n}, {"k", shape.k}};
+  if (!fast_accum.empty()) p["fast_accum"] = fast_accum;
+  return p;
+}
+
+GemmCase GemmCase::of(const nlohmann::json& p) {
+  GemmCase c;
+  c.backend = p.value("backend", "");
+  c.dtype = p.value("dtype", "");
+  c.shape = {p.value("m", 0LL), p.value("n", 0LL), p.value("k", 0LL)};
+  c.fast_accum = p.value("fast_accum", "");
+  return c;
+}
 
 double gemm_flop(const GemmShape& s) {
   return 2.0 * static_cast<double>(s.m) * static_cast<double>(s.n) * static_cast<double>(s.k);
@@ -28,7 +44,7 @@ double gemm_flop(const GemmShape& s) {
 
 double gemm_tflops(double flop, double seconds) {
   if (!(seconds > 0)) throw std::invalid_argument("GEMM time must be > 0 s");
-  return flop / seconds / 1e12;
+  return Work::flop(flop).rate(seconds);
 }
 
 const std::vector<GemmShape>& transformer_shapes() {
@@ -242,9 +258,9 @@ class Gemm : public Benchmark {
   Level level() const override { return Level::gpu; }
   bool needs_gpu() const override { return true; }
   Level case_level(const json& p) const override {
-    return p.value("backend", "") == "openblas" ? Level::node : Level::gpu;
+    return GemmCase::of(p).cpu() ? Level::node : Level::gpu;
   }
-  bool case_needs_gpu(const json& p) const override { return p.value("backend", "") != "openblas"; }
+  bool case_needs_gpu(const json& p) const override { return !GemmCase::of(p).cpu(); }
   /// The OpenBLAS cases (a GPU's are not spread: its clocks, not the host, move them).
   bool in_rounds(const json& p) const override { return !case_needs_gpu(p); }
 
@@ -278,12 +294,8 @@ class Gemm : public Benchmark {
         if (!wanted.empty() && std::find(wanted.begin(), wanted.end(), dtype) == wanted.end())
           continue;
         for (const auto& sh : shapes)
-          for (const auto& fast : fast_accum_modes(gpu, dtype)) {
-            json c = {
-                {"backend", backend}, {"dtype", dtype}, {"m", sh.m}, {"n", sh.n}, {"k", sh.k}};
-            if (!fast.empty()) c["fast_accum"] = fast;
-            out.push_back(std::move(c));
-          }
+          for (const auto& fast : fast_accum_modes(gpu, dtype))
+            out.push_back(GemmCase{backend, dtype, sh, fast}.params());
       }
     }
     return out;
@@ -294,9 +306,10 @@ class Gemm : public Benchmark {
   /// OpenBLAS cases are waived in a build without OpenBLAS, and BF16 where the loaded library
   /// lacks cblas_sbgemm, so that --dry-run neither counts them nor estimates their time.
   std::string case_waiver(const json& p, const NodeEnv&) const override {
-    if (p.value("backend", "") != "openblas") return "";
+    const GemmCase c = GemmCase::of(p);
+    if (!c.cpu()) return "";
     if (std::string why = openblas_absent(); !why.empty()) return why;
-    if (p.value("dtype", "") != "bf16") return "";
+    if (c.dtype != "bf16") return "";
     return openblas_bf16_waiver(dlsym(RTLD_DEFAULT, "cblas_sbgemm"), openblas_get_config());
   }
 
@@ -305,22 +318,20 @@ class Gemm : public Benchmark {
   /// GFLOP/s fp32 and 43 fp64 at 1024^3, 0.05 s of setup (measured 0.10-0.36 s a case in `ci`);
   /// cuBLASLt at 100 TFLOP/s with 1 s of setup (handles, buffers, the algorithm search).
   double estimate_s(const Settings& s, const json& p) const override {
-    double flop = 2.0 * p.value("m", 0.0) * p.value("n", 0.0) * p.value("k", 0.0);
-    bool cpu = p.value("backend", "") == "openblas";
-    double rate = !cpu ? 100e12 : p.value("dtype", "") == "fp64" ? 43e9 : 86e9;
+    const GemmCase c = GemmCase::of(p);
+    const double flop = gemm_flop(c.shape);
+    const bool cpu = c.cpu();
+    double rate = !cpu ? 100e12 : c.dtype == "fp64" ? 43e9 : 86e9;
     return (cpu ? 0.05 : 1.0) +
            loop_estimate_s(case_min_time(s, id()), flop / rate, s.loop_samples());
   }
 
   void run(CaseRun& run) const override {
-    const json& p = run.params();
-    GemmShape shape{p.at("m").get<long long>(), p.at("n").get<long long>(),
-                    p.at("k").get<long long>()};
-    std::string dtype = p.at("dtype");
-    if (p.at("backend") == "openblas")
-      run_openblas(run, dtype, shape);
+    const GemmCase c = GemmCase::of(run.params());
+    if (c.cpu())
+      run_openblas(run, c.dtype, c.shape);
     else
-      run_cublaslt(run, dtype, shape);
+      run_cublaslt(run, c.dtype, c.shape);
   }
 
  private:
@@ -350,9 +361,8 @@ class Gemm : public Benchmark {
   void record_rate(CaseRun& run, const GemmShape& shape, const std::string& dtype,
                    const GemmVerification& ver) const {
     double flop = gemm_flop(shape);
-    const TimeStats& t = run.stats();
-    run.add_rate("tflops", flop / 1e12, "TFLOP/s");  // gemm_tflops per sample
-    run.add_metric("tflops_best", gemm_tflops(flop, t.min), "TFLOP/s");
+    run.add_rate("tflops", Work::flop(flop));  // gemm_tflops per sample
+    run.add_best_rate("tflops_best", Work::flop(flop));
     run.set_extra("flop_per_op", flop);
     nlohmann::json v = ver.to_json();
     v["reference"] = "long double over the stored inputs; bound of compute/gemm_check.hpp";
@@ -432,7 +442,7 @@ class Gemm : public Benchmark {
 
   void run_cublaslt(CaseRun& run, const std::string& dtype, const GemmShape& s) const {
     const int algos = static_cast<int>(algos_(run.settings()));
-    const bool fast_accum = run.params().value("fast_accum", "off") == "on";
+    const bool fast_accum = GemmCase::of(run.params()).fast_accum == "on";
     GpuCase gpu(run, "gemm", gemm_op_params(dtype, s, seed(run), samples(run), algos, fast_accum),
                 {.library = "cuBLASLt"});
     const json& info = gpu.info();

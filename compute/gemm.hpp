@@ -20,6 +20,23 @@ struct GemmShape {
   bool operator==(const GemmShape&) const = default;
 };
 
+/// One case of compute.gemm, typed: the params of its case key are written (params()) and read
+/// (of()) here only.
+struct GemmCase {
+  std::string backend;  ///< "cublaslt" (per GPU) or "openblas" (per node, on the CPU)
+  std::string dtype;    ///< "fp16", "bf16", "tf32", "fp32", "fp64", "fp8_e4m3"
+  GemmShape shape;
+  /// FP8 on cuBLASLt: "off" or "on" (CUBLASLT_MATMUL_DESC_FAST_ACCUM); "" (no param) otherwise.
+  std::string fast_accum;
+
+  /// Whether the case runs on the CPU (OpenBLAS, once per node).
+  bool cpu() const { return backend == "openblas"; }
+  /// {"backend", "dtype", "m", "n", "k"[, "fast_accum"]}.
+  nlohmann::json params() const;
+  /// The case of `params`; a key that is absent reads as empty (a string) or 0 (a size).
+  static GemmCase of(const nlohmann::json& params);
+};
+
 /// FLOP of one product: 2 M N K (K multiplies and K adds per output; docs/metrics.md "GEMM").
 double gemm_flop(const GemmShape& s);
 

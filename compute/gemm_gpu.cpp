@@ -161,6 +161,69 @@ struct GraphExec {
   }
 };
 
+/// A product on the device and what judges it, for the checks that read it back.
+struct GemmProduct {
+  const DtypeSpec& spec;
+  const GemmShape& s;
+  const GemmBound& bound;
+  const DeviceBuffer &a, &b, &d;
+};
+
+/// out.size() bytes of `buffer` from `offset`, to the host.
+void fetch(std::vector<unsigned char>& out, const DeviceBuffer& buffer, size_t offset) {
+  CUDA_TRY(cudaMemcpy(out.data(), static_cast<const unsigned char*>(buffer.get()) + offset,
+                      out.size(), cudaMemcpyDeviceToHost));
+}
+
+/// The sampled elements' worst |c - ref| / tolerance, with where it is.
+json sampled_check(const GemmProduct& p, int samples, std::uint64_t seed) {
+  const size_t eb = p.spec.ab_bytes;
+  std::vector<unsigned char> row(static_cast<size_t>(p.s.k) * eb), col(row.size()),
+      out(p.spec.d_bytes);
+  json v = {{"samples", 0}, {"max_ratio", 0.0}, {"worst_i", 0}, {"worst_j", 0}};
+  double worst = 0;
+  for (const auto& [i, j] : gemm_sample_points(p.s, samples, seed)) {
+    fetch(row, p.a, static_cast<size_t>(i * p.s.k) * eb);
+    fetch(col, p.b, static_cast<size_t>(j * p.s.k) * eb);
+    fetch(out, p.d, static_cast<size_t>(i + j * p.s.m) * p.spec.d_bytes);
+    double e = gemm_element_ratio(
+        p.s.k, [&](long long q) { return decode(p.spec.fill, row.data() + q * eb); },
+        [&](long long q) { return decode(p.spec.fill, col.data() + q * eb); },
+        decode(p.spec.out_fill, out.data()), p.bound);
+    if (v["samples"] == 0 || !(e <= worst)) {
+      worst = e;
+      v["worst_i"] = i;
+      v["worst_j"] = j;
+    }
+    v["samples"] = v["samples"].get<int>() + 1;
+  }
+  v["max_ratio"] = worst;
+  return v;
+}
+
+/// Every row's checksum against its bound (gemm_row_checksums): the worst ratio and its row.
+void checksum_check(const GemmProduct& p, cudaStream_t stream, json& v) {
+  DeviceBuffer scratch(static_cast<size_t>(2 * p.s.k) * sizeof(double)),
+      rows(static_cast<size_t>(4 * p.s.m) * sizeof(double));
+  CUDA_TRY(gemm_row_checksums(p.a.get(), p.b.get(), p.d.get(), p.spec.fill, p.spec.out_fill, p.s.m,
+                              p.s.n, p.s.k, static_cast<double*>(scratch.get()),
+                              static_cast<double*>(rows.get()), stream));
+  CUDA_TRY(cudaStreamSynchronize(stream));
+  std::vector<double> host(static_cast<size_t>(4 * p.s.m));
+  CUDA_TRY(
+      cudaMemcpy(host.data(), rows.get(), host.size() * sizeof(double), cudaMemcpyDeviceToHost));
+  double worst = 0;
+  long long worst_row = 0;
+  for (long long i = 0; i < p.s.m; ++i) {
+    const double* r = host.data() + 4 * i;
+    double ratio = gemm_row_ratio(r[0], r[1], r[2], r[3], p.s.k, p.bound);
+    if (i == 0 || !(ratio <= worst)) worst = ratio, worst_row = i;
+  }
+  v["checksum_rows"] = p.s.m;
+  v["checksum_max_ratio"] = worst;  // JSON has no inf: a non-finite ratio is written as null
+  v["checksum_worst_row"] = worst_row;
+}
+
 class GemmOp : public clusterbench::gpu::Op {
  public:
   explicit GemmOp(const json& p)
@@ -402,11 +465,6 @@ class GemmOp : public clusterbench::gpu::Op {
   }
 
   /// Copies `bytes` at byte offset `offset` of `buffer` to the host.
-  static void fetch(std::vector<unsigned char>& out, const DeviceBuffer& buffer, size_t offset) {
-    CUDA_TRY(cudaMemcpy(out.data(), static_cast<const unsigned char*>(buffer.get()) + offset,
-                        out.size(), cudaMemcpyDeviceToHost));
-  }
-
   /// The kept algorithm's product as the timed batches make it (the graph where there is one),
   /// from a cleared D, checked (check_output).
   void verify() {
@@ -420,26 +478,9 @@ class GemmOp : public clusterbench::gpu::Op {
   /// "checks" counts the checks of this operation.
   void check_output() override {
     CUDA_TRY(cudaStreamSynchronize(stream()));
-    json v = sampled_check();
-    DeviceBuffer scratch(static_cast<size_t>(2 * s_.k) * sizeof(double)),
-        rows(static_cast<size_t>(4 * s_.m) * sizeof(double));
-    CUDA_TRY(gemm_row_checksums(a_.get(), b_.get(), d_.get(), spec_.fill, spec_.out_fill, s_.m,
-                                s_.n, s_.k, static_cast<double*>(scratch.get()),
-                                static_cast<double*>(rows.get()), stream()));
-    CUDA_TRY(cudaStreamSynchronize(stream()));
-    std::vector<double> host(static_cast<size_t>(4 * s_.m));
-    CUDA_TRY(
-        cudaMemcpy(host.data(), rows.get(), host.size() * sizeof(double), cudaMemcpyDeviceToHost));
-    double worst = 0;
-    long long worst_row = 0;
-    for (long long i = 0; i < s_.m; ++i) {
-      const double* r = host.data() + 4 * i;
-      double ratio = gemm_row_ratio(r[0], r[1], r[2], r[3], s_.k, bound_);
-      if (i == 0 || !(ratio <= worst)) worst = ratio, worst_row = i;
-    }
-    v["checksum_rows"] = s_.m;
-    v["checksum_max_ratio"] = worst;  // JSON has no inf: a non-finite ratio is written as null
-    v["checksum_worst_row"] = worst_row;
+    const GemmProduct product{spec_, s_, bound_, a_, b_, d_};
+    json v = sampled_check(product, samples_, seed_);
+    checksum_check(product, stream(), v);
     v["checks"] = ++checks_;
     if (ref_.get()) {
       unsigned long long c[3] = {0, 0, 0};
@@ -449,32 +490,6 @@ class GemmOp : public clusterbench::gpu::Op {
       v["elements_wrong"] = static_cast<long long>(c[0]);
     }
     info()["verification"] = v;
-  }
-
-  /// The sampled elements' worst |c - ref| / tolerance, with where it is.
-  json sampled_check() {
-    const size_t eb = spec_.ab_bytes;
-    std::vector<unsigned char> row(static_cast<size_t>(s_.k) * eb), col(row.size()),
-        out(spec_.d_bytes);
-    json v = {{"samples", 0}, {"max_ratio", 0.0}, {"worst_i", 0}, {"worst_j", 0}};
-    double worst = 0;
-    for (const auto& [i, j] : gemm_sample_points(s_, samples_, seed_)) {
-      fetch(row, a_, static_cast<size_t>(i * s_.k) * eb);
-      fetch(col, b_, static_cast<size_t>(j * s_.k) * eb);
-      fetch(out, d_, static_cast<size_t>(i + j * s_.m) * spec_.d_bytes);
-      double e = gemm_element_ratio(
-          s_.k, [&](long long q) { return decode(spec_.fill, row.data() + q * eb); },
-          [&](long long q) { return decode(spec_.fill, col.data() + q * eb); },
-          decode(spec_.out_fill, out.data()), bound_);
-      if (v["samples"] == 0 || !(e <= worst)) {
-        worst = e;
-        v["worst_i"] = i;
-        v["worst_j"] = j;
-      }
-      v["samples"] = v["samples"].get<int>() + 1;
-    }
-    v["max_ratio"] = worst;
-    return v;
   }
 
   DtypeSpec spec_;

@@ -19,9 +19,9 @@
 #include <optional>
 #include <stdexcept>
 
-#include "core/benchmark.hpp"
-#include "core/error.hpp"
-#include "core/gpu_case.hpp"
+#include "core/api/benchmark.hpp"
+#include "core/api/error.hpp"
+#include "core/api/gpu_case.hpp"
 #include "env/nvml.hpp"
 
 namespace clusterbench::compute {
@@ -121,7 +121,7 @@ const std::vector<std::string> kMemories = {"pinned", "pageable"};
 const std::vector<std::string> kPlacements = {"near", "far"};
 const std::vector<std::string> kConcurrency = {"all", "one"};
 
-/// This machine's topology, loaded once (binding needs the live one, DESIGN.md).
+/// This machine's topology, loaded once (binding needs the live one, docs/design.md).
 hwloc_topology_t live_topology() {
   static hwloc_topology_t topo = [] {
     hwloc_topology_t t = nullptr;
@@ -253,6 +253,23 @@ const GpuInfo* env_gpu_by_bus_id(const EnvRecord& env, const std::string& bus_id
   return nullptr;
 }
 
+/// One case of compute.host_device_copy, typed: its params are written and read here only.
+struct CopyCase {
+  std::string direction;  ///< h2d | d2h | bidir
+  std::string memory;     ///< pinned | pageable
+  std::string numa;       ///< near | far
+  std::string gpus;       ///< all (every GPU of the node at once) | one (one at a time)
+
+  json params() const {
+    return {{"direction", direction}, {"memory", memory}, {"numa", numa}, {"gpus", gpus}};
+  }
+  /// The case of `p`; an absent key reads as its first choice (h2d, pinned, near, all).
+  static CopyCase of(const json& p) {
+    return {p.value("direction", "h2d"), p.value("memory", "pinned"), p.value("numa", "near"),
+            p.value("gpus", "all")};
+  }
+};
+
 class HostDeviceCopy : public Benchmark {
  public:
   std::string id() const override { return "compute.host_device_copy"; }
@@ -268,8 +285,7 @@ class HostDeviceCopy : public Benchmark {
     for (const auto& g : gpus_(s))
       for (const auto& n : numa_(s))
         for (const auto& m : memory_(s))
-          for (const auto& d : directions_(s))
-            out.push_back({{"direction", d}, {"memory", m}, {"numa", n}, {"gpus", g}});
+          for (const auto& d : directions_(s)) out.push_back(CopyCase{d, m, n, g}.params());
     return out;
   }
   std::string applicable(const NodeEnv&) const override { return ""; }
@@ -281,21 +297,22 @@ class HostDeviceCopy : public Benchmark {
   /// host buffers (~5 GB/s) and pinning them; gpus=one also waits for the node's other GPUs'
   /// turns (x8, the seed's GPUs per node).
   double estimate_s(const Settings& s, const json& p) const override {
-    std::string direction = p.value("direction", "h2d");
+    const CopyCase c = CopyCase::of(p);
+    const std::string& direction = c.direction;
     double bytes = static_cast<double>(case_bytes(s));
     double loop = loop_estimate_s(case_min_time(s, id()),
                                   host_copy_bytes_moved(direction, case_bytes(s)) / 25e9);
     double setup = 0.5 + (direction == "h2d" ? 1 : 2) * bytes / 5e9;
-    return setup + loop * (p.value("gpus", "all") == "one" ? 8 : 1);
+    return setup + loop * (c.gpus == "one" ? 8 : 1);
   }
 
   void run(CaseRun& run) const override {
-    const json& p = run.params();
-    const std::string direction = p.at("direction"), gpus = p.at("gpus");
+    const CopyCase c = CopyCase::of(run.params());
+    const std::string& direction = c.direction;
     const json dev = gpu_call("CUDA", [] { return gpu::current_device(); });
     const GpuInfo* g = env_gpu_by_bus_id(run.env(), dev.at("pci_bus_id"));
     hwloc_topology_t topo = live_topology();
-    const Placement where = place(topo, g ? g->numa_node : -1, p.at("numa"));
+    const Placement where = place(topo, g ? g->numa_node : -1, c.numa);
     ThreadBinding binding(topo, where.near_obj);
 
     long long bytes = case_bytes(run.settings());
@@ -304,16 +321,16 @@ class HostDeviceCopy : public Benchmark {
     std::optional<HostBuffer> dst;
     if (direction != "h2d") dst.emplace(topo, where.memory_obj, static_cast<size_t>(bytes));
     std::optional<NodeLock> lock;
-    if (gpus == "one") lock.emplace();
+    if (c.gpus == "one") lock.emplace();
     GpuCase gpu(run, "host_copy",
                 {{"bytes", bytes},
                  {"direction", direction},
-                 {"pinned", p.at("memory") == "pinned"},
+                 {"pinned", c.memory == "pinned"},
                  {"host_src", address(src.get())},
                  {"host_dst", address(dst ? dst->get() : nullptr)}},
                 copy_options(lock));
-    check_copy(gpu.info(), direction + " " + p.at("memory").get<std::string>() + " copy of " +
-                               std::to_string(bytes) + " bytes");
+    check_copy(gpu.info(),
+               direction + " " + c.memory + " copy of " + std::to_string(bytes) + " bytes");
     gpu.exec();
     record(run, gpu, bytes, g);
     run.set_extra("numa", {{"gpu_node", where.gpu_node},
@@ -358,10 +375,9 @@ class HostDeviceCopy : public Benchmark {
   /// The rate, the telemetry and what the copy was, into the record.
   static void record(CaseRun& run, GpuCase& gpu, long long bytes, const GpuInfo* g) {
     const json& info = gpu.info();
-    double moved = host_copy_bytes_moved(run.params().at("direction"), bytes);
-    const TimeStats& t = run.stats();
-    run.add_rate("bandwidth", moved / 1e9, "GB/s");
-    run.add_metric("bandwidth_best", moved / t.min / 1e9, "GB/s");
+    double moved = host_copy_bytes_moved(CopyCase::of(run.params()).direction, bytes);
+    run.add_rate("bandwidth", Work::bytes(moved));
+    run.add_best_rate("bandwidth_best", Work::bytes(moved));
     gpu.record_telemetry();
     run.set_extra("buffer_bytes", bytes);
     run.set_extra("bytes_per_op", moved);

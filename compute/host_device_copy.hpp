@@ -10,8 +10,8 @@
 namespace clusterbench::compute {
 
 /// Bytes one operation moves over the GPU's PCIe link: `bytes` for "h2d" and "d2h", 2 x `bytes`
-/// for "bidir" (one copy each way at once). GB/s = bytes moved / seconds / 1e9 (DESIGN.md units).
-/// Throws std::invalid_argument for another direction.
+/// for "bidir" (one copy each way at once). GB/s = bytes moved / seconds / 1e9 (docs/design.md
+/// "Units"). Throws std::invalid_argument for another direction.
 double host_copy_bytes_moved(const std::string& direction, long long bytes);
 
 /// The NUMA nodes of a machine by OS index, and their distance matrix (ACPI SLIT: 10 = local;

@@ -14,8 +14,8 @@
 #include <stdexcept>
 
 #include "compute/stream_kernels.hpp"
-#include "core/benchmark.hpp"
-#include "core/error.hpp"
+#include "core/api/benchmark.hpp"
+#include "core/api/error.hpp"
 
 namespace clusterbench::compute {
 
@@ -133,17 +133,17 @@ class MemoryBandwidth : public Benchmark {
   }
   std::string applicable(const NodeEnv&) const override { return ""; }
 
-  /// First touch of the three arrays (page faults: 4 GB/s), then the measurement loop over one
+  /// First touch of the three arrays (page faults: 8 GB/s), then the measurement loop over one
   /// kernel pass (2 arrays for copy/scale, 3 for add/triad) at 20 GB/s. Calibrated on the idle
-  /// 2-core CI machine (docs/launch.md "Estimates"): 34-45 GB/s measured, 0.15-0.25 s a
-  /// case in `ci` with 128 MiB arrays.
+  /// 2-core CI machine (docs/launch.md "Estimates"): 34-45 GB/s measured, 0.07-0.1 s a
+  /// case's round in `ci` with 128 MiB arrays.
   double estimate_s(const Settings& s, const json& params) const override {
-    const double touch_bw = 4e9, bw = 20e9;
+    const double touch_bw = 8e9, bw = 20e9;
     double array =
         static_cast<double>(array_bytes_.given(s) ? array_bytes_(s) : 4 * Topology().llc_bytes());
     std::string k = params.value("kernel", "triad");
     double op = (k == "copy" || k == "scale" ? 2 : 3) * array / bw;
-    return 0.1 + 3 * array / touch_bw +
+    return 0.02 + 3 * array / touch_bw +
            loop_estimate_s(case_min_time(s, id()), op, s.loop_samples());
   }
 
@@ -190,9 +190,8 @@ class MemoryBandwidth : public Benchmark {
               "validation failed: average relative error " + std::to_string(err) + " > 1e-13");
 
     double bytes = stream_bytes_per_element(kernel) * static_cast<double>(n);
-    const TimeStats& t = run.stats();
-    run.add_rate("bandwidth", bytes / 1e9, "GB/s");
-    run.add_metric("bandwidth_best", bytes / t.min / 1e9, "GB/s");
+    run.add_rate("bandwidth", Work::bytes(bytes));
+    run.add_best_rate("bandwidth_best", Work::bytes(bytes));
     run.set_extra("array_bytes", array_bytes);
     run.set_extra("bytes_per_op", bytes);
     run.set_extra("llc_bytes", llc);

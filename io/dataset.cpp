@@ -9,7 +9,7 @@
 #include <filesystem>
 #include <random>
 
-#include "core/error.hpp"
+#include "core/api/error.hpp"
 #include "io/scratch.hpp"
 
 namespace fs = std::filesystem;

@@ -18,10 +18,9 @@
 #include <map>
 #include <sstream>
 
-#include "core/benchmark.hpp"
-#include "core/case_line.hpp"
-#include "core/error.hpp"
-#include "core/watchdog.hpp"
+#include "core/api/abort_cleanup.hpp"
+#include "core/api/benchmark.hpp"
+#include "core/api/error.hpp"
 #include "env/paths.hpp"
 #include "io/scratch.hpp"
 #include "process/process.hpp"
@@ -353,8 +352,10 @@ class DiskLoad {
 /// buffered when direct=1 is refused, and the others run as it did. `note` gets the evidence as
 /// it grows (fio_command, fio_env, direct, direct_fallback, fio_exit_code, disk_load), before a
 /// failed run throws (throw_if_failed), so that a failed record still says how fio was run.
+/// `say`, when given, hears which run is under way ("fio run 3 of 5": CaseRun::note_progress).
 std::vector<FioOutput> run_repeats(const ProfileJob& job, const FioTarget& t,
-                                   const std::function<void(const json&)>& note) {
+                                   const std::function<void(const json&)>& note,
+                                   const std::function<void(const std::string&)>& say = nullptr) {
   std::map<std::string, std::string> env = {{"CB_FIO_DIR", t.work_dir},
                                             {"CB_FIO_SIZE", std::to_string(job.size)},
                                             {"CB_FIO_RUNTIME", job.runtime},
@@ -366,7 +367,7 @@ std::vector<FioOutput> run_repeats(const ProfileJob& job, const FioTarget& t,
   std::vector<int> exit_codes;
   DiskLoad load(load_disk(scratch_device_evidence(t.where.dir)));
   for (int i = 0; i < job.repeat; ++i) {
-    progress_note("fio run " + std::to_string(i + 1) + " of " + std::to_string(job.repeat));
+    if (say) say("fio run " + std::to_string(i + 1) + " of " + std::to_string(job.repeat));
     load.before();
     FioRun r = run_fio(argv, env, t);
     load.after();
@@ -427,7 +428,7 @@ std::map<std::string, double> direction_values(const FioOutput& f, bool read, st
   for (const auto& j : f.jobs) {
     const FioDirection& d = read ? j.read : j.write;
     if (!d.active()) continue;
-    v[name + "_bw"] += d.bw_bytes_per_s / 1e9;
+    v[name + "_bw"] += gb_per_s(d.bw_bytes_per_s);
     v[name + "_iops"] += d.iops;
     source = d.bw_source;
     worst(name + "_clat_p50", d.clat_p50_us);
@@ -608,9 +609,12 @@ class Fio : public Benchmark {
     run.set_extra("scratch_reason", t.where.reason);
     run.set_extra("scratch_fs_type", t.fs_type);
     run.set_extra("scratch_device", scratch_device_evidence(t.where.dir));  // what was measured
-    std::vector<FioOutput> outs = run_repeats(job, t, [&run](const json& evidence) {
-      for (const auto& [key, value] : evidence.items()) run.set_extra(key, value);
-    });
+    std::vector<FioOutput> outs = run_repeats(
+        job, t,
+        [&run](const json& evidence) {
+          for (const auto& [key, value] : evidence.items()) run.set_extra(key, value);
+        },
+        [&run](const std::string& text) { run.note_progress(text); });
     record(run, outs);
   }
 

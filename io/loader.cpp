@@ -11,7 +11,7 @@
 #include <numeric>
 #include <random>
 
-#include "core/error.hpp"
+#include "core/api/error.hpp"
 #include "io/dataloader.hpp"
 
 namespace clusterbench::io {

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "core/watchdog.hpp"
+#include "core/api/abort_cleanup.hpp"
 #include "records/records.hpp"
 
 namespace clusterbench::io {

@@ -19,8 +19,8 @@
 #include <map>
 #include <set>
 
-#include "core/benchmark.hpp"
-#include "core/error.hpp"
+#include "core/api/benchmark.hpp"
+#include "core/api/error.hpp"
 #include "env/paths.hpp"
 #include "io/fio.hpp"
 #include "records/spec.hpp"
@@ -31,8 +31,8 @@ std::optional<FsSpace> statvfs_space(const std::string& dir) {
   struct statvfs st {};
   if (::statvfs(dir.c_str(), &st) != 0) return std::nullopt;
   const double frsize = static_cast<double>(st.f_frsize);
-  return FsSpace{static_cast<double>(st.f_blocks) * frsize / 1e12,
-                 static_cast<double>(st.f_bavail) * frsize / 1e12};
+  return FsSpace{terabytes(static_cast<double>(st.f_blocks) * frsize),
+                 terabytes(static_cast<double>(st.f_bavail) * frsize)};
 }
 
 namespace {

@@ -6,7 +6,7 @@
 #include "network/p2p.hpp"
 
 #if CLUSTERBENCH_HAVE_MPI
-#include "core/mpi_check.hpp"
+#include "core/api/mpi_check.hpp"
 #endif
 
 #include <unistd.h>
@@ -20,8 +20,8 @@
 #include <stdexcept>
 #include <thread>
 
-#include "core/benchmark.hpp"
-#include "core/error.hpp"
+#include "core/api/benchmark.hpp"
+#include "core/api/error.hpp"
 #include "network/tcp_io.hpp"
 
 namespace clusterbench::network {
@@ -367,10 +367,10 @@ std::vector<double> pair_fields(const std::string& mode, long long bytes,
   std::vector<double> f = {
       static_cast<double>(st.n), st.min, st.median, st.mean, st.p95, st.max, st.spread, 0, 0};
   if (mode == "latency") {
-    f[7] = percentile(one_way, 50) * 1e6;
-    f[8] = percentile(one_way, 99) * 1e6;
+    f[7] = microseconds(percentile(one_way, 50));
+    f[8] = microseconds(percentile(one_way, 99));
   } else {
-    f[7] = st.median > 0 ? p2p_bytes_per_op(mode, bytes) / st.median / 1e9 : 0;
+    f[7] = Work::bytes(p2p_bytes_per_op(mode, bytes)).rate(st.median);
   }
   return f;
 }
@@ -457,6 +457,25 @@ void record_matrix(CaseRun& run, const std::string& mode, const std::vector<std:
 }
 #endif
 
+/// One case of network.p2p, typed: its params are written and read here only.
+struct P2pCase {
+  std::string pattern;       ///< all_pairs | ring
+  std::string mode;          ///< the p2p mode (bandwidth, bidirectional, latency)
+  long long bytes = 0;       ///< message size
+  std::string rail = "mpi";  ///< "mpi" (MPI's own path) or a rail's interface
+
+  json params() const {
+    json c = {{"pattern", pattern}, {"mode", mode}, {"bytes", bytes}};
+    if (rail != "mpi") c["rail"] = rail;  // the MPI path keeps the params it always had
+    return c;
+  }
+  /// The case of `p`; an absent key reads as empty, 0 or "mpi".
+  static P2pCase of(const json& p) {
+    return {p.value("pattern", ""), p.value("mode", ""), p.value("bytes", 0LL),
+            p.value("rail", "mpi")};
+  }
+};
+
 class P2p : public Benchmark {
  public:
   std::string id() const override { return "network.p2p"; }
@@ -488,9 +507,7 @@ class P2p : public Benchmark {
                          "' (all_pairs, ring)");
       for (const auto& rail : rails)
         for (const auto& m : modes_(s)) {
-          json c = {{"pattern", p}, {"mode", m}, {"bytes", m == "latency" ? small : bytes}};
-          if (rail != "mpi") c["rail"] = rail;  // the MPI path keeps the params it always had
-          out.push_back(std::move(c));
+          out.push_back(P2pCase{p, m, m == "latency" ? small : bytes, rail}.params());
         }
     }
     return out;
@@ -506,10 +523,11 @@ class P2p : public Benchmark {
   /// one link record per pair, then the case's matrix and its schedule.
   void run(CaseRun& run) const override {
 #if CLUSTERBENCH_HAVE_MPI
-    const std::string pattern = run.params().at("pattern");
-    const std::string mode = run.params().at("mode");
-    const long long bytes = run.params().at("bytes");
-    const std::string rail = run.params().value("rail", "mpi");
+    const P2pCase c = P2pCase::of(run.params());
+    const std::string& pattern = c.pattern;
+    const std::string& mode = c.mode;
+    const long long bytes = c.bytes;
+    const std::string& rail = c.rail;
     const bool concurrent = schedule_(run.settings()) == "rounds";
     const Context& ctx = run.ctx();
     const std::vector<std::string> hosts = ctx.hosts();

@@ -12,8 +12,8 @@
 #include <cstring>
 #include <stdexcept>
 
-#include "core/error.hpp"
-#include "core/tcp.hpp"
+#include "core/api/error.hpp"
+#include "core/api/tcp.hpp"
 
 namespace clusterbench::network {
 

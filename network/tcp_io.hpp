@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "core/tcp.hpp"
+#include "core/api/tcp.hpp"
 
 namespace clusterbench::network {
 

@@ -31,13 +31,14 @@
 #include <stdexcept>
 #include <thread>
 
-#include "core/benchmark.hpp"
-#include "core/error.hpp"
-#include "core/watchdog.hpp"
+#include "core/api/abort_cleanup.hpp"
+#include "core/api/benchmark.hpp"
+#include "core/api/error.hpp"
+#include "env/sysfs.hpp"
 #include "network/p2p.hpp"
 #include "network/tcp_io.hpp"
 #if CLUSTERBENCH_HAVE_MPI
-#include "core/mpi_check.hpp"
+#include "core/api/mpi_check.hpp"
 #endif
 
 namespace clusterbench::network {
@@ -80,13 +81,9 @@ constexpr const char* kSeedTcpRmem = "4096 87380 2147483647";
 constexpr const char* kSeedTcpWmem = "4096 65536 2147483647";
 constexpr long long kHugePage = 2LL << 20;
 
-std::string read_text(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return "";
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+/// A /proc/sys or /sys file's bytes as they are (a setting is written back verbatim); "" when it
+/// cannot be read.
+std::string read_text(const std::string& path) { return sysfs::read_raw(path).value_or(""); }
 
 // --- settings restored on every exit path -------------------------------------------------------
 

@@ -70,26 +70,18 @@ void thin(Chart& c) {
 
 namespace {
 
-/// The ok records, the last one of a case winning.
-std::vector<const ResultRecord*> last_ok_records(const RunDir& run) {
+/// The ok records (one per case key: RunDir).
+std::vector<const ResultRecord*> ok_records(const RunDir& run) {
   std::vector<const ResultRecord*> recs;
-  if (run.records.one_per_case) {
-    for (const auto& r : run.records.records)
-      if (r.status == Status::ok) recs.push_back(&r);
-    return recs;
-  }
-  std::unordered_map<std::string_view, const ResultRecord*> last;
-  last.reserve(run.records.records.size());
-  for (const auto& r : run.records.records) last[r.case_key] = &r;
   for (const auto& r : run.records.records)
-    if (r.status == Status::ok && last[r.case_key] == &r) recs.push_back(&r);
+    if (r.status == Status::ok) recs.push_back(&r);
   return recs;
 }
 
 }  // namespace
 
 std::vector<Chart> build_charts(const Report& report) {
-  std::vector<const ResultRecord*> recs = last_ok_records(*report.run);
+  std::vector<const ResultRecord*> recs = ok_records(*report.run);
   std::set<std::string> done;  // benchmark|metric drawn by a heatmap or a family's chart
   std::vector<Chart> charts = row_heatmaps(report, done);
   for (auto& c : family_charts(report, recs, done)) charts.push_back(std::move(c));

@@ -1,5 +1,5 @@
 // Charts of a run for report.html (docs/report.md "Charts"): which charts the records allow, and
-// their SVG drawn by gnuplot, run as an external process (DESIGN.md: reports/ never links it).
+// their SVG drawn by gnuplot, run as an external process (docs/design.md: reports/ never links it).
 #pragma once
 
 #include <optional>

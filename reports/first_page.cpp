@@ -66,28 +66,6 @@ FirstPageEntry entry_of(const RowResult& row, const RunDir& run) {
 
 }  // namespace
 
-std::string md_text(const std::string& text) {
-  std::string out;
-  for (size_t i = 0; i < text.size(); ++i) {
-    const unsigned char c = static_cast<unsigned char>(text[i]);
-    if (c == '\n' || c == '\r' || c == '\t') {
-      out += ' ';
-    } else if (c < 0x20 || c == 0x7f) {  // NUL, ESC, BEL: not for a reader
-    } else if (c == '<' && i + 1 < text.size() &&
-               (std::isalpha(static_cast<unsigned char>(text[i + 1])) ||
-                std::strchr("/!?", text[i + 1]))) {
-      out += "&lt;";  // a tag a Markdown viewer would run; "<= 10" stays as it is
-    } else if (c == 0xe2 && i + 2 < text.size() && text[i + 1] == '\x80' &&
-               (text[i + 2] == '\xae' || text[i + 2] == '\xad' || text[i + 2] == '\xaa' ||
-                text[i + 2] == '\xab' || text[i + 2] == '\xac')) {
-      i += 2;  // U+202A..U+202E: embeddings and overrides that reorder what is read
-    } else {
-      out += static_cast<char>(c);
-    }
-  }
-  return out;
-}
-
 namespace {
 
 /// `text` as one Markdown line ending in one full stop.
@@ -97,16 +75,13 @@ std::string sentence(const std::string& text) {
   return !t.empty() && t.back() == '.' ? t : t + ".";
 }
 
-/// Inline code that survives backticks in the text.
-std::string md_code(const std::string& text) {
-  const std::string t = md_text(text);
-  return t.find('`') == std::string::npos ? "`" + t + "`" : "``" + t + " ``";
-}
+/// Text from outside as Markdown inline code that survives backticks.
+std::string code_text(const std::string& text) { return md_code(md_text(text)); }
 
 void entries_md(std::ostringstream& md, const std::vector<FirstPageEntry>& entries, bool remedies) {
   for (const auto& e : entries) {
     const RowResult& row = *e.row;
-    md << "- **" << md_text(row.req.title) << "** (" << md_code(row.req.id) << ")";
+    md << "- **" << md_text(row.req.title) << "** (" << code_text(row.req.id) << ")";
     if (e.items.size() == 1 && e.more == 0)
       md << ": " << sentence(e.items[0]);
     else
@@ -201,7 +176,7 @@ std::string render_first_page_markdown(const FirstPage& p) {
     entries_md(md, p.missing, false);
     for (const auto& [reason, ids] : p.waived) {
       md << "- Waived (" << ids.size() << (ids.size() == 1 ? " row" : " rows") << ": ";
-      for (size_t i = 0; i < ids.size(); ++i) md << (i ? ", " : "") << md_code(ids[i]);
+      for (size_t i = 0; i < ids.size(); ++i) md << (i ? ", " : "") << code_text(ids[i]);
       md << "): " << md_text(reason) << "\n";
     }
   }

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "reports/report.hpp"
+#include "reports/text.hpp"
 
 namespace clusterbench::report {
 
@@ -32,11 +33,6 @@ inline constexpr size_t kFirstPageItems = 5;
 /// "node07 GPU3 (0000:3a:00.0, serial 1650...)" from the node's env record (what it lacks is left
 /// out); others are unchanged.
 std::string item_words(const std::string& item, const RunDir& run);
-
-/// `text` safe on one Markdown line: line breaks and tabs become spaces; control characters,
-/// and the Unicode embeddings and overrides (U+202A..U+202E) that reorder text, are dropped; a
-/// `<` that would open an HTML tag becomes "&lt;".
-std::string md_text(const std::string& text);
 
 /// The first page as HTML (a section "What to fix", "Worth a look", "Not judged"), every text
 /// escaped.

@@ -3,10 +3,8 @@
 
 #include <algorithm>
 #include <cmath>
-#include <deque>
 #include <set>
 #include <sstream>
-#include <string_view>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -15,11 +13,6 @@
 namespace clusterbench::report {
 
 namespace {
-
-std::string pct(double fraction) {
-  std::string s = format_number(std::round(fraction * 1e4) / 100) + "%";
-  return fraction > 0 ? "+" + s : s;
-}
 
 double outlier_tolerance(const std::vector<ToleranceRule>& rules,
                          const std::vector<SpecFamily>& families, const std::string& benchmark,
@@ -71,35 +64,12 @@ bool judged_kind(const ResultRecord& r) {
   return k == ScopeKind::gpu || k == ScopeKind::node || k == ScopeKind::link;
 }
 
-/// The records of gpu, node and link scope, the last one of a case winning (a resumed run may
-/// repeat one), in first-seen order.
-std::vector<const ResultRecord*> last_of_each_case(const std::vector<ResultRecord>& records,
-                                                   bool one_per_case) {
+/// The records of gpu, node and link scope, in record order (one per case key: RunDir).
+std::vector<const ResultRecord*> judged_records(const std::vector<ResultRecord>& records) {
   std::vector<const ResultRecord*> chosen;
   chosen.reserve(records.size());
-  if (one_per_case) {
-    for (const auto& r : records)
-      if (judged_kind(r)) chosen.push_back(&r);
-    return chosen;
-  }
-  // Views of the case keys (720,000 records at 1,000 nodes, docs/report.md "Scale").
-  std::deque<std::string> made;  // case keys that records.jsonl left out
-  std::unordered_map<std::string_view, const ResultRecord*> last;
-  std::vector<std::string_view> order;
-  last.reserve(records.size());
-  for (const auto& r : records) {
-    if (!judged_kind(r)) continue;
-    std::string_view key =
-        r.case_key.empty()
-            ? std::string_view(made.emplace_back(make_case_key(r.benchmark, r.params, r.scope)))
-            : std::string_view(r.case_key);
-    auto [it, fresh] = last.try_emplace(key, &r);
-    if (fresh)
-      order.push_back(key);
-    else
-      it->second = &r;
-  }
-  for (const auto& key : order) chosen.push_back(last[key]);
+  for (const auto& r : records)
+    if (judged_kind(r)) chosen.push_back(&r);
   return chosen;
 }
 
@@ -171,9 +141,8 @@ Outlier make_outlier(const ResultRecord& r, const Group& g, double v, double med
 std::vector<Outlier> find_outliers(const std::vector<ResultRecord>& records,
                                    const std::vector<EnvRecord>& env,
                                    const std::vector<SpecFamily>& families,
-                                   const std::vector<ToleranceRule>& rules, int min_items,
-                                   bool one_per_case) {
-  const auto groups = metric_groups(last_of_each_case(records, one_per_case));
+                                   const std::vector<ToleranceRule>& rules, int min_items) {
+  const auto groups = metric_groups(judged_records(records));
   GpuIndex gpus;
   for (const auto& e : env)
     for (const auto& g : e.gpus) gpus[{e.host, g.index}] = &g;
@@ -250,7 +219,7 @@ std::string join_comma(const Strings& xs) {
 
 FleetView fleet_view(const RunDir& run, const std::vector<RowResult>& rows,
                      const std::vector<std::string>& report_hosts,
-                     const std::vector<SpecFamily>& families,
+                     const std::vector<LinkMatrix>& links, const std::vector<SpecFamily>& families,
                      const std::vector<ToleranceRule>& rules) {
   FleetView fv;
   std::vector<std::string> hosts = report_hosts;
@@ -268,8 +237,7 @@ FleetView fleet_view(const RunDir& run, const std::vector<RowResult>& rows,
   }
   auto failed_rows = count_items(rows, nodes);
   auto failed_benches = count_records(run.records.records, nodes);
-  fv.outliers =
-      find_outliers(run.records.records, run.run.env, families, rules, 3, run.records.one_per_case);
+  fv.outliers = find_outliers(run.records.records, run.run.env, families, rules, 3);
   std::map<std::string, std::vector<std::string>> outlier_items;
   for (const auto& o : fv.outliers) {
     if (o.kind == "link") continue;
@@ -279,7 +247,7 @@ FleetView fleet_view(const RunDir& run, const std::vector<RowResult>& rows,
     outlier_items[o.host].push_back(o.benchmark + " " + o.metric + " " + o.item);
   }
   fv.located = locate_link_faults(
-      run.records.records, [&](const std::string& b, const std::string& m, const std::string& u) {
+      links, [&](const std::string& b, const std::string& m, const std::string& u) {
         return outlier_tolerance(rules, families, b, m, u);
       });
   std::map<std::string, std::set<std::string>> located_items;
@@ -297,93 +265,6 @@ FleetView fleet_view(const RunDir& run, const std::vector<RowResult>& rows,
     fv.nodes.push_back(n);
   }
   return fv;
-}
-
-std::string render_fleet_markdown(const FleetView& fv) {
-  std::ostringstream md;
-  md << "## Fleet\n\n";
-  md << "| node | PASS | WARN | FAIL | MISSING | WAIVED | records ok/failed/waived | outliers | "
-        "failing because |\n|---|---|---|---|---|---|---|---|---|\n";
-  for (const auto& n : fv.nodes) {
-    std::string why;
-    for (const auto& r : n.reasons) why += (why.empty() ? "" : "; ") + r;
-    md << "| " << n.host << " | " << n.items.at(kPass) << " | " << n.items.at(kWarn) << " | "
-       << n.items.at(kFail) << " | " << n.items.at(kMissing) << " | " << n.items.at(kWaived)
-       << " | " << n.records_ok << "/" << n.records_failed << "/" << n.records_waived << " | "
-       << n.outliers << " | " << (why.empty() ? "-" : why) << " |\n";
-  }
-  md << "\nA node's counts are its own: the row items and records on that node (a link's on both "
-        "its ends); cluster-scope records (MPI and NCCL collectives, the training step's cluster "
-        "record) and cluster rows are counted in the header only.\n";
-  if (fv.outliers.empty()) {
-    md << "\nOutliers (worse than the fleet median by more than the tolerance): none.\n";
-  } else {
-    md << "\n### Outliers (worse than the fleet median by more than the tolerance)\n\n";
-    md << "| benchmark | params | metric | host | GPU | UUID | PCI bus id | value | fleet median | "
-          "deviation | tolerance |\n|---|---|---|---|---|---|---|---|---|---|---|\n";
-    for (const auto& o : fv.outliers) {
-      std::string host = o.kind == "link" ? o.item : o.host;
-      md << "| " << o.benchmark << " | `" << o.params.dump() << "` | " << o.metric << " | " << host
-         << " | " << (o.gpu_index >= 0 ? std::to_string(o.gpu_index) : "-") << " | "
-         << (o.uuid.empty() ? "-" : o.uuid) << " | " << (o.pci_bus_id.empty() ? "-" : o.pci_bus_id)
-         << " | " << format_number(o.value) << " " << o.unit << " | " << format_number(o.median)
-         << " " << o.unit << " | " << pct(o.deviation) << " | " << pct(o.tolerance).substr(1)
-         << " |\n";
-    }
-  }
-  if (!fv.located.empty()) {
-    md << "\n### Where the slow links are (localisation)\n\n";
-    for (const auto& l : fv.located)
-      md << "- " << l.benchmark << " " << l.metric << " `" << l.params.dump() << "`: " << l.text
-         << "\n";
-  }
-  md << "\nFailing hosts (failing-hosts.txt): ";
-  if (fv.failing_hosts.empty()) md << "none";
-  for (size_t i = 0; i < fv.failing_hosts.size(); ++i) md << (i ? ", " : "") << fv.failing_hosts[i];
-  md << ".\n";
-  return md.str();
-}
-
-json fleet_json(const FleetView& fv) {
-  json j;
-  j["nodes"] = json::array();
-  for (const auto& n : fv.nodes)
-    j["nodes"].push_back({{"host", n.host},
-                          {"items", outcome_counts_json(n.items)},
-                          {"records_ok", n.records_ok},
-                          {"records_failed", n.records_failed},
-                          {"records_waived", n.records_waived},
-                          {"outliers", n.outliers},
-                          {"reasons", n.reasons}});
-  j["outliers"] = json::array();
-  for (const auto& o : fv.outliers)
-    j["outliers"].push_back({{"benchmark", o.benchmark},
-                             {"params", o.params},
-                             {"metric", o.metric},
-                             {"unit", o.unit},
-                             {"higher_is_better", o.higher_is_better},
-                             {"kind", o.kind},
-                             {"item", o.item},
-                             {"host", o.host},
-                             {"hosts", o.hosts},
-                             {"gpu_index", o.gpu_index},
-                             {"uuid", o.uuid},
-                             {"pci_bus_id", o.pci_bus_id},
-                             {"value", o.value},
-                             {"median", o.median},
-                             {"deviation", o.deviation},
-                             {"tolerance", o.tolerance},
-                             {"fleet_size", o.fleet_size},
-                             {"case_key", o.case_key}});
-  j["localisation"] = located_json(fv.located);
-  j["failing_hosts"] = fv.failing_hosts;
-  return j;
-}
-
-std::string render_failing_hosts(const FleetView& fv) {
-  std::string s;
-  for (const auto& h : fv.failing_hosts) s += h + "\n";
-  return s;
 }
 
 }  // namespace clusterbench::report

@@ -10,7 +10,7 @@
 
 #include "records/records.hpp"
 #include "records/spec.hpp"
-#include "reports/compare.hpp"
+#include "reports/compare/tolerance.hpp"
 #include "reports/localize.hpp"
 #include "reports/rows.hpp"
 
@@ -43,12 +43,11 @@ struct Outlier {
 /// the last matching the unit, else the spec's family (`families`, SpecFamily::outlier_tolerance,
 /// reports/families.hpp), else kDefaultOutlierTolerance (0.10). `env` fills UUID and PCI bus id
 /// where a record's scope lacks them. Sorted by benchmark, params, metric, then worst deviation
-/// first. `one_per_case` (RecordsFile::one_per_case) skips the last-record-of-a-case pass.
+/// first. `records` hold one record per case key, as a RunDir's do.
 std::vector<Outlier> find_outliers(const std::vector<ResultRecord>& records,
                                    const std::vector<EnvRecord>& env,
                                    const std::vector<SpecFamily>& families = {},
-                                   const std::vector<ToleranceRule>& rules = {}, int min_items = 3,
-                                   bool one_per_case = false);
+                                   const std::vector<ToleranceRule>& rules = {}, int min_items = 3);
 
 /// One row per node.
 struct FleetNode {
@@ -70,20 +69,12 @@ struct FleetView {
 /// hosts seen only in records. A host is failing when one of its items FAILs in `rows` (an item
 /// "host/..." or "host", or either end of a link "a<->b"), when it has a `failed` record, or when
 /// it has a gpu or node outlier (find_outliers with `families` and `rules`), or when its links
-/// locate a fault in it (a node or a NIC: locate_link_faults). A link outlier alone does not
+/// locate a fault in it (a node or a NIC: locate_link_faults over `links`, the report's link
+/// matrices). A link outlier alone does not
 /// mark a host failing: which end is at fault needs more than one link.
 FleetView fleet_view(const RunDir& run, const std::vector<RowResult>& rows,
-                     const std::vector<std::string>& hosts, const std::vector<SpecFamily>& families,
+                     const std::vector<std::string>& hosts, const std::vector<LinkMatrix>& links,
+                     const std::vector<SpecFamily>& families,
                      const std::vector<ToleranceRule>& rules = {});
-
-/// "## Fleet" Markdown section: node table, outlier table, failing hosts.
-std::string render_fleet_markdown(const FleetView& fleet);
-
-/// JSON of the fleet view: nodes[], outliers[], localisation[], failing_hosts[] (report.json
-/// "fleet").
-json fleet_json(const FleetView& fleet);
-
-/// failing-hosts.txt: one host per line, nothing else (empty when none), for draining.
-std::string render_failing_hosts(const FleetView& fleet);
 
 }  // namespace clusterbench::report

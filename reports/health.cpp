@@ -130,6 +130,37 @@ std::map<std::string, XidSeen> xid_events(const json& watch, const json& start_l
   return by_bus;
 }
 
+/// Why `counter` of a link snapshot is absent, from its "unreadable" object.
+std::string unreadable(const json& l, const char* counter) {
+  if (l.is_object() && l.contains("unreadable") && l["unreadable"].is_object() &&
+      l["unreadable"].contains(counter) && l["unreadable"][counter].is_string())
+    return " (" + l["unreadable"][counter].get<std::string>() + ")";
+  return "";
+}
+
+/// CRC errors of a link from the DL counters (flit + data), the CRC field value, or NVLink5's
+/// effective errors, with how they were read.
+std::pair<Rise, std::string> nvlink_crc(const json& ls, const json& le) {
+  Rise flit = rise(counter(ls, "/crc_flit"), counter(le, "/crc_flit"));
+  Rise data = rise(counter(ls, "/crc_data"), counter(le, "/crc_data"));
+  if (flit.delta || data.delta) {
+    Rise r;
+    r.delta = flit.delta.value_or(0) + data.delta.value_or(0);
+    return {r, "CRC flit " + flit.text + ", CRC data " + data.text};
+  }
+  Rise crc = rise(counter(ls, "/crc"), counter(le, "/crc"));
+  if (crc.delta) return {crc, "CRC " + crc.text};
+  Rise eff = rise(counter(ls, "/effective_errors"), counter(le, "/effective_errors"));
+  if (eff.delta) return {eff, "effective errors (NVLink5) " + eff.text};
+  return {flit, "CRC flit " + flit.text + ", CRC data " + data.text + unreadable(le, "crc")};
+}
+
+/// Why a GPU's ECC counters are absent, from its snapshot status.
+std::string status_note(const json& g) {
+  const std::string st = g.value("status", "");
+  return st.empty() || st == "ok" ? " (ECC disabled or not supported)" : " (" + st + ")";
+}
+
 class Builder {
  public:
   Builder(const json& start, const json& end, const std::string& host)
@@ -227,31 +258,6 @@ class Builder {
                   : "NVLink counters not read: " + status);
   }
 
-  /// Why `counter` of a link snapshot is absent, from its "unreadable" object.
-  static std::string unreadable(const json& l, const char* counter) {
-    if (l.is_object() && l.contains("unreadable") && l["unreadable"].is_object() &&
-        l["unreadable"].contains(counter) && l["unreadable"][counter].is_string())
-      return " (" + l["unreadable"][counter].get<std::string>() + ")";
-    return "";
-  }
-
-  /// CRC errors of a link from the DL counters (flit + data), the CRC field value, or NVLink5's
-  /// effective errors, with how they were read.
-  static std::pair<Rise, std::string> nvlink_crc(const json& ls, const json& le) {
-    Rise flit = rise(counter(ls, "/crc_flit"), counter(le, "/crc_flit"));
-    Rise data = rise(counter(ls, "/crc_data"), counter(le, "/crc_data"));
-    if (flit.delta || data.delta) {
-      Rise r;
-      r.delta = flit.delta.value_or(0) + data.delta.value_or(0);
-      return {r, "CRC flit " + flit.text + ", CRC data " + data.text};
-    }
-    Rise crc = rise(counter(ls, "/crc"), counter(le, "/crc"));
-    if (crc.delta) return {crc, "CRC " + crc.text};
-    Rise eff = rise(counter(ls, "/effective_errors"), counter(le, "/effective_errors"));
-    if (eff.delta) return {eff, "effective errors (NVLink5) " + eff.text};
-    return {flit, "CRC flit " + flit.text + ", CRC data " + data.text + unreadable(le, "crc")};
-  }
-
   void ecc(const json& s, const json& e, const std::string& item, const std::string& metric,
            const std::string& error) {
     Rise v = rise(counter(s, "/ecc/volatile/" + error), counter(e, "/ecc/volatile/" + error));
@@ -261,11 +267,6 @@ class Builder {
     std::string detail = "volatile " + v.text + ", aggregate " + a.text;
     if (!d) detail += status_note(e);
     add_gpu(metric, e, item, value_of(d), detail);
-  }
-
-  static std::string status_note(const json& g) {
-    const std::string st = g.value("status", "");
-    return st.empty() || st == "ok" ? " (ECC disabled or not supported)" : " (" + st + ")";
   }
 
   void retired(const json& s, const json& e, const std::string& item) {

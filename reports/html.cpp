@@ -16,6 +16,7 @@
 #include "reports/cover.hpp"
 #include "reports/first_page.hpp"
 #include "reports/render.hpp"
+#include "reports/uniformity_render.hpp"
 
 namespace clusterbench::report {
 

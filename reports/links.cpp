@@ -5,7 +5,6 @@
 #include <cmath>
 #include <cstdio>
 #include <limits>
-#include <sstream>
 
 namespace clusterbench::report {
 
@@ -17,7 +16,17 @@ size_t host_index(LinkMatrix& m, const std::string& host) {
   m.hosts.push_back(host);
   for (auto& row : m.values) row.push_back(std::numeric_limits<double>::quiet_NaN());
   m.values.emplace_back(m.hosts.size(), std::numeric_limits<double>::quiet_NaN());
+  for (auto& row : m.best) row.push_back(std::numeric_limits<double>::quiet_NaN());
+  m.best.emplace_back(m.hosts.size(), std::numeric_limits<double>::quiet_NaN());
   return m.hosts.size() - 1;
+}
+
+/// A link's value in its best repetition (LinkMatrix::best): NaN without time statistics of 2+
+/// repetitions, since its noise is then unknown.
+double best_value(const Metric& m, const TimeStats& t) {
+  if (t.n < 2 || t.min <= 0 || t.median < t.min) return std::nan("");
+  const double scale = t.median / t.min;
+  return m.higher_is_better ? m.value * scale : m.value / scale;
 }
 
 }  // namespace
@@ -35,44 +44,17 @@ std::vector<LinkMatrix> link_matrices(const std::vector<ResultRecord>& records) 
         LinkMatrix m;
         m.benchmark = r.benchmark, m.metric = metric.name, m.unit = metric.unit;
         m.params = r.params;
+        m.higher_is_better = metric.higher_is_better;
         out.push_back(std::move(m));
         it = out.end() - 1;
       }
       size_t a = host_index(*it, r.scope.hosts[0]);
       size_t b = host_index(*it, r.scope.hosts[1]);
       it->values[a][b] = it->values[b][a] = metric.value;
+      it->best[a][b] = it->best[b][a] = best_value(metric, r.time);
     }
   }
   return out;
-}
-
-std::string render_link_matrices_markdown(const std::vector<ResultRecord>& records) {
-  return render_link_matrices_markdown(link_matrices(records));
-}
-
-std::string render_link_matrices_markdown(const std::vector<LinkMatrix>& matrices) {
-  if (matrices.empty()) return "";
-  std::ostringstream md;
-  md << "## Links\n\nNode x node matrices of link records (row host to column host).\n";
-  for (const auto& m : matrices) {
-    md << "\n### " << m.benchmark << " " << m.params.dump() << ": " << m.metric << " (" << m.unit
-       << ")\n\n|  |";
-    for (const auto& h : m.hosts) md << " " << h << " |";
-    md << "\n|---|";
-    for (size_t i = 0; i < m.hosts.size(); ++i) md << "---|";
-    md << "\n";
-    for (size_t i = 0; i < m.hosts.size(); ++i) {
-      md << "| " << m.hosts[i] << " |";
-      for (size_t j = 0; j < m.hosts.size(); ++j) {
-        double v = m.values[i][j];
-        char buf[32];
-        std::snprintf(buf, sizeof buf, "%.3g", v);
-        md << " " << (i == j || std::isnan(v) ? std::string("-") : std::string(buf)) << " |";
-      }
-      md << "\n";
-    }
-  }
-  return md.str();
 }
 
 }  // namespace clusterbench::report

@@ -1,4 +1,6 @@
-// Node x node matrices of link-scope records: what the report shows per link (Report::links).
+// Node x node matrices of link-scope records, built once per report (Report::links): what the
+// report shows per link (links_render.hpp) and what the localisation of slow links reads
+// (localize.hpp).
 #pragma once
 
 #include <string>
@@ -13,17 +15,15 @@ struct LinkMatrix {
   std::string benchmark, metric, unit;
   json params = json::object();
   std::vector<std::string> hosts;           ///< in order of first appearance
+  bool higher_is_better = true;             ///< the metric's (its first record's)
   std::vector<std::vector<double>> values;  ///< symmetric; NaN where no record names the pair
+  /// Each link's value in its best repetition: the value scaled by median / min time (a rate) or
+  /// min / median (a time); NaN where the record has fewer than 2 timed repetitions (its noise is
+  /// unknown) or no record names the pair.
+  std::vector<std::vector<double>> best;
 };
 
 /// Groups `ok` records of scope kind "link" by (benchmark, params, metric), in record order.
 std::vector<LinkMatrix> link_matrices(const std::vector<ResultRecord>& records);
-
-/// "## Links" Markdown section: one node x node table per matrix ("-" on the diagonal and for
-/// pairs without a record), values with 3 significant digits; "" when there are no matrices.
-std::string render_link_matrices_markdown(const std::vector<LinkMatrix>& matrices);
-
-/// The same over link_matrices(records).
-std::string render_link_matrices_markdown(const std::vector<ResultRecord>& records);
 
 }  // namespace clusterbench::report

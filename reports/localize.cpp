@@ -76,45 +76,30 @@ std::string key_of(const std::string& bench, const json& params, const std::stri
   return bench + "|" + params.dump() + "|" + metric;
 }
 
-/// The matrices of every ok link record, keyed by benchmark|params|metric.
-std::map<std::string, Matrix> link_matrices(const std::vector<ResultRecord>& records) {
+/// Each link matrix (links.hpp) with its links to judge, keyed by benchmark|params|metric: the
+/// links with a finite value of at least 0 (a negative rate or time is no measurement; a zero rate
+/// is a dead link and counts).
+std::map<std::string, Matrix> judged_matrices(const std::vector<LinkMatrix>& links) {
   std::map<std::string, Matrix> out;
-  for (const auto& r : records) {
-    if (r.scope.kind != ScopeKind::link || r.status != Status::ok || r.scope.hosts.size() != 2)
-      continue;
-    for (const auto& m : r.metrics) {
-      if (!std::isfinite(m.value)) continue;
-      Matrix& mx = out[key_of(r.benchmark, r.params, m.name)];
-      if (mx.benchmark.empty()) {
-        mx.benchmark = r.benchmark, mx.metric = m.name, mx.unit = m.unit, mx.params = r.params;
-        mx.higher_is_better = m.higher_is_better;
-        mx.path = r.params.value("rail", "mpi");
-        mx.family_params = r.params;
-        mx.family_params.erase("rail");
+  for (const LinkMatrix& lm : links) {
+    Matrix& mx = out[key_of(lm.benchmark, lm.params, lm.metric)];
+    mx.benchmark = lm.benchmark, mx.metric = lm.metric, mx.unit = lm.unit, mx.params = lm.params;
+    mx.higher_is_better = lm.higher_is_better;
+    mx.path = lm.params.value("rail", "mpi");
+    mx.family_params = lm.params;
+    mx.family_params.erase("rail");
+    for (size_t i = 0; i < lm.hosts.size(); ++i)
+      for (size_t j = i + 1; j < lm.hosts.size(); ++j) {
+        const double v = lm.values[i][j];
+        if (!std::isfinite(v) || v < 0) continue;
+        const Pair p = ordered({lm.hosts[i], lm.hosts[j]});
+        mx.value[p] = v;
+        mx.best[p] = lm.best[i][j];  // NaN: the noise is unknown, never judged low
+        mx.partners[p.first].insert(p.second);
+        mx.partners[p.second].insert(p.first);
       }
-      // A negative rate or time is no measurement; a zero rate is a dead link and counts.
-      if (m.value < 0) continue;
-      Pair p = ordered(r.scope.hosts);
-      mx.value[p] = m.value;  // the last record of a pair counts (a resumed run)
-      // The best repetition: the value scaled by median / min time (bandwidth), min / median
-      // (latency); the value itself without time statistics.
-      // Without repetitions (no time statistics) the noise is unknown: never judged low (NaN).
-      const TimeStats& t = r.time;
-      if (t.n >= 2 && t.min > 0 && t.median >= t.min) {
-        double scale = t.median / t.min;
-        mx.best[p] = m.higher_is_better ? m.value * scale : m.value / scale;
-      } else {
-        mx.best[p] = std::nan("");
-      }
-      mx.partners[p.first].insert(p.second);
-      mx.partners[p.second].insert(p.first);
-    }
   }
   return out;
-}
-
-std::string pct_text(double fraction) {
-  return format_number(std::round(fraction * 1000) / 10) + "%";
 }
 
 /// The node or NIC findings of one family (matrices that differ only in their path).
@@ -147,12 +132,12 @@ void locate_hosts(const std::vector<const Matrix*>& family, std::vector<Located>
       l.text = kind == "nic"
                    ? "NIC " + l.nic + " on " + h + ": all " + std::to_string(l.links) + " of its " +
                          l.nic + " links below the fleet's typical link (worst " +
-                         pct_text(l.worst_deviation) + "); its other paths are normal"
+                         percent(l.worst_deviation, 1) + "); its other paths are normal"
                    : "node " + h + ": all " + std::to_string(l.links) +
                          " of its links below the fleet's typical link on " +
                          (ms.size() == on.size() && on.size() > 1 ? "every path (" : "") + paths +
                          (ms.size() == on.size() && on.size() > 1 ? ")" : "") + " (worst " +
-                         pct_text(l.worst_deviation) + ")";
+                         percent(l.worst_deviation, 1) + ")";
       out.push_back(std::move(l));
     };
     if (low.size() == on.size()) {
@@ -165,9 +150,9 @@ void locate_hosts(const std::vector<const Matrix*>& family, std::vector<Located>
 
 }  // namespace
 
-std::vector<Located> locate_link_faults(const std::vector<ResultRecord>& records,
+std::vector<Located> locate_link_faults(const std::vector<LinkMatrix>& links,
                                         const ToleranceOf& tolerance) {
-  auto matrices = link_matrices(records);
+  auto matrices = judged_matrices(links);
   for (auto& [_, m] : matrices)
     if (m.partners.size() >= 3) m.judge(tolerance(m.benchmark, m.metric, m.unit));
   std::map<std::string, std::vector<const Matrix*>> families;
@@ -189,9 +174,9 @@ std::vector<Located> locate_link_faults(const std::vector<ResultRecord>& records
       l.paths = {m.path};
       l.low_links = l.links = 1;
       l.worst_deviation = dev;
-      l.text = "link " + pair.first + "<->" + pair.second + " (" + m.path + "): " + pct_text(dev) +
-               " against the fleet's typical link (" + format_number(m.reference) + " " + m.unit +
-               "); both hosts' other links are normal";
+      l.text = "link " + pair.first + "<->" + pair.second + " (" + m.path +
+               "): " + percent(dev, 1) + " against the fleet's typical link (" +
+               format_number(m.reference) + " " + m.unit + "); both hosts' other links are normal";
       out.push_back(std::move(l));
     }
   auto rank = [](const std::string& k) { return k == "node" ? 0 : k == "nic" ? 1 : 2; };

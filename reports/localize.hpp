@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "records/records.hpp"
+#include "reports/links.hpp"
 
 namespace clusterbench::report {
 
@@ -31,8 +32,8 @@ struct Located {
   std::string text;                ///< one sentence for report.md
 };
 
-/// Locates the faults behind slow links among `records` (ok link records; the last of a host pair
-/// counts within each matrix: benchmark, params, metric). In a matrix of at least 3 hosts, a link
+/// Locates the faults behind slow links in the report's link matrices (`links`: link_matrices(),
+/// one per benchmark, params and metric). In a matrix of at least 3 hosts, a link
 /// is low when even its best repetition (the value at its record's minimum time) is worse than
 /// the reference by more than `tolerance` (the fleet-outlier tolerance): out of the noise (a
 /// link without time statistics of 2+ repetitions is never low; a negative value is skipped); the
@@ -41,7 +42,7 @@ struct Located {
 /// in params.rail are the paths of one measurement (absent rail: "mpi"): a suspect on every path it
 /// has links on is a node; on some paths only, a NIC per rail path (a node for the mpi path). Low
 /// links without a suspect end are links. Sorted: nodes, NICs, links, then by host.
-std::vector<Located> locate_link_faults(const std::vector<ResultRecord>& records,
+std::vector<Located> locate_link_faults(const std::vector<LinkMatrix>& links,
                                         const ToleranceOf& tolerance);
 
 /// JSON array of `located` (report.json fleet.localisation).

@@ -1,4 +1,4 @@
-// Outcomes of spec rows and their items (DESIGN.md "Spec tables"): an enum in code, the same
+// Outcomes of spec rows and their items (docs/design.md "Spec tables"): an enum in code, the same
 // words as always in report.json, report.md, junit.xml and on the console.
 #pragma once
 

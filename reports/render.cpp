@@ -16,36 +16,14 @@
 #include "records/utf8.hpp"
 #include "reports/charts.hpp"
 #include "reports/first_page.hpp"
+#include "reports/fleet_render.hpp"
 #include "reports/html.hpp"
+#include "reports/links_render.hpp"
+#include "reports/uniformity_render.hpp"
 
 namespace clusterbench::report {
 
 namespace {
-
-std::string join(const std::vector<std::string>& xs, const std::string& sep) {
-  std::string out;
-  for (size_t i = 0; i < xs.size(); ++i) out += (i ? sep : "") + xs[i];
-  return out;
-}
-
-/// A Markdown table cell: no pipes or line breaks.
-std::string cell(const std::string& text) {
-  std::string out;
-  for (char c : text) {
-    if (c == '|')
-      out += "\\|";
-    else if (c == '\n' || c == '\r')
-      out += ' ';
-    else
-      out += c;
-  }
-  return out.empty() ? "-" : out;
-}
-
-/// Inline code that survives backticks in the text.
-std::string code(const std::string& text) {
-  return text.find('`') == std::string::npos ? "`" + text + "`" : "``" + text + " ``";
-}
 
 std::string counts_text(const Report& r) {
   std::vector<std::string> parts;
@@ -129,56 +107,7 @@ std::string metrics_text(const ResultRecord& r) {
   return join(parts, ", ");
 }
 
-/// Whether the code point of the UTF-8 sequence `seq` is a Char of XML 1.0 (section 2.2):
-/// #x9 | #xA | #xD | [#x20-#xD7FF] | [#xE000-#xFFFD] | [#x10000-#x10FFFF]. Surrogates cannot
-/// occur in valid UTF-8, so below U+10000 only the C0 controls and U+FFFE/U+FFFF are out.
-bool xml_char(std::string_view seq) {
-  const auto c = static_cast<unsigned char>(seq[0]);
-  if (seq.size() == 1) return c >= 0x20 || c == '\t' || c == '\n' || c == '\r';
-  return !(seq == "\xEF\xBF\xBE" || seq == "\xEF\xBF\xBF");
-}
-
-size_t utf8_length(unsigned char lead) {
-  return lead < 0x80 ? 1 : lead < 0xE0 ? 2 : lead < 0xF0 ? 3 : 4;
-}
-
 }  // namespace
-
-std::string xml_escape(const std::string& raw) {
-  const std::string text = valid_utf8(raw);  // bytes that are not UTF-8 become U+FFFD
-  std::string out;
-  out.reserve(text.size());
-  for (size_t i = 0; i < text.size();) {
-    const size_t n = utf8_length(static_cast<unsigned char>(text[i]));
-    const std::string_view seq(text.data() + i, n);
-    i += n;
-    switch (seq[0]) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      case '\'':
-        out += "&apos;";
-        break;
-      default:
-        // A character XML 1.0 forbids (even as a reference) would make the document not
-        // well formed.
-        if (xml_char(seq))
-          out += seq;
-        else
-          out += '?';
-    }
-  }
-  return out;
-}
 
 namespace {
 
@@ -189,15 +118,15 @@ void md_header(std::ostringstream& md, const Report& r) {
   md << "**Verdict: " << verdict(code_) << "** (exit " << code_ << ": " << exit_code_meaning(code_)
      << "). Rows: " << counts_text(r) << ".\n\n";
   if (r.aborted) md << "**The run was aborted:** " << or_unknown(r.abort_reason) << "\n\n";
-  md << "- Run: " << code(r.run_id) << ", started " << or_unknown(run.started_at) << ", finished "
-     << (run.finished_at.empty() ? "never" : run.finished_at) << "\n";
+  md << "- Run: " << md_code(r.run_id) << ", started " << or_unknown(run.started_at)
+     << ", finished " << (run.finished_at.empty() ? "never" : run.finished_at) << "\n";
   if (run.rounds > 1)
     md << "- Rounds: " << run.rounds << " (suite " << or_unknown(run.suite)
        << "; each host-side case measured once a round, one repetition per round: "
           "docs/compare.md \"Rounds\")\n";
   md << "- Hosts: " << (r.hosts.empty() ? "none" : join(r.hosts, ", ")) << "\n";
-  md << "- Spec: " << code(r.spec_name) << " at " << code(r.spec_path) << ", sha256 "
-     << code(r.spec_sha256.empty() ? "unknown" : r.spec_sha256) << "\n";
+  md << "- Spec: " << md_code(r.spec_name) << " at " << md_code(r.spec_path) << ", sha256 "
+     << md_code(r.spec_sha256.empty() ? "unknown" : r.spec_sha256) << "\n";
   if (!run.version.empty()) md << "- clusterbench: " << run.version << "\n";
 }
 
@@ -210,18 +139,19 @@ void md_requirements(std::ostringstream& md, const Report& r) {
     std::string word = to_string(row.outcome);
     std::string outcome = row.outcome == kPass ? word : "**" + word + "**";
     std::string sev = row.req.severity == "warn" ? " (warn)" : "";
-    md << "| " << cell(row.req.id) << " | " << cell(row.req.title) << " | " << outcome << " | "
-       << cell(format_value(row.value, row.req.unit)) << " | "
-       << cell(format_requirement(row.req) + sev) << " | " << cell(row.worst_item) << " |\n";
+    md << "| " << md_cell(row.req.id) << " | " << md_cell(row.req.title) << " | " << outcome
+       << " | " << md_cell(format_value(row.value, row.req.unit)) << " | "
+       << md_cell(format_requirement(row.req) + sev) << " | " << md_cell(row.worst_item) << " |\n";
   }
 }
 
 std::string selects_text(const Requirement& q) {
-  if (!q.select.health.empty()) return code("health " + q.select.health);
+  if (!q.select.health.empty()) return md_code("health " + q.select.health);
   if (q.select.env.empty())
-    return code(q.select.benchmark + " " + q.select.params.dump() + " metric " + q.select.metric +
-                (q.select.require.empty() ? "" : " require " + q.select.require.dump()));
-  return code(q.select.env);
+    return md_code(q.select.benchmark + " " + q.select.params.dump() + " metric " +
+                   q.select.metric +
+                   (q.select.require.empty() ? "" : " require " + q.select.require.dump()));
+  return md_code(q.select.env);
 }
 
 /// One FAIL, WARN or MISSING row: its requirement, what it selects, its source, its non-PASS
@@ -234,7 +164,7 @@ void md_finding(std::ostringstream& md, const RowResult& row) {
   if (!row.evidence.empty()) {
     md << " Evidence:";
     for (size_t i = 0; i < row.evidence.size() && i < kItemRecords; ++i)
-      md << " " << code(row.evidence[i]);
+      md << " " << md_code(row.evidence[i]);
     if (row.evidence.size() > kItemRecords)
       md << " and " << row.evidence.size() - kItemRecords << " more (report.json)";
   }
@@ -262,7 +192,7 @@ void md_measured(std::ostringstream& md, const Report& r) {
     if (row.measured.empty()) continue;
     if (!any) md << "\nWhat was measured (the worst item's records):\n\n";
     any = true;
-    md << "- " << code(row.req.id) << " on " << row.worst_item << ": " << row.measured << "\n";
+    md << "- " << md_code(row.req.id) << " on " << row.worst_item << ": " << row.measured << "\n";
   }
 }
 
@@ -302,9 +232,9 @@ std::string group_line(const RecordGroup& g) {
   text += rec.status != Status::ok || rec.metrics.empty() ? rec.message
           : rec.message.empty()                           ? metrics_text(rec)
                                                           : metrics_text(rec) + "; " + rec.message;
-  return "| " + cell(first.benchmark) + " | " + cell(params.dump()) + " | " +
-         cell(scope_item(first.scope)) + " | " + status_name(first.status) + " | " + cell(text) +
-         " |\n";
+  return "| " + md_cell(first.benchmark) + " | " + md_cell(params.dump()) + " | " +
+         md_cell(scope_item(first.scope)) + " | " + status_name(first.status) + " | " +
+         md_cell(text) + " |\n";
 }
 
 /// Ok records of one case on many items (every GPU's GEMM): one line with the median, the
@@ -324,8 +254,8 @@ std::string across_items_line(const std::vector<const ResultRecord*>& recs) {
   };
   std::string text = m.name + " median " + format_number(values[values.size() / 2].first) + unit +
                      ", lowest " + at(values.front()) + ", highest " + at(values.back());
-  return "| " + cell(first.benchmark) + " | " + cell(first.params.dump()) + " | " +
-         std::to_string(recs.size()) + " items | ok | " + cell(text) + " |\n";
+  return "| " + md_cell(first.benchmark) + " | " + md_cell(first.params.dump()) + " | " +
+         std::to_string(recs.size()) + " items | ok | " + md_cell(text) + " |\n";
 }
 
 /// The records, summarised: ok and failed ones in a table (a sweep over message sizes is one

@@ -1,12 +1,13 @@
 // Renderers of a Report: Markdown, JSON (clusterbench.report/1), JUnit XML and the console
-// summary. They read the Report alone (STYLE.md: reporters read results; the verdict is made
-// once, by make_report).
+// summary. They read the Report alone (docs/design.md "The verdict is made once": reporters read
+// results, make_report judges).
 #pragma once
 
 #include <cstddef>
 #include <string>
 
 #include "reports/report.hpp"
+#include "reports/text.hpp"
 
 namespace clusterbench::report {
 
@@ -71,10 +72,5 @@ void check_output_dir(const std::string& dir, const std::string& option);
 /// Throws InputError "<option> <dir>: cannot write into it (<why>)" (exit 2) unless a file can
 /// be created in the existing directory `dir` (tried: a probe file made and removed).
 void check_writable_dir(const std::string& dir, const std::string& option);
-
-/// XML 1.0 escaping of text and attribute values (& < > " '). The result is always well formed:
-/// bytes that are not UTF-8 become U+FFFD (records/utf8.hpp), and characters XML 1.0 forbids (C0
-/// controls but tab, LF and CR; U+FFFE, U+FFFF) become '?'.
-std::string xml_escape(const std::string& raw);
 
 }  // namespace clusterbench::report

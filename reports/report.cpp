@@ -135,9 +135,9 @@ Report make_report(std::shared_ptr<const RunDir> run_ptr, const Spec& spec) {
   unknown_warnings(rep.rows, rep);
   for (Outcome o : kOutcomeOrder) rep.counts[o] = 0;
   for (const auto& row : rep.rows) ++rep.counts[row.outcome];
-  rep.fleet = fleet_view(run, rep.rows, rep.hosts, spec.families);
+  rep.links = link_matrices(run.records.records);  // once: the fleet's localisation reads them
+  rep.fleet = fleet_view(run, rep.rows, rep.hosts, rep.links, spec.families);
   rep.uniformity = check_uniformity(run.run.env);
-  rep.links = link_matrices(run.records.records);
   rep.exit_code = exit_code(rep);
   return rep;
 }

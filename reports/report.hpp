@@ -1,6 +1,6 @@
-// The verdict over a run, made once (DESIGN.md "The verdict is made once"): make_report judges a
-// run directory against a spec table (rows, fleet outliers, uniformity, links, soaks, health
-// deltas) and decides the exit code; every renderer (render.hpp, html.hpp, charts.hpp,
+// The verdict over a run, made once (docs/design.md "The verdict is made once"): make_report
+// judges a run directory against a spec table (rows, fleet outliers, uniformity, links, soaks,
+// health deltas) and decides the exit code; every renderer (render.hpp, html.hpp, charts.hpp,
 // prometheus.hpp) reads the Report alone.
 #pragma once
 
@@ -59,7 +59,7 @@ Report make_report(std::shared_ptr<const RunDir> run, const Spec& spec);
 /// The same over a copy of `run`.
 Report make_report(const RunDir& run, const Spec& spec);
 
-/// DESIGN.md "Exit codes", precedence 2 > 3 > 1 > 4 > 0, decided here alone: 2 when a case was
+/// docs/design.md "Exit codes", precedence 2 > 3 > 1 > 4 > 0, decided here alone: 2 when a case was
 /// refused (`refused`); else 3 when the run was aborted; else 1 when any row FAILs; else 4 when a
 /// fail-severity row is MISSING or WAIVED, or when --time-limit left planned cases not run
 /// (acceptance incomplete); else 0. Exit 2 for bad input is an InputError thrown before a Report

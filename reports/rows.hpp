@@ -1,4 +1,4 @@
-// Spec rows judged over a run directory (DESIGN.md "Spec tables"): the first step of
+// Spec rows judged over a run directory (docs/design.md "Spec tables"): the first step of
 // make_report (reports/report.hpp). Reads records only.
 #pragma once
 
@@ -11,6 +11,7 @@
 #include "records/spec.hpp"
 #include "reports/health.hpp"
 #include "reports/outcome.hpp"
+#include "reports/text.hpp"
 
 namespace clusterbench::report {
 
@@ -102,23 +103,9 @@ std::string noise_text(const json& noise);
 /// {"FAIL": n, "MISSING": n, ...}: outcome counts as report.json writes them.
 json outcome_counts_json(const std::map<Outcome, int>& counts);
 
-/// Formats a number for reports: integers exactly, others with 4 significant digits (32.42,
-/// 0.2749), from 1000 up rounded to an integer (40826); no exponent below 1e15 but for tiny
-/// values (1.2e-05). report.json keeps the full values.
-std::string format_number(double v);
-
 /// The scope of a row item or the item part of a case key ("node02/gpu3[GPU-...]" -> gpu,
 /// "a<->b" -> link, "cluster", else a node): the inverse of scope_item().
 Scope parse_scope_item(const std::string& item);
-
-/// Formats a judged value with its unit: "12.3 GB/s", "\"performance\"", "-" for null.
-std::string format_value(const json& v, const std::string& unit);
-
-/// An env value that may be unknown, with its unit: "79.6 GiB", "18", or "unknown" for null.
-template <typename T>
-std::string format_known(const std::optional<T>& v, const std::string& unit) {
-  return v ? format_value(json(*v), unit) : "unknown";
-}
 
 /// An env pointer in words for messages: "/nics/0/rate_gbps" -> "the rate of NIC eth0" (the
 /// entry's name from `env`, its index without one), "/memory/installed_gib" -> "the installed

@@ -47,20 +47,4 @@ std::vector<std::string> uniformity_field_names();
 /// when it is not the reference, or not the field's expected value.
 Uniformity check_uniformity(const std::vector<EnvRecord>& env);
 
-/// "## Uniformity" Markdown section: a table of fields (reference, nodes agreeing, nodes that
-/// differ) and a table of deviations (host, field, value, reference, reason).
-std::string render_uniformity_markdown(const Uniformity& u);
-
-/// report.json "uniformity": fields[] {name, group, reference, expected, nodes, agreeing,
-/// majority, deviations[] {host, value, reason}}, deviations[] {host, field, value, reference,
-/// reason}, hosts[].
-json uniformity_json(const Uniformity& u);
-
-/// Console lines: "uniformity: N fields identical on M nodes" or one line per deviation (the
-/// first `max_lines`, then "... and K more").
-std::string render_uniformity_console(const Uniformity& u, size_t max_lines = 20);
-
-/// report.html section `<h2 id="uniformity">` with the same two tables.
-std::string render_uniformity_html(const Uniformity& u);
-
 }  // namespace clusterbench::report

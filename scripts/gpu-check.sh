@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# One-shot GPU check (DESIGN.md): build a single-process binary, run the GPU cases
+# One-shot GPU check (docs/design.md): build a single-process binary, run the GPU cases
 # on this machine's GPUs, run the same work through PyTorch as an anchor, and print a table of our
 # median, the anchor's median and their ratio. It finishes within 5 minutes: each section has a
 # time budget, and past 270 s the remaining sections are skipped, saying so.

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# tune.sh: the seed guide's host tuning (DESIGN.md "Host tuning"), checked, applied and reverted.
+# tune.sh: the seed guide's host tuning (docs/design.md "Host tuning"), checked, applied and reverted.
 #
 #   tune.sh check  [--root DIR]                       each setting: current, recommended, complies
 #   tune.sh apply  --yes [--only NAMES] [--hugepages N] [--backup FILE] [--root DIR]

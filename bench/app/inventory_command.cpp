@@ -2,7 +2,7 @@
 #include <iostream>
 
 #include "app/command.hpp"
-#include "core/context.hpp"
+#include "core/api/context.hpp"
 #include "core/version.hpp"
 #include "env/inventory.hpp"
 #include "records/utf8.hpp"

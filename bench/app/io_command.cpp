@@ -3,7 +3,7 @@
 #include <iostream>
 
 #include "app/command.hpp"
-#include "core/settings.hpp"
+#include "core/api/settings.hpp"
 #include "io/dataset.hpp"
 
 namespace clusterbench {

@@ -3,7 +3,7 @@
 #include <set>
 
 #include "app/command.hpp"
-#include "core/benchmark.hpp"
+#include "core/api/benchmark.hpp"
 #include "records/utf8.hpp"
 
 namespace clusterbench {

@@ -1,11 +1,11 @@
 // clusterbench: the command line (CLI11), one Command per subcommand (app/command.hpp). Exit
-// codes: DESIGN.md "Exit codes".
+// codes: docs/design.md "Exit codes".
 #include <cmath>
 #include <filesystem>
 #include <iostream>
 
 #include "app/command.hpp"
-#include "core/context.hpp"
+#include "core/api/context.hpp"
 #include "core/run_options.hpp"
 #include "core/version.hpp"
 #include "core/watchdog.hpp"

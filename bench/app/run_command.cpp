@@ -2,6 +2,7 @@
 // hooks of app/report_command.
 #include "app/command.hpp"
 #include "app/report_command.hpp"
+#include "core/selection.hpp"
 #include "core/session.hpp"
 
 namespace clusterbench {

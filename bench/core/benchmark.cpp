@@ -1,11 +1,12 @@
 // The benchmark interface's shared parts: levels, the registry, selection, knob checks.
-#include "core/benchmark.hpp"
+#include "core/api/benchmark.hpp"
 
 #include <algorithm>
 #include <cstdio>
 #include <sstream>
 
 #include "core/measure.hpp"
+#include "core/selection.hpp"
 #include "records/spec.hpp"
 
 namespace clusterbench {
@@ -60,6 +61,24 @@ std::vector<double> time_reps(double scale, const std::vector<double>& seconds) 
 void CaseRun::add_rate(const std::string& name, double work, const std::string& unit) {
   add(Metric{name, stats().median > 0 ? work / stats().median : 0, unit, true,
              rate_reps(work, samples()), 0, work});
+}
+
+void CaseRun::add_rate(const std::string& name, const Work& work) {
+  add(rate_metric(name, work, stats().median, samples()));
+}
+
+void CaseRun::add_best_rate(const std::string& name, const Work& work) {
+  add(Metric{name, work.rate(stats().min), work.unit});
+}
+
+Metric rate_metric(const std::string& name, const Work& work, double median_s,
+                   const std::vector<double>& samples) {
+  return Metric{name, work.rate(median_s), work.unit, true, rate_reps(work.per_op, samples),
+                0,    work.per_op};
+}
+
+Metric time_metric(const std::string& name, double median_s, const std::vector<double>& samples) {
+  return Metric{name, microseconds(median_s), "us", false, time_reps(kUsPerS, samples)};
 }
 
 void CaseRun::add_time(const std::string& name, double scale, const std::string& unit,

@@ -9,8 +9,9 @@
 #include <sstream>
 #include <thread>
 
-#include "core/error.hpp"
-#include "core/host_probe.hpp"
+#include "core/api/error.hpp"
+#include "core/api/host_probe.hpp"
+#include "core/case_line.hpp"
 #include "core/progress.hpp"
 #include "core/watchdog.hpp"
 #include "records/spec.hpp"
@@ -127,6 +128,17 @@ class CaseRunImpl : public CaseRun {
     if (ce_.mark_aborted) ce_.mark_aborted(reason);
   }
   int signal_received() const override { return Watchdog::signal_received(); }
+  void print_table(const std::string& text, bool open) override {
+    console_table(text, open);
+    table_printed_ = true;
+  }
+  void print_progress(const std::string& text) override { console_progress(text); }
+  void note_progress(const std::string& text) override { progress_note(text); }
+  std::unique_ptr<AbortCleanup> on_abort(std::function<void()> undo) override {
+    return std::make_unique<AbortCleanup>(std::move(undo));
+  }
+  /// Whether the case printed its own table (print_table).
+  bool table_printed() const { return table_printed_; }
 
   /// Moves what the benchmark measured into `rec` (a benchmark that ended normally).
   void fill(ResultRecord& rec) {
@@ -163,6 +175,7 @@ class CaseRunImpl : public CaseRun {
   std::string final_message_;
   std::optional<ErrorInfo> final_error_;
   bool signal_handler_set_ = false;
+  bool table_printed_ = false;
 };
 
 /// Whether this rank runs the case, and if not why: ok, or waived/failed with `reason`.
@@ -213,21 +226,24 @@ void run_member(const Benchmark& b, CaseRunImpl& run, ResultRecord& rec, CaseRes
   }
 }
 
-/// The record lines of a rank: its record, then a cluster case's add_record records.
-std::string record_lines(const Benchmark& b, const RankCase& rc, ResultRecord& rec,
-                         std::vector<ResultRecord>& more, const CaseEnv& ce) {
-  if (!rc.in_domain) return "";
-  if (rc.level == Level::cluster && ce.ctx.world_rank() != 0 && rec.status == Status::ok) return "";
-  std::string lines = dump_json(json(rec));
-  if (rec.status != Status::ok || rc.level != Level::cluster) return lines;
-  for (auto& m : more) {  // JSON text holds no raw newline: one record per line
-    m.run_id = rec.run_id, m.benchmark = rec.benchmark, m.params = rec.params;
-    m.combine = rec.combine, m.status = Status::ok, m.started_at = rec.started_at;
-    m.duration_s = rec.duration_s;
-    m.case_key = make_case_key(b.id(), rec.params, m.scope);
-    lines += "\n" + dump_json(json(m));
-  }
-  return lines;
+/// The records of a rank: its record, then a cluster case's add_record records.
+std::vector<ResultRecord> case_records(const Benchmark& b, const RankCase& rc, ResultRecord rec,
+                                       std::vector<ResultRecord>& more, const CaseEnv& ce) {
+  if (!rc.in_domain) return {};
+  if (rc.level == Level::cluster && ce.ctx.world_rank() != 0 && rec.status == Status::ok) return {};
+  std::vector<ResultRecord> out;
+  const bool links = rec.status == Status::ok && rc.level == Level::cluster;
+  if (links)
+    for (auto& m : more) {
+      m.run_id = rec.run_id, m.benchmark = rec.benchmark, m.params = rec.params;
+      m.combine = rec.combine, m.status = Status::ok, m.started_at = rec.started_at;
+      m.duration_s = rec.duration_s;
+      m.case_key = make_case_key(b.id(), rec.params, m.scope);
+    }
+  out.push_back(std::move(rec));
+  if (links)
+    for (auto& m : more) out.push_back(std::move(m));
+  return out;
 }
 
 }  // namespace
@@ -332,6 +348,7 @@ CaseResult run_case(const Benchmark& b, const json& planned, CaseEnv& ce) {
     CaseRunImpl run(b, rc, ce, *group);
     run_member(b, run, rec, out, ce);
     more = std::move(run.more_);
+    out.table_printed = run.table_printed();
     probe["cpu_share"] = least_share(rc.level, *group, cpu_share(use, cpu_use_now()));
     if (ce.ctx.local_rank() == 0) probe["c2c_ns"] = c2c_pair(c2c_before, c2c_turn(ce.ctx));
     if (rec.status == Status::ok) rec.extra["host_probe"] = probe;
@@ -339,33 +356,56 @@ CaseResult run_case(const Benchmark& b, const json& planned, CaseEnv& ce) {
   rec.duration_s = std::chrono::duration<double>(Clock::now() - t0).count();
   if (b.case_needs_gpu(rc.params) && !ce.shared_gpus.empty())
     rec.extra["shared_gpus"] = {{"allowed", "--allow-shared-gpus"}, {"processes", ce.shared_gpus}};
-  out.lines = record_lines(b, rc, rec, more, ce);
+  out.records = case_records(b, rc, std::move(rec), more, ce);
   return out;
 }
 
-std::vector<std::string> lines_to_write(Level level, const std::vector<std::string>& gathered) {
-  std::vector<std::string> out;
+std::string records_text(const std::vector<ResultRecord>& records) {
+  std::string out;  // JSON text holds no raw newline: one record per line
+  for (const auto& r : records) out += (out.empty() ? "" : "\n") + dump_json(json(r));
+  return out;
+}
+
+namespace {
+
+/// The records of one rank's records_text (`text`); a line that is no record is said on stderr.
+std::vector<ResultRecord> read_records_text(const std::string& text, size_t rank) {
+  std::vector<ResultRecord> out;
+  for (size_t pos = 0; pos < text.size();) {
+    const size_t nl = std::min(text.find('\n', pos), text.size());
+    try {
+      if (nl > pos) out.push_back(json::parse(text.substr(pos, nl - pos)).get<ResultRecord>());
+    } catch (const std::exception& e) {
+      std::cerr << ("clusterbench: a record from rank " + std::to_string(rank) +
+                    " could not be read (" + e.what() + "); left out\n")
+                << std::flush;
+    }
+    pos = nl + 1;
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<ResultRecord> records_to_write(Level level, std::vector<ResultRecord> mine,
+                                           const std::vector<std::string>& gathered) {
+  std::vector<std::vector<ResultRecord>> by_rank(std::max<size_t>(gathered.size(), 1));
+  by_rank[0] = std::move(mine);
+  for (size_t r = 1; r < gathered.size(); ++r) by_rank[r] = read_records_text(gathered[r], r);
+  std::vector<ResultRecord> out;
   if (level != Level::cluster) {
-    for (const auto& g : gathered)
-      if (!g.empty()) out.push_back(g);
+    for (auto& recs : by_rank)
+      for (auto& rec : recs) out.push_back(std::move(rec));
     return out;
   }
   // One record for the cluster: the first failed/waived rank's, else rank 0's.
-  for (const auto& g : gathered) {
-    if (g.empty()) continue;
-    auto j = json::parse(g.substr(0, g.find('\n')));
-    if (j.value("status", "ok") != "ok") {
-      j["scope"] = json{{"kind", "cluster"}};
-      return {dump_json(j)};
+  for (auto& recs : by_rank)
+    if (!recs.empty() && recs.front().status != Status::ok) {
+      recs.front().scope = Scope{};
+      recs.front().scope.kind = ScopeKind::cluster;
+      return {std::move(recs.front())};
     }
-  }
-  if (!gathered.empty() && !gathered[0].empty())
-    for (size_t pos = 0; pos < gathered[0].size();) {
-      size_t nl = std::min(gathered[0].find('\n', pos), gathered[0].size());
-      out.push_back(gathered[0].substr(pos, nl - pos));
-      pos = nl + 1;
-    }
-  return out;
+  return std::move(by_rank[0]);
 }
 
 std::vector<ExpectedCase> expected_cases(const Benchmark& b, const json& planned, const Settings& s,

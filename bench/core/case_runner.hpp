@@ -1,8 +1,8 @@
-// The case runner: one planned case on this rank (DESIGN.md "The benchmark interface"). It decides
-// whether the rank takes part (level, GPU disposition, applicability, agreed across ranks), runs
-// the benchmark in the group of ranks that do, turns what it threw into the record's status, and
-// returns the record lines this rank contributes; rank 0 picks the lines to write
-// (lines_to_write). The run session (core/session.hpp) drives it case by case.
+// The case runner: one planned case on this rank (docs/design.md "The benchmark interface").
+// It decides whether the rank takes part (level, GPU disposition, applicability, agreed across
+// ranks), runs the benchmark in the group of ranks that do, turns what it threw into the record's
+// status, and returns the records this rank contributes; rank 0 picks the records to write
+// (records_to_write). The run session (core/session.hpp) drives it case by case.
 #pragma once
 
 #include <functional>
@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "core/benchmark.hpp"
+#include "core/api/benchmark.hpp"
 #include "core/measure.hpp"
 
 namespace clusterbench {
@@ -54,11 +54,13 @@ Scope scope_for(Level level, int world_rank, int local_rank, const std::string& 
 /// This rank's view of planned case `planned` of `b`.
 RankCase place_case(const Benchmark& b, const json& planned, const CaseEnv& ce);
 
-/// What this rank contributes to a case: its records, one JSON line each ("" when it is not in
-/// the case's domain, or a cluster case's non-root member whose record rank 0 writes).
+/// What this rank contributes to a case: its records (none when it is not in the case's domain,
+/// or a cluster case's non-root member whose record rank 0 writes).
 struct CaseResult {
-  std::string lines;
+  std::vector<ResultRecord> records;
   bool refused = false;  ///< a Refused was thrown: the run exits 2
+  /// The case printed its own table (CaseRun::print_table): its ok records get no console line.
+  bool table_printed = false;
 };
 
 /// Runs planned case `planned` of `b` on this rank (a collective over the world: every rank calls
@@ -66,9 +68,15 @@ struct CaseResult {
 /// status (waived, failed) and message; AbortRun ends the run through `ce.abort_run`.
 CaseResult run_case(const Benchmark& b, const json& planned, CaseEnv& ce);
 
-/// Rank 0: the record lines to write for a case from what every rank sent. A cluster case has
-/// one record (the first failed or waived rank's, else rank 0's with its added link records).
-std::vector<std::string> lines_to_write(Level level, const std::vector<std::string>& gathered);
+/// Records as they cross ranks (Context::gather): one JSON line each.
+std::string records_text(const std::vector<ResultRecord>& records);
+
+/// Rank 0: the records to write for a case: its own (`mine`) and those every other rank sent
+/// (`gathered`, by rank, records_text's lines; rank 0's own entry is not read). A cluster case has
+/// one record (the first failed or waived rank's, scope cluster, else rank 0's with its added
+/// link records). A line that is no record is left out, said on stderr (its case is then MISSING).
+std::vector<ResultRecord> records_to_write(Level level, std::vector<ResultRecord> mine,
+                                           const std::vector<std::string>& gathered);
 
 /// A planned case as the whole job runs it: one entry per distinct params_on() result, with the
 /// scopes of the records it is expected to produce.

@@ -1,5 +1,5 @@
 // MPI context. Every MPI call of the core is here, behind CLUSTERBENCH_HAVE_MPI.
-#include "core/context.hpp"
+#include "core/api/context.hpp"
 
 #include <unistd.h>
 
@@ -8,11 +8,11 @@
 #include <map>
 #include <thread>
 
-#include "core/error.hpp"
+#include "core/api/error.hpp"
 #include "records/utf8.hpp"
 
 #if CLUSTERBENCH_HAVE_MPI
-#include "core/mpi_check.hpp"
+#include "core/api/mpi_check.hpp"
 #endif
 
 namespace clusterbench {

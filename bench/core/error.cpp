@@ -1,5 +1,5 @@
 // Error origin (host, rank) and the CallError text every CHECK macro produces.
-#include "core/error.hpp"
+#include "core/api/error.hpp"
 
 namespace clusterbench {
 

@@ -1,11 +1,11 @@
 // A GPU benchmark case on one plugin operation: see gpu_case.hpp.
-#include "core/gpu_case.hpp"
+#include "core/api/gpu_case.hpp"
 
 #include <optional>
 #include <utility>
 
-#include "core/error.hpp"
-#include "core/telemetry.hpp"
+#include "core/api/error.hpp"
+#include "core/api/telemetry.hpp"
 
 namespace clusterbench {
 

@@ -1,7 +1,7 @@
 // GPU disposition (gpu_disposition.hpp).
-#include "core/gpu_disposition.hpp"
+#include "core/api/gpu_disposition.hpp"
 
-#include "core/context.hpp"
+#include "core/api/context.hpp"
 #include "gpu/loader.hpp"
 #include "gpu/operation.hpp"
 

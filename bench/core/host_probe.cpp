@@ -1,5 +1,5 @@
 // The host probe (host_probe.hpp).
-#include "core/host_probe.hpp"
+#include "core/api/host_probe.hpp"
 
 #include <pthread.h>
 #include <sched.h>

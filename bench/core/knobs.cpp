@@ -1,5 +1,5 @@
 // Typed knobs (knobs.hpp).
-#include "core/knobs.hpp"
+#include "core/api/knobs.hpp"
 
 #include <algorithm>
 #include <cmath>

@@ -9,7 +9,7 @@
 #include <iostream>
 #include <set>
 
-#include "core/error.hpp"
+#include "core/api/error.hpp"
 #include "records/utf8.hpp"
 
 namespace clusterbench {

@@ -1,5 +1,5 @@
-// The measurement loop (DESIGN.md "The benchmark interface", "Measurement loop"): Google Benchmark
-// runs one case's timed batches in lock-step across the case's ranks. Each iteration times a batch
+// The measurement loop (docs/design.md "Measurement loop"): Google Benchmark runs
+// one case's timed batches in lock-step across the case's ranks. Each iteration times a batch
 // of operations; every rank keeps its own samples, and Google Benchmark is given the slowest
 // rank's time (a max-reduction that also carries every rank's error flag), so that all ranks take
 // the same iteration decisions and stop together.

@@ -1,24 +1,5 @@
-// CHECK_MPI: an MPI call that fails throws CallError with MPI's own error string, the call text,
-// file:line, host and rank (bench/error.hpp). Include only where CLUSTERBENCH_HAVE_MPI is 1; the
-// communicator used must have MPI_ERRORS_RETURN (the context sets it on MPI_COMM_WORLD, and
-// communicators derived from it inherit it).
+// Moved to core/api/mpi_check.hpp, the public face of bench/core; this path stays for the files
+// that still include it.
 #pragma once
 
-#include <mpi.h>
-
-#include <string>
-
-#include "core/error.hpp"
-
-#define CHECK_MPI(call)                                                                           \
-  do {                                                                                            \
-    int cb_rc_ = (call);                                                                          \
-    if (cb_rc_ != MPI_SUCCESS) {                                                                  \
-      char cb_msg_[MPI_MAX_ERROR_STRING];                                                         \
-      int cb_len_ = 0;                                                                            \
-      MPI_Error_string(cb_rc_, cb_msg_, &cb_len_);                                                \
-      ::clusterbench::throw_call_error("MPI", std::to_string(cb_rc_),                             \
-                                       std::string(cb_msg_, static_cast<size_t>(cb_len_)), #call, \
-                                       __FILE__, __LINE__);                                       \
-    }                                                                                             \
-  } while (0)
+#include "core/api/mpi_check.hpp"

@@ -17,7 +17,7 @@
 #include <random>
 #include <sstream>
 
-#include "core/tcp.hpp"
+#include "core/api/tcp.hpp"
 #endif
 
 namespace clusterbench {

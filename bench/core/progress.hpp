@@ -1,5 +1,5 @@
 // Progress: where each rank is in the run, so that rank 0's watchdog can name the ranks and hosts
-// that did not finish a hung case (DESIGN.md "Who writes").
+// that did not finish a hung case (docs/design.md "Who writes").
 // Each rank counts, in memory, the case it is in and the operations of that case it has issued
 // and completed (two relaxed atomic increments per batch: nothing a timed loop can feel). A thread
 // per rank answers rank 0's question "where are you?", and carries a rank's own abort (a failed
@@ -17,7 +17,8 @@
 #include <string>
 #include <vector>
 
-#include "core/context.hpp"
+#include "core/api/context.hpp"
+#include "core/api/ops_progress.hpp"
 #include "records/records.hpp"
 
 namespace clusterbench {
@@ -35,9 +36,6 @@ struct RankProgress {
 namespace progress {
 /// The runner, before each case (every rank, same order): the next case, counts reset.
 void next_case();
-/// A benchmark that can hang, around each batch of `ops` operations it issues to its peers.
-void started(long long ops);
-void finished(long long ops);
 /// This rank's progress now.
 RankProgress mine(int rank);
 }  // namespace progress

@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "core/benchmark.hpp"
-#include "core/context.hpp"
+#include "core/api/benchmark.hpp"
+#include "core/api/context.hpp"
 #include "core/run_options.hpp"
 #include "records/records.hpp"
 

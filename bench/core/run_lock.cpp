@@ -13,7 +13,7 @@
 #include <mutex>
 #include <sstream>
 
-#include "core/error.hpp"
+#include "core/api/error.hpp"
 
 namespace clusterbench {
 

@@ -1,4 +1,4 @@
-// The run session: plan, set-up, cases, finish (DESIGN.md "What it is, in one picture", "Who
+// The run session: plan, set-up, cases, finish (docs/design.md "What it is, in one picture", "Who
 // writes", "Deadlines in every phase"). `clusterbench run` and `clusterbench burnin` both go
 // through it: one records writer, one watchdog, one report path. No state outside the session.
 #pragma once
@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "core/benchmark.hpp"
+#include "core/api/benchmark.hpp"
 #include "core/run_options.hpp"
 
 namespace clusterbench {
@@ -52,7 +52,7 @@ class RunSession {
   std::unique_ptr<State> s_;
 };
 
-/// `clusterbench run`: a RunSession over `opt` and `hooks`; the exit code (DESIGN.md "Exit
+/// `clusterbench run`: a RunSession over `opt` and `hooks`; the exit code (docs/design.md "Exit
 /// codes"). Throws InputError (exit 2) for bad options before anything is measured.
 int run_command(const RunOptions& opt, const RunHooks& hooks);
 

@@ -1,5 +1,5 @@
 // Run settings (settings.hpp).
-#include "core/settings.hpp"
+#include "core/api/settings.hpp"
 
 #include <algorithm>
 #include <cctype>

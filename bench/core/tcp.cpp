@@ -1,5 +1,5 @@
 // TCP helpers (tcp.hpp).
-#include "core/tcp.hpp"
+#include "core/api/tcp.hpp"
 
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -17,7 +17,7 @@
 #include <cstring>
 #include <stdexcept>
 
-#include "core/error.hpp"
+#include "core/api/error.hpp"
 
 namespace clusterbench::tcp {
 

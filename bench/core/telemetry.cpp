@@ -1,5 +1,5 @@
 // NVML telemetry around a timed region (telemetry.hpp).
-#include "core/telemetry.hpp"
+#include "core/api/telemetry.hpp"
 
 #include <algorithm>
 #include <chrono>

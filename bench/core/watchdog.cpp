@@ -9,7 +9,7 @@
 #include <iostream>
 #include <map>
 
-#include "core/context.hpp"
+#include "core/api/context.hpp"
 
 namespace clusterbench {
 

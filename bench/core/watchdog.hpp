@@ -2,7 +2,8 @@
 // its deadline, that a peer's abort tripped, or that was signalled (SIGTERM/SIGINT/SIGHUP: mpirun
 // sends SIGTERM when a rank dies or the job is cancelled). Work that must be undone when the run
 // ends that way (a child process, a scratch directory, a changed sysctl) registers an
-// AbortCleanup: the process then ends by MPI_Abort and no destructor runs.
+// AbortCleanup (core/api/abort_cleanup.hpp): the process then ends by MPI_Abort and no destructor
+// runs.
 #pragma once
 
 #include <atomic>
@@ -12,6 +13,8 @@
 #include <mutex>
 #include <string>
 #include <thread>
+
+#include "core/api/abort_cleanup.hpp"
 
 namespace clusterbench {
 
@@ -66,19 +69,6 @@ class Watchdog {
   std::chrono::steady_clock::time_point stopped_until_{};  ///< end of the last gap in the ticks
   double stopped_s_ = 0;
   std::thread thread_;
-};
-
-/// Registers `undo` from construction to destruction. Thread-safe. `undo` must be quick and must
-/// not throw (kill a process group, remove a directory, write back a sysctl).
-class AbortCleanup {
- public:
-  explicit AbortCleanup(std::function<void()> undo);
-  ~AbortCleanup();
-  AbortCleanup(const AbortCleanup&) = delete;
-  AbortCleanup& operator=(const AbortCleanup&) = delete;
-
- private:
-  long id_;
 };
 
 /// A deadline for a step no Watchdog covers, because no run session exists yet or any more:

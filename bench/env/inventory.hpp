@@ -28,7 +28,7 @@ struct InventoryOptions {
   bool probe_tools = true;
 };
 
-/// Collects everything of DESIGN.md's EnvRecord that is readable; what is not readable is left
+/// Collects everything of docs/design.md's EnvRecord that is readable; what is not readable is left
 /// at its default and explained in `warnings`. Never throws for a missing file.
 /// GPUs: NVML's list when opt.query_nvml and NVML works (source "nvml"; a GPU whose NUMA node
 /// NVML left at -1 takes the one of the same bus id on PCI), else the PCI list, with NVML's

@@ -1,4 +1,4 @@
-// NVML, dlopen'ed by the core (DESIGN.md "GPU plugin"): entry points looked up by the versioned
+// NVML, dlopen'ed by the core (docs/design.md "GPU plugin"): entry points found by the versioned
 // names driver 535 exports, with fallbacks. CLUSTERBENCH_NVML_LIB names another library (the
 // tests' fake, tests/fake_nvml). Every NVML entry point the core uses is bound in one place,
 // Nvml's constructor in nvml.cpp; add new ones there (and to Nvml::Api).

@@ -2,7 +2,7 @@
 // cuDNN, NCCL, PyTorch and the CUDA it was built for, the NVIDIA container toolkit, the container
 // runtime, Kubernetes' NVIDIA device plugin and GPU feature discovery, the DCGM exporter, and the
 // NCCL environment of the run. Each is recorded as found, with its version, or as absent with
-// the reason: never a version 0 (DESIGN.md "Unknown is not zero"). Spec rows judge the states
+// the reason: never a version 0 (docs/design.md "Unknown is not zero"). Spec rows judge the states
 // (reports/specs/gpu-node-base.json); docs/records.md lists the fields.
 #pragma once
 

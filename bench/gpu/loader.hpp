@@ -1,4 +1,4 @@
-// Loader of the GPU plugins: one binary starts on any node, GPU or not (DESIGN.md). An install can
+// GPU plugins' loader: one binary starts on any node, GPU or not (docs/design.md). An install can
 // hold several plugins built against different CUDA versions (libclusterbench_gpu.so, e.g. CUDA 13,
 // and libclusterbench_gpu_cuda12.so, CUDA 12.2+); the loader picks the one the driver supports.
 #pragma once

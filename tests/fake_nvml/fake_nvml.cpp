@@ -1,4 +1,4 @@
-// A fake libnvidia-ml.so (DESIGN.md "GPU plugin"): the core dlopen's it through
+// A fake libnvidia-ml.so (docs/design.md "GPU plugin"): the core dlopen's it through
 // CLUSTERBENCH_NVML_LIB, so every line of bench/nvml.cpp runs in CI without a GPU.
 //
 // At nvmlInit_v2 it reads the JSON file named by $FAKE_NVML_JSON:

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The burn-in follows DESIGN.md's GPU rules: on a node with NVIDIA GPUs (fixture tree + fake NVML,
+# The burn-in follows docs/design.md's GPU rules: on a node with NVIDIA GPUs (fixture tree + fake NVML,
 # 8x H100) whose plugin cannot load, the GPU's record is failed with the exact error text, the GPU
 # table burnin-gpu.json is chosen, the verdict names the GPU, and nothing is soaked (it does not
 # wait out the minutes). It never falls back to the CPU. One process. Budget: about 10 s.

@@ -11,11 +11,12 @@ FAKE_NVML=${CB_BINARY_DIR:-}/tests/fake_nvml/libnvidia-ml.so
 [ "${CB_HAVE_NVML:-1}" = "1" ] && [ -f "$FAKE_NVML" ] || { echo "skip: no fake NVML"; exit 77; }
 H=$CB_FIXTURES/fsroot-health
 
-# A spec of the health rows alone (base.json's and gpu-node-base.json's), so the exit code is theirs.
+# A spec of the health rows alone (health-host.json's and health-gpu.json's), so the exit code is
+# theirs.
 python3 - "$SPECS" "$TMP/health.json" <<'P' || fail "cannot write the spec"
 import json, sys
 rows = []
-for name in ("base.json", "gpu-node-base.json"):
+for name in ("health-host.json", "health-gpu.json"):
     rows += [r for r in json.load(open(f"{sys.argv[1]}/{name}"))["requirements"]
              if r["id"].startswith("health.")]
 json.dump({"schema": "clusterbench.spec/5", "name": "health", "title": "health rows",

@@ -42,7 +42,7 @@ P
 py() { python3 -c "import json,sys,os
 $1" "${@:2}" || fail "python check failed: $1"; }
 
-# The mpirun flags DESIGN.md gives: root, and no binding for threaded host benchmarks.
+# The mpirun flags docs/design.md gives: root, and no binding for threaded host benchmarks.
 MPIRUN=(mpirun --bind-to none --oversubscribe)
 [ "$(id -u)" -eq 0 ] && MPIRUN+=(--allow-run-as-root)
 

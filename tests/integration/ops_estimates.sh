@@ -29,10 +29,15 @@ for l in open(dry):
 assert est_total > 0 and abs(sum(est.values()) - est_total) < 0.5, (est_total, est)
 measured = []
 for d in runs:
-    m = collections.Counter()
+    # A case spread over rounds appends its merge after each round (extra.snapshot) and the
+    # later record of a case key replaces the earlier one: only the last one's time counts.
+    last = {}
     for l in open(d + '/records.jsonl'):
         r = json.loads(l)
-        m[r['benchmark']] += r['duration_s']
+        last[(r['benchmark'], json.dumps(r.get('params'), sort_keys=True))] = r
+    m = collections.Counter()
+    for (b, _), r in last.items():
+        m[b] += r['duration_s']
     t0, t1 = map(float, open(d + '/wall').read().split())
     measured.append((m, t1 - t0))
 within = lambda e, x: 0.7 * e <= x <= 1.3 * e

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # reports/ knows no benchmark (issue 17, "The verdict is made once"): no benchmark id that
-# `clusterbench list` prints appears in reports/*.cpp (comments included), and no string literal
+# `clusterbench list` prints appears in reports/**/*.cpp (comments included), and no string literal
 # there starts with an area prefix ("collectives.", "compute.", "io.", "network.", "burnin.").
 # What the reports need to know about a benchmark (outlier tolerance, Prometheus gauges, line
 # chart, soak series) lives in the spec tables' families (docs/specs.md "Families"). The check
@@ -14,20 +14,22 @@ n=$(printf '%s\n' $ids | grep -c .)
 # check DIR: prints each hit as FILE:LINE:TEXT; fails (1) when there is one.
 check() {
   local hits=0
+  local files
+  mapfile -t files < <(cd "$1" && find . -name '*.cpp' | sed 's|^\./||' | sort)
   for id in $ids; do
-    grep -nwF -- "$id" "$1"/*.cpp && hits=1
+    (cd "$1" && grep -nwF -- "$id" "${files[@]}") && hits=1
   done
-  grep -nE '"(collectives|compute|io|network|burnin)\.' "$1"/*.cpp && hits=1
+  (cd "$1" && grep -nE '"(collectives|compute|io|network|burnin)\.' "${files[@]}") && hits=1
   return $hits
 }
 
 expect_rc 0 check "$CB_SOURCE_DIR/reports"
-ok "reports/*.cpp names none of the $n benchmark ids and no area prefix"
+ok "reports/**/*.cpp names none of the $n benchmark ids and no area prefix"
 
 # plant FILE LINE WANT-REGEX: a copy of reports/*.cpp with one line added fails, naming it.
 plant() {
   rm -rf "$TMP/r"; mkdir -p "$TMP/r"
-  cp "$CB_SOURCE_DIR"/reports/*.cpp "$TMP/r/"
+  (cd "$CB_SOURCE_DIR/reports" && find . -name '*.cpp' -print0 | xargs -0 cp --parents -t "$TMP/r/")
   printf '%s\n' "$2" >>"$TMP/r/$1"
   expect_rc 1 check "$TMP/r"
   expect_out "$3"
@@ -37,4 +39,5 @@ plant fleet.cpp 'static double t(const std::string& b) { return b == "compute.ge
 plant charts.cpp '// io.dataloader is drawn against workers' 'charts.cpp:[0-9]+:// io.dataloader'
 plant prometheus.cpp 'const char* kArea = "collectives.";' 'prometheus.cpp:[0-9]+:.*"collectives\."'
 plant burnin.cpp 'const char* kSoak = "burnin.soak";' 'burnin.cpp:[0-9]+:.*"burnin\.soak"'
-ok "a planted benchmark id or area prefix in reports/*.cpp is found and named"
+plant compare/judge.cpp '// compute.gemm is judged apart' 'compare/judge.cpp:[0-9]+:// compute.gemm'
+ok "a planted benchmark id or area prefix in reports/**/*.cpp is found and named"

@@ -7,10 +7,10 @@
 #  1. A healthy node: `run --suite quick` (its GPU benchmarks, the 7b training step included) and
 #     `burnin --minutes 0.5`: every GPU row PASSes, no row a value of the simulation feeds is
 #     MISSING.
-#  2. Faults injected by name, each in a run of its own: the fault's rows FAIL naming the GPU (by
-#     index, PCI address and serial on report.md's first page) or the port, and no other row
-#     FAILs than in the healthy run.
-# RUN_SERIAL: 8 ranks on 2 cores. Budget: about 6 minutes.
+#  2. Faults injected by name (a node with faults on distinct GPUs runs them together): each
+#     fault's rows FAIL naming its GPU (by index, PCI address and serial on report.md's first
+#     page) or port alone, and no other row FAILs than in the healthy run.
+# RUN_SERIAL: 8 ranks on 2 cores. Budget: about 5 minutes.
 source "$(dirname "$0")/lib.sh"
 [ "${CB_HAVE_MPI:-1}" = "1" ] || { echo "SKIP: built without MPI"; exit 77; }
 SIM=$CB_BINARY_DIR/tests/sim_gpu/libclusterbench_gpu.so
@@ -55,16 +55,17 @@ sim() {
   echo $?
 }
 
-# The GPU benchmarks of the quick suite on the node. Sizes the 2-core CI machine can hold for 8
-# ranks: every collective to 16 MiB, all_reduce to the 1 GiB its rows judge; host copies of 64 MiB
-# (the rows judge any size); the 7b training step with 2 of its 32 layers (its host state scales
-# with the layers). Timed loops short: a simulated NCCL operation of a few microseconds costs the
+# The GPU benchmarks of the quick suite on the node, at sizes the 2-core CI machine holds for 8
+# ranks: every collective at 8 B, 512 B, 32 KiB and 2 MiB, all_reduce at the 1 GiB its rows
+# judge; host copies of 64 MiB (the rows judge any size); the 7b training step with 2 of its 32
+# layers (its host state scales with the layers). Timed loops short: a simulated NCCL operation of a few microseconds costs the
 # 8 processes a real rendezvous (docs/simulated-gpu.md), so loops of 0.5 s would be thousands.
 QUICK=(run --suite quick
        --only 'compute.gemm,compute.gpu_memory_bandwidth,compute.host_device_copy,collectives.*,compute.training_step'
        --set compute.gemm.backends=cublaslt --set collectives.backends=nccl
-       --set collectives.stepfactor=8 --set collectives.maxbytes=16M
-       --set collectives.all_reduce.maxbytes=1G --set collectives.min_time=0.0005
+       --set collectives.stepfactor=64 --set collectives.maxbytes=2M
+       --set collectives.all_reduce.minbytes=1G --set collectives.all_reduce.maxbytes=1G
+       --set collectives.min_time=0.0005
        --set compute.host_device_copy.bytes=64M
        --set compute.training_step.layers=2 --set compute.training_step.min_time=0.05
        --set compute.training_step.rounds=1)
@@ -115,8 +116,6 @@ ok "healthy node, burn-in 0.5 min: exit 0, 8 GPUs, every product and all_reduce 
 
 GEMM=(run --suite quick --only compute.gemm --set compute.gemm.backends=cublaslt
       --set compute.gemm.dtypes=bf16 --set compute.gemm.shapes=8192)
-COPY=(run --suite quick --only compute.host_device_copy --set compute.host_device_copy.bytes=64M
-      --set compute.host_device_copy.memory=pinned)
 
 # faulty NAME OUT BASELINE ROW...: run OUT's FAIL rows are BASELINE's (the healthy node's) and
 # exactly the fault's ROWs; each ROW's worst item is the faulty one (ITEM after '@' if given).
@@ -154,56 +153,32 @@ faulty offbus f1 healthy.fail gpu.count
 grep -q "count 7 on .* (expected 8)" "$TMP/f1/report.md" || fail "f1: no 'count 7 (expected 8)'"
 ok "a GPU off the bus: gpu.count FAILs (7 of 8), nothing else"
 
-# 2. A GPU trained to PCIe Gen4 x8: its width row, its link during the copy and its copies FAIL.
-node pcie pcie_gen4_x8:2
-sim pcie 8 f2 "${COPY[@]}" >/dev/null
-faulty pcie f2 healthy.fail gpu.pcie_width@gpu2 gpu.pcie_link_during_copy@gpu2 \
-  gpu.h2d_pinned@gpu2 gpu.d2h_pinned@gpu2
-named f2 2
-ok "a GPU at PCIe Gen4 x8: width, link during copy, h2d and d2h FAIL on GPU2 alone"
+# 2-5. Four faults on four GPUs and a port of one node, in one run (GEMMs and host copies): a GPU
+#      trained to PCIe Gen4 x8 (its width row, its link during the copy and its copies), one
+#      NVLink link down, an uncorrectable ECC error during the run, a thermal slowdown during the
+#      GEMMs, and 7 of 8 IB ports ACTIVE. Each row FAILs on its own GPU or port alone.
+node many pcie_gen4_x8:2 nvlink_down:5 ecc_dbe:1 thermal:0 ib_port_down:7
+sim many 8 f2 run --suite quick --only compute.gemm,compute.host_device_copy \
+  --set compute.gemm.backends=cublaslt --set compute.gemm.dtypes=bf16 \
+  --set compute.gemm.shapes=8192 --set compute.host_device_copy.bytes=64M \
+  --set compute.host_device_copy.memory=pinned >/dev/null
+faulty many f2 healthy.fail gpu.pcie_width@gpu2 gpu.pcie_link_during_copy@gpu2 \
+  gpu.h2d_pinned@gpu2 gpu.d2h_pinned@gpu2 gpu.nvlink_links@gpu5 \
+  health.gpu_ecc_uncorrected@gpu1 gpu.gemm_slowdown@gpu0 \
+  net.ports_active_at_rate net.ib_port_state@mlx5_7
+for g in 2 5 1 0; do named f2 "$g"; done
+grep -q "count 7 on .* (below 8)" "$TMP/f2/report.md" || fail "f2: no 'count 7 (below 8)'"
+ok "PCIe Gen4 x8 (GPU2), NVLink down (GPU5), ECC DBE (GPU1), thermal slowdown (GPU0), mlx5_7 DOWN: each row FAILs on its GPU or port alone"
 
-# 3. One NVLink link down: gpu.nvlink_links FAILs on that GPU.
-node nvlink nvlink_down:5
-sim nvlink 8 f3 "${GEMM[@]}" >/dev/null
-faulty nvlink f3 healthy.fail gpu.nvlink_links@gpu5
-named f3 5
-ok "one NVLink down: gpu.nvlink_links FAILs on GPU5 alone"
-
-# 4. An uncorrectable ECC error during the run: health.gpu_ecc_uncorrected FAILs on that GPU.
-node ecc ecc_dbe:1
-sim ecc 8 f4 "${GEMM[@]}" >/dev/null
-faulty ecc f4 healthy.fail health.gpu_ecc_uncorrected@gpu1
-named f4 1
-ok "an ECC DBE during the run: health.gpu_ecc_uncorrected FAILs on GPU1 alone"
-
-# 7. A thermal slowdown during the GEMMs: gpu.gemm_slowdown FAILs on that GPU.
-node thermal thermal:0
-sim thermal 8 f7 "${GEMM[@]}" >/dev/null
-faulty thermal f7 healthy.fail gpu.gemm_slowdown@gpu0
-named f7 0
-ok "a thermal slowdown: gpu.gemm_slowdown FAILs on GPU0 alone"
-
-# 9. 7 of 8 IB ports ACTIVE: the ports row and the port's state FAIL, naming mlx5_7.
-node ibdown ib_port_down:7
-sim ibdown 8 f9 "${GEMM[@]}" >/dev/null
-faulty ibdown f9 healthy.fail net.ports_active_at_rate net.ib_port_state@mlx5_7
-grep -q "count 7 on .* (below 8)" "$TMP/f9/report.md" || fail "f9: no 'count 7 (below 8)'"
-ok "7 of 8 IB ports ACTIVE: net.ports_active_at_rate (7) and net.ib_port_state of mlx5_7 FAIL"
-
-# 5. XID 79 during the burn-in: health.gpu_xid FAILs on that GPU, in the burn-in's verdict.
-node xid xid79:6
-sim xid 8 f5 burnin --minutes 0.5 >/dev/null
-faulty xid f5 healthy-burnin.fail health.gpu_xid@gpu6
+# 6-7. XID 79 on one GPU and one silently wrong product on another during one burn-in: the XID
+#      FAILs health.gpu_xid; the wrong product (the next one is right again) is found by the
+#      per-product comparison in interval 3 of 6, whose own last product checks right (what the
+#      burn-in checked before).
+node burn xid79:6 wrong_product:4:11  # 11 s into a soak of 5 s intervals: interval 3
+sim burn 8 f5 burnin --minutes 0.5 >/dev/null
+faulty burn f5 healthy-burnin.fail health.gpu_xid@gpu6 burnin.verification@gpu4
 named f5 6
-ok "XID 79 during the burn-in: health.gpu_xid FAILs on GPU6 alone"
-
-# 6. One silently wrong product in the burn-in (the next product is right again): found by the
-#    per-product comparison in the interval it happened, which is not the last; the interval's own
-#    last product checks right (what the burn-in checked before).
-node wrong wrong_product:4:11  # 11 s into a soak of 5 s intervals: interval 3
-sim wrong 8 f6 burnin --minutes 0.5 >/dev/null
-faulty wrong f6 healthy-burnin.fail burnin.verification@gpu4
-named f6 4
+named f5 4
 py "
 recs = [json.loads(l) for l in open(sys.argv[1])]
 r = [r for r in recs if r['benchmark'] == 'burnin.soak' and r['scope'].get('gpu_index') == 4][-1]
@@ -213,8 +188,8 @@ assert bad == [2] and ivs[-1]['index'] == 5, (bad, len(ivs))
 iv = ivs[bad[0]]
 assert iv['verification']['products']['wrong'] == 1 and iv['verification']['max_ratio'] <= 1, iv['verification']
 print('wrong product caught in interval %d of %d' % (bad[0] + 1, len(ivs)))
-" "$TMP/f6/records.jsonl"
-ok "one wrong GEMM product mid-soak: burnin.verification FAILs on GPU4 alone"
+" "$TMP/f5/records.jsonl"
+ok "XID 79 (GPU6) and one wrong GEMM product mid-soak (GPU4): health.gpu_xid and burnin.verification FAIL on their GPU alone"
 
 # 8. A GPU 20% slow on a two-node cluster (network namespaces, scripts/netns-cluster.sh, 8 ranks a
 #    node): its bf16 row FAILs for that GPU alone, and the fleet view names it as an outlier.

@@ -3,7 +3,7 @@
 #include <filesystem>
 #include <stdexcept>
 
-#include "core/benchmark.hpp"
+#include "core/api/benchmark.hpp"
 
 namespace clusterbench::testing {
 

@@ -3,8 +3,8 @@
 #include <chrono>
 #include <thread>
 
-#include "core/benchmark.hpp"
-#include "core/error.hpp"
+#include "core/api/benchmark.hpp"
+#include "core/api/error.hpp"
 
 namespace clusterbench::testing {
 

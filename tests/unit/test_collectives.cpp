@@ -10,7 +10,7 @@
 
 #include "collectives/collective.hpp"
 #include "collectives/nccl_log.hpp"
-#include "core/error.hpp"
+#include "core/api/error.hpp"
 #include "core/progress.hpp"
 #include "records/spec.hpp"
 #include "reports/report.hpp"
@@ -331,7 +331,7 @@ TEST(NcclLog, OtherForms) {
   EXPECT_EQ(f.choices[0].channels, 0);  // no channel{Lo..Hi} part
 }
 
-// busbw is wire bandwidth under the ring only (DESIGN.md "Collectives").
+// busbw is wire bandwidth under the ring only (docs/design.md "Collectives").
 TEST(NcclLog, WireAlgorithmsAndNames) {
   EXPECT_TRUE(cb::algorithm_is_wire("RING"));
   EXPECT_TRUE(cb::algorithm_is_wire("Ring"));

@@ -2,9 +2,9 @@
 // "GPU memory bandwidth"). The copies themselves run only on a GPU (scripts/gpu-check.sh).
 #include <gtest/gtest.h>
 
-#include "core/benchmark.hpp"
 #include "compute/gpu_memory_bandwidth.hpp"
-#include "core/error.hpp"
+#include "core/api/benchmark.hpp"
+#include "core/api/error.hpp"
 
 using namespace clusterbench;
 using namespace clusterbench::compute;

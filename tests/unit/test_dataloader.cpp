@@ -11,7 +11,7 @@
 #include <set>
 #include <thread>
 
-#include "core/error.hpp"
+#include "core/api/error.hpp"
 #include "io/dataloader.hpp"
 #include "io/dataset.hpp"
 

@@ -8,7 +8,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "core/benchmark.hpp"
+#include "core/api/benchmark.hpp"
 #include "io/fio.hpp"
 #include "io/fio_parser.hpp"
 

@@ -3,6 +3,7 @@
 
 #include "records/spec.hpp"
 #include "reports/families.hpp"
+#include "reports/fleet_render.hpp"
 #include "reports/report.hpp"
 
 using namespace clusterbench;
@@ -95,7 +96,7 @@ TEST(Fleet, NodeRows) {
 
 TEST(Fleet, ToleranceOverrideAndMinimumFleet) {
   // At 20% no GEMM GPU is an outlier (the slowest is 15.5% below the median).
-  FleetView fv = fleet_view(fx().run, fx().report.rows, fx().report.hosts,
+  FleetView fv = fleet_view(fx().run, fx().report.rows, fx().report.hosts, fx().report.links,
                             fx().report.spec->families, {parse_tolerance("compute.gemm=20%")});
   EXPECT_TRUE(fv.outliers.empty());
   EXPECT_TRUE(fv.failing_hosts.empty());

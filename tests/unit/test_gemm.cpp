@@ -11,9 +11,9 @@
 #include "compute/gemm.hpp"
 #include "compute/gemm_check.hpp"
 #include "compute/gemm_select.hpp"
-#include "core/benchmark.hpp"
-#include "core/error.hpp"
-#include "core/telemetry.hpp"
+#include "core/api/benchmark.hpp"
+#include "core/api/error.hpp"
+#include "core/api/telemetry.hpp"
 
 using namespace clusterbench;
 using namespace clusterbench::compute;

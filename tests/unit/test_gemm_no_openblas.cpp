@@ -10,9 +10,9 @@
 
 #include "compute/burnin.hpp"
 #include "compute/cpu_blas.hpp"
-#include "core/benchmark.hpp"
-#include "core/context.hpp"
-#include "core/gpu_disposition.hpp"
+#include "core/api/benchmark.hpp"
+#include "core/api/context.hpp"
+#include "core/api/gpu_disposition.hpp"
 
 using namespace clusterbench;
 using namespace clusterbench::compute;

@@ -2,7 +2,7 @@
 // (bench/gpu/loader.cpp): the pure choice function, then the loader on the fake plugins that say
 // they were built with CUDA 13.0 and 12.2 (tests/compute.cmake builds them). Then the generic
 // operation ABI's host side (bench/gpu/operation.hpp) on the fake plugin, and the GPU case's
-// error mapping (bench/core/gpu_case.hpp). Each test runs in a process of its own
+// error mapping (bench/core/api/gpu_case.hpp). Each test runs in a process of its own
 // (gtest_discover_tests), so each may load its own plugin once.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
@@ -16,8 +16,8 @@
 
 #include "compute/burnin.hpp"
 #include "compute/gemm.hpp"
-#include "core/error.hpp"
-#include "core/gpu_case.hpp"
+#include "core/api/error.hpp"
+#include "core/api/gpu_case.hpp"
 #include "gpu/loader.hpp"
 #include "gpu/operation.hpp"
 #include "gpu/plugin/nccl_build.hpp"

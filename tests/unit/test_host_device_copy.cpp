@@ -9,9 +9,9 @@
 #include <string>
 
 #include "compute/host_device_copy.hpp"
-#include "core/benchmark.hpp"
-#include "core/error.hpp"
-#include "core/telemetry.hpp"
+#include "core/api/benchmark.hpp"
+#include "core/api/error.hpp"
+#include "core/api/telemetry.hpp"
 
 using namespace clusterbench;
 using namespace clusterbench::compute;

@@ -6,7 +6,7 @@
 #include <chrono>
 #include <thread>
 
-#include "core/host_probe.hpp"
+#include "core/api/host_probe.hpp"
 
 namespace clusterbench {
 namespace {

@@ -8,8 +8,8 @@
 #include <fstream>
 #include <thread>
 
-#include "core/benchmark.hpp"
-#include "core/error.hpp"
+#include "core/api/benchmark.hpp"
+#include "core/api/error.hpp"
 #include "core/measure.hpp"
 
 namespace clusterbench {
@@ -199,6 +199,29 @@ TEST(Measure, GbenchJsonKeepsEarlierEntriesOnResume) {
   EXPECT_EQ(r.batch, 13);
   EXPECT_NEAR(j["benchmarks"][1]["real_time"].get<double>(), 13 * 2e-4 * 1e6, 1e-6);
   std::filesystem::remove(path);
+}
+
+// A benchmark declares the work of one operation; the rate comes from the times (work.hpp).
+TEST(Work, RatesComeFromTheDeclaredWorkAndTheTimes) {
+  const Work bytes = Work::bytes(2e9), flop = Work::flop(4e12);
+  EXPECT_EQ(bytes.unit, "GB/s");
+  EXPECT_DOUBLE_EQ(bytes.rate(0.5), 4);  // 2e9 B in 0.5 s: 4 GB/s
+  EXPECT_EQ(flop.unit, "TFLOP/s");
+  EXPECT_DOUBLE_EQ(flop.rate(2), 2);  // 4e12 FLOP in 2 s: 2 TFLOP/s
+  EXPECT_EQ(bytes.rate(0), 0);        // no time, no rate
+  const Metric m = rate_metric("busbw", bytes, 0.5, {0.25, 0.5, 1});
+  EXPECT_DOUBLE_EQ(m.value, 4);
+  EXPECT_EQ(m.reps, (std::vector<double>{8, 4, 2}));
+  EXPECT_DOUBLE_EQ(m.work, 2);  // GB per operation: compare reads the time per operation
+  EXPECT_TRUE(m.higher_is_better);
+  const Metric t = time_metric("time", 2e-6, {1e-6, 3e-6});
+  EXPECT_EQ(t.unit, "us");
+  EXPECT_DOUBLE_EQ(t.value, 2);
+  EXPECT_FALSE(t.higher_is_better);
+  EXPECT_EQ(t.reps.size(), 2u);
+  EXPECT_DOUBLE_EQ(gb_per_s(3e9), 3);
+  EXPECT_DOUBLE_EQ(terabytes(3.84e12), 3.84);
+  EXPECT_DOUBLE_EQ(microseconds(2.5e-6), 2.5);
 }
 
 }  // namespace

@@ -5,7 +5,7 @@
 
 #include "compute/memory_bandwidth.hpp"
 #include "compute/stream_kernels.hpp"
-#include "core/benchmark.hpp"
+#include "core/api/benchmark.hpp"
 
 using namespace clusterbench;
 using namespace clusterbench::compute;

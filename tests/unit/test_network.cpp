@@ -6,10 +6,11 @@
 #include <map>
 #include <set>
 
-#include "core/benchmark.hpp"
+#include "core/api/benchmark.hpp"
 #include "network/p2p.hpp"
 #include "network/tuning.hpp"
 #include "reports/links.hpp"
+#include "reports/links_render.hpp"
 #include "reports/localize.hpp"
 
 namespace clusterbench {
@@ -132,7 +133,8 @@ std::vector<ResultRecord> six_nodes(const std::string& rail,
 
 std::vector<std::string> located_texts(const std::vector<ResultRecord>& recs) {
   std::vector<std::string> out;
-  for (const auto& l : report::locate_link_faults(recs, [](auto&, auto&, auto&) { return 0.1; }))
+  for (const auto& l : report::locate_link_faults(report::link_matrices(recs),
+                                                  [](auto&, auto&, auto&) { return 0.1; }))
     out.push_back(l.kind + " " + (l.kind == "link" ? l.hosts[0] + "<->" + l.hosts[1] : l.host) +
                   (l.nic.empty() ? "" : " " + l.nic));
   return out;
@@ -153,7 +155,8 @@ TEST(Localise, NodeNicAndLinkAreNamedExactly) {
   // hosts' medians (25) is not.
   EXPECT_EQ(located_texts(recs),
             (std::vector<std::string>{"node h4", "nic h6 rail1", "link h1<->h2"}));
-  auto located = report::locate_link_faults(recs, [](auto&, auto&, auto&) { return 0.1; });
+  auto located = report::locate_link_faults(report::link_matrices(recs),
+                                            [](auto&, auto&, auto&) { return 0.1; });
   EXPECT_EQ(located[0].paths, (std::vector<std::string>{"mpi", "rail0", "rail1"}));
   EXPECT_EQ(located[0].links, 15);
   EXPECT_DOUBLE_EQ(located[0].worst_deviation, (6 - 25) / 25.0);
@@ -197,11 +200,11 @@ TEST(LinkMatrix, SymmetricMatrixFromLinkRecords) {
   EXPECT_EQ(ms[0].values[2][1], 0.0194);
   EXPECT_EQ(ms[0].values[0][2], 0.044);
   EXPECT_TRUE(std::isnan(ms[0].values[1][1]));
-  std::string md = report::render_link_matrices_markdown(recs);
+  std::string md = report::render_link_matrices_markdown(ms);
   EXPECT_NE(md.find("## Links"), std::string::npos) << md;
   EXPECT_NE(md.find("| n2 | 0.0478 | - | 0.0194 |"), std::string::npos) << md;
   EXPECT_NE(md.find("| n3 | 0.044 | 0.0194 | - |"), std::string::npos) << md;
-  EXPECT_EQ(report::render_link_matrices_markdown({cluster}), "");
+  EXPECT_EQ(report::render_link_matrices_markdown(report::link_matrices({cluster})), "");
 }
 
 TEST(TuningAb, RatioIsMedianOfPerRepeatRatiosWithSpread) {

@@ -648,7 +648,7 @@ TEST(Render, MarkdownHasVerdictTableFindingsAndEnvironment) {
   EXPECT_EQ(count_of(md, "` PASS: "), 0);
 }
 
-// --- unknown env values (DESIGN.md "Unknown is not zero") ----------------------------------------
+// --- unknown env values (docs/design.md "Unknown is not zero") ---------------------------------
 
 /// An env/2 node whose GPUs were seen on the PCI bus only (NVML not loaded) and whose memory
 /// no source could read, as collect_env writes it: nulls, with the reasons beside them.

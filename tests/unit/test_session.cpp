@@ -9,7 +9,8 @@
 #include <fstream>
 #include <thread>
 
-#include "core/error.hpp"
+#include "core/api/error.hpp"
+#include "core/case_runner.hpp"
 #include "core/session.hpp"
 #include "core/sink.hpp"
 #include "core/watchdog.hpp"
@@ -374,6 +375,38 @@ TEST(SpecArg, ANameIsLookedUpInTheSpecDirectory) {
   EXPECT_EQ(resolve_spec_arg("./training"), "./training");  // a path stays a path
   EXPECT_EQ(resolve_spec_arg(""), "");
   set_specs_dir("");
+}
+
+/// A node record of `host` with `status`, as a rank returns it.
+ResultRecord rank_record(const std::string& host, Status status) {
+  ResultRecord r;
+  r.benchmark = "test.case";
+  r.scope.kind = ScopeKind::node;
+  r.scope.host = host;
+  r.status = status;
+  r.case_key = make_case_key(r.benchmark, r.params, r.scope);
+  return r;
+}
+
+// Rank 0 keeps its own records as objects and reads the other ranks' once, from the gather.
+TEST(CaseRunner, RecordsToWriteKeepRankZerosAndReadTheOthers) {
+  std::vector<ResultRecord> mine = {rank_record("n0", Status::ok)};
+  const std::vector<std::string> gathered = {"", records_text({rank_record("n1", Status::ok)}), "",
+                                             "not a record"};
+  auto out = records_to_write(Level::node, mine, gathered);
+  ASSERT_EQ(out.size(), 2u);  // rank 3's line is no record: left out (said on stderr)
+  EXPECT_EQ(out[0].scope.host, "n0");
+  EXPECT_EQ(out[1].scope.host, "n1");
+  EXPECT_EQ(dump_json(json(out[1])), records_text({rank_record("n1", Status::ok)}));
+  // A cluster case: the first failed or waived rank's record stands, at cluster scope.
+  const std::vector<std::string> cluster = {"", records_text({rank_record("n1", Status::waived)})};
+  out = records_to_write(Level::cluster, mine, cluster);
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].status, Status::waived);
+  EXPECT_EQ(out[0].scope.kind, ScopeKind::cluster);
+  out = records_to_write(Level::cluster, mine, {"", ""});
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].scope.host, "n0");  // every rank ok: rank 0's
 }
 
 }  // namespace

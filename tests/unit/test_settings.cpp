@@ -3,9 +3,10 @@
 
 #include <fstream>
 
-#include "core/benchmark.hpp"
-#include "core/gpu_disposition.hpp"
+#include "core/api/benchmark.hpp"
+#include "core/api/gpu_disposition.hpp"
 #include "core/rounds.hpp"
+#include "core/selection.hpp"
 #include "core/session.hpp"
 #include "records/spec.hpp"
 #include "records/utf8.hpp"

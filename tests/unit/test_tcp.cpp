@@ -14,7 +14,7 @@
 #include <thread>
 #include <vector>
 
-#include "core/tcp.hpp"
+#include "core/api/tcp.hpp"
 
 namespace clusterbench {
 namespace {

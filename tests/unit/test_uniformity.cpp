@@ -10,6 +10,7 @@
 
 #include "records/records.hpp"
 #include "reports/uniformity.hpp"
+#include "reports/uniformity_render.hpp"
 
 namespace clusterbench::report {
 namespace {

@@ -1,0 +1,43 @@
+// A run directory as reports read it: run.json and records.jsonl, with one record per case key
+// (the last one of each: a resumed run's rerun, a long case's final record after its snapshots).
+// read_run_dir is the one place that keeps the last record of a case; readers rely on it.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "records/result.hpp"
+#include "records/run_record.hpp"
+
+namespace clusterbench {
+
+/// Result of reading records.jsonl.
+struct RecordsFile {
+  std::vector<ResultRecord> records;
+  std::vector<std::string> warnings;  ///< e.g. a truncated last line
+};
+
+/// Reads records.jsonl. A malformed line other than the last throws InputError naming
+/// file:line and the field; a truncated last line (no trailing newline) is a warning.
+RecordsFile read_records(const std::string& path);
+
+/// Keeps only the last record of each case key in `file` (in file order): a resumed run appends
+/// a case's new record after its failed one, a long case (the burn-in soak) its final record after
+/// its snapshots. Warns, naming `where`, when a superseded record was not a snapshot
+/// (extra.snapshot). read_run_dir calls it; so does whoever makes a RunDir by hand.
+void keep_last_of_each_case(RecordsFile& file, const std::string& where);
+
+/// A whole run directory: run.json plus records.jsonl. Its records hold one record per case key
+/// (keep_last_of_each_case): every reader counts on it and none computes it again.
+struct RunDir {
+  std::string dir;
+  RunRecord run;
+  RecordsFile records;
+};
+
+/// Reads a run directory. Throws InputError when it is missing, empty or malformed.
+/// `with_plan` false leaves RunRecord::plan empty (compare has no use for it; it is most of a
+/// 1,000-node run.json).
+RunDir read_run_dir(const std::string& dir, bool with_plan = true);
+
+}  // namespace clusterbench

@@ -1,0 +1,60 @@
+// compare(): two run directories matched case by case (docs/compare.md), every case judged
+// (judge.hpp), host-side changes that host drift explains left unjudged (host_drift.hpp), the
+// environment's differences listed (env_diff.hpp), and the exit code decided, once.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "records/run_dir.hpp"
+#include "records/spec.hpp"
+#include "reports/compare/env_diff.hpp"
+#include "reports/compare/host_drift.hpp"
+#include "reports/compare/judge.hpp"
+#include "reports/compare/tolerance.hpp"
+
+namespace clusterbench::report {
+
+/// Two runs compared: every case with its verdict, what changed around them, and the exit code.
+struct Comparison {
+  std::string baseline_dir, current_dir, baseline_run_id, current_run_id;
+  std::string baseline_suite, current_suite;    ///< run.json "suite"
+  int baseline_rounds = 1, current_rounds = 1;  ///< run.json "rounds" (1 when absent)
+  std::vector<ToleranceRule> rules;
+  std::string spec_path;          ///< the spec table whose `compare` tolerances applied ("" none)
+  std::vector<CaseChange> cases;  ///< regressed first, then improved, new, not compared, unchanged
+  std::vector<EnvChange> env_changes;
+  std::vector<std::string> hosts_removed, hosts_added;
+  std::map<std::string, int> counts;  ///< verdict -> cases; all six keys present
+  std::vector<HostDrift> host_drift;  ///< hosts whose own speed moved between the runs
+  int drift_cases = 0;       ///< host-bound cases left unjudged for drift or a changed CPU share
+  int unfinished_cases = 0;  ///< cases a side's run did not finish (CaseChange::unfinished)
+  /// 1 when any case regressed; else 4 when host drift left changes unjudged or a side is an
+  /// unfinished run (inconclusive); else 0.
+  int exit_code = 0;
+  /// The --tolerance keys that named no metric of any case (a typo, or a unit's wrong case):
+  /// warned of, as they changed nothing.
+  std::vector<std::string> unused_rules;
+};
+
+/// Compares two run directories. Case rules: baseline ok and current ok -> per metric (the
+/// worst verdict among its comparable metrics; not_comparable when none is); a baseline
+/// case missing from CURRENT, or ok in BASELINE but failed/waived in CURRENT -> regressed; failed
+/// in BASELINE and ok in CURRENT -> improved; baseline failed/waived otherwise -> not_compared;
+/// only in CURRENT -> new; ok on both sides but a snapshot on either (a run stopped before the
+/// case's last round) -> not_compared, unfinished. A baseline metric absent from the current
+/// record -> regressed.
+/// `families` give the spec table's compare tolerances. The Comparison points into both RunDirs
+/// (CaseChange): they must outlive it, so temporaries are refused at compile time.
+Comparison compare(const RunDir& baseline, const RunDir& current,
+                   const std::vector<ToleranceRule>& rules,
+                   const std::vector<SpecFamily>& families = {});
+Comparison compare(RunDir&&, const RunDir&, const std::vector<ToleranceRule>&,
+                   const std::vector<SpecFamily>& = {}) = delete;
+Comparison compare(const RunDir&, RunDir&&, const std::vector<ToleranceRule>&,
+                   const std::vector<SpecFamily>& = {}) = delete;
+Comparison compare(RunDir&&, RunDir&&, const std::vector<ToleranceRule>&,
+                   const std::vector<SpecFamily>& = {}) = delete;
+
+}  // namespace clusterbench::report
