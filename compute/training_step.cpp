@@ -389,17 +389,19 @@ void add_step_metrics(CaseRun& run, const TrainingConfig& c, const std::vector<R
   for (auto& m : step_metrics(rounds, med)) run.add(std::move(m));
   const double tokens = static_cast<double>(c.accum) * tokens_per_micro_step(c);
   const double layer_flop = gemms_flop(forward_gemms(c)) + gemms_flop(backward_gemms(c));
-  std::vector<double> per_gpu, cluster, mfu;
+  std::vector<double> per_gpu, cluster, share;
   for (const auto& r : rounds) {
     const double rate = layer_flop / (r.parts.forward_layer + r.parts.backward_layer);
     for (double x : r.steps) {
       per_gpu.push_back(tokens / x), cluster.push_back(tokens * ranks / x);
-      mfu.push_back(100 * step_model_flop(c) / x / rate);
+      share.push_back(100 * step_model_flop(c) / x / rate);
     }
   }
   run.add_metric("tokens_per_s_per_gpu", median_of(per_gpu), "tokens/s", true, per_gpu);
   run.add_metric("tokens_per_s", median_of(cluster), "tokens/s", true, cluster);
-  run.add_metric("mfu", median_of(mfu), "%", true, mfu);
+  // The step's model FLOP at the GEMM rate its own round measured, over the step: the share of
+  // the step its GEMMs account for (not MFU, which is against the GPU's peak: docs/training.md).
+  run.add_metric("gemm_time_share", median_of(share), "%", true, share);
   run.add_metric("gemm_tflops", layer_flop / (p.forward_layer + p.backward_layer) / 1e12,
                  "TFLOP/s");
   run.add_metric("predicted_compute", med.compute * 1e3, "ms", false);

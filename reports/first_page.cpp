@@ -168,7 +168,7 @@ std::string render_first_page_markdown(const FirstPage& p) {
     entries_md(md, p.look, true);
     if (!p.outliers.empty())
       md << "- Fleet outliers (worse than the fleet median by more than the tolerance; "
-            "failing-hosts.txt lists their nodes):\n";
+            "suspect-hosts.txt lists their nodes, failing-hosts.txt only those with a FAIL row):\n";
     for (const auto& line : p.outliers) md << "  - " << md_text(line) << "\n";
   }
   if (!p.missing.empty() || !p.waived.empty()) {

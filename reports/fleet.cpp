@@ -8,6 +8,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "reports/compare/statistics.hpp"
 #include "reports/families.hpp"
 
 namespace clusterbench::report {
@@ -55,6 +56,7 @@ std::vector<std::string> item_hosts(const std::string& item, const Known& known)
 
 struct Group {
   std::vector<const ResultRecord*> recs;
+  std::vector<const Metric*> metrics;  ///< each record's metric (its repetitions)
   std::vector<double> values;
   const Metric* proto = nullptr;
 };
@@ -73,10 +75,18 @@ std::vector<const ResultRecord*> judged_records(const std::vector<ResultRecord>&
   return chosen;
 }
 
-/// The ok records' finite metrics grouped by benchmark|params|metric|scope kind, ordered by
-/// that key (deterministic output).
+/// Whether `m` is its benchmark's headline metric: one a spec row judges (`headline`), or, for a
+/// benchmark no row judges, the record's first metric (the one its benchmark names first).
+bool is_headline(const ResultRecord& r, const Metric& m, const HeadlineMetrics& headline) {
+  auto it = headline.find(r.benchmark);
+  if (it != headline.end()) return it->second.count(m.name) > 0;
+  return !r.metrics.empty() && &m == &r.metrics.front();
+}
+
+/// The ok records' finite headline metrics grouped by benchmark|params|metric|scope kind,
+/// ordered by that key (deterministic output).
 std::vector<std::pair<std::string, Group>> metric_groups(
-    const std::vector<const ResultRecord*>& chosen) {
+    const std::vector<const ResultRecord*>& chosen, const HeadlineMetrics& headline) {
   std::unordered_map<std::string, size_t> group_at;
   std::vector<std::pair<std::string, Group>> groups;
   std::string base;
@@ -87,12 +97,13 @@ std::vector<std::pair<std::string, Group>> metric_groups(
       base = r->benchmark + "|" + r->params.dump() + "|";
     base_of = r;
     for (const auto& m : r->metrics) {
-      if (!std::isfinite(m.value)) continue;
+      if (!std::isfinite(m.value) || !is_headline(*r, m, headline)) continue;
       auto [it, fresh] =
           group_at.try_emplace(base + m.name + "|" + scope_kind_name(r->scope.kind), groups.size());
       if (fresh) groups.emplace_back(it->first, Group{});
       Group& g = groups[it->second].second;
       g.recs.push_back(r);
+      g.metrics.push_back(&m);
       g.values.push_back(m.value);
       if (!g.proto) g.proto = &m;
     }
@@ -136,13 +147,31 @@ Outlier make_outlier(const ResultRecord& r, const Group& g, double v, double med
   return o;
 }
 
+/// Whether member `i`'s repetitions differ from the rest of the group's with significance (the
+/// two-sided Mann-Whitney U test compare uses, p < kAlpha), into `p`. Members with fewer than
+/// kMinReps repetitions, or a fleet without them, cannot be tested: true (their deviation alone
+/// judges, as a one-number metric's must), p = -1.
+bool differs_significantly(const Group& g, size_t i, double& p) {
+  p = -1;
+  const std::vector<double>& mine = g.metrics[i]->reps;
+  if (mine.size() < static_cast<size_t>(kMinReps)) return true;
+  std::vector<double> rest;
+  for (size_t j = 0; j < g.metrics.size(); ++j)
+    if (j != i && g.metrics[j]->reps.size() >= static_cast<size_t>(kMinReps))
+      rest.insert(rest.end(), g.metrics[j]->reps.begin(), g.metrics[j]->reps.end());
+  if (rest.size() < static_cast<size_t>(kMinReps)) return true;
+  p = mann_whitney_p(mine, rest);
+  return p < kAlpha;
+}
+
 }  // namespace
 
 std::vector<Outlier> find_outliers(const std::vector<ResultRecord>& records,
                                    const std::vector<EnvRecord>& env,
                                    const std::vector<SpecFamily>& families,
-                                   const std::vector<ToleranceRule>& rules, int min_items) {
-  const auto groups = metric_groups(judged_records(records));
+                                   const std::vector<ToleranceRule>& rules, int min_items,
+                                   const HeadlineMetrics& headline) {
+  const auto groups = metric_groups(judged_records(records), headline);
   GpuIndex gpus;
   for (const auto& e : env)
     for (const auto& g : e.gpus) gpus[{e.host, g.index}] = &g;
@@ -157,7 +186,11 @@ std::vector<Outlier> find_outliers(const std::vector<ResultRecord>& records,
     for (size_t i = 0; i < g.values.size(); ++i) {
       double v = g.values[i];
       bool bad = g.proto->higher_is_better ? v < med * (1 - tol) : v > med * (1 + tol);
-      if (bad) out.push_back(make_outlier(*g.recs[i], g, v, med, tol, gpus));
+      double p = -1;
+      if (bad && differs_significantly(g, i, p)) {
+        out.push_back(make_outlier(*g.recs[i], g, v, med, tol, gpus));
+        out.back().p_value = p;
+      }
     }
     std::sort(out.begin() + start, out.end(), [](const Outlier& a, const Outlier& b) {
       double da = a.higher_is_better ? a.deviation : -a.deviation;
@@ -217,6 +250,14 @@ std::string join_comma(const Strings& xs) {
 
 }  // namespace
 
+HeadlineMetrics headline_metrics(const std::vector<RowResult>& rows) {
+  HeadlineMetrics out;
+  for (const auto& row : rows)
+    if (!row.req.select.benchmark.empty() && !row.req.select.metric.empty())
+      out[row.req.select.benchmark].insert(row.req.select.metric);
+  return out;
+}
+
 FleetView fleet_view(const RunDir& run, const std::vector<RowResult>& rows,
                      const std::vector<std::string>& report_hosts,
                      const std::vector<LinkMatrix>& links, const std::vector<SpecFamily>& families,
@@ -237,7 +278,8 @@ FleetView fleet_view(const RunDir& run, const std::vector<RowResult>& rows,
   }
   auto failed_rows = count_items(rows, nodes);
   auto failed_benches = count_records(run.records.records, nodes);
-  fv.outliers = find_outliers(run.records.records, run.run.env, families, rules, 3);
+  fv.outliers =
+      find_outliers(run.records.records, run.run.env, families, rules, 3, headline_metrics(rows));
   std::map<std::string, std::vector<std::string>> outlier_items;
   for (const auto& o : fv.outliers) {
     if (o.kind == "link") continue;
@@ -257,11 +299,14 @@ FleetView fleet_view(const RunDir& run, const std::vector<RowResult>& rows,
     FleetNode& n = nodes[h];
     if (failed_rows.count(h)) n.reasons.push_back("spec FAIL: " + join_comma(failed_rows[h]));
     if (failed_benches.count(h))
-      n.reasons.push_back("failed records: " + join_comma(failed_benches[h]));
-    if (outlier_items.count(h)) n.reasons.push_back("outliers: " + join_comma(outlier_items[h]));
+      n.suspicions.push_back("failed records: " + join_comma(failed_benches[h]));
+    if (outlier_items.count(h)) n.suspicions.push_back("outliers: " + join_comma(outlier_items[h]));
     if (located_items.count(h))
-      n.reasons.push_back("slow links located in its " + join_comma(located_items[h]));
-    if (!n.reasons.empty()) fv.failing_hosts.push_back(h);
+      n.suspicions.push_back("slow links located in its " + join_comma(located_items[h]));
+    if (!n.reasons.empty())
+      fv.failing_hosts.push_back(h);
+    else if (!n.suspicions.empty())
+      fv.suspect_hosts.push_back(h);
     fv.nodes.push_back(n);
   }
   return fv;

@@ -18,4 +18,8 @@ json fleet_json(const FleetView& fleet);
 /// failing-hosts.txt: one host per line, nothing else (empty when none), for draining.
 std::string render_failing_hosts(const FleetView& fleet);
 
+/// suspect-hosts.txt: one host per line with a tab and why (outliers, failed records, located
+/// slow links) for the hosts with no FAIL row; never for draining (empty when none).
+std::string render_suspect_hosts(const FleetView& fv);
+
 }  // namespace clusterbench::report

@@ -91,15 +91,17 @@ void verdict_table(std::ostringstream& o, const Report& r) {
 void fleet_section(std::ostringstream& o, const FleetView& f) {
   o << "<h2 id=\"fleet\">Fleet</h2>\n<table class=\"fleet\">\n<tr><th>node</th>";
   for (Outcome oc : kOutcomeOrder) o << "<th>" << h(to_string(oc)) << "</th>";
-  o << "<th>records ok/failed/waived</th><th>outliers</th><th>failing because</th></tr>\n";
+  o << "<th>records ok/failed/waived</th><th>outliers</th><th>drain because</th>"
+       "<th>suspect because</th></tr>\n";
   for (const auto& n : f.nodes) {
-    std::string why;
+    std::string why, suspect;
     for (const auto& r : n.reasons) why += (why.empty() ? "" : "; ") + r;
+    for (const auto& r : n.suspicions) suspect += (suspect.empty() ? "" : "; ") + r;
     o << "<tr" << (why.empty() ? "" : " class=\"failing\"") << "><td>" << h(n.host) << "</td>";
     for (Outcome oc : kOutcomeOrder) o << "<td class=\"num\">" << n.items.at(oc) << "</td>";
     o << "<td>" << n.records_ok << "/" << n.records_failed << "/" << n.records_waived
-      << "</td><td class=\"num\">" << n.outliers << "</td><td>" << h(or_dash(why))
-      << "</td></tr>\n";
+      << "</td><td class=\"num\">" << n.outliers << "</td><td>" << h(or_dash(why)) << "</td><td>"
+      << h(or_dash(suspect)) << "</td></tr>\n";
   }
   o << "</table>\n<h3>Outliers (worse than the fleet median by more than the tolerance)</h3>\n";
   if (f.outliers.empty()) {
@@ -128,6 +130,14 @@ void fleet_section(std::ostringstream& o, const FleetView& f) {
   } else {
     o << "<pre class=\"failing-hosts\">";
     for (const auto& x : f.failing_hosts) o << h(x) << "\n";
+    o << "</pre>\n";
+  }
+  o << "<h3>Suspect hosts (no FAIL row: look, do not drain)</h3>\n";
+  if (f.suspect_hosts.empty()) {
+    o << "<p>None.</p>\n";
+  } else {
+    o << "<pre class=\"suspect-hosts\">";
+    for (const auto& x : f.suspect_hosts) o << h(x) << "\n";
     o << "</pre>\n";
   }
 }

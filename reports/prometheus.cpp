@@ -199,9 +199,12 @@ void headline_samples(const Report& report, Output& out) {
 /// Per node: the fleet view's verdict and counts.
 void node_samples(const FleetView& fleet, Output& out) {
   Family& failing = out.family("clusterbench_node_failing",
-                               "1 when the fleet view marks the host failing (a FAIL item, a "
-                               "failed record or a GPU/node outlier), else 0; failing-hosts.txt "
-                               "lists them");
+                               "1 when the host has a FAIL row item (drain it), else 0; "
+                               "failing-hosts.txt lists them");
+  Family& suspect = out.family("clusterbench_node_suspect",
+                               "1 when the host has no FAIL row but a failed record, a GPU/node "
+                               "outlier or a located slow link (look, do not drain), else 0; "
+                               "suspect-hosts.txt lists them");
   Family& outliers =
       out.family("clusterbench_node_outliers", "GPU and node fleet outliers on the host");
   Family& items =
@@ -211,6 +214,7 @@ void node_samples(const FleetView& fleet, Output& out) {
   for (const auto& n : fleet.nodes) {
     std::string host = render_labels({{"host", n.host}});
     failing.set(host, n.reasons.empty() ? "0" : "1");
+    suspect.set(host, n.reasons.empty() && !n.suspicions.empty() ? "1" : "0");
     outliers.set(host, std::to_string(n.outliers));
     for (Outcome o : kOutcomeOrder) {
       auto it = n.items.find(o);

@@ -566,7 +566,8 @@ void write_reports(const Report& r, const std::string& dir) {
       {dir + "/report.md", render_markdown(r)},
       {dir + "/report.json", dump_json(render_json(r), 2) + "\n"},
       {dir + "/junit.xml", render_junit(r)},
-      {dir + "/failing-hosts.txt", render_failing_hosts(r.fleet)}};
+      {dir + "/failing-hosts.txt", render_failing_hosts(r.fleet)},
+      {dir + "/suspect-hosts.txt", render_suspect_hosts(r.fleet)}};
   const std::string charts_html = charts.get();
   files.emplace_back(dir + "/report.html", render_html(r, find_gnuplot(), &charts_html));
   write_files_atomic(files);  // all or none: never a report.md without the rest

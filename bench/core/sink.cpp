@@ -374,8 +374,8 @@ void probe_output_writable(const std::string& path, double seconds) {
 void discard_report_files(const std::string& dir) {
   namespace fs = std::filesystem;
   std::error_code ec;
-  for (const char* name :
-       {"report.md", "report.json", "report.html", "junit.xml", "failing-hosts.txt"})
+  for (const char* name : {"report.md", "report.json", "report.html", "junit.xml",
+                           "failing-hosts.txt", "suspect-hosts.txt"})
     fs::remove(fs::path(dir) / name, ec);
   for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
     const std::string name = it->path().filename().string();

@@ -19,6 +19,6 @@ inline constexpr const char* kSpecSchemaV3 = "clusterbench.spec/3";  ///< adds f
 inline constexpr const char* kSpecSchemaV2 = "clusterbench.spec/2";
 inline constexpr const char* kSpecSchemaV1 = "clusterbench.spec/1";
 inline constexpr const char* kReportSchema = "clusterbench.report/1";
-inline constexpr const char* kCompareSchema = "clusterbench.compare/2";
+inline constexpr const char* kCompareSchema = "clusterbench.compare/3";
 
 }  // namespace clusterbench

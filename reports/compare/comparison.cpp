@@ -63,8 +63,9 @@ void sort_by_verdict(std::vector<CaseChange>& cases) {
 /// no records of CURRENT's cases, or runs of one repetition a case, answer nothing, and compare
 /// says so (exit 4) rather than "NO REGRESSION".
 bool nothing_judged(const Comparison& c) {
-  return !c.cases.empty() &&
-         c.counts.at(kRegressed) + c.counts.at(kImproved) + c.counts.at(kUnchanged) == 0;
+  return !c.cases.empty() && c.counts.at(kRegressed) + c.counts.at(kImproved) +
+                                     c.counts.at(kNotSignificant) + c.counts.at(kUnchanged) ==
+                                 0;
 }
 
 /// The keys of `rules` that name no metric of any record in `cases`.

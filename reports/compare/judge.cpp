@@ -10,8 +10,8 @@
 namespace clusterbench::report {
 
 const std::vector<std::string>& verdict_order() {
-  static const std::vector<std::string> order = {kRegressed,   kImproved,      kNew,
-                                                 kNotCompared, kNotComparable, kUnchanged};
+  static const std::vector<std::string> order = {
+      kRegressed, kImproved, kNew, kNotSignificant, kNotCompared, kNotComparable, kUnchanged};
   return order;
 }
 
@@ -22,9 +22,16 @@ int verdict_rank(const std::string& v) {
 
 namespace {
 
+/// Metrics renamed, old name -> new: a baseline written before the rename compares with its
+/// successor (the training step's `mfu` was its GEMM time share, not MFU).
+const std::string& current_name(const std::string& name) {
+  static const std::string kGemmTimeShare = "gemm_time_share";
+  return name == "mfu" ? kGemmTimeShare : name;
+}
+
 const Metric* find_metric(const ResultRecord& r, const std::string& name) {
   for (const auto& m : r.metrics)
-    if (m.name == name) return &m;
+    if (m.name == name || m.name == current_name(name)) return &m;
   return nullptr;
 }
 
@@ -176,7 +183,7 @@ void judge_named_metric(const Metric& bm, const ResultRecord& b, const ResultRec
   mc.unit = bm.unit;
   mc.higher_is_better = bm.higher_is_better;
   mc.baseline = bm.value;
-  mc.tolerance = tolerance_for(rules, b.benchmark, bm.name, bm.unit, families);
+  mc.tolerance = tolerance_for(rules, b.benchmark, current_name(bm.name), bm.unit, families);
   if (const Metric* cm = find_metric(c, bm.name)) return judge_metric(bm, *cm, mc.tolerance, mc);
   mc.verdict = kRegressed;
   mc.missing = true;
@@ -287,10 +294,15 @@ void judge_metric(const Metric& b, const Metric& c, double tolerance, MetricChan
     mc.reason = "within tolerance";
   } else {
     mc.p_value = mann_whitney_p(b.reps, c.reps);
-    if (mc.p_value >= kAlpha)
+    const Detectable can = detectable_change(b.reps, c.reps, mc.baseline, tolerance);
+    mc.detectable_pct = can.change_pct;
+    mc.reps_needed = can.reps_needed;
+    if (mc.p_value >= kAlpha) {
+      mc.verdict = kNotSignificant;
       mc.reason = "not significant (p = " + format_number(mc.p_value) + ")";
-    else
+    } else {
       mc.verdict = d < 0 ? kRegressed : kImproved;
+    }
   }
 }
 

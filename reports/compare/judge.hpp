@@ -18,6 +18,9 @@ namespace clusterbench::report {
 inline constexpr const char* kRegressed = "regressed";
 inline constexpr const char* kImproved = "improved";
 inline constexpr const char* kUnchanged = "unchanged";
+/// Moved past its tolerance, but the test could not confirm it (p >= kAlpha): not a regression,
+/// and not "unchanged" either (MetricChange::detectable_pct says what the pair could have seen).
+inline constexpr const char* kNotSignificant = "not_significant";
 inline constexpr const char* kNotCompared = "not_compared";  ///< no baseline value to compare
 inline constexpr const char* kNew = "new";                   ///< only in CURRENT
 /// Measured on both sides, but with fewer than kMinReps repetitions on one: no test can tell.
@@ -27,7 +30,7 @@ inline constexpr const char* kNotComparable = "not_comparable";
 /// resolution, never regressed.
 inline constexpr double kLatencyFloorUs = 1.0;
 
-/// The six verdicts, worst first (the order of compare.md and of Comparison::cases).
+/// The seven verdicts, worst first (the order of compare.md and of Comparison::cases).
 const std::vector<std::string>& verdict_order();
 
 /// A verdict's place in verdict_order() (0: regressed).
@@ -44,7 +47,9 @@ struct MetricChange {
   int baseline_n = 0, current_n = 0;  ///< repetitions of each side (0: a single value)
   double tolerance = 0;               ///< fraction
   double p_value = -1;                ///< Mann-Whitney two-sided p; -1 when not tested
-  std::string verdict;                ///< regressed | improved | unchanged | not_comparable
+  double detectable_pct = -1;  ///< smallest change the pair detects (Detectable); -1: unknown
+  int reps_needed = 0;         ///< repetitions a side that detect the tolerance; 0: unknown
+  std::string verdict;   ///< regressed | improved | not_significant | unchanged | not_comparable
   std::string reason;    ///< why unchanged or not comparable ("p = 0.31", "n = 1/1", ...)
   bool missing = false;  ///< the metric is absent from the CURRENT record
 };
@@ -84,7 +89,7 @@ struct CaseChange {
 ///     time per operation (Metric::work / rate) moved less than 1 us: unchanged;
 ///  2. fewer than kMinReps repetitions on a side: not_comparable;
 ///  3. |d| <= tolerance: unchanged;
-///  4. Mann-Whitney p >= kAlpha: unchanged (not significant);
+///  4. Mann-Whitney p >= kAlpha: not_significant, with what the pair could detect;
 ///  5. else regressed (d < 0) or improved.
 /// A baseline of 0 compares as unchanged when current is 0 too, else by sign.
 void judge_metric(const Metric& baseline, const Metric& current, double tolerance,

@@ -118,6 +118,33 @@ void md_env_changes(std::ostringstream& md, const Comparison& c) {
     md << "| hosts | absent | present | " << md_cell(hosts_text(c.hosts_added)) << " |\n";
 }
 
+/// The moves past tolerance the test could not confirm, each with the smallest change its pair
+/// could have detected and the repetitions that would detect its tolerance.
+void md_not_significant(std::ostringstream& md, const Comparison& c) {
+  if (c.counts.at(kNotSignificant) == 0) return;
+  md << "\n## Not significant\n\nMoved past the tolerance, but the repetitions are too few or "
+        "too spread for the test to tell a change from noise (p >= "
+     << format_number(kAlpha)
+     << "): neither a regression nor unchanged. \"Detectable\" is the smallest change this pair "
+        "finds at p < "
+     << format_number(kAlpha)
+     << " four times in five, from its spread and n; rerun with the repetitions given to judge "
+        "the tolerance.\n\n";
+  for (const auto& cc : c.cases) {
+    if (cc.verdict != kNotSignificant) continue;
+    for (const auto& m : cc.metrics) {
+      if (m.verdict != kNotSignificant) continue;
+      md << "- " << md_cell(case_label(cc)) << " " << m.name << " "
+         << percent_points(m.change_pct, 2, true) << " (p = " << format_number(m.p_value) << ", n "
+         << m.baseline_n << "/" << m.current_n << ", tolerance " << percent(m.tolerance)
+         << "): detectable "
+         << (m.detectable_pct < 0 ? "unknown" : "+-" + percent_points(m.detectable_pct, 1, false))
+         << "; " << (m.reps_needed > 0 ? std::to_string(m.reps_needed) : "?")
+         << " repetitions a side would detect " << percent(m.tolerance) << "\n";
+    }
+  }
+}
+
 void md_unchanged(std::ostringstream& md, const Comparison& c) {
   md << "\n## Unchanged\n\n";
   int shown = 0;
@@ -220,6 +247,7 @@ std::string render_compare_markdown(const Comparison& c) {
     for (const auto& cc : c.cases)
       if (cc.verdict == v) md_change(md, cc), any = true;
   if (!any) md << "| - | - | - | - | - | - | - | - | - | no regressions or improvements |\n";
+  md_not_significant(md, c);
   md_env_changes(md, c);
   md_unchanged(md, c);
   return md.str();
@@ -231,6 +259,31 @@ namespace {
 json side_json(const std::string& dir, const std::string& id, const std::string& suite,
                int rounds) {
   return {{"dir", dir}, {"run_id", id}, {"suite", suite}, {"rounds", rounds}};
+}
+
+}  // namespace
+
+namespace {
+
+/// One metric of a case in compare.json.
+json metric_json(const MetricChange& m) {
+  return json({{"name", m.name},
+               {"unit", m.unit},
+               {"higher_is_better", m.higher_is_better},
+               {"baseline", m.baseline},
+               {"current", m.missing ? json(nullptr) : json(m.current)},
+               {"change_pct", m.change_pct},
+               {"baseline_spread", m.baseline_spread},
+               {"current_spread", m.current_spread},
+               {"baseline_n", m.baseline_n},
+               {"current_n", m.current_n},
+               {"tolerance", m.tolerance},
+               {"p_value", m.p_value < 0 ? json(nullptr) : json(m.p_value)},
+               {"detectable_pct", m.detectable_pct < 0 ? json(nullptr) : json(m.detectable_pct)},
+               {"reps_needed", m.reps_needed > 0 ? json(m.reps_needed) : json(nullptr)},
+               {"verdict", m.verdict},
+               {"reason", m.reason},
+               {"missing", m.missing}});
 }
 
 }  // namespace
@@ -278,22 +331,7 @@ json render_compare_json(const Comparison& c) {
                {"verdict", cc.verdict},
                {"message", cc.message},
                {"metrics", json::array()}};
-    for (const auto& m : cc.metrics)
-      jc["metrics"].push_back({{"name", m.name},
-                               {"unit", m.unit},
-                               {"higher_is_better", m.higher_is_better},
-                               {"baseline", m.baseline},
-                               {"current", m.missing ? json(nullptr) : json(m.current)},
-                               {"change_pct", m.change_pct},
-                               {"baseline_spread", m.baseline_spread},
-                               {"current_spread", m.current_spread},
-                               {"baseline_n", m.baseline_n},
-                               {"current_n", m.current_n},
-                               {"tolerance", m.tolerance},
-                               {"p_value", m.p_value < 0 ? json(nullptr) : json(m.p_value)},
-                               {"verdict", m.verdict},
-                               {"reason", m.reason},
-                               {"missing", m.missing}});
+    for (const auto& m : cc.metrics) jc["metrics"].push_back(metric_json(m));
     j["cases"].push_back(std::move(jc));
   }
   if (!all) {

@@ -72,4 +72,33 @@ double mann_whitney_p(const std::vector<double>& a, const std::vector<double>& b
   return std::min(1.0, std::erfc(std::max(z, 0.0) / std::sqrt(2.0)));
 }
 
+namespace {
+
+/// Sample variance (n - 1); needs at least two values.
+double sample_variance(const std::vector<double>& v) {
+  double mean = 0;
+  for (double x : v) mean += x;
+  mean /= static_cast<double>(v.size());
+  double ss = 0;
+  for (double x : v) ss += (x - mean) * (x - mean);
+  return ss / static_cast<double>(v.size() - 1);
+}
+
+}  // namespace
+
+Detectable detectable_change(const std::vector<double>& a, const std::vector<double>& b,
+                             double reference, double tolerance) {
+  Detectable d;
+  if (a.size() < 2 || b.size() < 2 || reference == 0 || !std::isfinite(reference)) return d;
+  const double va = sample_variance(a), vb = sample_variance(b);
+  const double se =
+      std::sqrt(va / static_cast<double>(a.size()) + vb / static_cast<double>(b.size()));
+  d.change_pct = 100 * kDetectZ * se / std::fabs(reference);
+  if (tolerance > 0) {
+    const double need = kDetectZ * kDetectZ * (va + vb) / std::pow(tolerance * reference, 2);
+    d.reps_needed = std::max(kMinReps, static_cast<int>(std::ceil(need - 1e-9)));
+  }
+  return d;
+}
+
 }  // namespace clusterbench::report

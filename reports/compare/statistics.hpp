@@ -21,4 +21,22 @@ inline constexpr double kAlpha = 0.05;
 /// 1 when either is empty.
 double mann_whitney_p(const std::vector<double>& a, const std::vector<double>& b);
 
+/// z of a two-sided test at kAlpha (1.95996) plus z of 80% power (0.84162): a shift of this many
+/// standard errors is detected 4 times in 5 (the usual minimum-detectable-effect rule).
+inline constexpr double kDetectZ = 1.959964 + 0.841621;
+
+/// What a pair of samples could detect (docs/compare.md "Not significant").
+struct Detectable {
+  double change_pct = -1;  ///< smallest |change| detected at p < kAlpha with 80% power; -1: none
+  int reps_needed = 0;     ///< repetitions a side that would detect `tolerance`; 0: unknown
+};
+
+/// From the samples' standard deviations (n - 1) and sizes, relative to |reference|:
+/// change_pct = 100 * kDetectZ * sqrt(sd_a^2 / n_a + sd_b^2 / n_b) / |reference|, and
+/// reps_needed = ceil(kDetectZ^2 * (sd_a^2 + sd_b^2) / (tolerance * reference)^2), at least
+/// kMinReps. Normal approximation of the U test (whose power is 95% of the t-test's for normal
+/// data). Unknown (-1, 0) with fewer than 2 values a side or a zero reference.
+Detectable detectable_change(const std::vector<double>& a, const std::vector<double>& b,
+                             double reference, double tolerance);
+
 }  // namespace clusterbench::report

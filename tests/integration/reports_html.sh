@@ -84,7 +84,7 @@ assert got == want, got
 assert "spec threshold of each group" in s
 assert re.search(r"% of the threshold (>|&gt;)= 600 TFLOP/s", s)
 assert "the seed&apos;s DataLoader: 8 workers" in s or "the seed\x27s DataLoader: 8 workers" in s
-assert s.count("<pre class=\"failing-hosts\">node02\nnode03\nnode04\n</pre>") == 1
+assert s.count("<pre class=\"suspect-hosts\">node02\nnode03\nnode04\n</pre>") == 1
 for src in ("test fixture (tests/fixtures/results/make_report_fixtures.py)", "535.161.08"):
     assert src in s, src
 ' "$RUN/report.html"

@@ -89,8 +89,11 @@ t = find("DCGM_FI_DEV_GPU_TEMP", {"host": "node02", "gpu": "3", "uuid": "GPU-c0d
 assert t == 61.25, t
 assert find("clusterbench_fio_read_clat_p99_seconds", {"host": "node03", "profile": "seq_read"}) == 90.5 * 1e-6
 failing = {l["host"]: v for l, v in fam["clusterbench_node_failing"]["samples"]}
-assert failing == {"node01": 0, "node02": 1, "node03": 1, "node04": 1}, failing
-assert open(run + "/failing-hosts.txt").read().split() == ["node02", "node03", "node04"]
+assert failing == {"node01": 0, "node02": 0, "node03": 0, "node04": 0}, failing
+suspect = {l["host"]: v for l, v in fam["clusterbench_node_suspect"]["samples"]}
+assert suspect == {"node01": 0, "node02": 1, "node03": 1, "node04": 1}, suspect
+assert open(run + "/failing-hosts.txt").read().split() == []
+assert [l.split("\t")[0] for l in open(run + "/suspect-hosts.txt")] == ["node02", "node03", "node04"]
 outl = {l["host"]: v for l, v in fam["clusterbench_node_outliers"]["samples"]}
 assert outl == {"node01": 0, "node02": 1, "node03": 1, "node04": 1}, outl
 items = {(l["host"], l["outcome"]): v for l, v in fam["clusterbench_node_spec_items"]["samples"]}

@@ -10,7 +10,7 @@
 #  2. Faults injected by name (a node with faults on distinct GPUs runs them together): each
 #     fault's rows FAIL naming its GPU (by index, PCI address and serial on report.md's first
 #     page) or port alone, and no other row FAILs than in the healthy run.
-# RUN_SERIAL: 8 ranks on 2 cores. Budget: about 5 minutes.
+# RUN_SERIAL: 8 ranks on 2 cores. Budget: about 4 minutes.
 source "$(dirname "$0")/lib.sh"
 [ "${CB_HAVE_MPI:-1}" = "1" ] || { echo "SKIP: built without MPI"; exit 77; }
 SIM=$CB_BINARY_DIR/tests/sim_gpu/libclusterbench_gpu.so
@@ -57,17 +57,20 @@ sim() {
 
 # The GPU benchmarks of the quick suite on the node, at sizes the 2-core CI machine holds for 8
 # ranks: every collective at 8 B, 512 B, 32 KiB and 2 MiB, all_reduce at the 1 GiB its rows
-# judge; host copies of 64 MiB (the rows judge any size); the 7b training step with 2 of its 32
-# layers (its host state scales with the layers). Timed loops short: a simulated NCCL operation of a few microseconds costs the
-# 8 processes a real rendezvous (docs/simulated-gpu.md), so loops of 0.5 s would be thousands.
+# judge; host copies of 64 MiB, pinned, h2d and d2h (the rows judge those at any size; pageable
+# and bidir copies are real memcpy of 8 ranks on 2 cores, three quarters of the copies' minute);
+# the 7b training step with 1 of its 32 layers (its host Adam, real CPU work, scales with the
+# layers). Timed loops short: a simulated NCCL operation of a few microseconds costs the 8
+# processes a real rendezvous (docs/simulated-gpu.md), so loops of 0.5 s would be thousands.
 QUICK=(run --suite quick
        --only 'compute.gemm,compute.gpu_memory_bandwidth,compute.host_device_copy,collectives.*,compute.training_step'
        --set compute.gemm.backends=cublaslt --set collectives.backends=nccl
        --set collectives.stepfactor=64 --set collectives.maxbytes=2M
        --set collectives.all_reduce.minbytes=1G --set collectives.all_reduce.maxbytes=1G
        --set collectives.min_time=0.0005
-       --set compute.host_device_copy.bytes=64M
-       --set compute.training_step.layers=2 --set compute.training_step.min_time=0.05
+       --set compute.host_device_copy.bytes=64M --set compute.host_device_copy.memory=pinned
+       --set compute.host_device_copy.directions=h2d,d2h
+       --set compute.training_step.layers=1 --set compute.training_step.min_time=0.05
        --set compute.training_step.rounds=1)
 
 # rows OUT: "ID OUTCOME" for every row of OUT's report.json.
@@ -161,7 +164,8 @@ node many pcie_gen4_x8:2 nvlink_down:5 ecc_dbe:1 thermal:0 ib_port_down:7
 sim many 8 f2 run --suite quick --only compute.gemm,compute.host_device_copy \
   --set compute.gemm.backends=cublaslt --set compute.gemm.dtypes=bf16 \
   --set compute.gemm.shapes=8192 --set compute.host_device_copy.bytes=64M \
-  --set compute.host_device_copy.memory=pinned >/dev/null
+  --set compute.host_device_copy.memory=pinned --set compute.host_device_copy.directions=h2d,d2h \
+  >/dev/null
 faulty many f2 healthy.fail gpu.pcie_width@gpu2 gpu.pcie_link_during_copy@gpu2 \
   gpu.h2d_pinned@gpu2 gpu.d2h_pinned@gpu2 gpu.nvlink_links@gpu5 \
   health.gpu_ecc_uncorrected@gpu1 gpu.gemm_slowdown@gpu0 \

@@ -8,6 +8,7 @@
 
 #include "records/spec.hpp"
 #include "reports/compare.hpp"
+#include "reports/text.hpp"
 
 using namespace clusterbench;
 using namespace clusterbench::report;
@@ -78,11 +79,17 @@ TEST(Compare, MetricRule) {
   EXPECT_NEAR(mc.baseline_spread, 0.005, 1e-12);
   // 1% change against a 3% tolerance: unchanged, whatever the test says.
   EXPECT_EQ(verdict(reps_metric(280, 0.001), reps_metric(282.8, 0.001), 0.03), kUnchanged);
-  // 10% drop with a +-15% spread: past the tolerance but not significant.
+  // 10% drop with a +-15% spread: past the tolerance but not significant, and not unchanged.
   judge_metric(reps_metric(700, 0.15), reps_metric(630, 0.15), 0.02, mc);
-  EXPECT_EQ(mc.verdict, kUnchanged);
+  EXPECT_EQ(mc.verdict, kNotSignificant);
   EXPECT_GT(mc.p_value, 0.05);
   EXPECT_NE(mc.reason.find("not significant (p = "), std::string::npos) << mc.reason;
+  // What this pair could detect, by hand: the reps are v(1 + 0.15k), k = -1, -.5, -.25, 0, .25,
+  // .5, 1 (sum k^2 = 2.625), so var = (0.15 v)^2 * 2.625 / 6: 4823.4375 at 700, 3906.984375 at
+  // 630; se = sqrt((4823.4375 + 3906.984375) / 7) = 35.3157; 2.801585 * se / 700 = 14.1343%.
+  // Detecting 2% needs 2.801585^2 * 8730.421875 / 14^2 = 349.6, so 350 repetitions a side.
+  EXPECT_NEAR(mc.detectable_pct, 14.1343, 1e-3);
+  EXPECT_EQ(mc.reps_needed, 350);
   // Lower is better: latency 20 -> 18 us is an improvement, 20 -> 22 a regression.
   EXPECT_EQ(verdict(reps_metric(20, 0.01, false, "us"), reps_metric(18, 0.01, false, "us"), 0.05),
             kImproved);
@@ -227,7 +234,8 @@ TEST(Compare, DriverUpgradeFixture) {
   const Comparison& c = fixture();
   EXPECT_EQ(c.counts.at(kRegressed), 4);
   EXPECT_EQ(c.counts.at(kImproved), 2);
-  EXPECT_EQ(c.counts.at(kUnchanged), 2);
+  EXPECT_EQ(c.counts.at(kNotSignificant), 1);
+  EXPECT_EQ(c.counts.at(kUnchanged), 1);
   EXPECT_EQ(c.counts.at(kNew), 1);
   EXPECT_EQ(c.counts.at(kNotCompared), 1);
   EXPECT_EQ(c.exit_code, 1);
@@ -259,9 +267,11 @@ TEST(Compare, DriverUpgradeFixture) {
   EXPECT_DOUBLE_EQ(ga.metrics[0].current, 630.0);
   EXPECT_NEAR(ga.metrics[0].change_pct, -10.0, 1e-9);
   EXPECT_EQ(ga.verdict, kRegressed);
-  // GPU B: the same -10%, but with a +-15% spread: unchanged.
+  // GPU B: the same -10%, but with a +-15% spread: not significant (neither regressed nor
+  // unchanged), with what that pair could have detected.
   const auto& gb = find_case(c, "compute.gemm", "bf16", b);
-  EXPECT_EQ(gb.verdict, kUnchanged);
+  EXPECT_EQ(gb.verdict, kNotSignificant);
+  EXPECT_GT(gb.metrics[0].detectable_pct, 10.0);
   // fp16 on A: -3% at 0.5% spread against the 2% TFLOP/s tolerance: regressed.
   const auto& g16 = find_case(c, "compute.gemm", "fp16", a);
   EXPECT_NEAR(g16.metrics[0].change_pct, -3.0, 1e-9);
@@ -343,14 +353,14 @@ TEST(Compare, EnvironmentChanges) {
 TEST(Compare, Renderers) {
   const Comparison& c = fixture();
   json j = render_compare_json(c);
-  EXPECT_EQ(j["schema"], "clusterbench.compare/2");
+  EXPECT_EQ(j["schema"], "clusterbench.compare/3");
   EXPECT_EQ(j["exit_code"], 1);
   EXPECT_EQ(j["counts"]["regressed"], 4);
   EXPECT_EQ(j["cases"].size(), 10u);
   EXPECT_EQ(j["env_changes"].size(), 4u);  // driver, cuda_driver, cuda_runtime, nccl
   std::string md = render_compare_markdown(c);
   EXPECT_NE(md.find("**Verdict: REGRESSED** (exit 1): 4 regressed, 2 improved, 1 new, "
-                    "1 not_compared, 2 unchanged."),
+                    "1 not_significant, 1 not_compared, 1 unchanged."),
             std::string::npos)
       << md;
   EXPECT_NE(
@@ -1053,7 +1063,7 @@ TEST(Compare, EachSideSaysItsSuiteAndRounds) {
   EXPECT_EQ(j["current"]["suite"], "ci");
 }
 
-TEST(Compare, AnUnchangedMovePastItsToleranceSaysWhyInCompareMd) {
+TEST(Compare, AMovePastItsToleranceTheTestCannotConfirmIsNotSignificant) {
   const std::string fx = std::string(CB_FIXTURES) + "/results/compare-baseline";
   RunDir base = read_run_dir(fx), cur = read_run_dir(fx);
   // Three of five repetitions 3x slower, two faster: the median -70%, p = 0.69 (U = 10).
@@ -1068,14 +1078,36 @@ TEST(Compare, AnUnchangedMovePastItsToleranceSaysWhyInCompareMd) {
   const Comparison c = compare(base, cur, {});
   const std::string md = render_compare_markdown(c);
   bool said = false;
+  ASSERT_NE(md.find("\n## Not significant\n"), std::string::npos) << md;
+  const std::string section = md.substr(md.find("\n## Not significant\n"));
   for (const auto& cc : c.cases)
     for (const auto& m : cc.metrics)
-      if (cc.verdict == kUnchanged && m.reason.rfind("not significant", 0) == 0) {
+      if (m.reason.rfind("not significant", 0) == 0) {
         said = true;
-        EXPECT_NE(md.find("; " + m.name + " "), std::string::npos);
-        EXPECT_NE(md.find("% (" + m.reason + ")"), std::string::npos) << md;
+        EXPECT_EQ(cc.verdict, kNotSignificant);
+        EXPECT_EQ(m.verdict, kNotSignificant);
+        // Its line in the section, not under "Unchanged": the change, p, n, and what the pair
+        // could detect (variances 0.025 and 17.102, baseline median 10.2:
+        // 2.8016 * sqrt((0.025 + 17.102) / 5) / 10.2 = 50.8%).
+        const std::string head = "- " + cc.benchmark() + " " + cc.params().dump() + " " +
+                                 cc.item() + " " + m.name + " ";
+        ASSERT_NE(section.find(head), std::string::npos) << section;
+        const std::string rest = section.substr(section.find(head));
+        const std::string line = rest.substr(0, rest.find('\n'));
+        EXPECT_NE(line.find("(p = " + format_number(m.p_value) + ", n 5/5"), std::string::npos)
+            << line;
+        EXPECT_NEAR(m.detectable_pct,
+                    100 * kDetectZ * std::sqrt((0.025 + 17.102) / 5) / 10.2, 0.01);
+        EXPECT_NE(line.find("detectable +-" + percent_points(m.detectable_pct, 1)),
+                  std::string::npos)
+            << line;
+        EXPECT_NE(line.find(std::to_string(m.reps_needed) + " repetitions a side would detect"),
+                  std::string::npos)
+            << line;
       }
   EXPECT_TRUE(said) << md;
+  EXPECT_EQ(md.substr(md.find("\n## Unchanged\n")).find("not significant"), std::string::npos)
+      << md;
 }
 
 TEST(Compare, NothingJudgedIsInconclusiveNotNoRegression) {
@@ -1155,3 +1187,23 @@ TEST(Compare, EvidenceOfTheWrongTypeIsNotReadAndEndsNothing) {
 
 }  // namespace
 }  // namespace clusterbench
+
+// The training step's `mfu` was its GEMM time share and is now called so: a baseline written
+// before the rename compares with CURRENT's gemm_time_share (not "missing from CURRENT"), at
+// the 50% tolerance cpu-node.json gives the new name.
+TEST(Compare, ARenamedMetricComparesWithItsSuccessor) {
+  ResultRecord b, c;
+  b.benchmark = c.benchmark = "compute.training_step";
+  b.status = c.status = Status::ok;
+  b.metrics = {reps_metric(80, 0.01)};
+  b.metrics[0].name = "mfu";
+  c.metrics = {reps_metric(81, 0.01)};
+  c.metrics[0].name = "gemm_time_share";
+  const Spec cpu = load_spec(std::string(CB_SOURCE_DIR) + "/reports/specs/cpu-node.json");
+  CaseChange cc;
+  judge_case(b, &c, {}, cpu.families, RunRecord{}, cc);
+  ASSERT_EQ(cc.metrics.size(), 1u);
+  EXPECT_FALSE(cc.metrics[0].missing) << cc.metrics[0].reason;
+  EXPECT_EQ(cc.metrics[0].verdict, kUnchanged) << cc.metrics[0].reason;
+  EXPECT_DOUBLE_EQ(cc.metrics[0].tolerance, 0.50);
+}

@@ -387,7 +387,7 @@ TEST(Html, SelfContainedWithoutGnuplot) {
   // One verdict row and one spec row per requirement.
   EXPECT_EQ(count(h, "<td><code>gemm.bf16</code></td>"), 2u);
   EXPECT_NE(h.find("<td class=\"o o-PASS\">PASS</td>"), std::string::npos);
-  EXPECT_NE(h.find("<pre class=\"failing-hosts\">node02\nnode03\nnode04\n</pre>"),
+  EXPECT_NE(h.find("<pre class=\"suspect-hosts\">node02\nnode03\nnode04\n</pre>"),
             std::string::npos);
   EXPECT_NE(h.find("<td>GPU-c0de0004-0000-4000-8000-000000000007</td><td>00000000:DF:00.0</td>"),
             std::string::npos);
