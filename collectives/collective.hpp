@@ -101,9 +101,13 @@ double algbw_gbs(double bytes, double seconds);
 /// busbw = algbw x factor(n) in GB/s.
 double busbw_gbs(const Collective& c, double bytes, double seconds, int n);
 
+/// Most multiplications a sweep may take from minbytes to maxbytes (8 B to 16 GiB at factor 2
+/// is 31; at 1.01, 2,160).
+inline constexpr int kMaxSweepSteps = 4096;
+
 /// Sizes of the sweep: minbytes, minbytes x stepfactor, ... up to maxbytes (nccl-tests -b -e -f),
 /// each rounded down to a whole byte. Throws InputError naming `what` unless
-/// 0 < minbytes <= maxbytes and stepfactor > 1.
+/// 0 < minbytes <= maxbytes, stepfactor > 1 and the sweep takes fewer than kMaxSweepSteps steps.
 std::vector<long long> sweep(long long minbytes, long long maxbytes, double stepfactor,
                              const std::string& what);
 

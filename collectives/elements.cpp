@@ -144,6 +144,15 @@ std::vector<long long> sweep(long long minbytes, long long maxbytes, double step
                      ", " + std::to_string(maxbytes) + ")");
   if (!(stepfactor > 1))
     throw InputError(what + ": stepfactor must be > 1 (got " + std::to_string(stepfactor) + ")");
+  // Bounded before the loop: a factor of 1.0000000001 would step from 8 B to 8 GiB about 2e11
+  // times (a dry run that never returned).
+  const double steps = std::log(static_cast<double>(maxbytes) / static_cast<double>(minbytes)) /
+                       std::log(stepfactor);
+  if (!(steps < kMaxSweepSteps))
+    throw InputError(what + ": stepfactor " + std::to_string(stepfactor) + " from " +
+                     std::to_string(minbytes) + " to " + std::to_string(maxbytes) +
+                     " B makes more than " + std::to_string(kMaxSweepSteps) +
+                     " steps; use a larger stepfactor (nccl-tests' -f: 2)");
   std::vector<long long> out;
   for (double s = static_cast<double>(minbytes); s <= static_cast<double>(maxbytes);
        s *= stepfactor) {

@@ -22,6 +22,7 @@
 #include "core/api/benchmark.hpp"
 #include "core/api/error.hpp"
 #include "env/paths.hpp"
+#include "io/fio_options.hpp"
 #include "io/scratch.hpp"
 #include "process/process.hpp"
 #include "records/utf8.hpp"
@@ -270,10 +271,12 @@ void check_outside_target(const std::string& where, const std::string& value, bo
   refuse_if_written(real, where + ":");
 }
 
-/// Refused unless every file and directory the job file names (job_file_targets) is fio's
-/// scratch directory or passes check_outside_target; an include directive cannot be checked.
+/// Refused unless every option of the job file is on the allow-list (job_option_refusal) and
+/// every file and directory it names (job_file_targets) is fio's scratch directory or passes
+/// check_outside_target; an include directive cannot be checked.
 void check_job_targets(const std::string& job_file, const std::string& text, bool allowed,
                        const std::vector<Mount>& mounts) {
+  if (std::string why = job_option_refusal(job_file, text); !why.empty()) throw Refused(why);
   for (const auto& t : job_file_targets(text)) {
     const std::string where =
         job_file + " line " + std::to_string(t.line) + " " + t.key + "=" + t.value;

@@ -351,7 +351,11 @@ namespace {
 /// is whatever lies in a cb-* directory above the target or in one without a parsable owner.
 bool other_hosts_scratch(const fs::path& path, const std::string& under, const std::string& host) {
   std::error_code ec;
-  for (fs::path p = path.parent_path(); p.string().size() >= under.size(); p = p.parent_path()) {
+  // "/".parent_path() is "/": the loop stops at the root (a target of "/" spun a core until the
+  // case deadline).
+  for (fs::path p = path.parent_path(); p.string().size() >= under.size();
+       p = p == p.parent_path() ? fs::path() : p.parent_path()) {
+    if (p.empty()) break;
     if (!starts_with(p.filename().string(), "cb-")) continue;
     std::ifstream in(p / kScratchOwnerFile);
     std::string line, word, owner_host;

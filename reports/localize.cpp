@@ -53,7 +53,7 @@ struct Matrix {
   }
   bool suspect(const std::string& h) const {
     auto it = partners.find(h);
-    if (it == partners.end() || it->second.size() < 2) return false;
+    if (it == partners.end() || it->second.size() < kMinLinksOfASuspect) return false;
     return std::all_of(it->second.begin(), it->second.end(), [&](const std::string& p) {
       return low.count(ordered({h, p})) > 0;
     });

@@ -14,6 +14,10 @@
 
 namespace clusterbench::report {
 
+/// Links a host needs in a matrix, all of them low, before the host (not its links) is named:
+/// with two, one slow link and one measured in a loaded moment blame a healthy node.
+inline constexpr size_t kMinLinksOfASuspect = 3;
+
 /// The outlier tolerance (a fraction) of a benchmark's metric with its unit.
 using ToleranceOf = std::function<double(const std::string& benchmark, const std::string& metric,
                                          const std::string& unit)>;
@@ -38,7 +42,7 @@ struct Located {
 /// the reference by more than `tolerance` (the fleet-outlier tolerance): out of the noise (a
 /// link without time statistics of 2+ repetitions is never low; a negative value is skipped); the
 /// reference is the median over hosts of each host's median link, robust to several slow hosts. A
-/// host with at least 2 links in a matrix, all of them low, is a suspect. Matrices that differ only
+/// host with at least kMinLinksOfASuspect (3) links in a matrix, all of them low, is a suspect. Matrices that differ only
 /// in params.rail are the paths of one measurement (absent rail: "mpi"): a suspect on every path it
 /// has links on is a node; on some paths only, a NIC per rail path (a node for the mpi path). Low
 /// links without a suspect end are links. Sorted: nodes, NICs, links, then by host.

@@ -3,7 +3,9 @@
 # extra.refused) with the loop device's image and the victim file unchanged (sha256):
 #   a symlink to a loop device another process holds open for writing (--set io.fio.device);
 #   a ':' in the device path, which fio splits into two files (victim.dat:x writes victim.dat);
-#   a custom profile (io.fio.profiles_dir) whose filename= / directory= points outside scratch.
+#   a custom profile (io.fio.profiles_dir) whose filename= / directory= points outside scratch;
+#   a custom profile with an option off the allow-list (issue 46: exec_prerun= running dd onto the
+#   loop device, write_iolog= appending to the victim, ioengine=exec, a foreign ${VAR}).
 # Needs root and losetup (ctest lock loopdev). Budget: ~10 s.
 source "$(dirname "$0")/lib.sh"
 command -v fio >/dev/null || { echo "SKIP: fio not installed"; exit 77; }
@@ -76,6 +78,22 @@ expect_refused profile_busy "open for writing by another process: pid $holder" \
   --set io.fio.profiles_dir="$TMP/profiles" --set io.fio.scratch="$TMP/scratch" \
   --set io.fio.allow_destructive_device=true
 ok "a profile's device open for writing: refused even with allow_destructive_device"
+# 9. Options that run a command, write elsewhere or expand a variable clusterbench does not set:
+#    refused by name before fio starts (the allow-list, docs/fio.md "Job-file options").
+job() { printf '[seq_write]\nrw=write\nsize=1M\ndirectory=${CB_FIO_DIR}\n%s\n' "$1" >"$TMP/profiles/seq_write.fio"; }
+job "exec_prerun=dd if=/dev/zero of=$LOOP bs=1M count=1 conv=notrunc"
+expect_refused exec_prerun "line 5 .*option 'exec_prerun' is not on the allow-list" \
+  --set io.fio.profiles_dir="$TMP/profiles" --set io.fio.scratch="$TMP/scratch"
+job "write_iolog=$TMP/victim.dat"
+expect_refused write_iolog "option 'write_iolog' is not on the allow-list" \
+  --set io.fio.profiles_dir="$TMP/profiles" --set io.fio.scratch="$TMP/scratch"
+job "ioengine=exec"
+expect_refused engine_exec "ioengine 'exec' is not one of the engines that only move data" \
+  --set io.fio.profiles_dir="$TMP/profiles" --set io.fio.scratch="$TMP/scratch"
+job '${HOME_OPTION}'
+expect_refused foreign_var 'expands \$\{HOME_OPTION\}, which clusterbench does not set' \
+  --set io.fio.profiles_dir="$TMP/profiles" --set io.fio.scratch="$TMP/scratch"
+ok "custom profiles with exec_prerun=, write_iolog=, ioengine=exec or a foreign \${VAR}: refused"
 # A custom profile that stays in the scratch directory still runs.
 printf '[seq_write]\nrw=write\nsize=1M\ntime_based=1\nruntime=200ms\ndirectory=${CB_FIO_DIR}\n' \
   >"$TMP/profiles/seq_write.fio"

@@ -143,6 +143,19 @@ TEST(Collectives, Sweep) {
   EXPECT_THROW(cb::sweep(0, 8, 2, "x"), clusterbench::InputError);
   EXPECT_THROW(cb::sweep(16, 8, 2, "x"), clusterbench::InputError);
   EXPECT_THROW(cb::sweep(8, 16, 1, "x"), clusterbench::InputError);
+  // Issue 46: a factor just above 1 is refused before it loops (8 B .. 8 GiB at 1.0000000001:
+  // ln(2^30) / ln(1.0000000001) = 2.1e11 steps), with the numbers named; 1.01 runs (2,089
+  // steps, 1,928 distinct sizes once rounded down to whole bytes).
+  try {
+    cb::sweep(8, 8LL << 30, 1.0000000001, "--set x.stepfactor");
+    ADD_FAILURE() << "no throw";
+  } catch (const clusterbench::InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("--set x.stepfactor: stepfactor 1.000000 from 8 to "
+                                         "8589934592 B makes more than 4096 steps"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_EQ(cb::sweep(8, 8LL << 30, 1.01, "x").size(), 1928u);
 }
 
 TEST(Collectives, Sizes) {

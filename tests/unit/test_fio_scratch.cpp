@@ -13,6 +13,7 @@
 #include <map>
 #include <stdexcept>
 
+#include "io/fio_options.hpp"
 #include "io/scratch.hpp"
 
 using namespace clusterbench;
@@ -438,4 +439,35 @@ TEST(Scratch, JobFileTargets) {
   EXPECT_EQ(t[3].key, "opendir");
   EXPECT_EQ(t[4].key, "include");
   EXPECT_EQ(t[4].value, "other.fio");
+}
+
+// Issue 46: a job file's options on an allow-list. The shipped profiles pass; an option that runs
+// a command or writes elsewhere, an engine that is not plain I/O, and a variable clusterbench does
+// not set are each refused naming the file, the line and the option.
+TEST(Scratch, JobOptionsOnAnAllowList) {
+  for (const char* p : {"seq_read", "seq_write", "rand_read", "rand_write", "mixed_7030",
+                        "checkpoint_write"}) {
+    std::ifstream in(std::string(CB_SOURCE_DIR) + "/io/profiles/" + p + ".fio");
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    ASSERT_FALSE(text.empty()) << p;
+    EXPECT_EQ(job_option_refusal(p, text), "") << p;
+  }
+  const std::string head = "[global]\nioengine=libaio\ndirectory=${CB_FIO_DIR}\n[a]\nrw=write\n";
+  EXPECT_EQ(job_option_refusal("j.fio", head + "time_based\n; exec_prerun=x\nfilename_format=f.$jobnum\n"), "");
+  const std::string exec = job_option_refusal("j.fio", head + "exec_prerun = dd of=/dev/sdb\n");
+  EXPECT_EQ(exec.rfind("refused: j.fio line 6 'exec_prerun = dd of=/dev/sdb': option "
+                       "'exec_prerun' is not on the allow-list",
+                       0),
+            0u)
+      << exec;
+  for (const char* bad : {"exec_postrun=rm -rf /", "write_iolog=/etc/passwd", "write_bw_log=/x",
+                          "per_job_logs=0", "ioscheduler=none", "allow_mounted_write=1",
+                          "trim_percentage=100", "program=/bin/sh", "daemonize=1"})
+    EXPECT_NE(job_option_refusal("j.fio", head + bad + "\n"), "") << bad;
+  EXPECT_NE(job_option_refusal("j.fio", "[a]\nioengine=exec\n").find("ioengine 'exec' is not"),
+            std::string::npos);
+  EXPECT_NE(job_option_refusal("j.fio", "[a]\nioengine=net\n"), "");
+  EXPECT_NE(job_option_refusal("j.fio", "[a]\n${EVIL}\n").find("expands ${EVIL}, which"),
+            std::string::npos);
+  EXPECT_NE(job_option_refusal("j.fio", "[a]\nsize=${HOME}\n"), "");
 }

@@ -198,3 +198,15 @@ TEST_F(OpenWritersTest, FindsThisMachinesRealWriter) {
 }
 
 }  // namespace
+
+// Issue 46: a target of "/" (io.fio.scratch=/ or a symlink to it) holds every file below it; the
+// walk up from a writer's file towards the target stopped never ("/".parent_path() is "/") and a
+// core spun to the case deadline. It ends, and the writers are every writer.
+TEST_F(OpenWritersTest, TheRootAsTargetEnds) {
+  fd(201, 3, "/var/lib/db/table.dat", "0100001", "db");
+  fd(202, 4, "/etc/hosts", "0100000", "reader");
+  const auto w = open_writers("/", nullptr, root_.string());
+  ASSERT_EQ(w.size(), 1u);
+  EXPECT_EQ(w[0].pid, 201);
+  EXPECT_EQ(open_writers("/var/..", nullptr, root_.string()).size(), 1u);
+}
