@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <future>
 #include <map>
 #include <sstream>
@@ -501,8 +502,51 @@ std::string render_console_details(const Report& r) {
   return out.str();
 }
 
+namespace {
+
+/// What a previous output of `option` starts with (report.html, a Prometheus page, a PDF, a
+/// gzip archive); "" for an option this does not know.
+std::string output_magic(const std::string& option) {
+  if (option == "--html") return "<!DOCTYPE html>";
+  if (option == "--prometheus") return "# HELP clusterbench_";
+  if (option == "--pdf") return "%PDF-";
+  if (option == "-o") return "\x1f\x8b";
+  return "";
+}
+
+/// The files of a run directory (run.json beside them), which no output may replace.
+bool run_dir_file(const std::filesystem::path& target) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (!fs::is_regular_file(target.parent_path() / "run.json", ec)) return false;
+  const std::string name = target.filename().string();
+  for (const char* own : {"run.json", "records.jsonl", "gbench.json", "report.md", "report.json",
+                          "report.html", "junit.xml", "failing-hosts.txt", "suspect-hosts.txt",
+                          "run.lock", "compare.md", "compare.json", "compare.junit.xml"})
+    if (name == own) return true;
+  return false;
+}
+
+/// Why an existing regular file `target` may not be replaced by `option`'s output, or "".
+std::string existing_file_refusal(const std::filesystem::path& target, const std::string& option,
+                                  bool force) {
+  if (run_dir_file(target))
+    return "is a file of the run directory " + target.parent_path().string() +
+           " (run.json beside it); write it elsewhere";
+  const std::string magic = output_magic(option);
+  if (force || magic.empty()) return "";
+  std::ifstream in(target, std::ios::binary);
+  std::string head(magic.size(), '\0');
+  in.read(head.data(), static_cast<std::streamsize>(head.size()));
+  if (in.gcount() == static_cast<std::streamsize>(head.size()) && head == magic) return "";
+  return "exists and is not an earlier " + option +
+         " output; name a new file, or pass --force to replace it";
+}
+
+}  // namespace
+
 void check_output_file(const std::string& path, const std::string& option,
-                       const std::string& run_dir) {
+                       const std::string& run_dir, bool force) {
   namespace fs = std::filesystem;
   std::string what = option + " " + path + ": ";
   if (path.empty()) throw InputError(what + "empty path");
@@ -525,6 +569,9 @@ void check_output_file(const std::string& path, const std::string& option,
   // A device, FIFO or socket (/dev/null, /dev/stdout) would be replaced by the atomic rename.
   if (fs::exists(fs::symlink_status(path, ec)) && !fs::is_regular_file(path, ec))
     throw InputError(what + "exists and is not a regular file");
+  if (fs::is_regular_file(path, ec))
+    if (std::string why = existing_file_refusal(target, option, force); !why.empty())
+      throw InputError(what + why);
   if (!fs::is_directory(parent, ec))
     throw InputError(what + "directory " + parent.string() + " does not exist");
   std::string probe = path + ".tmp." + std::to_string(::getpid());

@@ -59,10 +59,12 @@ void write_reports(const Report& report, const std::string& dir);
 /// not a directory, a symbolic link (the rename would replace the link: /dev/stdout) nor an
 /// existing device, FIFO or socket, and, when `run_dir` is
 /// not empty, `path` (symlinks resolved) is neither `run_dir` nor inside it (a run's own files are
-/// never replaced). Throws InputError
-/// "<option> <path>: <why>" (exit 2).
+/// never replaced). An existing file is replaced only when it is an earlier output of the same
+/// option (report.html for --html, a clusterbench Prometheus page, a PDF, a gzip archive for -o)
+/// or `force` is set, and never when it is a run directory's own file (run.json beside it) of
+/// any run. Throws InputError "<option> <path>: <why>" (exit 2).
 void check_output_file(const std::string& path, const std::string& option,
-                       const std::string& run_dir = "");
+                       const std::string& run_dir = "", bool force = false);
 
 /// Creates directory `dir` (and its parents) for a command's output files unless it exists.
 /// Throws InputError "<option> <dir>: is not a directory" when it, or a parent, is a file, and

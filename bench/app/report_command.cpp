@@ -42,9 +42,9 @@ void refuse_spec_overwrite(const std::vector<std::pair<std::string, std::string>
 
 int report_command(const std::string& dir, const std::string& spec_path, bool quiet,
                    const std::string& prometheus, bool* written,
-                   const std::vector<std::pair<std::string, std::string>>& outputs) {
+                   const std::vector<std::pair<std::string, std::string>>& outputs, bool force) {
   auto run = std::make_shared<const RunDir>(read_run_dir(dir));
-  if (!prometheus.empty()) report::check_output_file(prometheus, "--prometheus", dir);
+  if (!prometheus.empty()) report::check_output_file(prometheus, "--prometheus", dir, force);
   std::string path = spec_path.empty() ? run->run.spec.path : resolve_spec_arg(spec_path);
   if (path.empty()) throw InputError(dir + "/run.json: names no spec table; pass --spec FILE");
   auto all = outputs;
@@ -101,7 +101,7 @@ RunHooks report_hooks() {
 
 namespace {
 
-/// `clusterbench report [DIR] [--spec F] [--html F] [--pdf F] [--prometheus F]`.
+/// `clusterbench report [DIR] [--spec F] [--html F] [--pdf F] [--prometheus F] [--force]`.
 class ReportCommand : public Command {
  public:
   CLI::App* add(CLI::App& app) override {
@@ -113,18 +113,21 @@ class ReportCommand : public Command {
     prom_opt_ =
         cmd_->add_option("--prometheus", prom_,
                          "write the headline metrics as a Prometheus textfile (node_exporter)");
+    cmd_->add_flag("--force", force_,
+                   "let --html/--pdf/--prometheus replace an existing file that is not an "
+                   "earlier output of theirs (never a run directory's own file)");
     return cmd_;
   }
   int run(int, char**) override {
     // Checked before anything is rendered: never a run file, a directory or a device.
-    if (!html_.empty()) report::check_output_file(html_, "--html", dir_);
-    if (!pdf_.empty()) report::check_output_file(pdf_, "--pdf", dir_);
+    if (!html_.empty()) report::check_output_file(html_, "--html", dir_, force_);
+    if (!pdf_.empty()) report::check_output_file(pdf_, "--pdf", dir_, force_);
     for (const auto* o : {pdf_opt_, html_opt_, prom_opt_})
       if (o && o->count() && o->as<std::string>().empty())
         throw InputError(o->get_name() + ": empty path; name a file");
     bool written = false;
-    int code =
-        report_command(dir_, spec_, false, prom_, &written, {{"--html", html_}, {"--pdf", pdf_}});
+    int code = report_command(dir_, spec_, false, prom_, &written,
+                              {{"--html", html_}, {"--pdf", pdf_}}, force_);
     if (!written && (!html_.empty() || !pdf_.empty()))
       throw InputError(std::string(html_.empty() ? "--pdf" : "--html") +
                        ": report.html could not be written in " + dir_ +
@@ -147,6 +150,7 @@ class ReportCommand : public Command {
  private:
   CLI::App* cmd_ = nullptr;
   std::string dir_ = "results/latest", spec_, html_, pdf_, prom_;
+  bool force_ = false;
   CLI::Option *html_opt_ = nullptr, *pdf_opt_ = nullptr, *prom_opt_ = nullptr;
 };
 

@@ -15,10 +15,12 @@ namespace clusterbench {
 /// (optional): set to whether report.md/html/json were written in `dir` (false for a read-only
 /// run directory, which only warns). Throws InputError for a missing/empty/malformed directory
 /// or spec. `outputs`: "--option path" pairs the caller will write (--html, --pdf); like
-/// `prometheus`, none may be the spec table itself (exit 2 before anything is written).
+/// `prometheus`, none may be the spec table itself (exit 2 before anything is written). `force`:
+/// an existing `prometheus` file that is not an earlier Prometheus page may be replaced.
 int report_command(const std::string& dir, const std::string& spec_path, bool quiet = false,
                    const std::string& prometheus = "", bool* written = nullptr,
-                   const std::vector<std::pair<std::string, std::string>>& outputs = {});
+                   const std::vector<std::pair<std::string, std::string>>& outputs = {},
+                   bool force = false);
 
 /// The hooks through which `run` reaches reports/ (spec auto-selection, output checks, the
 /// report at the end).

@@ -30,6 +30,26 @@ STALE=$TMP/stale; cp -r "$RUN" "$STALE"; rm "$STALE/report.html"; mkdir "$STALE/
 expect_rc 2 "$CB_BIN" report "$STALE" --spec "$STALE/spec.json" --html "$TMP/stale.html"
 expect_out "--html: report.html could not be written in $STALE"
 [ ! -e "$TMP/stale.html" ] || fail "--html copied something although report.html was not written"
+# Issue 46: another run's own files are never replaced (`report runB --html runA/records.jsonl`
+# turned runA's records into HTML), nor any existing file that is not an earlier output of the
+# option, unless --force; an earlier report.html outside a run directory is replaced.
+OTHER=$TMP/other; cp -r "$RUN" "$OTHER"
+sumo=$(sha256sum "$OTHER/records.jsonl")
+for opt in --html --prometheus; do
+  expect_rc 2 "$CB_BIN" report "$RUN" --spec "$RUN/spec.json" $opt "$OTHER/records.jsonl" --force
+  expect_out "$opt $OTHER/records.jsonl: is a file of the run directory $OTHER \(run.json beside it\)"
+done
+[ "$(sha256sum "$OTHER/records.jsonl")" = "$sumo" ] || fail "another run's records.jsonl changed"
+echo "my notes" >"$TMP/notes.txt"
+expect_rc 2 "$CB_BIN" report "$RUN" --spec "$RUN/spec.json" --html "$TMP/notes.txt"
+expect_out "--html $TMP/notes.txt: exists and is not an earlier --html output; name a new file, or pass --force"
+expect_rc 2 "$CB_BIN" report "$RUN" --spec "$RUN/spec.json" --prometheus "$TMP/notes.txt"
+expect_out "--prometheus $TMP/notes.txt: exists and is not an earlier --prometheus output"
+[ "$(cat "$TMP/notes.txt")" = "my notes" ] || fail "a file that is no earlier output was replaced"
+expect_rc 0 "$CB_BIN" report "$RUN" --spec "$RUN/spec.json" --html "$TMP/copy.html"
+expect_rc 0 "$CB_BIN" report "$RUN" --spec "$RUN/spec.json" --html "$TMP/notes.txt" --force
+cmp -s "$RUN/report.html" "$TMP/notes.txt" || fail "--force did not replace the file"
+ok "--html/--prometheus: never another run's file; another existing file only with --force"
 # A symbolic link is refused, not replaced by the rename (/dev/stdout is one for the whole
 # machine); so is the spec table being judged against, and an empty path.
 echo keep >"$TMP/target.txt"; ln -s "$TMP/target.txt" "$TMP/link"
@@ -40,6 +60,8 @@ for opt in --pdf --html --prometheus; do
 done
 cp "$RUN/spec.json" "$TMP/table.json"; sum1=$(sha256sum "$TMP/table.json")
 expect_rc 2 "$CB_BIN" report "$RUN" --spec "$TMP/table.json" --pdf "$TMP/table.json"
+expect_out "--pdf $TMP/table.json: exists and is not an earlier --pdf output"
+expect_rc 2 "$CB_BIN" report "$RUN" --spec "$TMP/table.json" --pdf "$TMP/table.json" --force
 expect_out "--pdf $TMP/table.json: is the spec table $TMP/table.json the report is judged against"
 [ "$(sha256sum "$TMP/table.json")" = "$sum1" ] || fail "--pdf overwrote the spec table"
 expect_rc 2 "$CB_BIN" report "$RUN" --spec "$RUN/spec.json" --pdf ""
