@@ -508,7 +508,7 @@ namespace {
 /// gzip archive); "" for an option this does not know.
 std::string output_magic(const std::string& option) {
   if (option == "--html") return "<!DOCTYPE html>";
-  if (option == "--prometheus") return "# HELP clusterbench_";
+  if (option == "--prometheus") return "# HELP ";
   if (option == "--pdf") return "%PDF-";
   if (option == "-o") return "\x1f\x8b";
   return "";
@@ -538,7 +538,13 @@ std::string existing_file_refusal(const std::filesystem::path& target, const std
   std::ifstream in(target, std::ios::binary);
   std::string head(magic.size(), '\0');
   in.read(head.data(), static_cast<std::streamsize>(head.size()));
-  if (in.gcount() == static_cast<std::streamsize>(head.size()) && head == magic) return "";
+  bool earlier = in.gcount() == static_cast<std::streamsize>(head.size()) && head == magic;
+  if (earlier && option == "--prometheus") {  // a Prometheus page, and one of ours
+    std::string page(64 * 1024, '\0');
+    in.read(page.data(), static_cast<std::streamsize>(page.size()));
+    earlier = page.find("clusterbench_") != std::string::npos;
+  }
+  if (earlier) return "";
   return "exists and is not an earlier " + option +
          " output; name a new file, or pass --force to replace it";
 }
