@@ -88,6 +88,19 @@ void verdict_table(std::ostringstream& o, const Report& r) {
   }
 }
 
+/// A heading and its hosts, one per line in a <pre> of class `cls` ("None." when empty).
+void host_list(std::ostringstream& o, const std::string& title, const std::string& cls,
+               const std::vector<std::string>& hosts) {
+  o << "<h3>" << h(title) << "</h3>\n";
+  if (hosts.empty()) {
+    o << "<p>None.</p>\n";
+    return;
+  }
+  o << "<pre class=\"" << cls << "\">";
+  for (const auto& x : hosts) o << h(x) << "\n";
+  o << "</pre>\n";
+}
+
 void fleet_section(std::ostringstream& o, const FleetView& f) {
   o << "<h2 id=\"fleet\">Fleet</h2>\n<table class=\"fleet\">\n<tr><th>node</th>";
   for (Outcome oc : kOutcomeOrder) o << "<th>" << h(to_string(oc)) << "</th>";
@@ -124,22 +137,8 @@ void fleet_section(std::ostringstream& o, const FleetView& f) {
     }
     o << "</table>\n";
   }
-  o << "<h3>Failing hosts</h3>\n";
-  if (f.failing_hosts.empty()) {
-    o << "<p>None.</p>\n";
-  } else {
-    o << "<pre class=\"failing-hosts\">";
-    for (const auto& x : f.failing_hosts) o << h(x) << "\n";
-    o << "</pre>\n";
-  }
-  o << "<h3>Suspect hosts (no FAIL row: look, do not drain)</h3>\n";
-  if (f.suspect_hosts.empty()) {
-    o << "<p>None.</p>\n";
-  } else {
-    o << "<pre class=\"suspect-hosts\">";
-    for (const auto& x : f.suspect_hosts) o << h(x) << "\n";
-    o << "</pre>\n";
-  }
+  host_list(o, "Failing hosts (a FAIL row: drain)", "failing-hosts", f.failing_hosts);
+  host_list(o, "Suspect hosts (no FAIL row: look, do not drain)", "suspect-hosts", f.suspect_hosts);
 }
 
 void charts_section(std::ostringstream& o, const Report& r, const std::string& gnuplot) {

@@ -124,14 +124,13 @@ quick_run() {  # quick_run NAME [ENV...]
   local rc=$?
   case $rc in 0 | 1 | 4) ;; *) tail -30 "$TMP/$name.log" >&2; fail "run $name: exit $rc" ;; esac
 }
-quick_run base
-quick_run slow CLUSTERBENCH_TEST_SLOWDOWN='compute.memory_bandwidth=5,io.dataloader=5'
-expect_rc 1 "$CB_BIN" compare "$TMP/base" "$TMP/slow" --out "$TMP/cmp2"
-expect_out "REGRESSED compute.memory_bandwidth .*p = "
-expect_out "REGRESSED io.dataloader .*p = "
-py "
-c = json.load(open(sys.argv[1] + '/cmp2/compare.json'))
-slow = [json.loads(l) for l in open(sys.argv[1] + '/slow/records.jsonl')]
+# On a loaded machine a baseline's rounds can spread so widely (STREAM scale at 34 GB/s with a
+# 146% spread beside a build) that even -66% is not significant: the pair is measured again once,
+# and the slowdown must be caught in one of the two (a real 5x is, on a quiet machine, every time).
+slow_caught() {  # slow_caught N: the pair base<N>/slow<N> compared, both families regressed
+  python3 -c "import json, sys
+c = json.load(open(sys.argv[1] + '/cmp2' + sys.argv[2] + '/compare.json'))
+slow = [json.loads(l) for l in open(sys.argv[1] + '/slow' + sys.argv[2] + '/records.jsonl')]
 assert all('CLUSTERBENCH_TEST_SLOWDOWN' in r['extra'].get('fault_injection', '') for r in slow
            if r['status'] == 'ok'), 'the slowed run does not say it was slowed'
 for bench, metric in [('compute.memory_bandwidth', 'bandwidth'), ('io.dataloader', 'samples_per_s')]:
@@ -148,7 +147,22 @@ for bench, metric in [('compute.memory_bandwidth', 'bandwidth'), ('io.dataloader
     print(bench, 'regressed:', ['%+.1f%% p=%.2g' % (
         {k['name']: k for k in x['metrics']}[metric]['change_pct'],
         {k['name']: k for k in x['metrics']}[metric]['p_value']) for x in cases])
-" "$TMP"
+" "$TMP" "$1"
+}
+for attempt in 1 2; do
+  quick_run "base$attempt"
+  quick_run "slow$attempt" CLUSTERBENCH_TEST_SLOWDOWN='compute.memory_bandwidth=5,io.dataloader=5'
+  "$CB_BIN" compare "$TMP/base$attempt" "$TMP/slow$attempt" --out "$TMP/cmp2$attempt" \
+    >"$TMP/cmp2$attempt.log" 2>&1
+  rc=$?
+  if [ $rc -eq 1 ] && grep -q "^REGRESSED compute.memory_bandwidth .*p = " "$TMP/cmp2$attempt.log" &&
+    grep -q "^REGRESSED io.dataloader .*p = " "$TMP/cmp2$attempt.log" && slow_caught "$attempt"; then
+    break
+  fi
+  grep '^COMPARE:\|^REGRESSED\|not significant' "$TMP/cmp2$attempt.log" | cut -c1-200
+  [ $attempt -eq 2 ] && fail "a 5x slowdown not caught in either of two pairs (compare exit $rc)"
+  echo "pair $attempt: the slowdown not confirmed (compare exit $rc); measuring the pair again"
+done
 ok "STREAM and the dataloader slowed 5x: regressed, each with its p-value"
 # The report.md of a 2-rank ci run (docs/report.md "First page"): under 200 lines; it opens with
 # the verdict, then every FAIL row in words with its node and the spec's remedy, the WARN rows, and

@@ -102,10 +102,13 @@ if [ "${CB_HAVE_MPI:-1}" != "1" ] || ! command -v mpirun >/dev/null; then
   echo "$PASSES passed, 0 failed"
   exit 0
 fi
+# Timed loops short (collectives.min_time): each simulated NCCL operation is a real rendezvous of
+# the two processes, and on a loaded 2-core machine ci's 0.05 s loops of them (thousands, each a
+# scheduler round trip) once ran past the test's 300 s.
 touch "$TMP/mark"
 expect_rc 1 "${MPIRUN[@]}" -np 2 "$CB_BIN" run --suite ci --fs-root "$ROOT" --out "$TMP/b" \
   --only 'collectives.all_reduce,collectives.all_gather,collectives.alltoall' \
-  --set collectives.backends=nccl
+  --set collectives.backends=nccl --set collectives.min_time=0.0005
 py "
 recs = [json.loads(l) for l in open(sys.argv[1] + '/records.jsonl')]
 assert len(recs) == 21, len(recs)
@@ -155,7 +158,7 @@ W
   chmod +x "$TMP/host.sh"
   expect_rc 1 "${MPIRUN[@]}" -np 2 "$TMP/host.sh" "$CB_BIN" run --suite ci --fs-root "$ROOT" \
     --out "$TMP/d" --only collectives.all_reduce --set collectives.backends=nccl \
-    --set collectives.minbytes=2M
+    --set collectives.minbytes=2M --set collectives.min_time=0.0005
   py "
 r = [json.loads(l) for l in open(sys.argv[1] + '/records.jsonl')][0]
 assert r['status'] == 'ok' and r['params']['span'] == 'inter-node' and r['params']['algo'] == 'ring', r['params']
