@@ -80,6 +80,9 @@ class Loader {
   void* slot_data(int slot) const { return slot_mem_[static_cast<size_t>(slot)]; }
 
  private:
+  /// Starts opt_.workers threads; when one cannot start, stops and joins those that did, frees
+  /// the staging buffers and throws std::runtime_error naming the thread.
+  void start_workers();
   void worker(int w);
   void fill(long long seq, int slot);
 

@@ -10,6 +10,9 @@
 #include <cstring>
 #include <numeric>
 #include <random>
+#include <stdexcept>
+#include <string>
+#include <system_error>
 
 #include "core/api/error.hpp"
 #include "io/dataloader.hpp"
@@ -61,7 +64,28 @@ Loader::Loader(std::vector<SampleFile> files, LoaderOptions opt, StagingMemory m
   slot_batch_.resize(static_cast<size_t>(slots_));
   ready_.assign(static_cast<size_t>(slots_), -1);
   slot_free_.assign(static_cast<size_t>(slots_), 1);
-  for (int w = 0; w < opt_.workers; ++w) threads_.emplace_back([this, w] { worker(w); });
+  start_workers();
+}
+
+void Loader::start_workers() {
+  int w = 0;
+  try {
+    for (; w < opt_.workers; ++w) threads_.emplace_back([this, w] { worker(w); });
+  } catch (const std::system_error& e) {
+    // The constructor does not finish, so no destructor runs: the started threads are stopped
+    // and joined here (a joinable std::thread destroyed calls std::terminate, as workers=1000
+    // under `ulimit -v` once did, leaving no record).
+    {
+      std::lock_guard<std::mutex> lk(mu_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    for (auto& t : threads_) t.join();
+    for (void* p : slot_mem_) mem_.free(p);
+    throw std::runtime_error("dataloader: cannot start worker thread " + std::to_string(w + 1) +
+                             " of " + std::to_string(opt_.workers) + ": " + e.what() +
+                             "; use fewer workers");
+  }
 }
 
 Loader::~Loader() {

@@ -13,6 +13,7 @@
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <set>
 #include <memory>
 #include <sstream>
 #include <vector>
@@ -214,6 +215,7 @@ constexpr size_t kMaxManifestBytes = size_t{64} << 20;
 /// What the members of an archive hold.
 struct Members {
   std::map<std::string, std::string> hashes;  ///< relative path -> sha256 of the member
+  std::set<std::string> dirs;  ///< directory members' relative paths, without the trailing '/' 
   std::string manifest;
   bool have_manifest = false, damaged = false;
 };
@@ -270,7 +272,12 @@ Members read_members(ReadHandle& a, const std::string& path, VerifyResult& res) 
       continue;
     }
     if (archive_entry_hardlink(e) || archive_entry_filetype(e) != AE_IFREG) {
-      if (archive_entry_filetype(e) == AE_IFDIR && !archive_entry_hardlink(e)) continue;
+      if (archive_entry_filetype(e) == AE_IFDIR && !archive_entry_hardlink(e)) {
+        std::string rel = split_prefix(name).second;
+        while (!rel.empty() && rel.back() == '/') rel.pop_back();
+        if (!rel.empty()) m.dirs.insert(rel);
+        continue;
+      }
       res.problems.push_back(name + ": " + member_kind(e) + ", not a regular file");
       continue;
     }
@@ -324,6 +331,12 @@ void check_manifest(const Members& m, VerifyResult& res) {
   }
   for (const auto& [rel, got] : m.hashes)
     if (!listed.count(rel)) res.problems.push_back(rel + ": not listed in SHA256SUMS");
+  // A directory member with a file's name ("run/records.jsonl/") replaces the file when the
+  // archive is extracted: the verified bytes would not be what the reader gets.
+  for (const auto& d : m.dirs)
+    if (listed.count(d) || m.hashes.count(d))
+      res.problems.push_back(d + "/: a directory member with the name of a file, which it would "
+                                 "replace on extraction");
 }
 
 }  // namespace

@@ -56,10 +56,13 @@ std::string join(const std::vector<std::string>& xs, const std::string& sep) {
 std::string md_cell(const std::string& text) {
   std::string out;
   for (char c : text) {
+    const unsigned char u = static_cast<unsigned char>(c);
     if (c == '|')
       out += "\\|";
-    else if (c == '\n' || c == '\r')
+    else if (c == '\n' || c == '\r' || c == '\t')
       out += ' ';
+    else if (u < 0x20 || u == 0x7f)
+      continue;  // ESC, BEL, NUL from a spec's or a record's text: not for a reader's terminal
     else
       out += c;
   }

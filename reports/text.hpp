@@ -35,7 +35,8 @@ std::string percent_points(double points, int decimals = 2, bool sign = false);
 /// `xs` joined with `sep` between them.
 std::string join(const std::vector<std::string>& xs, const std::string& sep);
 
-/// A Markdown table cell: '|' escaped, line breaks as spaces, "-" for an empty text.
+/// A Markdown table cell: '|' escaped, line breaks and tabs as spaces, other control characters
+/// (ESC, BEL, NUL) dropped, "-" for an empty text.
 std::string md_cell(const std::string& text);
 
 /// Markdown inline code that survives backticks in the text.

@@ -212,6 +212,16 @@ TEST_F(ArchiveTest, UnsafeAndNonRegularMembersAreNamed) {
                      p + "hard: hard link to " + p + "run.json, not a regular file",
                      p + "tty: character device, not a regular file"}));
   EXPECT_EQ(v.files_checked, 4);
+
+  // Issue 46: a directory member named as a verified file ("<run>/records.jsonl/"), which replaces
+  // the file on extraction, is a problem; an ordinary directory member (fio/ above) is not.
+  raw = {};
+  for (const auto& m : members) raw.push_back({m.name, m.data, AE_IFREG, ""});
+  raw.push_back({p + "records.jsonl/", "", AE_IFDIR, ""});
+  write_raw(bad, raw);
+  EXPECT_EQ(verify_archive(bad).problems,
+            (Strings{"records.jsonl/: a directory member with the name of a file, which it would "
+                     "replace on extraction"}));
 }
 
 TEST_F(ArchiveTest, FlippedByteInAMemberNamesIt) {

@@ -2,10 +2,13 @@
 // every batch holds exactly the samples the shuffling sampler chose, in order, intact, across
 // epochs, with O_DIRECT and a cold cache too; a corrupted file makes the loader fail.
 #include <gtest/gtest.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -201,4 +204,35 @@ TEST(Loader, TooFewFilesForABatch) {
   make_dataset(spec);
   EXPECT_THROW(Loader(list_dataset(spec.dir), {1, 32, 2, false, false, 1}, plain_memory()),
                InputError);
+}
+
+// Issue 46: workers=1000 under a small address-space limit: a worker thread that cannot start
+// stopped the process ("terminate called without an active exception": the started threads were
+// destroyed joinable). It is an error naming the thread, the others joined; run in a child whose
+// RLIMIT_AS leaves room for a few 8 MiB thread stacks only.
+TEST(Loader, AWorkerThatCannotStartIsAnErrorNotATerminate) {
+  TempDir t;
+  DatasetSpec spec{t.path + "/ds", 100, 4096, 12000, 3};
+  make_dataset(spec);
+  auto files = list_dataset(spec.dir);
+  EXPECT_EXIT(
+      {
+        rlimit lim{};
+        getrlimit(RLIMIT_AS, &lim);
+        std::ifstream st("/proc/self/statm");
+        long pages = 0;
+        st >> pages;
+        lim.rlim_cur = static_cast<rlim_t>(pages) * 4096 + (160ull << 20);
+        setrlimit(RLIMIT_AS, &lim);
+        try {
+          Loader loader(files, {1000, 1, 1, false, false, 1}, plain_memory());
+        } catch (const std::runtime_error& e) {
+          std::fprintf(stderr, "%s\n", e.what());
+          std::_Exit(std::string(e.what()).find("cannot start worker thread") != std::string::npos
+                         ? 1
+                         : 0);
+        }
+        std::_Exit(0);
+      },
+      ::testing::ExitedWithCode(1), "dataloader: cannot start worker thread [0-9]+ of 1000: ");
 }

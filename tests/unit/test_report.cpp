@@ -585,6 +585,8 @@ TEST(Text, NumbersHaveFourSignificantDigitsAndComparisonsAreWords) {
   // Spec text on the first page stays on its line and cannot run HTML or reorder what is read.
   EXPECT_EQ(md_text("line one\n## heading\tx"), "line one ## heading x");
   EXPECT_EQ(md_text(std::string("a\0b\x1b[31mc\x07", 10)), "ab[31mc");
+  // Issue 46: a spec's remedy or title with ESC reaches the requirements table through md_cell.
+  EXPECT_EQ(md_cell(std::string("re\x1b[2Jseat|x\ty\0", 15)), "re[2Jseat\\|x y");
   EXPECT_EQ(md_text("<script>x</script> <= 10 </b>"), "&lt;script>x&lt;/script> <= 10 &lt;/b>");
   EXPECT_EQ(md_text("a\xe2\x80\xae"
                     "b"),
