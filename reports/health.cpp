@@ -472,7 +472,14 @@ const std::vector<std::string>& health_metrics() {
 
 std::vector<HealthValue> health_deltas(const json& start, const json& end,
                                        const std::string& host) {
-  return Builder(start, end, host).build();
+  try {
+    return Builder(start, end, host).build();
+  } catch (const json::type_error& e) {
+    // A snapshot field of another type than the snapshot writes (an xid_watch that is a number):
+    // bad input naming the host, not a crash (exit 3).
+    throw InputError("run.json: env of host " + host +
+                     ": health snapshot malformed (a field of the wrong type: " + e.what() + ")");
+  }
 }
 
 std::vector<HealthValue> health_values(const std::vector<HealthValue>& all,

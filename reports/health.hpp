@@ -45,6 +45,7 @@ const std::vector<std::string>& health_metrics();
 /// When a node has no device of a metric's kind (no IB port), that metric has one value on item
 /// `host` with value 0 and detail "no <kind> on this node". Null `start` or `end` gives null
 /// values for every metric ("no start snapshot" / "no end snapshot: the run did not finish").
+/// A snapshot field of another type than the snapshot writes throws InputError naming `host`.
 std::vector<HealthValue> health_deltas(const json& start, const json& end, const std::string& host);
 
 /// The values of one metric, in item order. Throws InputError for a name not in

@@ -176,6 +176,14 @@ void from_json(const json& j, ResultRecord& v) {
       CB_FROM(time), CB_FROM(scope), CB_FROM(combine), CB_FROM(started_at), CB_FROM(duration_s),
       CB_FROM(extra);
   if (j.contains("error")) at_field("error", [&] { v.error = j.at("error").get<ErrorInfo>(); });
+  // Read as objects everywhere (a case key, a report row's params test, an erase()): a number
+  // here stopped `report` with "cannot use erase() with number" (exit 3).
+  if (!v.params.is_object())
+    throw InputError("result record: field 'params' must be an object, not " +
+                     std::string(v.params.type_name()));
+  if (!v.extra.is_null() && !v.extra.is_object())
+    throw InputError("result record: field 'extra' must be an object, not " +
+                     std::string(v.extra.type_name()));
 }
 
 #undef CB_TO

@@ -241,5 +241,23 @@ TEST(HealthRowsSpec, UnitMustBeCountAndMetricKnown) {
   }
 }
 
+// Issue 46: an end snapshot whose xid_watch is a number (not the object XidWatcher writes)
+// stopped `report` with "cannot use value() with number" (exit 3); it is bad input naming the
+// host (exit 2).
+TEST(HealthDeltas, AFieldOfTheWrongTypeIsBadInputNamingTheHost) {
+  json start = snapshot({ib_port("mlx5_0/1", 0, 0)});
+  json end = snapshot({ib_port("mlx5_0/1", 0, 0)});
+  end["xid_watch"] = 7;
+  try {
+    health_deltas(start, end, "node01");
+    ADD_FAILURE() << "no throw";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("run.json: env of host node01: health snapshot "
+                                         "malformed (a field of the wrong type: "),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 }  // namespace
 }  // namespace clusterbench::report

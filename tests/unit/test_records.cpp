@@ -195,6 +195,17 @@ TEST(RoundTrip, ResultRecordRejectsBadStatusAndSchema) {
   j.erase("schema");
   EXPECT_NE(input_error([&] { j.get<ResultRecord>(); }).find("missing field 'schema'"),
             std::string::npos);
+  // Issue 46: params and extra are objects (a number stopped `report` in an erase(), exit 3).
+  j = gemm_record();
+  j["params"] = 5;
+  EXPECT_NE(input_error([&] { j.get<ResultRecord>(); })
+                .find("field 'params' must be an object, not number"),
+            std::string::npos);
+  j = gemm_record();
+  j["extra"] = json::array();
+  EXPECT_NE(input_error([&] { j.get<ResultRecord>(); })
+                .find("field 'extra' must be an object, not array"),
+            std::string::npos);
 }
 
 TEST(RoundTrip, RunRecordWithEnv) {
