@@ -47,7 +47,7 @@ double parse_number(const std::string& what, const std::string& text) {
   size_t used = 0;
   double v = 0;
   try {
-    v = std::stod(text, &used);
+    if (decimal_start(text)) v = std::stod(text, &used);
   } catch (const std::exception&) {
     used = 0;
   }

@@ -8,10 +8,23 @@
 
 namespace clusterbench {
 
+bool decimal_start(const std::string& text) {
+  size_t i = text.find_first_not_of(" \t");
+  if (i != std::string::npos && (text[i] == '+' || text[i] == '-')) ++i;
+  if (i >= text.size()) return false;
+  // A point must be followed by a digit; "0x", "inf" and "nan" are not decimal.
+  const bool digit = std::isdigit(static_cast<unsigned char>(text[i])) != 0;
+  const bool point = text[i] == '.' && i + 1 < text.size() &&
+                     std::isdigit(static_cast<unsigned char>(text[i + 1])) != 0;
+  if (!digit && !point) return false;
+  return text.size() < i + 2 || !(text[i] == '0' && (text[i + 1] == 'x' || text[i + 1] == 'X'));
+}
+
 long long parse_size(const std::string& text, const std::string& what) {
   size_t pos = 0;
   double v = 0;
   try {
+    if (!decimal_start(text)) throw std::invalid_argument("not decimal");
     v = std::stod(text, &pos);
   } catch (const std::exception&) {
     throw InputError(what + ": '" + text + "' is not a size (examples: 8, 4K, 64M, 8G)");
@@ -84,8 +97,9 @@ double Settings::get_double(const std::string& bench_id, const std::string& key,
   if (!v) return def;
   try {
     size_t pos = 0;
+    if (!decimal_start(*v)) throw std::invalid_argument("not decimal");
     double d = std::stod(*v, &pos);
-    if (pos != v->size()) throw std::invalid_argument("trailing");
+    if (pos != v->size() || !std::isfinite(d)) throw std::invalid_argument("trailing");
     return d;
   } catch (const std::exception&) {
     throw InputError("--set " + bench_id + "." + key + ": '" + *v + "' is not a number");

@@ -566,6 +566,11 @@ TEST(CollectiveKnobs, BadValuesAreInputErrorsAtPlanTime) {
             "--set collectives.reference: unknown value 'yes' (false, true)");
   EXPECT_EQ(plan("collectives.stepfactor=x"), "--set collectives.stepfactor: 'x' is not a number");
   EXPECT_EQ(plan("collectives.timeout=soon"), "--set collectives.timeout: 'soon' is not a number");
+  // Issue 46: std::stod reads hex, inf and nan; a setting takes decimal numbers only.
+  EXPECT_EQ(plan("collectives.timeout=0x10"), "--set collectives.timeout: '0x10' is not a number");
+  EXPECT_EQ(plan("collectives.stepfactor=inf"),
+            "--set collectives.stepfactor: 'inf' is not a number");
+  EXPECT_NE(plan("collectives.maxbytes=0x100").find("'0x100' is not a size"), std::string::npos);
   EXPECT_EQ(plan("collectives.fault=wrong"),
             "--set collectives.fault: 'wrong' is not wrong:RANK, hang:RANK:BYTES or "
             "abort:RANK:BYTES");

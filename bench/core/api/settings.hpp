@@ -79,6 +79,10 @@ class Settings {
   int loop_samples_ = 0;
 };
 
+/// Whether `text` starts as a decimal number does (digits, a sign, a point): std::stod also
+/// reads "0x10" (16), "inf" and "nan", which a setting would then take silently.
+bool decimal_start(const std::string& text);
+
 /// Parses a size with binary suffix ("8", "4K", "64M", "8G"). Throws InputError naming `what`.
 long long parse_size(const std::string& text, const std::string& what);
 
