@@ -37,6 +37,20 @@ void start_mpi(const Command& cmd, int& argc, char**& argv) {
   Context::init(&argc, &argv, cmd.needs_mpi_threads());
 }
 
+/// The first option of the parsed command (or its parents) given an empty value (`--spec ''`,
+/// `--out ''`, which would otherwise read as not given), or "".
+std::string empty_option(CLI::App& app) {
+  for (CLI::App* a = &app; a;) {
+    for (const CLI::Option* o : a->get_options())
+      if (o->count() > 0 && o->get_expected_min() > 0)
+        for (const auto& r : o->results())
+          if (r.empty()) return o->get_name();
+    auto subs = a->get_subcommands();
+    a = subs.empty() ? nullptr : subs.front();
+  }
+  return "";
+}
+
 /// Runs the parsed command; InputError is exit 2, any other error exit 3.
 int dispatch(Command& cmd, int argc, char** argv) {
   int code = 0;
@@ -110,6 +124,10 @@ int main(int argc, char** argv) {
     return 2;
   }
   if (!specs.empty()) set_specs_dir(std::filesystem::absolute(specs).string());
+  if (std::string empty = empty_option(app); !empty.empty()) {
+    std::cerr << "clusterbench: " << empty << ": empty value; name it, or leave the option out\n";
+    return 2;
+  }
   for (size_t i = 0; i < commands.size(); ++i)
     if (subs[i]->parsed()) return dispatch(*commands[i], argc, argv);
   return 2;

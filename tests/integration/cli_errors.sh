@@ -7,6 +7,11 @@ expect_rc 2 "$CB_BIN" io make-dataset
 expect_out "^clusterbench io make-dataset: dir is required$"
 expect_rc 2 "$CB_BIN" run --no-such-option
 expect_out "^clusterbench run: The following argument was not expected: --no-such-option$"
+# Issue 46: an option given an empty value is not taken as "not given".
+for opt in --spec --out; do
+  expect_rc 2 "$CB_BIN" run --suite ci --dry-run "$opt" ''
+  expect_out "^clusterbench: $opt: empty value; name it, or leave the option out$"
+done
 ok "command-line errors name the subcommand (exit 2)"
 
 # A malformed spec: file and line/column.

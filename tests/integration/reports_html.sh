@@ -65,7 +65,7 @@ expect_rc 2 "$CB_BIN" report "$RUN" --spec "$TMP/table.json" --pdf "$TMP/table.j
 expect_out "--pdf $TMP/table.json: is the spec table $TMP/table.json the report is judged against"
 [ "$(sha256sum "$TMP/table.json")" = "$sum1" ] || fail "--pdf overwrote the spec table"
 expect_rc 2 "$CB_BIN" report "$RUN" --spec "$RUN/spec.json" --pdf ""
-expect_out "--pdf: empty path; name a file"
+expect_out "--pdf: empty value; name it, or leave the option out"
 ok "--html/--pdf refuse run files, directories, FIFOs, symbolic links, the spec table, an empty path and an unwritten report (exit 2)"
 
 # Charts: few and chosen. The fixture has one GPU row (BF16 GEMM, 32 GPUs: a heatmap), STREAM
