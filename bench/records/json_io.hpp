@@ -21,7 +21,17 @@ using json = nlohmann::json;
 /// The message names the file and the line/column or field.
 class InputError : public std::runtime_error {
  public:
-  using std::runtime_error::runtime_error;
+  /// A NUL in the message (from a spec's or a file's string) is written as a backslash and a
+  /// zero: what() is a C string, and everything after a raw NUL would be cut from the error.
+  explicit InputError(const std::string& message) : std::runtime_error(visible_nul(message)) {}
+  explicit InputError(const char* message) : std::runtime_error(message) {}
+
+ private:
+  static std::string visible_nul(std::string s) {
+    for (size_t at = s.find('\0'); at != std::string::npos; at = s.find('\0', at + 2))
+      s.replace(at, 1, "\\0");
+    return s;
+  }
 };
 
 /// A field of a JSON document that has the wrong type or value; pointer() is where it is, a JSON

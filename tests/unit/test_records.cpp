@@ -690,3 +690,9 @@ TEST(WriteFilesAtomic, OneFailureWritesNoneAndLeavesNoTemporary) {
   EXPECT_TRUE(fs::exists(b));
   fs::remove_all(dir);
 }
+
+// Issue 46: a NUL in a spec string cut the error message where it was printed as a C string.
+TEST(InputErrors, ANulInTheMessageIsShownNotACut) {
+  const clusterbench::InputError e(std::string("spec row 'a\0b': field 'op' is 'x'", 33));
+  EXPECT_EQ(std::string(e.what()), "spec row 'a\\0b': field 'op' is 'x'");
+}
