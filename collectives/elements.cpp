@@ -1,8 +1,6 @@
 // What every collective shares (collective.hpp): element types and their sums, the inputs, the
 // size sweep, nccl-tests' algbw/busbw arithmetic, the result check and nccl-tests' table.
 // Formulas: docs/metrics.md "Collectives".
-#include "collectives/collective.hpp"
-
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -16,6 +14,7 @@
 #include <thread>
 #include <vector>
 
+#include "collectives/collective.hpp"
 #include "core/api/error.hpp"
 #include "core/api/ops_progress.hpp"
 

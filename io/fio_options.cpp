@@ -16,46 +16,45 @@ const std::set<std::string>& allowed_options() {
       "name", "description", "group_reporting", "new_group", "stonewall", "wait_for",
       // The files, all inside the scratch directory (the target check sees these).
       "filename", "directory", "filename_format", "opendir", "nrfiles", "file_service_type",
-      "openfiles", "unique_filename", "create_on_open", "create_serialize", "fallocate",
-      "unlink", "unlink_each_loop", "lockfile",
+      "openfiles", "unique_filename", "create_on_open", "create_serialize", "fallocate", "unlink",
+      "unlink_each_loop", "lockfile",
       // The I/O pattern and its size.
-      "rw", "readwrite", "rwmixread", "rwmixwrite", "bs", "blocksize", "bsrange", "bssplit",
-      "ba", "blockalign", "bs_unaligned", "size", "filesize", "io_size", "io_limit", "offset",
-      "offset_increment", "number_ios", "loops", "random_distribution", "randrepeat",
-      "randseed", "norandommap", "random_generator", "percentage_random", "zonemode",
-      "zonesize", "zonerange", "zoneskip",
+      "rw", "readwrite", "rwmixread", "rwmixwrite", "bs", "blocksize", "bsrange", "bssplit", "ba",
+      "blockalign", "bs_unaligned", "size", "filesize", "io_size", "io_limit", "offset",
+      "offset_increment", "number_ios", "loops", "random_distribution", "randrepeat", "randseed",
+      "norandommap", "random_generator", "percentage_random", "zonemode", "zonesize", "zonerange",
+      "zoneskip",
       // Queueing and the engine (its value is checked apart).
       "ioengine", "iodepth", "iodepth_batch", "iodepth_batch_submit", "iodepth_batch_complete",
       "iodepth_batch_complete_min", "iodepth_batch_complete_max", "iodepth_low", "numjobs",
       "thread", "direct", "buffered", "atomic", "hipri", "fixedbufs", "registerfiles",
       "sqthread_poll", "iomem", "mem", "iomem_align", "mem_align",
       // Durability of the writes measured.
-      "fsync", "fdatasync", "end_fsync", "fsync_on_close", "sync", "write_barrier",
-      "invalidate", "overwrite",
+      "fsync", "fdatasync", "end_fsync", "fsync_on_close", "sync", "write_barrier", "invalidate",
+      "overwrite",
       // Time.
       "time_based", "runtime", "ramp_time", "startdelay",
       // The data written (its content, not where it goes).
       "zero_buffers", "refill_buffers", "scramble_buffers", "buffer_pattern",
       "buffer_compress_percentage", "buffer_compress_chunk", "dedupe_percentage",
       // Reading back what was written.
-      "verify", "do_verify", "verify_pattern", "verify_interval", "verify_offset",
-      "verify_fatal", "verify_backlog",
+      "verify", "do_verify", "verify_pattern", "verify_interval", "verify_offset", "verify_fatal",
+      "verify_backlog",
       // Rates, placement and reporting.
       "rate", "rate_min", "rate_iops", "rate_iops_min", "rate_process", "cpus_allowed",
       "cpus_allowed_policy", "cpumask", "numa_cpu_nodes", "numa_mem_policy", "nice", "prio",
-      "prioclass", "percentile_list", "clat_percentiles", "lat_percentiles",
-      "slat_percentiles", "significant_figures", "unified_rw_reporting", "disable_lat",
-      "disable_clat", "disable_slat", "disable_bw_measurement", "gtod_reduce", "clocksource",
-      "kb_base", "continue_on_error", "ignore_error", "exitall", "exitall_on_error"};
+      "prioclass", "percentile_list", "clat_percentiles", "lat_percentiles", "slat_percentiles",
+      "significant_figures", "unified_rw_reporting", "disable_lat", "disable_clat", "disable_slat",
+      "disable_bw_measurement", "gtod_reduce", "clocksource", "kb_base", "continue_on_error",
+      "ignore_error", "exitall", "exitall_on_error"};
   return kAllowed;
 }
 
 /// The engines that only move data between memory and the files (never exec, never a network
 /// or an external program).
 const std::set<std::string>& allowed_engines() {
-  static const std::set<std::string> kEngines = {"libaio", "io_uring", "psync", "sync",
-                                                 "pvsync", "pvsync2", "posixaio", "vsync",
-                                                 "mmap"};
+  static const std::set<std::string> kEngines = {"libaio",  "io_uring", "psync", "sync", "pvsync",
+                                                 "pvsync2", "posixaio", "vsync", "mmap"};
   return kEngines;
 }
 
@@ -67,10 +66,9 @@ std::string trim(const std::string& v) {
 
 /// The first `$` expansion of `line` that is not one clusterbench controls, or "".
 std::string foreign_expansion(const std::string& line) {
-  static const std::set<std::string> kOwn = {"${CB_FIO_DIR}", "${CB_FIO_SIZE}",
-                                             "${CB_FIO_RUNTIME}", "${CB_FIO_RAMP}",
-                                             "${CB_FIO_DIRECT}", "$jobnum", "$jobname",
-                                             "$filenum"};
+  static const std::set<std::string> kOwn = {
+      "${CB_FIO_DIR}",    "${CB_FIO_SIZE}", "${CB_FIO_RUNTIME}", "${CB_FIO_RAMP}",
+      "${CB_FIO_DIRECT}", "$jobnum",        "$jobname",          "$filenum"};
   for (size_t at = line.find('$'); at != std::string::npos; at = line.find('$', at + 1)) {
     bool own = false;
     for (const auto& k : kOwn)
@@ -88,8 +86,8 @@ std::string job_option_refusal(const std::string& job_file, const std::string& t
   for (int n = 1; std::getline(in, line); ++n) {
     line = trim(line);
     if (line.empty() || line[0] == ';' || line[0] == '#' || line[0] == '[') continue;
-    const std::string where = "refused: " + job_file + " line " + std::to_string(n) + " '" +
-                              line.substr(0, 80) + "': ";
+    const std::string where =
+        "refused: " + job_file + " line " + std::to_string(n) + " '" + line.substr(0, 80) + "': ";
     if (line.rfind("include", 0) == 0 && (line.size() == 7 || line[7] == ' ' || line[7] == '\t'))
       continue;  // the target check refuses it, naming the file it includes
     if (std::string v = foreign_expansion(line); !v.empty())

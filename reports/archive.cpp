@@ -13,8 +13,8 @@
 #include <fstream>
 #include <iostream>
 #include <map>
-#include <set>
 #include <memory>
+#include <set>
 #include <sstream>
 #include <vector>
 
@@ -215,7 +215,7 @@ constexpr size_t kMaxManifestBytes = size_t{64} << 20;
 /// What the members of an archive hold.
 struct Members {
   std::map<std::string, std::string> hashes;  ///< relative path -> sha256 of the member
-  std::set<std::string> dirs;  ///< directory members' relative paths, without the trailing '/' 
+  std::set<std::string> dirs;  ///< directory members' relative paths, without the trailing '/'
   std::string manifest;
   bool have_manifest = false, damaged = false;
 };
@@ -335,8 +335,9 @@ void check_manifest(const Members& m, VerifyResult& res) {
   // archive is extracted: the verified bytes would not be what the reader gets.
   for (const auto& d : m.dirs)
     if (listed.count(d) || m.hashes.count(d))
-      res.problems.push_back(d + "/: a directory member with the name of a file, which it would "
-                                 "replace on extraction");
+      res.problems.push_back(d +
+                             "/: a directory member with the name of a file, which it would "
+                             "replace on extraction");
 }
 
 }  // namespace

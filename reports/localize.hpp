@@ -42,10 +42,11 @@ struct Located {
 /// the reference by more than `tolerance` (the fleet-outlier tolerance): out of the noise (a
 /// link without time statistics of 2+ repetitions is never low; a negative value is skipped); the
 /// reference is the median over hosts of each host's median link, robust to several slow hosts. A
-/// host with at least kMinLinksOfASuspect (3) links in a matrix, all of them low, is a suspect. Matrices that differ only
-/// in params.rail are the paths of one measurement (absent rail: "mpi"): a suspect on every path it
-/// has links on is a node; on some paths only, a NIC per rail path (a node for the mpi path). Low
-/// links without a suspect end are links. Sorted: nodes, NICs, links, then by host.
+/// host with at least kMinLinksOfASuspect (3) links in a matrix, all of them low, is a suspect.
+/// Matrices that differ only in params.rail are the paths of one measurement (absent rail: "mpi"):
+/// a suspect on every path it has links on is a node; on some paths only, a NIC per rail path (a
+/// node for the mpi path). Low links without a suspect end are links. Sorted: nodes, NICs, links,
+/// then by host.
 std::vector<Located> locate_link_faults(const std::vector<LinkMatrix>& links,
                                         const ToleranceOf& tolerance);
 

@@ -109,8 +109,8 @@ class OutputStalled : public std::runtime_error {
 void probe_output_writable(const std::string& path, double seconds);
 
 /// An aborted run has no verdict: removes DIR's report files (report.md/.json/.html, junit.xml,
-/// failing-hosts.txt, suspect-hosts.txt) and the temporary files a writer killed mid-way left (*.tmp.*).
-/// `clusterbench report DIR` makes the report again, with the abort. Errors are ignored.
+/// failing-hosts.txt, suspect-hosts.txt) and the temporary files a writer killed mid-way left
+/// (*.tmp.*). `clusterbench report DIR` makes the report again, with the abort. Errors are ignored.
 void discard_report_files(const std::string& dir);
 
 /// A run refused while its directory was being made (a full filesystem): removes what it put

@@ -212,7 +212,8 @@ Spec load_one(const std::string& path, std::set<std::string>& seen,
     chain.push_back(path);
     bool first = true;
     for (const std::string& parent : parents_of(j, path)) {
-      Spec p = load_one(parent.starts_with("/") ? parent : dir_of(path) + "/" + parent, seen, chain);
+      Spec p =
+          load_one(parent.starts_with("/") ? parent : dir_of(path) + "/" + parent, seen, chain);
       if (first)
         spec = std::move(p), first = false;
       else

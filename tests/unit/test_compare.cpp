@@ -1089,15 +1089,15 @@ TEST(Compare, AMovePastItsToleranceTheTestCannotConfirmIsNotSignificant) {
         // Its line in the section, not under "Unchanged": the change, p, n, and what the pair
         // could detect (variances 0.025 and 17.102, baseline median 10.2:
         // 2.8016 * sqrt((0.025 + 17.102) / 5) / 10.2 = 50.8%).
-        const std::string head = "- " + cc.benchmark() + " " + cc.params().dump() + " " +
-                                 cc.item() + " " + m.name + " ";
+        const std::string head =
+            "- " + cc.benchmark() + " " + cc.params().dump() + " " + cc.item() + " " + m.name + " ";
         ASSERT_NE(section.find(head), std::string::npos) << section;
         const std::string rest = section.substr(section.find(head));
         const std::string line = rest.substr(0, rest.find('\n'));
         EXPECT_NE(line.find("(p = " + format_number(m.p_value) + ", n 5/5"), std::string::npos)
             << line;
-        EXPECT_NEAR(m.detectable_pct,
-                    100 * kDetectZ * std::sqrt((0.025 + 17.102) / 5) / 10.2, 0.01);
+        EXPECT_NEAR(m.detectable_pct, 100 * kDetectZ * std::sqrt((0.025 + 17.102) / 5) / 10.2,
+                    0.01);
         EXPECT_NE(line.find("detectable +-" + percent_points(m.detectable_pct, 1)),
                   std::string::npos)
             << line;

@@ -445,15 +445,17 @@ TEST(Scratch, JobFileTargets) {
 // a command or writes elsewhere, an engine that is not plain I/O, and a variable clusterbench does
 // not set are each refused naming the file, the line and the option.
 TEST(Scratch, JobOptionsOnAnAllowList) {
-  for (const char* p : {"seq_read", "seq_write", "rand_read", "rand_write", "mixed_7030",
-                        "checkpoint_write"}) {
+  for (const char* p :
+       {"seq_read", "seq_write", "rand_read", "rand_write", "mixed_7030", "checkpoint_write"}) {
     std::ifstream in(std::string(CB_SOURCE_DIR) + "/io/profiles/" + p + ".fio");
     std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     ASSERT_FALSE(text.empty()) << p;
     EXPECT_EQ(job_option_refusal(p, text), "") << p;
   }
   const std::string head = "[global]\nioengine=libaio\ndirectory=${CB_FIO_DIR}\n[a]\nrw=write\n";
-  EXPECT_EQ(job_option_refusal("j.fio", head + "time_based\n; exec_prerun=x\nfilename_format=f.$jobnum\n"), "");
+  EXPECT_EQ(job_option_refusal("j.fio",
+                               head + "time_based\n; exec_prerun=x\nfilename_format=f.$jobnum\n"),
+            "");
   const std::string exec = job_option_refusal("j.fio", head + "exec_prerun = dd of=/dev/sdb\n");
   EXPECT_EQ(exec.rfind("refused: j.fio line 6 'exec_prerun = dd of=/dev/sdb': option "
                        "'exec_prerun' is not on the allow-list",

@@ -182,8 +182,9 @@ TEST(Localise, NoiseAndSmallMatricesNameNothing) {
   EXPECT_TRUE(located_texts({rail_link("a", "b", 1)}).empty());
   // Three nodes, b's two links low: two links are too few to blame b (one of them may have been
   // measured in a loaded moment), so the links are named, not the node.
-  EXPECT_EQ(located_texts({rail_link("a", "b", 6), rail_link("b", "c", 6), rail_link("a", "c", 25)}),
-            (std::vector<std::string>{"link a<->b", "link b<->c"}));
+  EXPECT_EQ(
+      located_texts({rail_link("a", "b", 6), rail_link("b", "c", 6), rail_link("a", "c", 25)}),
+      (std::vector<std::string>{"link a<->b", "link b<->c"}));
   // A slow node on MPI's path only (no rails): named as the node.
   auto only = six_nodes("", {{{1, 3}, 5}, {{2, 3}, 5}, {{3, 4}, 5}, {{3, 5}, 5}, {{3, 6}, 5}});
   EXPECT_EQ(located_texts(only), (std::vector<std::string>{"node h3"}));

@@ -198,13 +198,15 @@ TEST(RoundTrip, ResultRecordRejectsBadStatusAndSchema) {
   // Issue 46: params and extra are objects (a number stopped `report` in an erase(), exit 3).
   j = gemm_record();
   j["params"] = 5;
-  EXPECT_NE(input_error([&] { j.get<ResultRecord>(); })
-                .find("field 'params' must be an object, not number"),
+  EXPECT_NE(input_error([&] {
+              j.get<ResultRecord>();
+            }).find("field 'params' must be an object, not number"),
             std::string::npos);
   j = gemm_record();
   j["extra"] = json::array();
-  EXPECT_NE(input_error([&] { j.get<ResultRecord>(); })
-                .find("field 'extra' must be an object, not array"),
+  EXPECT_NE(input_error([&] {
+              j.get<ResultRecord>();
+            }).find("field 'extra' must be an object, not array"),
             std::string::npos);
 }
 
