@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/api/benchmark.hpp"
+#include "core/api/bf16.hpp"
 
 namespace clusterbench::collectives {
 
@@ -26,9 +27,10 @@ std::size_t dtype_size(Dtype t);
 /// IEEE 754 binary16 from a float, rounding to nearest even; overflow gives infinity.
 std::uint16_t float_to_half(float f);
 float half_to_float(std::uint16_t h);
-/// bfloat16 (the top 16 bits of a float) from a float, rounding to nearest even; NaN stays NaN.
-std::uint16_t float_to_bf16(float f);
-float bf16_to_float(std::uint16_t b);
+/// bfloat16 (the top 16 bits of a float) from a float, rounding to nearest even; NaN stays NaN
+/// (core/api/bf16.hpp).
+using clusterbench::bf16_to_float;
+using clusterbench::float_to_bf16;
 
 /// Element i of an array of type `t`, as a double.
 double load(Dtype t, const void* data, long long i);

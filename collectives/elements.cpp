@@ -76,21 +76,6 @@ float half_to_float(std::uint16_t h) {
   return f;
 }
 
-std::uint16_t float_to_bf16(float f) {
-  std::uint32_t x;
-  std::memcpy(&x, &f, 4);
-  if ((x & 0x7f800000u) == 0x7f800000u && (x & 0x7fffffu))
-    return static_cast<std::uint16_t>((x >> 16) | 0x40u);  // quiet NaN
-  x += 0x7fffu + ((x >> 16) & 1u);
-  return static_cast<std::uint16_t>(x >> 16);
-}
-
-float bf16_to_float(std::uint16_t b) {
-  std::uint32_t x = static_cast<std::uint32_t>(b) << 16;
-  float f;
-  std::memcpy(&f, &x, 4);
-  return f;
-}
 
 double load(Dtype t, const void* data, long long i) {
   if (t == Dtype::f32) return static_cast<const float*>(data)[i];

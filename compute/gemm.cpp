@@ -197,19 +197,6 @@ GemmVerification gemm_verification_of(const nlohmann::json& v) {
   return out;
 }
 
-std::uint16_t float_to_bf16(float f) {
-  std::uint32_t u;
-  std::memcpy(&u, &f, 4);
-  u += 0x7FFF + ((u >> 16) & 1);  // round to nearest even (inputs here are finite)
-  return static_cast<std::uint16_t>(u >> 16);
-}
-
-float bf16_to_float(std::uint16_t h) {
-  std::uint32_t u = static_cast<std::uint32_t>(h) << 16;
-  float f;
-  std::memcpy(&f, &u, 4);
-  return f;
-}
 
 namespace {
 

@@ -12,6 +12,8 @@
 #include <utility>
 #include <vector>
 
+#include "core/api/bf16.hpp"
+
 namespace clusterbench::compute {
 
 /// One product's shape: C (M x N) = A (M x K) B (K x N).
@@ -147,8 +149,8 @@ inline constexpr double kProductCompareTolerance = 1e-3;
 /// that is not a number (JSON has no inf: the plugin writes a non-finite one as null) is +inf.
 GemmVerification gemm_verification_of(const nlohmann::json& v);
 
-/// BF16 bits of a float, rounded to nearest even (finite inputs), and back.
-std::uint16_t float_to_bf16(float f);
-float bf16_to_float(std::uint16_t h);
+/// BF16 bits of a float, rounded to nearest even, and back (core/api/bf16.hpp).
+using clusterbench::bf16_to_float;
+using clusterbench::float_to_bf16;
 
 }  // namespace clusterbench::compute
