@@ -373,20 +373,26 @@ json rounds_json(const std::vector<RoundView>& rounds) {
   return out;
 }
 
-/// The measured step, its ratio to its round's prediction and tokens/s, each with one rep per
-/// step: the metrics a cluster record and a node record share.
-std::vector<Metric> step_metrics(const std::vector<RoundView>& rounds, const StepPrediction& med) {
-  std::vector<double> ms, rs = ratios(rounds);
-  for (double x : all_steps(rounds)) ms.push_back(x * 1e3);
+/// The measured step, its ratio to its round's prediction and each rank's model FLOP rate (the
+/// layers' GEMM FLOP of a step over the step: what MFU divides by the GPU's dense peak), each
+/// with one rep per step: the metrics a cluster record and a node record share.
+std::vector<Metric> step_metrics(const TrainingConfig& c, const std::vector<RoundView>& rounds,
+                                 const StepPrediction& med) {
+  std::vector<double> ms, rs = ratios(rounds), model;
+  for (double x : all_steps(rounds)) {
+    ms.push_back(x * 1e3);
+    model.push_back(step_model_flop(c) / x / 1e12);
+  }
   return {Metric("step_time", median_of(ms), "ms", false, ms),
           Metric("predicted_step_time", med.step * 1e3, "ms", false),
-          Metric("step_over_prediction", median_of(rs), "ratio", false, rs)};
+          Metric("step_over_prediction", median_of(rs), "ratio", false, rs),
+          Metric("model_tflops", median_of(model), "TFLOP/s", true, model)};
 }
 
 /// The cluster record's metrics. `med`: the prediction from the rounds' median parts `p`.
 void add_step_metrics(CaseRun& run, const TrainingConfig& c, const std::vector<RoundView>& rounds,
                       const StepParts& p, const StepPrediction& med, int ranks) {
-  for (auto& m : step_metrics(rounds, med)) run.add(std::move(m));
+  for (auto& m : step_metrics(c, rounds, med)) run.add(std::move(m));
   const double tokens = static_cast<double>(c.accum) * tokens_per_micro_step(c);
   const double layer_flop = gemms_flop(forward_gemms(c)) + gemms_flop(backward_gemms(c));
   std::vector<double> per_gpu, cluster, share;
@@ -485,7 +491,7 @@ void add_node_records(CaseRun& run, const TrainingConfig& c, const Gathered& g,
     Scope sc;
     sc.kind = ScopeKind::node, sc.host = host;
     run.add_record(
-        sc, step_metrics(rounds, med), compute_stats(all_steps(rounds)),
+        sc, step_metrics(c, rounds, med), compute_stats(all_steps(rounds)),
         {{"parts", parts_json(p)},
          {"rounds", rounds_json(rounds)},
          {"bottleneck", med.bottleneck},

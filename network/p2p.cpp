@@ -15,6 +15,7 @@
 #include <chrono>
 #include <cmath>
 #include <exception>
+#include <iterator>
 #include <map>
 #include <sstream>
 #include <stdexcept>
@@ -353,9 +354,13 @@ struct Traffic {
   }
 };
 
+/// Repetitions of a link's bandwidth carried through a round's reduction: the last ones timed.
+constexpr size_t kMaxLinkReps = 32;
 /// Fields of one pair in a round's reduction: its lower node's time statistics (seconds per
-/// operation), then the link's value and, in latency mode, the one-way p99 (us).
-constexpr size_t kPairFields = 9;
+/// operation), the link's value and, in latency mode, the one-way p99 (us); then, in a bandwidth
+/// mode, how many repetitions follow and their bandwidths (GB/s), kMaxLinkReps slots.
+constexpr size_t kStatFields = 9;
+constexpr size_t kPairFields = kStatFields + 1 + kMaxLinkReps;
 
 /// The statistics of this rank's pair, from its own per-operation times of the timed batches
 /// (the last `timed` of `own`) or its one-way latency samples.
@@ -364,14 +369,20 @@ std::vector<double> pair_fields(const std::string& mode, long long bytes,
                                 const std::vector<double>& one_way) {
   std::vector<double> mine(own.end() - static_cast<long>(std::min(timed, own.size())), own.end());
   TimeStats st = compute_stats(mode == "latency" ? one_way : mine);
-  std::vector<double> f = {
-      static_cast<double>(st.n), st.min, st.median, st.mean, st.p95, st.max, st.spread, 0, 0};
+  std::vector<double> f(kPairFields, 0);
+  const double stats[] = {
+      static_cast<double>(st.n), st.min, st.median, st.mean, st.p95, st.max, st.spread};
+  std::copy(std::begin(stats), std::end(stats), f.begin());
   if (mode == "latency") {
     f[7] = microseconds(percentile(one_way, 50));
     f[8] = microseconds(percentile(one_way, 99));
-  } else {
-    f[7] = Work::bytes(p2p_bytes_per_op(mode, bytes)).rate(st.median);
+    return f;
   }
+  const Work work = Work::bytes(p2p_bytes_per_op(mode, bytes));
+  f[7] = work.rate(st.median);
+  const size_t n = std::min(mine.size(), kMaxLinkReps);
+  f[kStatFields] = static_cast<double>(n);
+  for (size_t i = 0; i < n; ++i) f[kStatFields + 1 + i] = work.rate(mine[mine.size() - n + i]);
   return f;
 }
 
@@ -424,7 +435,9 @@ LinkResult link_result(const std::string& mode, const double* f) {
     r.metrics.push_back({"latency_p50", f[7], "us", false});
     r.metrics.push_back({"latency_p99", f[8], "us", false});
   } else {
-    r.metrics.push_back({"bandwidth", f[7], "GB/s", true});
+    const auto n = static_cast<long>(std::min(f[kStatFields], static_cast<double>(kMaxLinkReps)));
+    std::vector<double> reps(f + kStatFields + 1, f + kStatFields + 1 + std::max(0L, n));
+    r.metrics.push_back({"bandwidth", f[7], "GB/s", true, std::move(reps)});
   }
   return r;
 }

@@ -203,18 +203,29 @@ std::vector<Outlier> find_outliers(const std::vector<ResultRecord>& records,
 
 namespace {
 
-/// Spec FAIL rows per host, from the rows' items; counts every item's outcome on its hosts.
+/// Spec FAIL rows per host, from the rows' items; counts every item's outcome on its hosts. A
+/// failing link whose localisation blames one of its ends (a node or a NIC in `located`) fails
+/// that end only: a slow node's healthy peers are not drained for its links.
 std::map<std::string, std::set<std::string>> count_items(
-    const std::vector<RowResult>& rows, std::unordered_map<std::string, FleetNode>& nodes) {
+    const std::vector<RowResult>& rows, std::unordered_map<std::string, FleetNode>& nodes,
+    const std::vector<Located>& located) {
+  std::set<std::string> blamed;
+  for (const auto& l : located)
+    if (l.kind != "link") blamed.insert(l.host);
   std::map<std::string, std::set<std::string>> failed_rows;
   for (const auto& row : rows)
-    for (const auto& it : row.items)
-      for (const auto& h : item_hosts(it.item, nodes)) {
+    for (const auto& it : row.items) {
+      const auto hosts = item_hosts(it.item, nodes);
+      const auto n_blamed = std::count_if(hosts.begin(), hosts.end(),
+                                          [&](const std::string& h) { return blamed.count(h); });
+      for (const auto& h : hosts) {
         auto n = nodes.find(h);
         if (n == nodes.end()) continue;
         ++n->second.items[it.outcome];
-        if (it.outcome == kFail) failed_rows[h].insert(row.req.id);
+        if (it.outcome == kFail && (hosts.size() < 2 || n_blamed != 1 || blamed.count(h)))
+          failed_rows[h].insert(row.req.id);
       }
+    }
   return failed_rows;
 }
 
@@ -276,22 +287,25 @@ FleetView fleet_view(const RunDir& run, const std::vector<RowResult>& rows,
     n.host = h;
     for (Outcome o : kOutcomeOrder) n.items[o] = 0;
   }
-  auto failed_rows = count_items(rows, nodes);
+  fv.located = locate_link_faults(
+      links, [&](const std::string& b, const std::string& m, const std::string& u) {
+        return outlier_tolerance(rules, families, b, m, u);
+      });
+  auto failed_rows = count_items(rows, nodes, fv.located);
   auto failed_benches = count_records(run.records.records, nodes);
   fv.outliers =
       find_outliers(run.records.records, run.run.env, families, rules, 3, headline_metrics(rows));
+  // Links are answered once, by the localisation below (both directions, every path).
+  fv.outliers.erase(std::remove_if(fv.outliers.begin(), fv.outliers.end(),
+                                   [](const Outlier& o) { return o.kind == "link"; }),
+                    fv.outliers.end());
   std::map<std::string, std::vector<std::string>> outlier_items;
   for (const auto& o : fv.outliers) {
-    if (o.kind == "link") continue;
     auto n = nodes.find(o.host);
     if (n == nodes.end()) continue;
     ++n->second.outliers;
     outlier_items[o.host].push_back(o.benchmark + " " + o.metric + " " + o.item);
   }
-  fv.located = locate_link_faults(
-      links, [&](const std::string& b, const std::string& m, const std::string& u) {
-        return outlier_tolerance(rules, families, b, m, u);
-      });
   std::map<std::string, std::set<std::string>> located_items;
   for (const auto& l : fv.located)
     if (l.kind != "link") located_items[l.host].insert(l.kind == "nic" ? "NIC " + l.nic : "node");

@@ -1,7 +1,8 @@
 // Fleet view of a multi-node run (docs/report.md "Fleet"): one row per node with its pass/fail
-// counts, fleet outliers (GPUs, nodes and links more than a tolerance worse than the fleet
-// median, even when they pass the spec) and the list of failing hosts for draining.
-// The outlier mechanism is generic over scope kinds gpu, node and link.
+// counts, fleet outliers (GPUs and nodes more than a tolerance worse than the fleet median, even
+// when they pass the spec), the located slow links, and the lists of failing hosts (to drain)
+// and suspect hosts (to look at). The outlier mechanism is generic over scope kinds gpu, node and
+// link; the report answers links by their localisation.
 #pragma once
 
 #include <map>
@@ -73,21 +74,23 @@ struct FleetNode {
 };
 
 struct FleetView {
-  std::vector<FleetNode> nodes;  ///< in report host order
-  std::vector<Outlier> outliers;
-  std::vector<Located> located;            ///< the faults behind link outliers (localize.hpp)
+  std::vector<FleetNode> nodes;            ///< in report host order
+  std::vector<Outlier> outliers;           ///< gpu and node outliers
+  std::vector<Located> located;            ///< the slow links and their faults (localize.hpp)
   std::vector<std::string> failing_hosts;  ///< hosts with reasons (a FAIL row), in node order
   std::vector<std::string> suspect_hosts;  ///< hosts with suspicions and no FAIL row, in node order
 };
 
 /// Builds the fleet view (make_report computes it once: Report::fleet). Nodes: `hosts`, then
 /// hosts seen only in records. A host is failing (to be drained) only when one of its items FAILs
-/// in `rows` (an item "host/..." or "host", or either end of a link "a<->b"): a FAIL outcome is a
+/// in `rows` (an item "host/..." or "host", or either end of a link "a<->b", except that a link
+/// whose localisation blames one end, a node or a NIC, fails that end only): a FAIL outcome is a
 /// fail-severity row's. A host with no FAIL item is suspect when it has a `failed` record, a gpu
 /// or node outlier (find_outliers with `families` and `rules`), or when its links locate a fault
 /// in it (a node or a NIC: locate_link_faults over `links`, the report's link matrices): worth a
-/// look, never a drain. A link outlier alone marks no host: which end is at fault needs more
-/// than one link.
+/// look, never a drain. Slow links are answered once, by the localisation (FleetView::located):
+/// link outliers are not in FleetView::outliers, and a slow link alone marks no host (which end
+/// is at fault needs more than one link).
 FleetView fleet_view(const RunDir& run, const std::vector<RowResult>& rows,
                      const std::vector<std::string>& hosts, const std::vector<LinkMatrix>& links,
                      const std::vector<SpecFamily>& families,

@@ -5,6 +5,9 @@
 #include <cmath>
 #include <cstdio>
 #include <limits>
+#include <map>
+
+#include "records/statistics.hpp"
 
 namespace clusterbench::report {
 
@@ -31,6 +34,18 @@ double best_value(const Metric& m, const TimeStats& t) {
 
 }  // namespace
 
+double typical_link(const std::vector<LinkValue>& links) {
+  std::map<std::string, std::vector<double>> per_host;
+  for (const auto& l : links) {
+    per_host[l.a].push_back(l.value);
+    per_host[l.b].push_back(l.value);
+  }
+  if (per_host.size() < 3) return std::nan("");
+  std::vector<double> medians;
+  for (const auto& [_, v] : per_host) medians.push_back(median_of(v));
+  return median_of(medians);
+}
+
 std::vector<LinkMatrix> link_matrices(const std::vector<ResultRecord>& records) {
   std::vector<LinkMatrix> out;
   for (const auto& r : records) {
@@ -52,6 +67,7 @@ std::vector<LinkMatrix> link_matrices(const std::vector<ResultRecord>& records) 
       size_t b = host_index(*it, r.scope.hosts[1]);
       it->values[a][b] = it->values[b][a] = metric.value;
       it->best[a][b] = it->best[b][a] = best_value(metric, r.time);
+      if (!metric.reps.empty()) it->reps[{std::min(a, b), std::max(a, b)}] = metric.reps;
     }
   }
   return out;

@@ -3,7 +3,9 @@
 // (localize.hpp).
 #pragma once
 
+#include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "records/records.hpp"
@@ -21,7 +23,22 @@ struct LinkMatrix {
   /// min / median (a time); NaN where the record has fewer than 2 timed repetitions (its noise is
   /// unknown) or no record names the pair.
   std::vector<std::vector<double>> best;
+  /// Each link's value in every repetition (Metric::reps), keyed by host indices (lower first);
+  /// links whose records carry none are absent.
+  std::map<std::pair<size_t, size_t>, std::vector<double>> reps;
 };
+
+/// One link's value between two hosts.
+struct LinkValue {
+  std::string a, b;
+  double value = 0;
+};
+
+/// The fleet's typical link: the median over hosts of each host's median link. k slow hosts among
+/// n leave every other host's median normal while k < (n-1)/2, so it stays the healthy value
+/// where the median of all links would not (2 slow hosts of 6 are 9 of 15 links). NaN with
+/// fewer than 3 hosts: a median of two says nothing about which is wrong.
+double typical_link(const std::vector<LinkValue>& links);
 
 /// Groups `ok` records of scope kind "link" by (benchmark, params, metric), in record order.
 std::vector<LinkMatrix> link_matrices(const std::vector<ResultRecord>& records);

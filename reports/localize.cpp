@@ -6,6 +6,7 @@
 #include <map>
 #include <set>
 
+#include "reports/compare/statistics.hpp"
 #include "reports/rows.hpp"
 
 namespace clusterbench::report {
@@ -19,37 +20,50 @@ Pair ordered(const std::vector<std::string>& h) {
 }
 
 /// One matrix: its links with their values, each host's partners, the reference and the low
-/// links against it.
+/// links against it. Also the answer of one path, its modes (uni-, bidirectional) combined.
 struct Matrix {
   std::string benchmark, metric, unit, path;
   bool higher_is_better = true;
-  json params, family_params;
+  json params, path_params, family_params;  ///< full; without mode; without mode and rail
   std::map<Pair, double> value;
-  std::map<Pair, double> best;  ///< each link's value in its best repetition
+  std::map<Pair, double> best;               ///< each link's value in its best repetition
+  std::map<Pair, std::vector<double>> reps;  ///< each link's repetitions, where recorded
   std::map<std::string, std::set<std::string>> partners;
   double reference = 0;
   std::map<Pair, double> low;  ///< low links -> deviation from the reference
+  /// Combined answers: each low link's deviation in every mode ("-73% unidirectional").
+  std::map<Pair, std::vector<std::string>> evidence;
 
-  /// A link is low when even its best repetition deviates from the reference by more than
-  /// `tol`. The reference is the median over hosts of each host's median link: k slow hosts among n
-  /// leave every other host's median normal while k < (n-1)/2, so it stays the healthy value
-  /// where the median of all links would not (2 slow hosts of 6 are 9 of 15 links).
+  /// The reference is the fleet's typical link (typical_link). A link is low when it is beyond
+  /// `tol` of it and out of the noise (is_out_of_noise).
   void judge(double tol) {
-    std::vector<double> host_medians;
-    for (const auto& [h, ps] : partners) {
-      std::vector<double> v;
-      for (const auto& p : ps) v.push_back(value.at(ordered({h, p})));
-      host_medians.push_back(median_of(v));
-    }
-    reference = median_of(host_medians);
-    if (reference == 0) return;
+    std::vector<LinkValue> links;
+    for (const auto& [pair, v] : value) links.push_back({pair.first, pair.second, v});
+    reference = typical_link(links);
+    if (reference == 0 || std::isnan(reference)) return;
+    std::vector<double> typical;  // the repetitions of the links within `tol` of the reference
+    for (const auto& [pair, r] : reps)
+      if (std::fabs(value.at(pair) - reference) <= tol * std::fabs(reference) &&
+          r.size() >= static_cast<size_t>(kMinReps))
+        typical.insert(typical.end(), r.begin(), r.end());
     for (const auto& [pair, v] : value) {
-      // Out of the noise: even the link's best repetition is beyond the tolerance.
-      double dev_best = (best.at(pair) - reference) / std::fabs(reference);
-      if (std::isnan(dev_best)) continue;
-      if (higher_is_better ? dev_best < -tol : dev_best > tol)
-        low[pair] = (v - reference) / std::fabs(reference);
+      const double dev = (v - reference) / std::fabs(reference);
+      if ((higher_is_better ? dev < -tol : dev > tol) && is_out_of_noise(pair, tol, typical))
+        low[pair] = dev;
     }
+  }
+  /// With repetitions (kMinReps or more on the link and on the typical links, those within the
+  /// tolerance): they differ from the typical links' with significance (two-sided Mann-Whitney
+  /// U, p < kAlpha, the test compare uses). Without them: even the link's best repetition is
+  /// beyond `tol`.
+  bool is_out_of_noise(const Pair& pair, double tol, const std::vector<double>& typical) const {
+    auto mine = reps.find(pair);
+    if (mine != reps.end() && mine->second.size() >= static_cast<size_t>(kMinReps) &&
+        typical.size() >= static_cast<size_t>(kMinReps))
+      return mann_whitney_p(mine->second, typical) < kAlpha;
+    const double dev_best = (best.at(pair) - reference) / std::fabs(reference);
+    if (std::isnan(dev_best)) return false;  // the noise is unknown: never judged low
+    return higher_is_better ? dev_best < -tol : dev_best > tol;
   }
   bool suspect(const std::string& h) const {
     auto it = partners.find(h);
@@ -86,7 +100,9 @@ std::map<std::string, Matrix> judged_matrices(const std::vector<LinkMatrix>& lin
     mx.benchmark = lm.benchmark, mx.metric = lm.metric, mx.unit = lm.unit, mx.params = lm.params;
     mx.higher_is_better = lm.higher_is_better;
     mx.path = lm.params.value("rail", "mpi");
-    mx.family_params = lm.params;
+    mx.path_params = lm.params;
+    mx.path_params.erase("mode");
+    mx.family_params = mx.path_params;
     mx.family_params.erase("rail");
     for (size_t i = 0; i < lm.hosts.size(); ++i)
       for (size_t j = i + 1; j < lm.hosts.size(); ++j) {
@@ -95,9 +111,54 @@ std::map<std::string, Matrix> judged_matrices(const std::vector<LinkMatrix>& lin
         const Pair p = ordered({lm.hosts[i], lm.hosts[j]});
         mx.value[p] = v;
         mx.best[p] = lm.best[i][j];  // NaN: the noise is unknown, never judged low
+        if (auto r = lm.reps.find({i, j}); r != lm.reps.end()) mx.reps[p] = r->second;
         mx.partners[p.first].insert(p.second);
         mx.partners[p.second].insert(p.first);
       }
+  }
+  return out;
+}
+
+/// One answer per path: the judged matrices that differ only in params.mode (a link measured
+/// one way and both ways) combined. A link is low on the path when every mode that judged it
+/// finds it low, so that one mode measured in a loaded moment blames nothing; its deviation is
+/// the first mode's, its evidence every mode's. Partners are every mode's.
+std::map<std::string, Matrix> combined_modes(const std::map<std::string, Matrix>& matrices) {
+  std::map<std::string, std::vector<const Matrix*>> modes;
+  for (const auto& [_, m] : matrices)
+    if (m.partners.size() >= 3) modes[key_of(m.benchmark, m.path_params, m.metric)].push_back(&m);
+  std::map<std::string, Matrix> out;
+  for (auto& [key, ms] : modes) {
+    auto rank = [](const Matrix* m) {
+      const std::string mode = m->params.value("mode", "");
+      return mode == "unidirectional" ? 0 : mode == "bidirectional" ? 1 : 2;
+    };
+    std::stable_sort(ms.begin(), ms.end(),
+                     [&](const Matrix* a, const Matrix* b) { return rank(a) < rank(b); });
+    Matrix c = *ms.front();
+    c.params = c.path_params;
+    c.low.clear();
+    for (const Matrix* m : ms)
+      for (const auto& [h, ps] : m->partners) c.partners[h].insert(ps.begin(), ps.end());
+    for (const auto& [pair, dev] : ms.front()->low) {
+      bool everywhere = true;
+      std::vector<std::string> ev;
+      for (const Matrix* m : ms) {
+        if (!m->value.count(pair)) continue;
+        auto it = m->low.find(pair);
+        if (it == m->low.end()) {
+          everywhere = false;
+          break;
+        }
+        const std::string mode = m->params.value("mode", "");
+        ev.push_back(percent(it->second, 1) + (mode.empty() ? "" : " " + mode) + " (typical " +
+                     format_number(m->reference) + " " + m->unit + ")");
+      }
+      if (!everywhere) continue;
+      c.low[pair] = dev;
+      c.evidence[pair] = std::move(ev);
+    }
+    out.emplace(key, std::move(c));
   }
   return out;
 }
@@ -148,6 +209,21 @@ void locate_hosts(const std::vector<const Matrix*>& family, std::vector<Located>
   }
 }
 
+/// A low link whose hosts are not suspects: named as the link, with every mode's evidence.
+Located slow_link(const Matrix& m, const Pair& pair, double dev) {
+  Located l;
+  l.kind = "link", l.host = pair.first, l.hosts = {pair.first, pair.second};
+  l.benchmark = m.benchmark, l.metric = m.metric, l.unit = m.unit, l.params = m.params;
+  l.paths = {m.path};
+  l.low_links = l.links = 1;
+  l.worst_deviation = dev;
+  std::string ev;
+  for (const auto& e : m.evidence.at(pair)) ev += (ev.empty() ? "" : ", ") + e;
+  l.text = "link " + pair.first + "<->" + pair.second + " (" + m.path + "): " + ev +
+           " against the fleet's typical link; both hosts' other links are normal";
+  return l;
+}
+
 }  // namespace
 
 std::vector<Located> locate_link_faults(const std::vector<LinkMatrix>& links,
@@ -155,8 +231,9 @@ std::vector<Located> locate_link_faults(const std::vector<LinkMatrix>& links,
   auto matrices = judged_matrices(links);
   for (auto& [_, m] : matrices)
     if (m.partners.size() >= 3) m.judge(tolerance(m.benchmark, m.metric, m.unit));
+  const auto paths = combined_modes(matrices);
   std::map<std::string, std::vector<const Matrix*>> families;
-  for (const auto& [_, m] : matrices)
+  for (const auto& [_, m] : paths)
     families[key_of(m.benchmark, m.family_params, m.metric)].push_back(&m);
   for (auto& [_, f] : families)  // MPI's path first, then the rails by name
     std::stable_sort(f.begin(), f.end(), [](const Matrix* a, const Matrix* b) {
@@ -165,20 +242,9 @@ std::vector<Located> locate_link_faults(const std::vector<LinkMatrix>& links,
     });
   std::vector<Located> out;
   for (const auto& [_, family] : families) locate_hosts(family, out);
-  for (const auto& [_, m] : matrices)
-    for (const auto& [pair, dev] : m.low) {
-      if (m.suspect(pair.first) || m.suspect(pair.second)) continue;
-      Located l;
-      l.kind = "link", l.host = pair.first, l.hosts = {pair.first, pair.second};
-      l.benchmark = m.benchmark, l.metric = m.metric, l.unit = m.unit, l.params = m.params;
-      l.paths = {m.path};
-      l.low_links = l.links = 1;
-      l.worst_deviation = dev;
-      l.text = "link " + pair.first + "<->" + pair.second + " (" + m.path +
-               "): " + percent(dev, 1) + " against the fleet's typical link (" +
-               format_number(m.reference) + " " + m.unit + "); both hosts' other links are normal";
-      out.push_back(std::move(l));
-    }
+  for (const auto& [_, m] : paths)
+    for (const auto& [pair, dev] : m.low)
+      if (!m.suspect(pair.first) && !m.suspect(pair.second)) out.push_back(slow_link(m, pair, dev));
   auto rank = [](const std::string& k) { return k == "node" ? 0 : k == "nic" ? 1 : 2; };
   std::stable_sort(out.begin(), out.end(), [&](const Located& a, const Located& b) {
     if (rank(a.kind) != rank(b.kind)) return rank(a.kind) < rank(b.kind);

@@ -340,6 +340,7 @@ std::string render_markdown(const Report& r) {
   md << "\n" << render_fleet_markdown(r.fleet);
   md << "\n" << render_uniformity_markdown(r.uniformity);
   if (auto links = render_link_matrices_markdown(r.links); !links.empty()) md << "\n" << links;
+  if (auto mfu = render_mfu_markdown(r.mfu); !mfu.empty()) md << "\n" << mfu;
   md << "\n## Environment\n\n";
   if (run.run.env.empty()) md << "No env record in run.json.\n\n";
   for (const auto& e : run.run.env) env_summary(md, e);
@@ -391,6 +392,8 @@ json row_json(const RowResult& row) {
           {"unit", row.req.unit},
           {"op", row.req.op},
           {"threshold", row.req.value},
+          {"relative", row.req.relative.empty() ? json(nullptr) : json(row.req.relative)},
+          {"not_applicable", row.not_applicable.empty() ? json(nullptr) : json(row.not_applicable)},
           {"worst_item", row.worst_item},
           {"message", row.message},
           {"noise", row.noise},
@@ -423,6 +426,7 @@ json render_json(const Report& r) {
   j["fleet"] = fleet_json(r.fleet);
   j["clusterbench_version"] = r.run->run.version;
   j["uniformity"] = uniformity_json(r.uniformity);
+  j["mfu"] = mfu_json(r.mfu);
   return j;
 }
 

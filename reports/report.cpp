@@ -138,6 +138,7 @@ Report make_report(std::shared_ptr<const RunDir> run_ptr, const Spec& spec) {
   rep.links = link_matrices(run.records.records);  // once: the fleet's localisation reads them
   rep.fleet = fleet_view(run, rep.rows, rep.hosts, rep.links, spec.families);
   rep.uniformity = check_uniformity(run.run.env);
+  rep.mfu = model_flops_utilisation(run, spec);
   rep.exit_code = exit_code(rep);
   return rep;
 }
@@ -151,6 +152,7 @@ int exit_code(const Report& r) {
   if (r.aborted) return 3;
   bool incomplete = r.time_limit && !r.time_limit->not_run.empty();
   for (const auto& row : r.rows) {
+    if (!row.not_applicable.empty()) continue;
     if (row.outcome == kFail) return 1;
     if (row.req.severity == "fail" && (row.outcome == kMissing || row.outcome == kWaived))
       incomplete = true;

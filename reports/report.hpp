@@ -16,6 +16,7 @@
 #include "reports/fleet.hpp"
 #include "reports/health.hpp"
 #include "reports/links.hpp"
+#include "reports/mfu.hpp"
 #include "reports/outcome.hpp"
 #include "reports/rows.hpp"
 #include "reports/uniformity.hpp"
@@ -45,6 +46,7 @@ struct Report {
   Uniformity uniformity;                    ///< the env fields that should agree across nodes
   std::vector<LinkMatrix> links;            ///< node x node matrices of link records
   std::vector<SoakResult> soaks;            ///< every soak record (burn-in), for its charts
+  MfuView mfu;  ///< the training steps' model FLOPs utilisation against the table's peaks
   /// Every node's health deltas, in env order, when a row selects a health metric (else empty).
   std::vector<NodeHealth> health;
   int exit_code = 0;  ///< exit_code(*this)

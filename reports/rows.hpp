@@ -48,6 +48,9 @@ struct RowResult {
   std::string measured;               ///< the worst item's `measured`
   std::vector<std::string> evidence;  ///< case keys of every record used by the row
   std::vector<ItemResult> items;
+  /// Why the row does not apply to this run ("" = it does): a relative row on fewer than 3 nodes.
+  /// Its outcome is WAIVED, and it counts toward no verdict.
+  std::string not_applicable;
   /// Env rows: the unknown values that left an item MISSING (make_report lists them as warnings).
   std::vector<UnknownValue> unknown;
 };

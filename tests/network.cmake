@@ -7,5 +7,9 @@ cb_integration_test(network_p2p_netns LOCKS "netns;mpirun" TIMEOUT 180)
 # then measure a rank-0 link slower for real (-14 to -25% with two CPU hogs beside it).
 cb_integration_test(network_p2p_rails LOCKS "netns;mpirun" TIMEOUT 400)
 set_tests_properties(network_p2p_rails PROPERTIES RUN_SERIAL TRUE)
+# network_p2p_localise: one slow link (4 and 6 nodes, five runs) and one slow node located
+# exactly, with two CPU hogs running (~130 s). Alone: the hogs are the load it is about.
+cb_integration_test(network_p2p_localise LOCKS "netns;mpirun" TIMEOUT 400)
+set_tests_properties(network_p2p_localise PROPERTIES RUN_SERIAL TRUE)
 cb_integration_test(network_tune LOCKS "netns;sysctl" TIMEOUT 60)
 cb_integration_test(network_tuning_ab LOCKS "netns;sysctl" TIMEOUT 90)

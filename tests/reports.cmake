@@ -31,5 +31,7 @@ set_tests_properties(rank_cpu_share PROPERTIES RUN_SERIAL TRUE)
 # and the seed's storage rows over io.fio records whose extra.scratch_device comes from the
 # fixture tree tests/fixtures/fsroot-scratch (< 5 s).
 cb_unit_test(test_select_require clusterbench_reports)
+cb_unit_test(test_relative_rows clusterbench_reports)
+cb_unit_test(test_mfu clusterbench_reports)
 cb_unit_test(test_select clusterbench_reports)
 cb_unit_test(test_storage_rows clusterbench_reports clusterbench_core cb_io)

@@ -3,6 +3,7 @@
 #include "records/spec.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <map>
 #include <set>
@@ -28,6 +29,30 @@ void parse_tier(const json& t, const std::string& at, SpecTier& out) {
   if (t.contains("shared")) out.shared = require_field<bool>(t, "shared", at);
   if (t.contains("mount_point")) out.mount_point = require_field<bool>(t, "mount_point", at);
   if (t.contains("title")) out.title = require_field<std::string>(t, "title", at);
+}
+
+/// `dense_peaks` (and its source) of a clusterbench.spec/5 file over what `spec` inherited: a
+/// GPU dtype -> a positive TFLOP/s.
+void merge_dense_peaks(const json& j, const std::string& schema, const std::string& path,
+                       Spec& spec) {
+  static const std::set<std::string> kDtypes = {"fp64", "fp32", "tf32", "bf16", "fp16", "fp8"};
+  if (!j.contains("dense_peaks") && !j.contains("dense_peaks_source")) return;
+  if (schema != kSpecSchema)
+    throw InputError(path + ": field 'dense_peaks' needs schema " + kSpecSchema + ", not " +
+                     schema);
+  if (j.contains("dense_peaks_source"))
+    spec.dense_peaks_source = require_field<std::string>(j, "dense_peaks_source", path);
+  if (!j.contains("dense_peaks")) return;
+  const json& peaks = j.at("dense_peaks");
+  if (!peaks.is_object()) throw InputError(path + ": field 'dense_peaks' must be an object");
+  for (const auto& [dtype, v] : peaks.items()) {
+    if (!kDtypes.count(dtype))
+      throw InputError(path + ": dense_peaks: '" + dtype +
+                       "' is not a dtype (fp64, fp32, tf32, bf16, fp16, fp8)");
+    if (!v.is_number() || !(v.get<double>() > 0) || !std::isfinite(v.get<double>()))
+      throw InputError(path + ": dense_peaks." + dtype + " must be a positive number (TFLOP/s)");
+    spec.dense_peaks[dtype] = v.get<double>();
+  }
 }
 
 /// `tiers` of a clusterbench.spec/4 file merged into `spec`, kept in spec_tier_names() order.
@@ -126,7 +151,7 @@ json read_table(const std::string& path, const std::string& by) {
       throw InputError(path + ": " + dup + " appears twice in one object (a reader keeps one)");
     check_keys(j,
                {"schema", "name", "title", "extends", "match", "requirements", "remove", "families",
-                "tiers", "nics_per_node"},
+                "tiers", "nics_per_node", "dense_peaks", "dense_peaks_source"},
                path);
     const std::string schema = require_field<std::string>(j, "schema", path);
     if (schema != kSpecSchema && schema != kSpecSchemaV4 && schema != kSpecSchemaV3 &&
@@ -175,6 +200,8 @@ void merge_parent(Spec& spec, const Spec& p) {
     else
       spec.families.push_back(f);
   }
+  for (const auto& [dtype, tflops] : p.dense_peaks) spec.dense_peaks[dtype] = tflops;
+  if (!p.dense_peaks_source.empty()) spec.dense_peaks_source = p.dense_peaks_source;
   for (const auto& t : p.tiers) {
     auto it = std::find_if(spec.tiers.begin(), spec.tiers.end(),
                            [&](const SpecTier& x) { return x.name == t.name; });
@@ -232,6 +259,7 @@ Spec load_one(const std::string& path, std::set<std::string>& seen,
     merge_rows(j, schema, path, spec);
     merge_families(j, schema, path, spec);
     merge_tiers(j, schema, path, spec);
+    merge_dense_peaks(j, schema, path, spec);
   } catch (const InputError& e) {
     if (chain.empty()) throw;
     throw InputError(std::string(e.what()) + " (" + by + ")");

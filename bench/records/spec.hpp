@@ -2,6 +2,7 @@
 // validation.
 #pragma once
 
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -18,10 +19,12 @@ namespace clusterbench {
 /// What a requirement looks at: an env field by JSON pointer with `*` (`env`), or result records
 /// by benchmark + a subset of params + metric name.
 struct Select {
-  std::string env;               ///< e.g. "/gpus/*/pcie/width_current"; empty for records
-  std::string benchmark;         ///< e.g. "compute.memory_bandwidth"
-  json params = json::object();  ///< subset that a record's params must contain
-  std::string metric;            ///< metric name within the record
+  std::string env;        ///< e.g. "/gpus/*/pcie/width_current"; empty for records
+  std::string benchmark;  ///< e.g. "compute.memory_bandwidth"
+  /// Subset that a record's params must contain; a key with value null: the record has no such
+  /// param ({"rail": null}: MPI's own path of network.p2p, not a rail's).
+  json params = json::object();
+  std::string metric;  ///< metric name within the record
   /// A health counter delta between a node's start and end snapshots (docs/health.md), e.g.
   /// "gpu.ecc_uncorrected", "ib.symbol_error"; its names are reports/health.hpp's
   /// health_metrics(). Empty for env and record rows.
@@ -62,6 +65,12 @@ struct Requirement {
   std::string op = ">=";           ///< >= <= == != in matches
   json value;
   std::string unit;
+  /// "typical" (record rows of scope link, gpu or node, unit "%"): each item's metric is judged
+  /// as a percent of the typical item measured with the same params (a link: the median over
+  /// hosts of each host's median link; else the median item), so that `value` 50 is "at least
+  /// half the fleet's typical link". Needs 3 nodes; with fewer the row does not apply. "" =
+  /// absolute. Schema /5.
+  std::string relative;
 };
 
 /// Auto-selection: which nodes a table is for.
@@ -169,6 +178,12 @@ struct Spec {
   /// Storage tiers (spec/4), in the order hot, warm, cold; a child's tier replaces the fields
   /// it sets of its parent's.
   std::vector<SpecTier> tiers;
+  /// The GPU's dense (no sparsity) tensor peak per dtype, TFLOP/s per GPU, from its data sheet
+  /// (spec/5 `dense_peaks`: {"bf16": 989.4, ...}); a child's dtype replaces its parent's. The
+  /// report's MFU divides a training step's model FLOP rate by it. Empty: no peak known.
+  std::map<std::string, double> dense_peaks;
+  /// Where the peaks come from (spec/5 `dense_peaks_source`), "" when none is given.
+  std::string dense_peaks_source;
 };
 
 /// A spec regex (op `matches`, `match.gpu_name`), compiled once by RE2: matching takes time

@@ -11,9 +11,9 @@
 namespace clusterbench::spec_parse {
 
 /// The fields of a requirement row (docs/specs.md).
-inline const std::set<std::string> kRowKeys = {"id",       "title",  "source", "remedy",
-                                               "severity", "select", "scope",  "aggregate",
-                                               "op",       "value",  "unit",   "remove"};
+inline const std::set<std::string> kRowKeys = {
+    "id",        "title",    "source", "remedy", "severity", "select", "scope",
+    "aggregate", "relative", "op",     "value",  "unit",     "remove"};
 
 /// The folder of `path` ("." for a bare name).
 std::string dir_of(const std::string& path);

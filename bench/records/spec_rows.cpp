@@ -259,6 +259,24 @@ void check_unit(const Requirement& q, const std::string& row) {
   }
 }
 
+/// A relative row (Requirement::relative): "typical", on records, in percent, each item.
+void parse_relative(const json& r, const std::string& row, const std::string& schema,
+                    Requirement& q) {
+  if (schema != kSpecSchema)
+    throw InputError(row + ": field 'relative' needs schema " + kSpecSchema + ", not " + schema);
+  q.relative = require_field<std::string>(r, "relative", row);
+  if (q.relative != "typical")
+    throw InputError(row + ": field 'relative' is '" + q.relative + "', expected typical");
+  if (q.select.benchmark.empty())
+    throw InputError(row + ": field 'relative' needs a records row (select.benchmark)");
+  if (q.unit != "%")
+    throw InputError(row + ": field 'unit' must be '%' with 'relative' (percent of typical)");
+  if (q.op != ">=" && q.op != "<=")
+    throw InputError(row + ": field 'op' must be '>=' or '<=' with 'relative'");
+  if (q.scope == "cluster" || q.aggregate != "each")
+    throw InputError(row + ": field 'relative' needs scope link, gpu or node and aggregate each");
+}
+
 }  // namespace
 
 Requirement spec_parse::parse_row(const json& r, const std::string& where,
@@ -293,6 +311,7 @@ Requirement spec_parse::parse_row(const json& r, const std::string& where,
   q.unit = require_field<std::string>(r, "unit", row);
   if (!is_known_unit(q.unit))
     throw InputError(row + ": field 'unit' '" + q.unit + "' is not a known unit");
+  if (r.contains("relative")) parse_relative(r, row, schema, q);
   check_unit(q, row);
   return q;
 }

@@ -2,8 +2,13 @@
 // judged per item of the row's scope; failed, waived, missing and unmet records decide before a
 // value does.
 #include <algorithm>
+#include <cmath>
+#include <deque>
+#include <map>
 #include <set>
 
+#include "records/statistics.hpp"
+#include "reports/links.hpp"
 #include "reports/rows/row_base.hpp"
 
 namespace clusterbench::report::rows {
@@ -15,6 +20,7 @@ struct Sorted {
   std::vector<const ResultRecord*> failed, waived, lacking;
   std::vector<json> values;
   std::vector<const Metric*> metrics;  ///< the metric of each value
+  std::deque<Metric> relative;         ///< relative rows: each metric in percent of typical
   std::vector<std::string> keys;       ///< case keys, into the chosen candidate only
   std::vector<std::string> unmet;      ///< why each ok record missing select.require is skipped
   std::vector<std::string> described;  ///< select.describe of the records judged, distinct
@@ -28,6 +34,10 @@ struct Sorted {
 class RecordSorter {
  public:
   explicit RecordSorter(const Requirement& req) : req_(req) {}
+
+  /// Relative rows: the typical value of each params group (Requirement::relative), by
+  /// params.dump(); NaN where too few nodes measured it.
+  std::map<std::string, double> typical;
 
   Sorted sort(const Item& item) const {
     Sorted s;
@@ -51,6 +61,10 @@ class RecordSorter {
           ++s.repeated;
           continue;
         }
+        if (!req_.relative.empty()) {
+          relative_value(*rec, *m, s);
+          continue;
+        }
         s.values.push_back(m->value), s.metrics.push_back(m);
         if (!sel.describe.empty()) add_unique(s.described, fill_template(sel.describe, doc));
       } else {
@@ -60,6 +74,27 @@ class RecordSorter {
       }
     }
     return s;
+  }
+
+  /// A relative row's value of one record: its metric in percent of its params' typical value,
+  /// which the item's message names; no typical (fewer than 3 nodes measured it): unmet.
+  void relative_value(const ResultRecord& rec, const Metric& m, Sorted& s) const {
+    const std::string group = rec.params.dump();
+    auto t = typical.find(group);
+    const std::string what = req_.scope == "link" ? "link" : req_.scope;
+    const std::string path = rec.params.value("rail", "");
+    if (t == typical.end() || !(t->second > 0)) {
+      s.unmet.push_back("no typical " + what + " for " + group +
+                        ": fewer than 3 nodes measured it");
+      return;
+    }
+    Metric& pct = s.relative.emplace_back(m);
+    pct.unit = "%";
+    pct.value = 100 * m.value / t->second;
+    for (double& r : pct.reps) r = 100 * r / t->second;
+    s.values.push_back(pct.value), s.metrics.push_back(&pct);
+    add_unique(s.described, "100% = the typical " + what + (path.empty() ? "" : " on " + path) +
+                                " (" + format_number(t->second) + " " + m.unit + ")");
   }
 
   /// ": REASON" where the record says why it lacks the row's metric (extra.unmeasured.METRIC),
@@ -111,8 +146,11 @@ class RecordRows : public RowEvaluator {
       : RowEvaluator(ctx, req), sorter_(req) {}
 
  protected:
-  void collect(RowResult&) override {
+  void collect(RowResult& row) override {
     const Select& sel = req_.select;
+    if (!req_.relative.empty() && hosts_.size() < 3)
+      row.not_applicable = std::to_string(hosts_.size()) + " node(s): a typical " + req_.scope +
+                           " needs 3 nodes to compare with";
     // Expected items: every node (node scope) or GPU (gpu scope) the env describes.
     if (req_.scope == "node") {
       for (const auto& h : hosts_) items_.get(h, h).expected = true;
@@ -142,7 +180,7 @@ class RecordRows : public RowEvaluator {
         continue;
       if (r.status == Status::ok) {
         const Metric* m = find_metric(r, sel.metric);
-        if (m && req_.aggregate != "count" && m->unit != req_.unit)
+        if (m && req_.aggregate != "count" && req_.relative.empty() && m->unit != req_.unit)
           throw InputError(where_ + ": field 'unit' is '" + req_.unit + "' but metric '" +
                            sel.metric + "' of " + sel.benchmark + " is in '" + m->unit +
                            "' (record " + case_key_of(r) + ")");
@@ -155,6 +193,7 @@ class RecordRows : public RowEvaluator {
       }
       for (const auto& [key, name] : keys_for(r.scope)) items_.get(key, name).records.push_back(&r);
     }
+    if (!req_.relative.empty()) sorter_.typical = typical_values(candidates);
     for (const PlannedCase* pcp : RunIndex::of(index_.plan, sel.benchmark)) {
       const PlannedCase& pc = *pcp;
       if (!params_contain(pc.params, sel.params)) continue;
@@ -171,6 +210,26 @@ class RecordRows : public RowEvaluator {
   ItemResult judge_item(const Item& item) override { return judge_record_item(item); }
 
  private:
+  /// A relative row's typical value per params group of the ok records judged: the typical
+  /// link (typical_link) for a link row, else the median item; NaN with fewer than 3.
+  std::map<std::string, double> typical_values(const std::vector<const ResultRecord*>& recs) {
+    std::map<std::string, std::vector<LinkValue>> links;
+    std::map<std::string, std::vector<double>> values;
+    for (const ResultRecord* r : recs) {
+      const Metric* m = r->status == Status::ok ? find_metric(*r, req_.select.metric) : nullptr;
+      if (!m || !std::isfinite(m->value) || m->value < 0) continue;
+      const std::string group = r->params.dump();
+      if (req_.scope == "link" && r->scope.kind == ScopeKind::link && r->scope.hosts.size() == 2)
+        links[group].push_back({r->scope.hosts[0], r->scope.hosts[1], m->value});
+      else if (req_.scope != "link")
+        values[group].push_back(m->value);
+    }
+    std::map<std::string, double> out;
+    for (const auto& [g, ls] : links) out[g] = typical_link(ls);
+    for (const auto& [g, vs] : values) out[g] = vs.size() >= 3 ? median_of(vs) : std::nan("");
+    return out;
+  }
+
   /// The item keys a record (or a planned case's scope) belongs to in this row.
   std::vector<std::pair<std::string, std::string>> keys_for(const Scope& s) {
     if (req_.scope == "cluster") return {{"cluster", "cluster"}};

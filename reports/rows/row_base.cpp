@@ -99,6 +99,7 @@ bool params_contain(const json& params, const json& subset) {
   if (!params.is_object()) return false;
   for (const auto& [k, v] : subset.items()) {
     auto it = params.find(k);
+    if (v.is_null() && (it == params.end() || it->is_null())) continue;  // null: absent
     if (it == params.end() || !json_equal(*it, v)) return false;
   }
   return true;
@@ -148,6 +149,10 @@ RowResult RowEvaluator::run() {
   }
   summarize(row);
   note_not_wire(row);
+  if (!row.not_applicable.empty()) {
+    row.outcome = kWaived;
+    row.message = "not applicable: " + row.not_applicable;
+  }
   row.unknown = std::move(unknown_);
   return row;
 }

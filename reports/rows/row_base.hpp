@@ -153,7 +153,8 @@ Scope parse_item(const std::string& item);
 /// A record's case key (made when records.jsonl left it out).
 std::string case_key_of(const ResultRecord& r);
 
-/// Whether `params` hold every key of `subset` with an equal value (json_equal).
+/// Whether `params` hold every key of `subset` with an equal value (json_equal); a key whose
+/// value is null in `subset` must be absent (or null) in `params`.
 bool params_contain(const json& params, const json& subset);
 
 /// The metric `name` of a record, nullptr when it has none.

@@ -3,9 +3,9 @@
 # every link shaped with tbf so that the shaping, not the 2 cores, sets the rates: 1-2 and 1-3 at
 # 200 Mbit/s, 2-3 at 100 Mbit/s (half). Asserts: one link record per pair and mode, each at or
 # below its tbf rate; the slow link measures 0.2..0.7 of the others (half the rate, less where
-# a loaded host takes the cores from one pair); the report's fleet outliers
-# hold exactly that link (both hosts named) and no other; report.md names it and shows the
-# node x node matrix. Then network.tuning's tcp_buffers_2node A/B between the first two nodes'
+# a loaded host takes the cores from one pair); the report's localisation names exactly that
+# link (both directions agreeing) and no other; report.md names it and shows the node x node
+# matrix. Then network.tuning's tcp_buffers_2node A/B between the first two nodes'
 # leaders: ok, a ratio from >= 5 alternating repeats, both hosts' settings recorded on each side,
 # the seed's values on side B, and each namespace's tcp_rmem/tcp_wmem restored afterwards.
 # Budget: < 2 minutes (about 60 s here).
@@ -110,12 +110,13 @@ for mode, dirs in (("unidirectional", 1), ("bidirectional", 2)):
     check(abs(m["values"][i][j] - bw[slow]) < 1e-12, f"{mode}: cluster record matrix[{n2}][{n3}]")
 
 rep = json.load(open(os.path.join(out, "report.json")))
-outl = [o for o in rep["fleet"]["outliers"] if o["benchmark"] == "network.p2p"]
-items = sorted({o["item"] for o in outl})
-check(items == [f"{n2}<->{n3}"], f"fleet outliers are exactly {n2}<->{n3} (got {items})")
-check(all(sorted(o["hosts"]) == [n2, n3] for o in outl), "each outlier names both hosts")
-check(len(outl) >= 1 and all(o["deviation"] < -0.1 for o in outl),
-      f"outlier deviations below -10%: {[round(o['deviation'], 3) for o in outl]}")
+loc = [l for l in rep["fleet"]["localisation"] if l["benchmark"] == "network.p2p"]
+named = [(l["kind"], sorted(l["hosts"])) for l in loc]
+check(named == [("link", sorted([n2, n3]))], f"localisation names exactly link {n2}<->{n3} (got {named})")
+check(all(l["worst_deviation"] < -0.1 for l in loc),
+      f"its deviation below -10%: {[round(l['worst_deviation'], 3) for l in loc]}")
+check(not any(o["benchmark"] == "network.p2p" for o in rep["fleet"]["outliers"]),
+      "no link outliers besides the localisation (one answer)")
 md = open(os.path.join(out, "report.md")).read()
 check(f"{n2}<->{n3}" in md.split("## Fleet")[1], "report.md Fleet section names the slow link")
 check("## Links" in md and f"| {n1} |" in md, "report.md has the node x node matrix")

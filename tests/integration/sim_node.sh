@@ -97,9 +97,16 @@ p = steps[0]['params']
 assert p['preset'] == '7b' and p['offload'] and p['zero'] == 2, p
 failed = [(r['benchmark'], r['params'], r.get('message', '')[:200]) for r in recs if r['status'] == 'failed']
 assert not failed, failed
+# MFU: the cluster step's model TFLOP/s over the table's dense peak for its dtype.
+mt = [m['value'] for m in steps[0]['metrics'] if m['name'] == 'model_tflops'][0]
+peak = {'bf16': 989.4, 'fp16': 989.4}[p['dtype']]
+mfu = [x for x in rep['mfu']['items'] if x['item'] == 'cluster']
+assert len(mfu) == 1 and mfu[0]['dtype'] == p['dtype'] and mfu[0]['peak_tflops'] == peak, rep['mfu']
+assert abs(mfu[0]['percent'] - 100 * mt / peak) < 1e-9 * max(1, mfu[0]['percent']), (mfu, mt)
+assert not rep['mfu']['unknown'], rep['mfu']['unknown']
 " "$TMP/q/report.json" "$TMP/q/records.jsonl"
 rows q | awk '$2 == "FAIL" {print $1}' | sort >"$TMP/healthy.fail"
-ok "healthy node, quick (exit $rc): every GPU row PASS, the 7b step (ZeRO-2, offload) ok, no case failed"
+ok "healthy node, quick (exit $rc): every GPU row PASS, the 7b step (ZeRO-2, offload) ok with its MFU against the dense peak, no case failed"
 
 # The healthy node's burn-in: every row PASS (exit 0), every product and all_reduce compared.
 rc=$(sim healthy 8 b burnin --minutes 0.5)

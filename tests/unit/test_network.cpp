@@ -190,6 +190,55 @@ TEST(Localise, NoiseAndSmallMatricesNameNothing) {
   EXPECT_EQ(located_texts(only), (std::vector<std::string>{"node h3"}));
 }
 
+/// Four hosts' six links in `mode`, each with five repetitions v x (1 + 0.03 k), k = -2..2;
+/// `slow` sets a link's (lower host first) value.
+std::vector<ResultRecord> four_with_reps(const std::string& mode,
+                                         const std::map<std::pair<int, int>, double>& slow) {
+  std::vector<ResultRecord> out;
+  for (int i = 1; i <= 4; ++i)
+    for (int j = i + 1; j <= 4; ++j) {
+      auto it = slow.find({i, j});
+      const double v = it == slow.end() ? 20 : it->second;
+      ResultRecord r = rail_link("h" + std::to_string(i), "h" + std::to_string(j), v);
+      r.params["mode"] = mode;
+      for (int k = -2; k <= 2; ++k) r.metrics[0].reps.push_back(v * (1 + 0.03 * k));
+      out.push_back(r);
+    }
+  return out;
+}
+
+// Issue 47: one answer per run from both directions, on the repetitions. A link low in one mode
+// only (measured in a loaded moment) is named nowhere; low in both, it is named once with each
+// mode's evidence; a link whose repetitions overlap the rest's (not significant) is not named,
+// even past the tolerance.
+TEST(Localise, BothDirectionsAndTheirRepetitionsGiveOneAnswer) {
+  auto both = four_with_reps("unidirectional", {{{1, 2}, 5}});
+  for (auto& r : four_with_reps("bidirectional", {{{1, 2}, 8}})) both.push_back(r);
+  EXPECT_EQ(located_texts(both), (std::vector<std::string>{"link h1<->h2"}));
+  auto located = report::locate_link_faults(report::link_matrices(both),
+                                            [](auto&, auto&, auto&) { return 0.1; });
+  ASSERT_EQ(located.size(), 1u);
+  // Typical link 20 in both: -75% one way, -60% both ways.
+  EXPECT_NE(located[0].text.find("-75% unidirectional (typical 20 GB/s), -60% bidirectional"),
+            std::string::npos)
+      << located[0].text;
+  EXPECT_EQ(located[0].params.count("mode"), 0u);
+  EXPECT_DOUBLE_EQ(located[0].worst_deviation, -0.75);
+
+  // Low one way only: no answer.
+  auto one = four_with_reps("unidirectional", {{{2, 3}, 5}});
+  for (auto& r : four_with_reps("bidirectional", {})) one.push_back(r);
+  EXPECT_TRUE(located_texts(one).empty());
+
+  // 16 (-20%, past the 10% tolerance) on repetitions 10..26 that straddle the others' 18.8-21.2:
+  // U test p >= 0.05, not named; the same median on tight repetitions is.
+  auto noisy = four_with_reps("unidirectional", {{{1, 2}, 16}});
+  noisy[0].metrics[0].reps = {10, 13, 16, 21, 26};
+  EXPECT_TRUE(located_texts(noisy).empty());
+  noisy[0].metrics[0].reps = {15.5, 15.8, 16, 16.2, 16.5};
+  EXPECT_EQ(located_texts(noisy), (std::vector<std::string>{"link h1<->h2"}));
+}
+
 TEST(LinkMatrix, SymmetricMatrixFromLinkRecords) {
   std::vector<ResultRecord> recs = {link("n1", "n2", 0.0478), link("n1", "n3", 0.044),
                                     link("n2", "n3", 0.0194), link("n3", "n4", 9, Status::failed)};
