@@ -23,6 +23,10 @@ set -euo pipefail
 PREFIX=${CB_NETNS_PREFIX:-cbns}
 STATE=${CB_NETNS_STATE:-/run/clusterbench-netns/${PREFIX}.state}
 CREATED=${STATE}.created # names appended before each `ip netns add`: what `down` removes
+# First lines of the two files `up` writes: `down` touches a file only when it starts with its
+# header and names this prefix, and removes only names of this prefix (PREFIXn, PREFIX-sw).
+STATE_HEADER="# clusterbench network-namespace cluster, written by scripts/netns-cluster.sh up"
+CREATED_HEADER="# clusterbench network-namespace cluster: namespaces created by scripts/netns-cluster.sh up"
 BASE=${CB_NETNS_BASE:-10.213}
 RAIL_BASE=${CB_NETNS_RAIL_BASE:-10.214}
 MAX_RAILS=8
@@ -118,11 +122,35 @@ kill_namespace_processes() {
   kill -KILL $pids 2>/dev/null || true
 }
 
+# Whether FILE is a plain file this script wrote for this prefix: HEADER first, "prefix PREFIX".
+# A names file of an earlier version (no header) is ours when every line is one of our names.
+ours() {
+  [[ -f $1 && ! -L $1 ]] || return 1
+  if [[ $2 == "$CREATED_HEADER" && $(head -n 1 "$1") != "#"* ]]; then
+    ! grep -qvE "^(${PREFIX}([0-9]+|-sw))?\$" "$1"
+    return
+  fi
+  [[ $(head -n 1 "$1") == "$2" ]] || return 1
+  grep -qxF "prefix $PREFIX" "$1"
+}
+
+# Refuses a STATE or CREATED path that holds something this script did not write.
+check_ours() {
+  local f=$1 header=$2
+  [[ -e $f || -L $f ]] || return 0
+  ours "$f" "$header" ||
+    die "$f is not a state file of this script for cluster '$PREFIX' (its first line is not the header, or no 'prefix $PREFIX'): left alone; check CB_NETNS_STATE"
+}
+
 cmd_down() {
   local names=() n
-  [[ -r $CREATED ]] && mapfile -t names < <(awk 'NF' "$CREATED" | sort -u)
-  [[ -r $STATE ]] && mapfile -t -O "${#names[@]}" names < <(state_nodes)
-  mapfile -t names < <(printf '%s\n' "${names[@]}" | awk 'NF && !seen[$0]++')
+  check_ours "$STATE" "$STATE_HEADER"
+  check_ours "$CREATED" "$CREATED_HEADER"
+  [[ -r $CREATED ]] && mapfile -t names < <(awk 'NF && !/^#/ && $1 != "prefix"' "$CREATED")
+  [[ -r $STATE ]] && mapfile -t -O "${#names[@]}" names < <(state_nodes; state_switch)
+  # Only this prefix's names, whatever a file lists.
+  mapfile -t names < <(printf '%s\n' "${names[@]}" | awk 'NF && !seen[$0]++' |
+    grep -E "^${PREFIX}([0-9]+|-sw)\$" || true)
   for n in "${names[@]}"; do
     if ns_exists "$n"; then
       kill_namespace_processes "$n"
@@ -134,8 +162,11 @@ cmd_down() {
     rmdir "/etc/netns/$n" 2>/dev/null || true
   done
   rmdir /etc/netns 2>/dev/null || true
-  rm -f "$STATE" "$STATE.tmp" "$STATE.rails" "$CREATED"
-  rmdir "$(dirname "$STATE")" 2>/dev/null || true
+  local had_files=0
+  [[ -e $STATE || -e $CREATED ]] && had_files=1
+  rm -f "$STATE" "$CREATED"
+  ! ours "$STATE.tmp" "$STATE_HEADER" || rm -f "$STATE.tmp"  # an `up` cut off while writing
+  ((had_files == 0)) || rmdir "$(dirname "$STATE")" 2>/dev/null || true
   if ((${#names[@]})); then
     say "removed ${names[*]}"
   else
@@ -235,7 +266,7 @@ cmd_up() {
   done
 
   mkdir -p "$(dirname "$STATE")"
-  : >"$CREATED"
+  printf '%s\nprefix %s\n' "$CREATED_HEADER" "$PREFIX" >"$CREATED"
   trap 'up_failed $?' EXIT
   trap 'exit 130' INT TERM HUP
 
@@ -300,13 +331,13 @@ cmd_up() {
 
   local rail_lines=()
   if ((rails > 0)); then
-    make_rails "$count" "$rails" >"$STATE.rails"
-    mapfile -t rail_lines <"$STATE.rails"
-    rm -f "$STATE.rails"
+    local rails_out
+    rails_out=$(make_rails "$count" "$rails")
+    mapfile -t rail_lines <<<"$rails_out"
   fi
 
   {
-    echo "# clusterbench network-namespace cluster, written by scripts/netns-cluster.sh up"
+    echo "$STATE_HEADER"
     echo "# link L NAME_A IF_A ADDR_A NAME_B IF_B ADDR_B SUBNET (IF_x is the interface inside x)"
     echo "prefix $PREFIX"
     echo "count $count"

@@ -11,5 +11,6 @@ set_tests_properties(network_p2p_rails PROPERTIES RUN_SERIAL TRUE)
 # exactly, with two CPU hogs running (~130 s). Alone: the hogs are the load it is about.
 cb_integration_test(network_p2p_localise LOCKS "netns;mpirun" TIMEOUT 400)
 set_tests_properties(network_p2p_localise PROPERTIES RUN_SERIAL TRUE)
+cb_integration_test(netns_cluster_down LOCKS netns TIMEOUT 60)
 cb_integration_test(network_tune LOCKS "netns;sysctl" TIMEOUT 60)
 cb_integration_test(network_tuning_ab LOCKS "netns;sysctl" TIMEOUT 90)

@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <climits>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <future>
@@ -282,6 +283,33 @@ std::vector<ParsedBatch> parse_chunk(const std::string& buf,
   return parts;
 }
 
+/// A line longer than a chunk that cannot be a record (it starts with a byte no JSON object
+/// starts with: the zero-fill a file system leaves after a crash, binary junk) is skipped in O(1)
+/// memory, chunk by chunk, to its end: at the end of the file it is ignored with a warning naming
+/// its line and size; a newline after it makes it a malformed line like any other (InputError).
+/// `buf` holds its first bytes; `line_no` is its line.
+void skip_garbage(std::ifstream& in, const std::string& path, int line_no, std::string& buf,
+                  RecordsFile& out) {
+  const auto first = static_cast<unsigned char>(buf[buf.find_first_not_of(" \t\r")]);
+  char hex[8];
+  std::snprintf(hex, sizeof hex, "0x%02x", first);
+  const std::string where = path + ":" + std::to_string(line_no);
+  unsigned long long bytes = buf.size();
+  buf.assign(1 << 20, '\0');
+  while (in.read(buf.data(), static_cast<std::streamsize>(buf.size())) || in.gcount() > 0) {
+    const auto got = static_cast<size_t>(in.gcount());
+    const auto nl = std::string_view(buf.data(), got).find('\n');
+    if (nl != std::string_view::npos)
+      throw InputError(where + ": not a JSON record (a line of " + std::to_string(bytes + nl) +
+                       " bytes starting with byte " + hex + ")");
+    bytes += got;
+  }
+  if (in.bad()) throw InputError(path + ": read error (" + std::strerror(errno) + ")");
+  out.warnings.push_back(where + ": " + std::to_string(bytes) +
+                         " bytes after the last record that are not JSON (starting with byte " +
+                         hex + ": a crash's zero-fill?) ignored");
+}
+
 }  // namespace
 
 RecordsFile read_records(const std::string& path) {
@@ -310,6 +338,11 @@ RecordsFile read_records(const std::string& path) {
     if (!eof) {  // whole lines now, the cut one with the next chunk
       const size_t nl = buf.rfind('\n');
       if (nl == std::string::npos) {  // one line longer than a chunk: read on
+        const size_t start = buf.find_first_not_of(" \t\r");
+        if (start != std::string::npos && buf[start] != '{') {  // no record starts so
+          skip_garbage(in, path, first_line_no, buf, out);
+          break;
+        }
         carry = std::move(buf);
         continue;
       }

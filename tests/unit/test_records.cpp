@@ -1,5 +1,6 @@
 // Records library: JSON round trips, statistics, case keys, and the run-directory files.
 #include <gtest/gtest.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <cmath>
@@ -436,6 +437,33 @@ TEST(ReadRecords, BytesThatAreNotUtf8InALine) {
   std::string m = input_error([&] { read_records(path); });
   EXPECT_EQ(m, path + ":2: column 13: byte 0xFF is not UTF-8");  // {"message":" is 12 bytes
   EXPECT_NO_THROW((void)json(m).dump());
+}
+
+// Issue 46, defect 6: 256 MiB of NUL bytes after the last record (a crash's zero-fill; a sparse
+// file here) are skipped chunk by chunk and said, not read into one line: the peak resident
+// size grows by far less than the run; followed by a newline and a record, the run is a
+// malformed line named with its number.
+TEST(ReadRecords, ARunOfNulBytesAfterTheLastRecordIsSkippedInConstantMemory) {
+  std::string path = temp_dir("nulrun") + "/records.jsonl";
+  const std::string good = json(gemm_record()).dump();
+  std::ofstream(path) << good << "\n" << good << "\n";
+  constexpr long long kRun = 256LL << 20;
+  std::filesystem::resize_file(path, std::filesystem::file_size(path) + kRun);
+  struct rusage before {};
+  getrusage(RUSAGE_SELF, &before);
+  RecordsFile f = read_records(path);
+  struct rusage after {};
+  getrusage(RUSAGE_SELF, &after);
+  EXPECT_EQ(f.records.size(), 2u);
+  ASSERT_EQ(f.warnings.size(), 1u);
+  EXPECT_EQ(f.warnings[0], path + ":3: " + std::to_string(kRun) +
+                               " bytes after the last record that are not JSON (starting with byte "
+                               "0x00: a crash's zero-fill?) ignored");
+  EXPECT_LT(after.ru_maxrss - before.ru_maxrss, 64 << 10) << "KiB";  // 64 MiB of a 256 MiB run
+  std::ofstream(path, std::ios::app) << "\n" << good << "\n";
+  std::string m = input_error([&] { read_records(path); });
+  EXPECT_EQ(m, path + ":3: not a JSON record (a line of " + std::to_string(kRun) +
+                   " bytes starting with byte 0x00)");
 }
 
 TEST(ReadRecords, BadFieldInAMiddleLineNamesTheField) {
