@@ -555,6 +555,9 @@ class TrainingStep : public Benchmark {
   /// The configuration of a node with (`gpu`) or without a GPU, as case params.
   json resolve(const Settings& s, bool gpu) const {
     std::string preset = preset_(s);
+    if (preset.empty() && preset_.given(s))
+      throw InputError(
+          "--set compute.training_step.preset=: empty; name 7b or ci (or leave it out)");
     if (preset.empty()) preset = gpu ? "7b" : "ci";
     TrainingConfig c;
     try {
@@ -605,6 +608,11 @@ class TrainingStep : public Benchmark {
       throw InputError(
           "--set compute.training_step.poll_us must be in 0..100000 us and .slow_loader in 0..60 "
           "s");
+    // A count of 0 is refused, not run as 1: what runs is what the user asked for.
+    for (const auto& [knob, name] : {std::pair{&rounds_, "rounds"}, {&threads_, "threads"}})
+      if (knob->given(s) && (*knob)(s) < 1)
+        throw InputError("--set compute.training_step." + std::string(name) + "=" +
+                         std::to_string((*knob)(s)) + ": must be at least 1");
     check_memory(c, p.value("engine", "cpu") == "gpu", node);
     check_same_on_every_rank(p, node.ctx);
   }

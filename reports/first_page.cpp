@@ -147,7 +147,7 @@ FirstPage first_page(const Report& r) {
     if (row.outcome != kWaived) continue;
     std::string reason = row.message.empty() ? "waived" : row.message;
     for (const auto& it : row.items)
-      if (it.outcome == kWaived) {
+      if (it.outcome == kWaived && row.not_applicable.empty()) {  // else: why the row is not
         reason = waived_reason(it);
         break;
       }

@@ -32,18 +32,31 @@ double best_value(const Metric& m, const TimeStats& t) {
   return m.higher_is_better ? m.value * scale : m.value / scale;
 }
 
+/// The median of `v`, the better middle value of an even count.
+double better_median(std::vector<double> v, bool higher_is_better) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  if (n % 2 == 1) return v[n / 2];
+  return higher_is_better ? v[n / 2] : v[n / 2 - 1];
+}
+
 }  // namespace
 
-double typical_link(const std::vector<LinkValue>& links) {
+double typical_link(const std::vector<LinkValue>& links, bool higher_is_better) {
   std::map<std::string, std::vector<double>> per_host;
   for (const auto& l : links) {
     per_host[l.a].push_back(l.value);
     per_host[l.b].push_back(l.value);
   }
   if (per_host.size() < 3) return std::nan("");
+  if (per_host.size() == 3) {  // each host has 2 links, 1 of them the slow one: the links' median
+    std::vector<double> all;
+    for (const auto& l : links) all.push_back(l.value);
+    return better_median(all, higher_is_better);
+  }
   std::vector<double> medians;
-  for (const auto& [_, v] : per_host) medians.push_back(median_of(v));
-  return median_of(medians);
+  for (const auto& [_, v] : per_host) medians.push_back(better_median(v, higher_is_better));
+  return better_median(medians, higher_is_better);
 }
 
 std::vector<LinkMatrix> link_matrices(const std::vector<ResultRecord>& records) {
@@ -60,6 +73,7 @@ std::vector<LinkMatrix> link_matrices(const std::vector<ResultRecord>& records) 
         m.benchmark = r.benchmark, m.metric = metric.name, m.unit = metric.unit;
         m.params = r.params;
         m.higher_is_better = metric.higher_is_better;
+        m.headline = &metric == &r.metrics.front();
         out.push_back(std::move(m));
         it = out.end() - 1;
       }

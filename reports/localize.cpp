@@ -39,7 +39,7 @@ struct Matrix {
   void judge(double tol) {
     std::vector<LinkValue> links;
     for (const auto& [pair, v] : value) links.push_back({pair.first, pair.second, v});
-    reference = typical_link(links);
+    reference = typical_link(links, higher_is_better);
     if (reference == 0 || std::isnan(reference)) return;
     std::vector<double> typical;  // the repetitions of the links within `tol` of the reference
     for (const auto& [pair, r] : reps)
@@ -96,6 +96,7 @@ std::string key_of(const std::string& bench, const json& params, const std::stri
 std::map<std::string, Matrix> judged_matrices(const std::vector<LinkMatrix>& links) {
   std::map<std::string, Matrix> out;
   for (const LinkMatrix& lm : links) {
+    if (!lm.headline) continue;  // a p99 beside a link's p50 is one noisy tail: not judged
     Matrix& mx = out[key_of(lm.benchmark, lm.params, lm.metric)];
     mx.benchmark = lm.benchmark, mx.metric = lm.metric, mx.unit = lm.unit, mx.params = lm.params;
     mx.higher_is_better = lm.higher_is_better;
@@ -151,8 +152,8 @@ std::map<std::string, Matrix> combined_modes(const std::map<std::string, Matrix>
           break;
         }
         const std::string mode = m->params.value("mode", "");
-        ev.push_back(percent(it->second, 1) + (mode.empty() ? "" : " " + mode) + " (typical " +
-                     format_number(m->reference) + " " + m->unit + ")");
+        ev.push_back(percent(it->second, 1, true) + (mode.empty() ? "" : " " + mode) +
+                     " (typical " + format_number(m->reference) + " " + m->unit + ")");
       }
       if (!everywhere) continue;
       c.low[pair] = dev;
@@ -193,12 +194,12 @@ void locate_hosts(const std::vector<const Matrix*>& family, std::vector<Located>
       l.text = kind == "nic"
                    ? "NIC " + l.nic + " on " + h + ": all " + std::to_string(l.links) + " of its " +
                          l.nic + " links below the fleet's typical link (worst " +
-                         percent(l.worst_deviation, 1) + "); its other paths are normal"
+                         percent(l.worst_deviation, 1, true) + "); its other paths are normal"
                    : "node " + h + ": all " + std::to_string(l.links) +
                          " of its links below the fleet's typical link on " +
                          (ms.size() == on.size() && on.size() > 1 ? "every path (" : "") + paths +
                          (ms.size() == on.size() && on.size() > 1 ? ")" : "") + " (worst " +
-                         percent(l.worst_deviation, 1) + ")";
+                         percent(l.worst_deviation, 1, true) + ")";
       out.push_back(std::move(l));
     };
     if (low.size() == on.size()) {

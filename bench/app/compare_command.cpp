@@ -54,6 +54,15 @@ int compare_command(const std::string& baseline_dir, const std::string& current_
   Comparison& c =
       *new Comparison(compare(base, cur, rules, spec ? spec->families : std::vector<SpecFamily>{}));
   if (spec) c.spec_path = spec->path;
+  // A key that names nothing was meant to name something (a typo, a unit's case): the user's
+  // tolerance did not apply, so the verdict would not be the one asked for.
+  if (!c.unused_rules.empty()) {
+    std::string keys;
+    for (const auto& key : c.unused_rules) keys += (keys.empty() ? "'" : ", '") + key + "'";
+    throw InputError("--tolerance " + keys +
+                     ": names no metric of either run (units are case-sensitive: GB/s, "
+                     "TFLOP/s); fix or drop it");
+  }
   std::string dir = out_dir.empty() ? current_dir : out_dir;
   // CURRENT that cannot be written (a read-only evidence copy): the verdict still stands, as
   // `report` does on such a run directory.
@@ -69,10 +78,6 @@ int compare_command(const std::string& baseline_dir, const std::string& current_
   if (!unwritten.empty())
     std::cerr << "warning: compare files not written in " << dir << " (" << unwritten
               << "); the verdict below is printed only (--out DIR writes them elsewhere)\n";
-  for (const auto& key : c.unused_rules)
-    std::cerr << "warning: --tolerance '" << key
-              << "' names no metric of either run (units are case-sensitive: GB/s, TFLOP/s); "
-                 "it changed nothing\n";
   for (const auto& w : base.records.warnings) std::cerr << "warning: baseline: " << w << "\n";
   for (const auto& w : cur.records.warnings) std::cerr << "warning: current: " << w << "\n";
   if (!cur.run.run_id.empty() && cur.run.run_id == base.run.run_id)

@@ -38,6 +38,18 @@ void refuse_spec_overwrite(const std::vector<std::pair<std::string, std::string>
                        " the report is judged against; write it elsewhere");
 }
 
+/// The table at `path`; when run.json named it (`from_run`), an error says so: the run's own
+/// field is what is wrong, and --spec is the way around it.
+Spec spec_of(const std::string& dir, const std::string& path, bool from_run) {
+  try {
+    return load_spec(path);
+  } catch (const InputError& e) {
+    if (!from_run) throw;
+    throw InputError(dir + "/run.json: field 'spec.path': " + e.what() +
+                     " (pass --spec FILE to judge the run against a table)");
+  }
+}
+
 }  // namespace
 
 int report_command(const std::string& dir, const std::string& spec_path, bool quiet,
@@ -52,7 +64,8 @@ int report_command(const std::string& dir, const std::string& spec_path, bool qu
   refuse_spec_overwrite(all, path);
   // The report (and the run it shares) is never freed: the process ends right after, and freeing
   // the million objects of a 1,000-node run took 0.7 s of `report` (docs/report.md "Scale").
-  const report::Report& rep = *new report::Report(report::make_report(run, load_spec(path)));
+  const report::Report& rep =
+      *new report::Report(report::make_report(run, spec_of(dir, path, spec_path.empty())));
   // A run directory that cannot be written (read-only evidence copy): the verdict still stands.
   std::string unwritten;
   try {

@@ -225,7 +225,7 @@ class RecordRows : public RowEvaluator {
         values[group].push_back(m->value);
     }
     std::map<std::string, double> out;
-    for (const auto& [g, ls] : links) out[g] = typical_link(ls);
+    for (const auto& [g, ls] : links) out[g] = typical_link(ls, req_.op == ">=");
     for (const auto& [g, vs] : values) out[g] = vs.size() >= 3 ? median_of(vs) : std::nan("");
     return out;
   }

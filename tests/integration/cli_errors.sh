@@ -193,4 +193,12 @@ expect_rc 2 "$CB_BIN" report "$TMP/nullmetric"
 expect_out "records.jsonl:1: field '/metrics/0/value' of metric 'bandwidth' is not a finite number"
 ok "a null metric value is an input error"
 
+# Counts of 0 and an empty preset are refused naming the knob, not run as the defaults (issue 46).
+for a in rounds=0 threads=0 preset=; do
+  expect_rc 2 "$CB_BIN" run --suite quick --dry-run --only compute.training_step \
+    --set "compute.training_step.$a" --out "$TMP/ts$a"
+  expect_out "compute.training_step.${a%%=*}=.*(must be at least 1|empty; name 7b or ci)"
+done
+ok "training_step rounds=0, threads=0 and preset= are exit 2 naming the knob"
+
 echo "$PASSES passed, 0 failed"

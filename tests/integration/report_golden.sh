@@ -30,6 +30,11 @@ expect_out "records.jsonl:2: .*parse error"
 cp -r "$CB_FIXTURES/results/truncated-last" "$TMP/tl"
 expect_rc 2 "$CB_BIN" report "$TMP/tl"
 expect_out "run.json: names no spec table; pass --spec FILE"
+# A spec.path in run.json that does not load: the error names run.json and its field (issue 46).
+cp -r "$CB_FIXTURES/results/cpu-pass" "$TMP/sp"
+python3 -c 'import json,sys; p=sys.argv[1]; j=json.load(open(p)); j["spec"]["path"]="/nonexistent/table.json"; json.dump(j,open(p,"w"))' "$TMP/sp/run.json"
+expect_rc 2 "$CB_BIN" report "$TMP/sp"
+expect_out "sp/run.json: field 'spec.path': .*/nonexistent/table.json.*pass --spec FILE"
 ok "malformed and spec-less fixtures: exit 2 with the file named"
 
 # Bytes that are not UTF-8 in records.jsonl: in a truncated last line, ignored with a warning as

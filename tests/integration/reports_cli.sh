@@ -48,6 +48,11 @@ ok "compare a run with itself: exit 0"
 expect_rc 2 "$CB_BIN" compare "$F/compare-baseline" "$TMP/nonexistent" --out "$TMP/cmp4"
 expect_rc 2 "$CB_BIN" compare "$F/compare-baseline" "$F/compare-current" --tolerance 'GB/s=lots'
 expect_out "--tolerance 'GB/s=lots': 'lots' is not a percentage"
+# Keys that name no metric (a unit's case, a misspelt benchmark): exit 2 naming both, no files.
+expect_rc 2 "$CB_BIN" compare "$F/compare-baseline" "$F/compare-current" --out "$TMP/cmp5" \
+  --tolerance 'gb/s=15%' --tolerance 'compute.gemmm=12%' --tolerance 'compute.gemm=12%'
+expect_out "--tolerance 'gb/s', 'compute.gemmm': names no metric of either run"
+[ ! -e "$TMP/cmp5/compare.json" ] || fail "compare files written despite the bad --tolerance"
 expect_rc 2 "$CB_BIN" compare "$F/compare-baseline"
 : >"$TMP/plain"
 expect_rc 2 "$CB_BIN" compare "$F/compare-baseline" "$F/compare-current" --out "$TMP/plain"
