@@ -34,15 +34,6 @@ using WriteHandle = std::unique_ptr<struct archive, decltype(&archive_write_free
 using ReadHandle = std::unique_ptr<struct archive, decltype(&archive_read_free)>;
 using EntryHandle = std::unique_ptr<struct archive_entry, decltype(&archive_entry_free)>;
 
-std::string read_whole(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  if (!in) throw std::runtime_error(p.string() + ": cannot open (" + std::strerror(errno) + ")");
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  if (in.bad()) throw std::runtime_error(p.string() + ": read error");
-  return ss.str();
-}
-
 std::string resolved(const std::string& dir) {
   std::error_code ec;
   fs::path p = fs::canonical(dir, ec);
@@ -70,6 +61,36 @@ class Writer {
     if (!data.empty() && archive_write_data(a_.get(), data.data(), data.size()) !=
                              static_cast<la_ssize_t>(data.size()))
       fail(name);
+  }
+  /// Adds the regular file `p` (`st`: its stat) as `name`, streamed in 1 MiB pieces, and returns
+  /// its SHA-256: a file larger than memory is archived without holding it. A file that changes
+  /// size while it is read is an error naming it.
+  std::string add_file(const std::string& name, const fs::path& p, const struct stat& st) {
+    std::ifstream in(p, std::ios::binary);
+    if (!in) throw std::runtime_error(p.string() + ": cannot open (" + std::strerror(errno) + ")");
+    EntryHandle e(archive_entry_new(), archive_entry_free);
+    archive_entry_set_pathname(e.get(), name.c_str());
+    archive_entry_set_filetype(e.get(), AE_IFREG);
+    archive_entry_set_perm(e.get(), st.st_mode & 07777);
+    archive_entry_set_size(e.get(), static_cast<la_int64_t>(st.st_size));
+    archive_entry_set_mtime(e.get(), st.st_mtime, 0);
+    if (archive_write_header(a_.get(), e.get()) != ARCHIVE_OK) fail(name);
+    Sha256Stream hash;
+    std::vector<char> buf(1 << 20);
+    long long total = 0;
+    while (in.read(buf.data(), static_cast<std::streamsize>(buf.size())) || in.gcount() > 0) {
+      const auto n = static_cast<size_t>(in.gcount());
+      total += static_cast<long long>(n);
+      if (total > st.st_size) break;
+      hash.update(buf.data(), n);
+      if (archive_write_data(a_.get(), buf.data(), n) != static_cast<la_ssize_t>(n)) fail(name);
+    }
+    if (in.bad()) throw std::runtime_error(p.string() + ": read error");
+    if (total != st.st_size)
+      throw std::runtime_error(p.string() + ": changed size while it was archived (" +
+                               std::to_string(st.st_size) + " bytes, then " +
+                               std::to_string(total) + "); archive a finished run");
+    return hash.hex();
   }
   void close() {
     if (archive_write_close(a_.get()) != ARCHIVE_OK) fail(path_);
@@ -121,6 +142,19 @@ std::pair<std::string, std::string> split_prefix(std::string name) {
   return {name.substr(0, slash), name.substr(slash + 1)};
 }
 
+/// A file name SHA256SUMS can hold, one per line, and a reader can show: UTF-8 without control
+/// characters (a newline would end the line early, and could forge one). Throws InputError.
+void check_member_name(const std::string& root, const std::string& rel) {
+  const bool control = std::any_of(rel.begin(), rel.end(), [](char c) {
+    return static_cast<unsigned char>(c) < 0x20 || c == 0x7f;
+  });
+  if (is_valid_utf8(rel) && !control) return;
+  throw InputError(root + "/" + valid_utf8(rel) + ": " +
+                   (control ? "a control character (newline, tab, ...)" : "bytes that are not UTF-8") +
+                   " in a file name of the run: SHA256SUMS cannot list it; rename or remove the "
+                   "file, then archive the run");
+}
+
 }  // namespace
 
 std::string default_archive_path(const std::string& dir) { return resolved(dir) + ".tar.gz"; }
@@ -154,6 +188,7 @@ ArchiveSummary write_archive(const std::string& dir, const std::string& out) {
     }
     std::error_code same_ec;  // `out` may not exist yet: not the same file then
     if (rel == kManifest || p == tmp_abs || fs::equivalent(p, out_abs, same_ec)) continue;
+    check_member_name(root, rel);
     files.push_back(p);
   }
   if (ec) throw std::runtime_error(root + ": cannot list (" + ec.message() + ")");
@@ -164,13 +199,12 @@ ArchiveSummary write_archive(const std::string& dir, const std::string& out) {
     Writer w(tmp);
     for (const auto& p : files) {
       std::string rel = fs::relative(p, root).generic_string();
-      std::string data = read_whole(p);
       struct stat st {};
-      ::stat(p.c_str(), &st);
-      w.add(sum.prefix + "/" + rel, data, st.st_mode, st.st_mtime);
-      manifest += sha256_hex(data) + "  " + rel + "\n";
+      if (::stat(p.c_str(), &st) != 0)
+        throw std::runtime_error(p.string() + ": stat: " + std::strerror(errno));
+      manifest += w.add_file(sum.prefix + "/" + rel, p, st) + "  " + rel + "\n";
       ++sum.files;
-      sum.bytes += data.size();
+      sum.bytes += static_cast<unsigned long long>(st.st_size);
     }
     w.add(sum.prefix + "/" + kManifest, manifest, 0644, std::time(nullptr));
     w.close();

@@ -19,4 +19,30 @@ kb=$(sed -n 's/.*Maximum resident set size (kbytes): //p' "$TMP/out")
 [ "$kb" -le 65536 ] || fail "verify of a 2 GiB member peaked at $kb KiB (limit 65536)"
 ok "verify of a 2 GiB member: $kb KiB peak RSS"
 
+# `archive` streams too (issue 46, defect 14): a run holding a 1 GiB file (zeros, sparse on
+# disk) is archived within 64 MiB peak RSS, and the archive verifies.
+mkdir -p "$TMP/arun"
+echo '{"schema":"clusterbench.run/1","run_id":"r","hosts":[],"plan":[],"env":[]}' >"$TMP/arun/run.json"
+: >"$TMP/arun/records.jsonl"
+truncate -s 1G "$TMP/arun/big.bin"
+expect_rc 0 /usr/bin/time -v "$CB_BIN" archive "$TMP/arun" -o "$TMP/arun.tar.gz"
+kb=$(sed -n 's/.*Maximum resident set size (kbytes): //p' "$TMP/out")
+[ -n "$kb" ] && [ "$kb" -le 65536 ] || fail "archive of a 1 GiB file peaked at ${kb:-?} KiB (limit 65536)"
+expect_rc 0 "$CB_BIN" verify "$TMP/arun.tar.gz"
+expect_out "3 files match SHA256SUMS"
+ok "archive of a run with a 1 GiB file: $kb KiB peak RSS, and it verifies"
+
+# File names SHA256SUMS cannot list, one per line: a newline (it could forge a line) and bytes
+# that are not UTF-8. Exit 2 naming the file, no archive written.
+rm "$TMP/arun/big.bin"
+touch "$TMP/arun/evil"$'\n'"0000  records.jsonl"
+expect_rc 2 "$CB_BIN" archive "$TMP/arun" -o "$TMP/nl.tar.gz"
+expect_out "a control character .* in a file name of the run"
+[ ! -e "$TMP/nl.tar.gz" ] || fail "an archive was written beside the refusal"
+rm "$TMP/arun/evil"*
+touch "$TMP/arun/bad"$'\xff'"name"
+expect_rc 2 "$CB_BIN" archive "$TMP/arun" -o "$TMP/u8.tar.gz"
+expect_out "bytes that are not UTF-8 in a file name of the run"
+ok "file names with a newline or bytes that are not UTF-8: exit 2 naming them"
+
 echo "$PASSES passed, 0 failed"
