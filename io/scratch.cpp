@@ -373,6 +373,31 @@ bool other_hosts_scratch(const fs::path& path, const std::string& under, const s
 
 }  // namespace
 
+namespace {
+
+/// Whether the fd whose fdinfo(5) file is `fdinfo` is open for writing (O_WRONLY or O_RDWR).
+bool writable(const fs::path& fdinfo) {
+  std::ifstream info(fdinfo);
+  std::string line;
+  long flags = -1;
+  while (std::getline(info, line))
+    if (starts_with(line, "flags:")) flags = std::strtol(line.c_str() + 6, nullptr, 8);
+  return flags >= 0 && ((flags & O_ACCMODE) == O_WRONLY || (flags & O_ACCMODE) == O_RDWR);
+}
+
+/// Whether `path` or one of its directories is the file `target` (same device and inode).
+bool below_by_inode(const std::string& path, const struct stat& target) {
+  for (fs::path q = path; !q.empty(); q = q.parent_path()) {
+    struct stat st {};
+    if (::stat(q.c_str(), &st) == 0 && st.st_dev == target.st_dev && st.st_ino == target.st_ino)
+      return true;
+    if (q == q.root_path()) break;
+  }
+  return false;
+}
+
+}  // namespace
+
 std::vector<OpenWriter> open_writers(const std::string& target, int* unreadable,
                                      const std::string& proc_root) {
   std::vector<OpenWriter> out;
@@ -383,6 +408,8 @@ std::vector<OpenWriter> open_writers(const std::string& target, int* unreadable,
   if (under.empty() || under.back() != '/') under += '/';
   const int self = static_cast<int>(::getpid());
   const std::string host = scratch_host();
+  struct stat target_st {};
+  const bool target_known = ::stat(want.c_str(), &target_st) == 0;
   for (const auto& entry : fs::directory_iterator(proc_root, ec)) {
     const std::string name = entry.path().filename().string();
     if (name.empty() || !std::all_of(name.begin(), name.end(), ::isdigit)) continue;
@@ -400,14 +427,13 @@ std::vector<OpenWriter> open_writers(const std::string& target, int* unreadable,
       std::error_code link_ec;
       std::string path = fs::read_symlink(fd.path(), link_ec).string();
       if (link_ec || path.empty() || path[0] != '/') continue;  // pipes, sockets, anon inodes
-      if (path != want && !starts_with(path, under)) continue;
+      const bool by_path = path == want || starts_with(path, under);
+      if (!by_path && !target_known) continue;
+      if (!writable(entry.path() / "fdinfo" / fd.path().filename())) continue;
+      // Through another path to the same directory (a bind mount, a symlinked parent): one of
+      // the file's directories is the target itself (device and inode).
+      if (!by_path && !below_by_inode(path, target_st)) continue;
       if (other_hosts_scratch(path, under, host)) continue;
-      std::ifstream info(entry.path() / "fdinfo" / fd.path().filename());
-      std::string line;
-      long flags = -1;
-      while (std::getline(info, line))
-        if (starts_with(line, "flags:")) flags = std::strtol(line.c_str() + 6, nullptr, 8);
-      if (flags < 0 || ((flags & O_ACCMODE) != O_WRONLY && (flags & O_ACCMODE) != O_RDWR)) continue;
       OpenWriter w;
       w.pid = pid;
       w.path = path;

@@ -2,10 +2,13 @@
 // tree in the kernel's formats (fd links, fdinfo "flags:" in octal).
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/mount.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <csignal>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -67,6 +70,31 @@ TEST_F(OpenWritersTest, WritersBelowTheTargetOnly) {
   // A trailing slash and "." components name the same target.
   EXPECT_EQ(open_writers("/scratch/./job/", nullptr, root_.string()).size(), 1u);
   EXPECT_TRUE(open_writers("/elsewhere", nullptr, root_.string()).empty());
+}
+
+// Issue 46, defect 9: a writer that reaches the target through a bind mount (another path to the
+// same directory) is a writer to the target: compared by device and inode, not by path. A file on
+// the same filesystem outside the target is not.
+TEST_F(OpenWritersTest, AWriterThroughABindMountIsSeen) {
+  const fs::path real = root_ / "real", bind = root_ / "bind", proc = root_ / "proc";
+  fs::create_directories(real / "job");
+  fs::create_directories(bind);
+  std::ofstream(real / "job" / "ckpt.bin") << "x";
+  std::ofstream(root_ / "beside.bin") << "y";
+  ASSERT_EQ(::mount(real.c_str(), bind.c_str(), nullptr, MS_BIND, nullptr), 0)
+      << "mount --bind needs root: " << std::strerror(errno);
+  fs::create_directories(proc / "201" / "fd");
+  fs::create_directories(proc / "201" / "fdinfo");
+  std::ofstream(proc / "201" / "comm") << "trainer\n";
+  fs::create_symlink(bind / "job" / "ckpt.bin", proc / "201" / "fd" / "3");
+  std::ofstream(proc / "201" / "fdinfo" / "3") << "pos:\t0\nflags:\t0100001\n";
+  fs::create_symlink(root_ / "beside.bin", proc / "201" / "fd" / "4");
+  std::ofstream(proc / "201" / "fdinfo" / "4") << "pos:\t0\nflags:\t0100001\n";
+  auto w = open_writers(real.string(), nullptr, proc.string());
+  ::umount2(bind.c_str(), MNT_DETACH);
+  ASSERT_EQ(w.size(), 1u);
+  EXPECT_EQ(w[0].pid, 201);
+  EXPECT_EQ(w[0].path, (bind / "job" / "ckpt.bin").string());
 }
 
 // Another host's rank's fio in its own scratch directory (cb-* with its owner file) below a shared
