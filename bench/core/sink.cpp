@@ -74,6 +74,63 @@ int write_atomic(const std::string& path, const std::string& tmp, const char* da
   return err;
 }
 
+/// Space held back in the run directory for the abort of a run whose output filesystem fills:
+/// DIR/.cb-reserve, allocated (fallocate(2), never written) to 1 MiB + twice the largest run.json
+/// written, and given back at the first write that finds no space, so that the failed record of
+/// the case in progress and run.json's "aborted" still fit. Removed when the writer ends. Where
+/// the filesystem cannot allocate (EOPNOTSUPP), there is no reserve.
+class Reserve {
+ public:
+  explicit Reserve(std::string path) : path_(std::move(path)) {
+    fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+    grow(0);
+  }
+  /// Holds at least 1 MiB + 2 x `run_json` bytes.
+  void grow(size_t run_json) {
+    const auto want = static_cast<off_t>((1 << 20) + 2 * run_json);
+    if (fd_ < 0 || want <= size_) return;
+    if (::fallocate(fd_, 0, 0, want) == 0) size_ = want;
+  }
+  bool held() const { return fd_ >= 0; }
+  /// Gives the space back (the file goes).
+  void release() {
+    if (fd_ < 0) return;
+    const int truncated = ::ftruncate(fd_, 0);  // the space now, even while a reader holds it
+    (void)truncated;
+    ::close(fd_);
+    ::unlink(path_.c_str());
+    fd_ = -1;
+  }
+
+ private:
+  std::string path_;
+  int fd_ = -1;
+  off_t size_ = 0;
+};
+
+/// Appends `n` bytes to records.jsonl (O_APPEND): one write(2), so a reader never sees two records
+/// interleaved, then fdatasync. Out of space with the reserve held: the reserve is given back
+/// and the rest of the line written into it; then -ENOSPC (the line is whole on disk, and the
+/// run must stop: the disk is full). Else 0 or the errno.
+int append_line(int fd, const char* data, size_t n, Reserve& reserve) {
+  size_t off = 0;
+  int full = 0;
+  while (off < n) {
+    ssize_t w = ::write(fd, data + off, n - off);
+    if (w < 0 && errno == EINTR) continue;
+    if (w > 0) {
+      off += static_cast<size_t>(w);
+      continue;
+    }
+    const int err = w < 0 ? errno : ENOSPC;
+    if ((err != ENOSPC && err != EDQUOT) || !reserve.held()) return err;
+    reserve.release();
+    full = err;
+  }
+  ::fdatasync(fd);
+  return -full;
+}
+
 /// The writer process: requests in order from `sock`, each confirmed with its sequence number and
 /// errno; ends when the run's end of the socket is closed and every request is done.
 [[noreturn]] void writer_main(int sock, int records_fd, const std::string& run_path,
@@ -87,13 +144,20 @@ int write_atomic(const std::string& path, const std::string& tmp, const char* da
   std::string buf;
   bool dropping = false;  // another rank recorded the abort: write nothing more
   bool claimed = false;   // this writer created the marker
+  Reserve reserve(run_path.substr(0, run_path.rfind('/')) + "/.cb-reserve");
   for (uint64_t seq = 1;; ++seq) {
     char hdr[kHeader];
     uint32_t len = 0;
-    if (!read_full(sock, hdr, kHeader)) _exit(0);
+    if (!read_full(sock, hdr, kHeader)) {
+      reserve.release();
+      _exit(0);
+    }
     std::memcpy(&len, hdr + 1, 4);
     buf.resize(len + 1);
-    if (!read_full(sock, buf.data(), len)) _exit(0);
+    if (!read_full(sock, buf.data(), len)) {
+      reserve.release();
+      _exit(0);
+    }
     int err = 0;
     // Another rank recorded the abort (this one was stopped meanwhile): its run.json stands.
     if (!dropping && !claimed && ::access(marker.c_str(), F_OK) == 0) dropping = true;
@@ -107,12 +171,14 @@ int write_atomic(const std::string& path, const std::string& tmp, const char* da
       claimed = err == 0;
     } else if (hdr[0] == kAppend) {
       buf[len] = '\n';
-      // One write(2) on an O_APPEND descriptor: a reader never sees two records interleaved.
-      ssize_t w = ::write(records_fd, buf.data(), len + 1);
-      err = w == static_cast<ssize_t>(len + 1) ? 0 : w < 0 ? errno : ENOSPC;
-      if (!err) ::fdatasync(records_fd);
+      err = append_line(records_fd, buf.data(), len + 1, reserve);
     } else {
       err = write_atomic(run_path, tmp_path, buf.data(), len);
+      if ((err == ENOSPC || err == EDQUOT) && reserve.held()) {
+        reserve.release();  // room for this run.json and the abort's, which follows
+        if (write_atomic(run_path, tmp_path, buf.data(), len) == 0) err = -err;
+      }
+      if (!err) reserve.grow(len);
     }
     char ack[kAck];
     std::memcpy(ack, &seq, 8);
@@ -234,6 +300,10 @@ int Sink::wait(uint64_t seq, double wait_s) {
 void Sink::check(int err, double wait_s, const std::string& file) const {
   if (err == 0) return;
   std::string path = dir_ + "/" + file;
+  if (err < 0)  // written, into the space held back for the abort: the run must stop now
+    throw std::runtime_error(path + ": write: " + std::strerror(-err) +
+                             " (this write went into the space held back for the abort; the run "
+                             "stops)");
   if (err == ETIMEDOUT) {
     char text[160];
     std::snprintf(text, sizeof text,

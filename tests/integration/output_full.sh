@@ -49,18 +49,38 @@ assert len(quick) == 1 and quick[0]['status'] == 'ok', recs
 " "$1"
 }
 
-# 1. Full in the middle: after test.quick's record, during test.hang.
-job mid
-wait_until 30 grep -q '"test.quick"' "$MNT/mid/records.jsonl" 2>/dev/null ||
-  { kill $pid; fail "no first record in 30 s"; }
+# 1. Full in the middle: rank 0 stops itself as test.hang starts (after test.quick's record);
+# the image is filled, then it goes on: test.hang's record finds no space. The run directory's
+# reserve (.cb-reserve, given back at the first write that finds none) takes that record and the
+# abort: run.json says aborted, with the reason (issue 46; before, run.json stayed
+# aborted:false and the case was lost), and the reserve is gone after the run.
+job mid CLUSTERBENCH_TEST_STOP=0@case:test.hang
+wait_until 30 grep -q "stops itself (SIGSTOP) at case:test.hang" "$TMP/mid.out" ||
+  { kill $pid; cat "$TMP/mid.out" >&2; fail "rank 0 did not stop at test.hang"; }
+quick_ok "$MNT/mid"
+# A blank line (readers skip it) takes the rest of records.jsonl's last block: test.hang's record
+# then needs a block of its own, which the filled image does not have.
+printf '%*s\n' 8192 '' >>"$MNT/mid/records.jsonl"
 fill mid
+pkill -CONT -f -- "clusterbench_testbin run .*--out $MNT/mid"
 wait $pid
 rc=$?
 cp "$TMP/mid.out" "$TMP/out"
 [ $rc -eq 3 ] || { cat "$TMP/out" >&2; fail "full mid-run: expected exit 3, got $rc"; }
-expect_out "$MNT/mid/(records.jsonl|run.json)[^ ]*: write: No space left on device"
+expect_out "$MNT/mid/records.jsonl: write: No space left on device"
 quick_ok "$MNT/mid"
-ok "full mid-run: exit 3 naming the file, the record measured before kept"
+py "
+run = json.load(open(sys.argv[1] + '/run.json'))
+assert run['aborted'] is True and 'No space left on device' in run['abort_reason'], run.get('abort_reason')
+recs = [json.loads(l) for l in open(sys.argv[1] + '/records.jsonl') if l.strip()]
+hang = [r for r in recs if r['benchmark'] == 'test.hang']
+assert len(hang) == 1 and hang[0]['status'] == 'ok', hang
+" "$MNT/mid"
+[ ! -e "$MNT/mid/.cb-reserve" ] || fail "the reserve is still there after the run"
+room
+expect_rc 3 "$CB_TESTBIN" report "$MNT/mid"
+expect_out "ABORTED"
+ok "full mid-run: exit 3 naming records.jsonl, both records kept, run.json aborted, report ABORTED"
 room
 
 # 2. Full at the report: rank 0 stops itself there; fill, continue it.
