@@ -380,6 +380,9 @@ std::vector<FioOutput> run_repeats(const ProfileJob& job, const FioTarget& t,
     evidence["direct"] = env["CB_FIO_DIRECT"] == "1";
     exit_codes.push_back(r.a.proc.exit_code);
     evidence["fio_exit_code"] = exit_codes;
+    // fio's own output of this run: on a failed run, the numbers of the jobs that finished stay
+    // on the failed record (a successful run's record replaces it with the last run's).
+    if (r.a.parsed) evidence["fio_json"] = r.a.parsed->document;
     note(evidence);
     throw_if_failed(r.a, job.job_file);
     outs.push_back(std::move(*r.a.parsed));

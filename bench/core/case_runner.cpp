@@ -8,6 +8,7 @@
 #include <map>
 #include <sstream>
 #include <thread>
+#include <utility>
 
 #include "core/api/error.hpp"
 #include "core/api/host_probe.hpp"
@@ -96,6 +97,9 @@ class CaseRunImpl : public CaseRun {
   const std::vector<double>& samples() const override { return samples_; }
   void add(Metric m) override { metrics_.push_back(std::move(m)); }
   void set_extra(const std::string& key, json value) override { extra_[key] = std::move(value); }
+  /// The evidence set so far, for the record of a case that failed (its metrics are not kept:
+  /// a failed record is judged by its status, never by a number it half measured).
+  json take_extra() { return std::exchange(extra_, json::object()); }
   void add_record(const Scope& scope, std::vector<Metric> metrics, const TimeStats& time,
                   json extra) override {
     ResultRecord r;
@@ -211,6 +215,7 @@ void run_member(const Benchmark& b, CaseRunImpl& run, ResultRecord& rec, CaseRes
   } catch (const CallError& e) {
     rec.status = Status::failed, rec.message = e.what();
     rec.error = e.info();
+    rec.extra = run.take_extra();  // the evidence so far: what it ran, on what, what it saw
   } catch (const AbortRun& e) {
     std::cerr << "clusterbench: " << ce.ctx.host() << " rank " << ce.ctx.world_rank()
               << ": aborting the run: " << e.what() << std::endl;
@@ -219,6 +224,7 @@ void run_member(const Benchmark& b, CaseRunImpl& run, ResultRecord& rec, CaseRes
     ce.ctx.abort(3);
   } catch (const std::exception& e) {
     rec.status = Status::failed, rec.message = e.what();
+    rec.extra = run.take_extra();
     ErrorInfo info;
     info.host = ce.ctx.host();
     info.rank = ce.ctx.world_rank();

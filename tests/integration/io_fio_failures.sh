@@ -61,8 +61,15 @@ assert r['status'] == 'failed', r
 assert r['error']['library'] == 'fio' and r['error']['code'] == '28', r['error']
 assert 'No space left on device' in r['message'] and 'err=28/file:io_u.c:1876' in r['message'], r['message']
 assert r['metrics'] == []
-" "$TMP/enospc.json"
-ok "ENOSPC -> failed with fio's message, scratch emptied"
+# What it measured stays (issue 46): the disk it ran on, how fio ran, fio's own output.
+x = r['extra']
+assert x['scratch_device'] and x['scratch'] and x['profile'] == 'seq_write', sorted(x)
+assert x['fio_exit_code'] == [1] and x['fio_command'][-1].endswith('seq_write.fio'), x['fio_exit_code']
+text = open(sys.argv[2]).read()
+fixture = json.loads(text[text.index('{'):])  # fio prints its error lines before the JSON
+assert x['fio_json']['jobs'] == fixture['jobs'], 'fio_json is not fio\'s output'
+" "$TMP/enospc.json" "$CB_FIXTURES/fio/fio-3.33-enospc.json"
+ok "ENOSPC -> failed with fio's message, scratch emptied, the disk and fio's output kept"
 
 # fio missing -> waived.
 run_cb "$CB_BIN" run --suite ci --only io.fio --set io.fio.profiles=seq_read \
