@@ -149,10 +149,11 @@ void check_member_name(const std::string& root, const std::string& rel) {
     return static_cast<unsigned char>(c) < 0x20 || c == 0x7f;
   });
   if (is_valid_utf8(rel) && !control) return;
-  throw InputError(root + "/" + valid_utf8(rel) + ": " +
-                   (control ? "a control character (newline, tab, ...)" : "bytes that are not UTF-8") +
-                   " in a file name of the run: SHA256SUMS cannot list it; rename or remove the "
-                   "file, then archive the run");
+  throw InputError(
+      root + "/" + valid_utf8(rel) + ": " +
+      (control ? "a control character (newline, tab, ...)" : "bytes that are not UTF-8") +
+      " in a file name of the run: SHA256SUMS cannot list it; rename or remove the "
+      "file, then archive the run");
 }
 
 }  // namespace

@@ -26,7 +26,7 @@ namespace clusterbench {
 
 namespace {
 
-constexpr char kAppend = 'A', kRunJson = 'R', kClaimAbort = 'X';
+constexpr char kAppend = 'A', kRunJson = 'R', kClaimAbort = 'X', kRelease = 'Z';
 constexpr const char* kAbortMarker = "/.abort-recorded";
 constexpr size_t kHeader = 5, kAck = 12;  // op + u32 length; u64 seq + i32 errno
 
@@ -81,7 +81,12 @@ int write_atomic(const std::string& path, const std::string& tmp, const char* da
 /// the filesystem cannot allocate (EOPNOTSUPP), there is no reserve.
 class Reserve {
  public:
-  explicit Reserve(std::string path) : path_(std::move(path)) {
+  explicit Reserve(std::string path) : path_(std::move(path)) {}
+  /// Makes the reserve at the run's first write (a run refused before it writes leaves its
+  /// directory untouched); once only.
+  void ensure() {
+    if (made_) return;
+    made_ = true;
     fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
     grow(0);
   }
@@ -106,6 +111,7 @@ class Reserve {
   std::string path_;
   int fd_ = -1;
   off_t size_ = 0;
+  bool made_ = false;
 };
 
 /// Appends `n` bytes to records.jsonl (O_APPEND): one write(2), so a reader never sees two records
@@ -161,7 +167,9 @@ int append_line(int fd, const char* data, size_t n, Reserve& reserve) {
     int err = 0;
     // Another rank recorded the abort (this one was stopped meanwhile): its run.json stands.
     if (!dropping && !claimed && ::access(marker.c_str(), F_OK) == 0) dropping = true;
-    if (dropping) {
+    if (hdr[0] == kRelease) {
+      reserve.release();
+    } else if (dropping) {
       err = ECANCELED;
     } else if (hdr[0] == kClaimAbort) {
       int fd = ::open(marker.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
@@ -170,9 +178,11 @@ int append_line(int fd, const char* data, size_t n, Reserve& reserve) {
       dropping = err == EEXIST;
       claimed = err == 0;
     } else if (hdr[0] == kAppend) {
+      reserve.ensure();
       buf[len] = '\n';
       err = append_line(records_fd, buf.data(), len + 1, reserve);
     } else {
+      reserve.ensure();
       err = write_atomic(run_path, tmp_path, buf.data(), len);
       if ((err == ENOSPC || err == EDQUOT) && reserve.held()) {
         reserve.release();  // room for this run.json and the abort's, which follows
@@ -247,6 +257,12 @@ Sink::Sink(std::string dir) : dir_(std::move(dir)) {
 }
 
 Sink::~Sink() {
+  // The reserve goes before the run ends, briefly waited for (a frozen filesystem holds the
+  // writer: it is given back when the writer ends).
+  if (sock_ >= 0 && !gone_.load()) try {
+      (void)wait(send(kRelease, ""), 2.0);
+    } catch (const std::exception&) {  // the writer is gone: nothing to give back
+    }
   if (sock_ >= 0) ::close(sock_);
 }
 

@@ -27,6 +27,7 @@ fill() {
   avail=$(df -k --output=avail "$MNT" | tail -1)
   fallocate -l "$(((avail > 256 ? avail - 256 : 0) * 1024))" "$MNT/filler.$1" 2>/dev/null
   dd if=/dev/zero of="$MNT/filler.$1.rest" bs=4k status=none 2>/dev/null
+  dd if=/dev/zero of="$MNT/filler.$1.tail" bs=1k conv=fsync status=none 2>/dev/null  # the last blocks
   ! dd if=/dev/zero of="$MNT/filler.$1.probe" bs=4k count=1 conv=fsync status=none 2>/dev/null ||
     fail "the image is not full"
 }
@@ -60,7 +61,10 @@ wait_until 30 grep -q "stops itself (SIGSTOP) at case:test.hang" "$TMP/mid.out" 
 quick_ok "$MNT/mid"
 # A blank line (readers skip it) takes the rest of records.jsonl's last block: test.hang's record
 # then needs a block of its own, which the filled image does not have.
-printf '%*s\n' 8192 '' >>"$MNT/mid/records.jsonl"
+bs=$(stat -f -c %S "$MNT")
+tail_bytes=$(($(stat -c %s "$MNT/mid/records.jsonl") % bs))
+((tail_bytes == 0)) || printf '%*s\n' $((bs - tail_bytes - 1)) '' >>"$MNT/mid/records.jsonl"
+(($(stat -c %s "$MNT/mid/records.jsonl") % bs == 0)) || fail "records.jsonl does not end a block"
 fill mid
 pkill -CONT -f -- "clusterbench_testbin run .*--out $MNT/mid"
 wait $pid
