@@ -164,4 +164,30 @@ double bucket_busbw_gbs(int zero, double bytes, double seconds, int ranks) {
   return bytes / seconds / 1e9 * factor;
 }
 
+nlohmann::json config_params(const TrainingConfig& c) {
+  return {{"preset", c.preset},
+          {"layers", c.layers},
+          {"hidden", c.hidden},
+          {"ffn", c.ffn},
+          {"heads", c.heads},
+          {"seq", c.seq},
+          {"micro_batch", c.micro_batch},
+          {"accum", c.accum},
+          {"dtype", c.dtype},
+          {"zero", c.zero},
+          {"offload", c.offload},
+          {"bucket", c.bucket_bytes},
+          {"workers", c.workers},
+          {"prefetch", c.prefetch}};
+}
+TrainingConfig config_of(const nlohmann::json& p) {
+  TrainingConfig c = training_preset(p.at("preset").get<std::string>());
+  c.layers = p.at("layers"), c.hidden = p.at("hidden"), c.ffn = p.at("ffn");
+  c.heads = p.at("heads"), c.seq = p.at("seq"), c.micro_batch = p.at("micro_batch");
+  c.accum = p.at("accum"), c.dtype = p.at("dtype"), c.zero = p.at("zero");
+  c.offload = p.at("offload"), c.bucket_bytes = p.at("bucket"), c.workers = p.at("workers");
+  c.prefetch = p.at("prefetch");
+  return c;
+}
+
 }  // namespace clusterbench::compute

@@ -4,6 +4,7 @@
 // Pure functions: no clocks, no I/O; tests/unit/test_training_model.cpp checks them by hand.
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -120,5 +121,10 @@ double host_bytes_per_rank(const TrainingConfig& c, int ranks, bool gpu);
 /// busbw of a bucket's collective (all_reduce: 2(n-1)/n, reduce_scatter (n-1)/n, nccl-tests),
 /// GB/s, for `bytes` in `seconds` over `ranks`; 0 when seconds <= 0 or ranks < 2.
 double bucket_busbw_gbs(int zero, double bytes, double seconds, int ranks);
+
+/// A configuration as case params (the case key names every field).
+nlohmann::json config_params(const TrainingConfig& c);
+/// The configuration of case params config_params() made.
+TrainingConfig config_of(const nlohmann::json& p);
 
 }  // namespace clusterbench::compute
