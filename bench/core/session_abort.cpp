@@ -108,7 +108,7 @@ void RunSession::State::record_abort(const std::string& reason, double stopped_s
   run.abort_reason = reason + who.text;
   run.finished_at = utc_now_iso();
   run.exit_code = 3;
-  write_run_or_warn(kAbortWaitS);
+  if (!write_run_or_warn(kAbortWaitS)) sink->kill_stopped_writer();
 }
 
 bool RunSession::State::record_abort_directly(const std::string& dir, const std::string& text,

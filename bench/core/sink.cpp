@@ -15,8 +15,10 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <sstream>
 #include <stdexcept>
+#include <vector>
 
 #include "core/run_lock.hpp"
 #include "process/process.hpp"
@@ -199,12 +201,12 @@ int append_line(int fd, const char* data, size_t n, Reserve& reserve) {
 
 /// Forks the writer (twice: it belongs to no one's process group and leaves no zombie), with only
 /// `sock` and `records_fd` open and its stdio on /dev/null (a launcher waits for its ranks' output
-/// to close). Returns false when fork failed.
-bool start_writer(int sock, int records_fd, const std::string& dir) {
+/// to close). Returns the writer's session id (the first child's pid), or -1 when fork failed.
+pid_t start_writer(int sock, int records_fd, const std::string& dir) {
   const std::string run_path = dir + "/run.json";
   const std::string tmp_path = run_path + ".tmp." + std::to_string(::getpid()) + "w";
   pid_t first = ::fork();
-  if (first < 0) return false;
+  if (first < 0) return -1;
   if (first == 0) {
     ::setsid();
     if (::fork() != 0) _exit(0);
@@ -221,7 +223,30 @@ bool start_writer(int sock, int records_fd, const std::string& dir) {
   int status = 0;
   while (::waitpid(first, &status, 0) < 0 && errno == EINTR) {
   }
-  return true;
+  return first;
+}
+
+/// The stopped (SIGSTOP, state T) processes of session `sid`: a record writer someone stopped,
+/// which would otherwise stay stopped forever after the run.
+std::vector<pid_t> stopped_in_session(pid_t sid) {
+  std::vector<pid_t> out;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator("/proc", ec)) {
+    const std::string name = e.path().filename().string();
+    if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream in(e.path() / "stat");
+    std::string line;
+    std::getline(in, line);
+    const size_t close = line.rfind(')');  // comm may hold spaces and parentheses
+    if (close == std::string::npos) continue;
+    std::istringstream rest(line.substr(close + 2));
+    char state = 0;
+    long ppid = 0, pgrp = 0, session = 0;
+    if (rest >> state >> ppid >> pgrp >> session && session == sid &&
+        (state == 'T' || state == 't'))
+      out.push_back(static_cast<pid_t>(std::stol(name)));
+  }
+  return out;
 }
 
 }  // namespace
@@ -245,11 +270,11 @@ Sink::Sink(std::string dir) : dir_(std::move(dir)) {
   int bytes = 8 << 20;
   if (::setsockopt(sv[0], SOL_SOCKET, SO_SNDBUFFORCE, &bytes, sizeof bytes) != 0)
     ::setsockopt(sv[0], SOL_SOCKET, SO_SNDBUF, &bytes, sizeof bytes);
-  const bool started = start_writer(sv[1], fd, dir_);
+  writer_session_ = start_writer(sv[1], fd, dir_);
   int err = errno;
   ::close(sv[1]);
   ::close(fd);
-  if (!started) {
+  if (writer_session_ < 0) {
     ::close(sv[0]);
     throw std::runtime_error(dir_ + ": record writer: fork: " + std::strerror(err));
   }
@@ -259,11 +284,22 @@ Sink::Sink(std::string dir) : dir_(std::move(dir)) {
 Sink::~Sink() {
   // The reserve goes before the run ends, briefly waited for (a frozen filesystem holds the
   // writer: it is given back when the writer ends).
+  int err = 0;
   if (sock_ >= 0 && !gone_.load()) try {
-      (void)wait(send(kRelease, ""), 2.0);
+      err = wait(send(kRelease, ""), 2.0);
     } catch (const std::exception&) {  // the writer is gone: nothing to give back
     }
+  if (err == ETIMEDOUT) kill_stopped_writer();
   if (sock_ >= 0) ::close(sock_);
+}
+
+void Sink::kill_stopped_writer() const {
+  if (writer_session_ <= 0) return;
+  for (pid_t pid : stopped_in_session(writer_session_)) {
+    std::cerr << "clusterbench: " << dir_ << ": the record writer (pid " << pid
+              << ") was stopped; killed it (what it still held is not written)" << std::endl;
+    ::kill(pid, SIGKILL);
+  }
 }
 
 uint64_t Sink::send(char op, const std::string& payload) {

@@ -54,6 +54,10 @@ class Sink {
   /// write. True when claimed, or not confirmed within `wait_s` (the writes are queued anyway and
   /// dropped by the writer if the claim fails later).
   bool claim_abort(double wait_s);
+  /// Kills the writer process if someone stopped it (SIGSTOP): it would stay stopped after the
+  /// run, holding what it has not written (a frozen filesystem's writer is not stopped, and
+  /// writes once it thaws). Says so on stderr.
+  void kill_stopped_writer() const;
   /// True once a request found the writer process gone (killed): the run then writes directly.
   bool writer_gone() const { return gone_.load(); }
 
@@ -74,6 +78,7 @@ class Sink {
   std::mutex fields_mu_;
   json run_fields_ = json::object();
   mutable std::atomic<bool> gone_{false};
+  pid_t writer_session_ = -1;  ///< the writer's session (setsid): where a stopped writer is found
 };
 
 /// A rank other than 0 at an abort, before it writes to DIR: creates DIR/.abort-recorded
