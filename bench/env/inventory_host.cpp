@@ -5,7 +5,10 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
+#include <string>
+#include <vector>
 
 #include "env/inventory_parts.hpp"
 
@@ -24,6 +27,39 @@ std::string squeeze_spaces(const std::string& s) {
   std::istringstream in(s);
   std::string word, out;
   while (in >> word) out += (out.empty() ? "" : " ") + word;
+  return out;
+}
+
+/// The CPU frequency governor of every CPU (cpuN/cpufreq/scaling_governor): the one they share,
+/// "no cpufreq driver" where none has one, else "mixed: performance on 62 CPUs, powersave on 2
+/// (cpu3, cpu7)" (the CPUs of every governor but the most common, at most 4 named): half a
+/// node's cores in powersave is not a node in performance.
+std::string governor_of_every_cpu(const std::string& fs_root) {
+  std::map<std::string, std::vector<int>> cpus;  // governor -> CPU numbers
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(under(fs_root, "/sys/devices/system/cpu"), ec)) {
+    const std::string name = e.path().filename().string();
+    if (name.size() < 4 || name.rfind("cpu", 0) != 0 ||
+        name.find_first_not_of("0123456789", 3) != std::string::npos)
+      continue;
+    auto gov = read_text((e.path() / "cpufreq" / "scaling_governor").string());
+    if (gov && !gov->empty()) cpus[*gov].push_back(std::stoi(name.substr(3)));
+  }
+  if (cpus.empty()) return "no cpufreq driver";
+  if (cpus.size() == 1) return cpus.begin()->first;
+  auto most = std::max_element(cpus.begin(), cpus.end(), [](const auto& a, const auto& b) {
+    return a.second.size() < b.second.size();
+  });
+  std::string out =
+      "mixed: " + most->first + " on " + std::to_string(most->second.size()) + " CPUs";
+  for (auto& [gov, list] : cpus) {
+    if (gov == most->first) continue;
+    std::sort(list.begin(), list.end());
+    out += ", " + gov + " on " + std::to_string(list.size()) + " (";
+    for (size_t i = 0; i < list.size() && i < 4; ++i)
+      out += (i ? ", cpu" : "cpu") + std::to_string(list[i]);
+    out += list.size() > 4 ? ", ...)" : ")";
+  }
   return out;
 }
 
@@ -69,8 +105,7 @@ std::vector<BlockDevice> collect_block_devices(const std::string& fs_root,
 
 Tuning collect_tuning(const std::string& fs_root, std::vector<std::string>& warnings) {
   Tuning t;
-  auto gov = read_text(under(fs_root, "/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor"));
-  t.governor = gov && !gov->empty() ? *gov : "no cpufreq driver";
+  t.governor = governor_of_every_cpu(fs_root);
 
   auto number = [&](const std::string& abs, long long& field) {
     std::string path = under(fs_root, abs);

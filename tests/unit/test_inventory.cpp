@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -311,6 +313,28 @@ TEST(InventoryTuning, TwoSocketValues) {
   EXPECT_EQ(t.tcp_rmem, "4096 87380 2147483647");  // tabs in /proc
   EXPECT_EQ(t.tcp_wmem, "4096 65536 2147483647");
   EXPECT_TRUE(w.empty()) << joined(w);
+}
+
+// Issue 44, item 4: every CPU's governor, not cpu0's. Half of a two-socket node's CPUs in
+// powersave is "mixed", naming them, so host.governor (== performance) WARNs.
+TEST(InventoryTuning, TheGovernorOfEveryCpu) {
+  const std::filesystem::path root = ::testing::TempDir() + "cb_governor";
+  std::filesystem::remove_all(root);
+  std::filesystem::copy(
+      kTwoSocket, root,
+      std::filesystem::copy_options::recursive | std::filesystem::copy_options::copy_symlinks);
+  for (int cpu : {3, 7, 8, 9, 10, 11})
+    std::ofstream(
+        root / ("sys/devices/system/cpu/cpu" + std::to_string(cpu) + "/cpufreq/scaling_governor"))
+        << "powersave\n";
+  std::vector<std::string> w;
+  EXPECT_EQ(collect_tuning(root.string(), w).governor,
+            "mixed: performance on 10 CPUs, powersave on 6 (cpu3, cpu7, cpu8, cpu9, ...)");
+  for (int cpu = 0; cpu < 16; ++cpu)
+    std::ofstream(
+        root / ("sys/devices/system/cpu/cpu" + std::to_string(cpu) + "/cpufreq/scaling_governor"))
+        << "powersave\n";
+  EXPECT_EQ(collect_tuning(root.string(), w).governor, "powersave");
 }
 
 TEST(InventoryTuning, MissingFilesWarn) {
