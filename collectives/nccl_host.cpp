@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <optional>
 
 #include "collectives/collective.hpp"
 #include "collectives/nccl_log.hpp"
@@ -73,9 +74,11 @@ int dtype_code(Dtype t) {
 }
 
 /// NCCL's own logging into a file, on around a probe and off again (NCCL_DEBUG=INFO,
-/// NCCL_DEBUG_SUBSYS, NCCL_DEBUG_FILE, then cb_nccl_reset_debug). Left alone when the user set
-/// NCCL_DEBUG. Without ncclResetDebugInit (NCCL < 2.19) only the init can be logged, and the
-/// logging stays on for it (INIT, NET and ENV only: nothing per operation).
+/// NCCL_DEBUG_SUBSYS, NCCL_DEBUG_FILE, then cb_nccl_reset_debug), whatever the user's NCCL_DEBUG:
+/// theirs (the cluster architecture guide sets NCCL_DEBUG=INFO) is put back after each probe,
+/// and NCCL re-reads it. Without ncclResetDebugInit (NCCL < 2.19) only the init can be logged,
+/// and the logging stays on for it (INIT, NET and ENV only: nothing per operation); there, a user's
+/// NCCL_DEBUG is left alone, as it could not be given back.
 class NcclLogging {
  public:
   NcclLogging() : user_set_(std::getenv("NCCL_DEBUG") != nullptr) {
@@ -85,9 +88,9 @@ class NcclLogging {
   }
   /// Why nothing can be logged, or "".
   std::string unavailable() const {
-    return user_set_
-               ? "not run: NCCL_DEBUG is set in the environment (NCCL's logging is the user's)"
-               : "";
+    return user_set_ && !reset_ ? "not run: NCCL_DEBUG is set in the environment and this NCCL "
+                                  "(< 2.19) cannot give the user's logging back after a probe"
+                                : "";
   }
   bool can_reset() const { return reset_ != nullptr; }
   /// Starts logging `subsys` into a fresh file; false when it cannot.
@@ -97,6 +100,10 @@ class NcclLogging {
     if (need_reset && !reset) return false;
     path_ =
         "/tmp/clusterbench-nccl-" + std::to_string(getpid()) + "-" + std::to_string(++n_) + ".log";
+    for (auto& [name, value] : saved_) {  // the user's, put back by end()
+      const char* v = std::getenv(name.c_str());
+      value = v ? std::optional<std::string>(v) : std::nullopt;
+    }
     setenv("NCCL_DEBUG", "INFO", 1);
     setenv("NCCL_DEBUG_SUBSYS", subsys, 1);
     setenv("NCCL_DEBUG_FILE", path_.c_str(), 1);
@@ -104,14 +111,14 @@ class NcclLogging {
     on_ = true;
     return true;
   }
-  /// Stops logging (where NCCL can) and returns what the file says; the file is removed.
+  /// Stops logging (where NCCL can), the user's settings back, and returns what the file says;
+  /// the file is removed.
   NcclLogFacts end() {
     if (!on_) return {};
     on_ = false;
     if (reset_) {
-      unsetenv("NCCL_DEBUG");
-      unsetenv("NCCL_DEBUG_SUBSYS");
-      unsetenv("NCCL_DEBUG_FILE");
+      for (const auto& [name, value] : saved_)
+        value ? (void)setenv(name.c_str(), value->c_str(), 1) : (void)unsetenv(name.c_str());
       reset_();
     }
     std::ifstream in(path_);
@@ -126,6 +133,10 @@ class NcclLogging {
   bool on_ = false;
   int n_ = 0;
   std::string path_;
+  std::vector<std::pair<std::string, std::optional<std::string>>> saved_ = {
+      {"NCCL_DEBUG", std::nullopt},
+      {"NCCL_DEBUG_SUBSYS", std::nullopt},
+      {"NCCL_DEBUG_FILE", std::nullopt}};
 };
 
 class NcclBackend : public Backend {

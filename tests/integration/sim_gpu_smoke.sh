@@ -148,6 +148,21 @@ for d in /dev/shm/cbsim-nccl-*; do
 done
 ok "mpirun -np 2: NCCL all_reduce, all_gather, alltoall ok, #wrong 0, busbw the model's, NCCL's log read back"
 
+# The user's NCCL_DEBUG=INFO (the cluster architecture guide's setting) no longer turns the
+# probe off (issue 44, item 7): NCCL's choices are read back all the same.
+NCCL_DEBUG=INFO expect_rc 1 "${MPIRUN[@]}" -np 2 -x NCCL_DEBUG "$CB_BIN" run --suite ci --fs-root "$ROOT" \
+  --out "$TMP/bi" --only collectives.all_reduce --set collectives.backends=nccl \
+  --set collectives.min_time=0.0005 --set collectives.minbytes=1M --set collectives.maxbytes=1M
+py "
+recs = [json.loads(l) for l in open(sys.argv[1] + '/records.jsonl')]
+ok = [r for r in recs if r['status'] == 'ok' and r['params'].get('backend') == 'nccl']
+assert ok, [(r['status'], r.get('message')) for r in recs]
+for r in ok:
+    assert r['extra']['nccl']['transports'] == ['P2P/IPC/read'], r['extra'].get('nccl')
+    assert r['extra']['nccl_algorithm'] == 'NVLS', r['extra'].get('nccl_algorithm')
+" "$TMP/bi"
+ok "with the user's NCCL_DEBUG=INFO: NCCL's log still read back (transport, algorithm)"
+
 # (d) Ranks on two hosts (each in a UTS namespace of its own name, as scripts/netns-cluster.sh
 #     names its nodes): NCCL goes through the IB fabric, its log says so, busbw the network's.
 if [ "$(id -u)" -eq 0 ] && command -v unshare >/dev/null; then
