@@ -416,9 +416,12 @@ SoftwareStack collect_software(const SoftwareProbeOptions& opt) {
   s.device_plugin = device_plugin(plugins, k8s);
   s.gpu_feature_discovery = feature_discovery(opt.fs_root, k8s);
   s.container_toolkit = container_toolkit();
-  if (s.container_toolkit.state == "absent" && !k8s)
-    s.container_toolkit = {"not applicable", std::nullopt,
-                           "no Kubernetes on this node (" + s.container_toolkit.detail + ")"};
+  // The toolkit is what gives a container the GPUs, under Kubernetes or plain Docker/containerd
+  // (the guide installs it for Docker): not applicable only where neither runs.
+  if (s.container_toolkit.state == "absent" && !k8s && s.container_runtime.state != "present")
+    s.container_toolkit = {
+        "not applicable", std::nullopt,
+        "no Kubernetes and no container runtime on this node (" + s.container_toolkit.detail + ")"};
   if (s.kubernetes.state.empty())  // whether the node runs Kubernetes is not known
     for (SoftwareComponent* c : {&s.device_plugin, &s.gpu_feature_discovery, &s.container_toolkit})
       if (c->state != "present") *c = {"", std::nullopt, s.kubernetes.detail};

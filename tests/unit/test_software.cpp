@@ -114,6 +114,25 @@ class SoftwareRoot : public ::testing::Test {
   std::string root_;
 };
 
+// Issue 44, item 3: the container toolkit is judged where Docker or containerd runs, even with
+// no Kubernetes (the guide installs it for Docker); not applicable only where neither runs.
+TEST_F(SoftwareRoot, TheToolkitIsJudgedWhereAContainerRuntimeRuns) {
+  SoftwareProbeOptions opt;
+  opt.fs_root = root_;
+  opt.dcgm_url = "http://127.0.0.1:1/metrics";
+  const SoftwareStack none = collect_software(opt);
+  if (none.container_toolkit.state == "present") GTEST_SKIP() << "nvidia-ctk is installed here";
+  EXPECT_EQ(none.container_toolkit.state, "not applicable");
+  EXPECT_NE(none.container_toolkit.detail.find("no Kubernetes and no container runtime"),
+            std::string::npos);
+  fs::create_directories(root_ + "/run");
+  make_socket(root_ + "/run/docker.sock");
+  const SoftwareStack docker = collect_software(opt);
+  EXPECT_EQ(docker.kubernetes.state, "absent");
+  EXPECT_EQ(docker.container_runtime.state, "present");
+  EXPECT_EQ(docker.container_toolkit.state, "absent") << docker.container_toolkit.detail;
+}
+
 TEST_F(SoftwareRoot, NoKubernetesMakesPluginAndToolkitNotApplicable) {
   SoftwareProbeOptions opt;
   opt.fs_root = root_;
