@@ -124,8 +124,14 @@ void RunSession::State::run_one(size_t index) {
       heartbeat->end_case();
     over = last && round < opt.rounds;  // waived or failed: its record is final now
   }
-  // A case waived or failed in a round is not run again (rank 0 decides for all).
-  if (p.in_rounds && round < opt.rounds) plan[index].rounds_over = ctx.allreduce_sum(over) > 0;
+  // A case waived or failed in a round is not run again (rank 0 decides for all). Rank 0 has
+  // written its records by now: what it waits for here is the other ranks, not the filesystem.
+  if (p.in_rounds && round < opt.rounds) {
+    if (ctx.is_root())
+      watchdog->arm("waiting for the other ranks after " + what, given.phase_timeout_s, "phase",
+                    "(a rank stopped or dead?)");
+    plan[index].rounds_over = ctx.allreduce_sum(over) > 0;
+  }
 }
 
 std::vector<ResultRecord> RunSession::State::merge_round(size_t index,
