@@ -67,7 +67,7 @@ class Writer {
   /// size while it is read is an error naming it.
   std::string add_file(const std::string& name, const fs::path& p, const struct stat& st) {
     std::ifstream in(p, std::ios::binary);
-    if (!in) throw std::runtime_error(p.string() + ": cannot open (" + std::strerror(errno) + ")");
+    if (!in) throw InputError(p.string() + ": cannot open (" + std::strerror(errno) + ")");
     EntryHandle e(archive_entry_new(), archive_entry_free);
     archive_entry_set_pathname(e.get(), name.c_str());
     archive_entry_set_filetype(e.get(), AE_IFREG);
@@ -85,11 +85,11 @@ class Writer {
       hash.update(buf.data(), n);
       if (archive_write_data(a_.get(), buf.data(), n) != static_cast<la_ssize_t>(n)) fail(name);
     }
-    if (in.bad()) throw std::runtime_error(p.string() + ": read error");
+    if (in.bad()) throw InputError(p.string() + ": read error");
     if (total != st.st_size)
-      throw std::runtime_error(p.string() + ": changed size while it was archived (" +
-                               std::to_string(st.st_size) + " bytes, then " +
-                               std::to_string(total) + "); archive a finished run");
+      throw InputError(p.string() + ": changed size while it was archived (" +
+                       std::to_string(st.st_size) + " bytes, then " + std::to_string(total) +
+                       "); archive a finished run");
     return hash.hex();
   }
   void close() {
@@ -177,9 +177,11 @@ ArchiveSummary write_archive(const std::string& dir, const std::string& out) {
   fs::path tmp_abs = fs::absolute(tmp, ec);
 
   std::vector<fs::path> files;
+  std::string failed_at;  // the folder a listing error is in
   for (auto it = fs::recursive_directory_iterator(root, ec); !ec && it != fs::end(it);
        it.increment(ec)) {
     const fs::path& p = it->path();
+    failed_at = p.string();
     std::string rel = fs::relative(p, root).generic_string();
     auto st = it->symlink_status(ec);
     if (fs::is_directory(st)) continue;
@@ -192,7 +194,9 @@ ArchiveSummary write_archive(const std::string& dir, const std::string& out) {
     check_member_name(root, rel);
     files.push_back(p);
   }
-  if (ec) throw std::runtime_error(root + ": cannot list (" + ec.message() + ")");
+  if (ec)
+    throw InputError((failed_at.empty() ? root : failed_at) + ": cannot list (" + ec.message() +
+                     ")");
   std::sort(files.begin(), files.end());
 
   std::string manifest;

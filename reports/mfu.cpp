@@ -1,6 +1,7 @@
 // Model FLOPs utilisation (mfu.hpp).
 #include "reports/mfu.hpp"
 
+#include <cmath>
 #include <sstream>
 
 #include "reports/rows.hpp"
@@ -20,7 +21,13 @@ MfuView model_flops_utilisation(const RunDir& run, const Spec& spec) {
       view.unknown.push_back(item + ": the record has no model_tflops (written before it was)");
       continue;
     }
-    const std::string dtype = r.params.value("dtype", "");
+    if (m->unit != "TFLOP/s" || !std::isfinite(m->value) || m->value < 0) {
+      view.unknown.push_back(item + ": model_tflops is " + format_number(m->value) + " " + m->unit +
+                             ", not a rate in TFLOP/s");
+      continue;
+    }
+    const auto d = r.params.find("dtype");
+    const std::string dtype = d != r.params.end() && d->is_string() ? d->get<std::string>() : "";
     auto peak = spec.dense_peaks.find(dtype);
     if (peak == spec.dense_peaks.end()) {
       view.unknown.push_back(item + ": table " + spec.name + " gives no dense peak for " +
@@ -31,8 +38,16 @@ MfuView model_flops_utilisation(const RunDir& run, const Spec& spec) {
     x.item = item, x.dtype = dtype,
     x.case_key = r.case_key.empty() ? make_case_key(r.benchmark, r.params, r.scope) : r.case_key;
     x.model_tflops = m->value, x.peak_tflops = peak->second;
-    x.percent = 100 * m->value / peak->second;
-    for (double v : m->reps) x.reps.push_back(100 * v / peak->second);
+    x.percent = 100 * (m->value / peak->second);
+    for (double v : m->reps) x.reps.push_back(100 * (v / peak->second));
+    if (x.percent > 100) {  // no GPU runs past its dense peak: the peak or the count is wrong
+      view.unknown.push_back(item + ": model_tflops " + format_number(m->value) +
+                             " TFLOP/s is above the table's dense " + dtype + " peak " +
+                             format_number(peak->second) +
+                             " TFLOP/s: the peak or the FLOP count "
+                             "is wrong");
+      continue;
+    }
     view.items.push_back(std::move(x));
   }
   return view;

@@ -166,7 +166,8 @@ cmd_down() {
   [[ -e $STATE || -e $CREATED ]] && had_files=1
   rm -f "$STATE" "$CREATED"
   ! ours "$STATE.tmp" "$STATE_HEADER" || rm -f "$STATE.tmp"  # an `up` cut off while writing
-  ((had_files == 0)) || rmdir "$(dirname "$STATE")" 2>/dev/null || true
+  # The folder only where it is ours (the default one), and only when empty.
+  [[ $had_files == 0 || -n ${CB_NETNS_STATE:-} ]] || rmdir "$(dirname "$STATE")" 2>/dev/null || true
   if ((${#names[@]})); then
     say "removed ${names[*]}"
   else

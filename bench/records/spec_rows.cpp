@@ -273,6 +273,8 @@ void parse_relative(const json& r, const std::string& row, const std::string& sc
     throw InputError(row + ": field 'unit' must be '%' with 'relative' (percent of typical)");
   if (q.op != ">=" && q.op != "<=")
     throw InputError(row + ": field 'op' must be '>=' or '<=' with 'relative'");
+  if (!q.value.is_number() || !(q.value.get<double>() > 0))
+    throw InputError(row + ": field 'value' must be a percent above 0 with 'relative'");
   if (q.scope == "cluster" || q.aggregate != "each")
     throw InputError(row + ": field 'relative' needs scope link, gpu or node and aggregate each");
 }

@@ -90,8 +90,8 @@ class RecordSorter {
     }
     Metric& pct = s.relative.emplace_back(m);
     pct.unit = "%";
-    pct.value = 100 * m.value / t->second;
-    for (double& r : pct.reps) r = 100 * r / t->second;
+    pct.value = 100 * (m.value / t->second);
+    for (double& r : pct.reps) r = 100 * (r / t->second);
     s.values.push_back(pct.value), s.metrics.push_back(&pct);
     add_unique(s.described, "100% = the typical " + what + (path.empty() ? "" : " on " + path) +
                                 " (" + format_number(t->second) + " " + m.unit + ")");

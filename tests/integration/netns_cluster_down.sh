@@ -19,6 +19,14 @@ CB_NETNS_STATE=$TMP/data/notes.txt expect_rc 2 "$CLUSTER" down
 expect_out "is not a state file of this script for cluster '$CB_NETNS_PREFIX'"
 [[ $(cat "$TMP/data/notes.txt") == precious ]] || fail "down changed a file it did not write"
 ok "a foreign CB_NETNS_STATE is refused (exit 2) and left as it was"
+# A folder of the user's that holds our state file: the file goes, the folder stays.
+mkdir -p "$TMP/userdir"
+ip netns add "${CB_NETNS_PREFIX}5"
+printf '%s\n%s\n%s\n' "# clusterbench network-namespace cluster: namespaces created by scripts/netns-cluster.sh up" \
+  "prefix $CB_NETNS_PREFIX" "${CB_NETNS_PREFIX}5" >"$TMP/userdir/s.created"
+CB_NETNS_STATE=$TMP/userdir/s expect_rc 0 "$CLUSTER" down
+[[ -d $TMP/userdir && ! -e $TMP/userdir/s.created ]] || fail "down removed the user's folder, or kept its own file"
+ok "a CB_NETNS_STATE folder of the user's is kept"
 
 # 2. Our header, but a namespace of someone else listed: only ours are removed.
 ip netns add "$victim"
@@ -45,7 +53,7 @@ ok "an earlier version's names file is followed"
 export CB_NETNS_STATE=$TMP/real/state
 expect_rc 0 "$CLUSTER" up 2
 expect_rc 0 "$CLUSTER" down
-[[ ! -e $TMP/real ]] || fail "down left $(ls -A "$TMP/real")"
+[[ -z $(ls -A "$TMP/real") ]] || fail "down left $(ls -A "$TMP/real")"  # the folder is the user's
 ! ip netns list | awk '{print $1}' | grep -qE "^${CB_NETNS_PREFIX}[0-9]+$" || fail "namespaces left"
 ok "up 2 then down leaves no file and no namespace"
 echo "PASS netns_cluster_down ($PASSES checks)"

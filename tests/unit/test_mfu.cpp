@@ -94,6 +94,20 @@ TEST(Mfu, AgainstTheDensePeakOfTheStepsDtype) {
   json j = mfu_json(v);
   EXPECT_NEAR(j["items"][0]["percent"].get<double>(), 40.428542, 1e-6);
   EXPECT_EQ(j["source"], "H100 data sheet");
+  // What cannot be an MFU is unknown with its reason, never a crash or a number: a dtype that is
+  // not a string, a rate in another unit, a rate above the dense peak (issue 46's breaker).
+  ResultRecord odd = step("node03", "bf16", {400});
+  odd.params["dtype"] = 16;
+  ResultRecord giga = step("node04", "bf16", {400000});
+  giga.metrics[1].unit = "GFLOP/s";
+  ResultRecord over = step("node05", "bf16", {2000});
+  run.records.records = {odd, giga, over};
+  v = model_flops_utilisation(run, spec);
+  EXPECT_TRUE(v.items.empty());
+  ASSERT_EQ(v.unknown.size(), 3u);
+  EXPECT_EQ(v.unknown[0], "node03: table gpu gives no dense peak for the record's dtype");
+  EXPECT_EQ(v.unknown[1], "node04: model_tflops is 400000 GFLOP/s, not a rate in TFLOP/s");
+  EXPECT_NE(v.unknown[2].find("above the table's dense bf16 peak 989.4"), std::string::npos);
   // No training step: no section.
   EXPECT_EQ(render_mfu_markdown(model_flops_utilisation(RunDir{}, spec)), "");
 }

@@ -86,6 +86,7 @@ TEST(RelativeRows, BadDeclarationsAreNamed) {
             std::string::npos);
   EXPECT_NE(load_error(twin({{"op", "=="}})).find("'>=' or '<=' with 'relative'"),
             std::string::npos);
+  EXPECT_NE(load_error(twin({{"value", 0}})).find("a percent above 0"), std::string::npos);
   EXPECT_NE(load_error(twin({{"scope", "cluster"}})).find("scope link, gpu or node"),
             std::string::npos);
   EXPECT_NE(load_error(twin({{"select", {{"env", "/cpu/physical_cores"}}}, {"unit", "%"}}))
