@@ -16,6 +16,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <sstream>
 
 #include "process/process.hpp"
@@ -147,6 +148,41 @@ SoftwareComponent pytorch(const SoftwareProbeOptions& opt, std::optional<std::st
   if (!version_token(built_for).empty()) cuda = built_for;
   return present(version, "python3 -c 'import torch'" +
                               std::string(cuda ? "" : ": torch.version.cuda is None (CPU build)"));
+}
+
+/// The installed CUDA toolkit (not the driver's CUDA API version): /usr/local/cuda/version.json
+/// ("cuda": {"version": "12.2.140"}, CUDA 11.1 and later), else its version.txt ("CUDA Version
+/// 11.0.228"), below fs_root; else `nvcc --version` ("release 12.2, V12.2.140") on PATH.
+SoftwareComponent cuda_toolkit(const std::string& fs_root) {
+  const std::string dir = below(fs_root, "/usr/local/cuda");
+  std::ifstream vj(dir + "/version.json");
+  if (vj) {
+    const json j = json::parse(vj, nullptr, false);
+    const json* v = j.is_object() && j.contains("cuda") && j["cuda"].is_object()
+                        ? &j["cuda"]["version"]
+                        : nullptr;
+    if (v && v->is_string() && !version_token(v->get<std::string>()).empty())
+      return present(version_token(v->get<std::string>()), dir + "/version.json");
+  }
+  auto word = [](const std::string& t) {
+    return version_token(t.substr(0, t.find_first_of(" \t\r\n,")));
+  };
+  std::ifstream vt(dir + "/version.txt");
+  std::string line;
+  if (vt && std::getline(vt, line) && line.rfind("CUDA Version ", 0) == 0 &&
+      !word(line.substr(13)).empty())
+    return present(word(line.substr(13)), dir + "/version.txt");
+  std::string why;
+  for (const std::string nvcc : {dir + "/bin/nvcc", std::string("nvcc")}) {
+    if (nvcc[0] == '/' && ::access(nvcc.c_str(), X_OK) != 0) continue;
+    if (nvcc[0] != '/' && !(fs_root.empty() || fs_root == "/")) continue;  // PATH is this host's
+    const std::string out = command_output({nvcc, "--version"}, 10, why);
+    const auto at = out.find(", V");
+    if (at != std::string::npos && !word(out.substr(at + 3)).empty())
+      return present(word(out.substr(at + 3)), nvcc + " --version");
+  }
+  return absent("no CUDA toolkit: no " + dir + "/version.json or version.txt, and nvcc " +
+                (why.empty() ? "printed no version" : why));
 }
 
 SoftwareComponent container_toolkit() {
@@ -415,6 +451,7 @@ SoftwareStack collect_software(const SoftwareProbeOptions& opt) {
   const bool k8s = s.kubernetes.state == "present";
   s.device_plugin = device_plugin(plugins, k8s);
   s.gpu_feature_discovery = feature_discovery(opt.fs_root, k8s);
+  s.cuda_toolkit = cuda_toolkit(opt.fs_root);
   s.container_toolkit = container_toolkit();
   // The toolkit is what gives a container the GPUs, under Kubernetes or plain Docker/containerd
   // (the guide installs it for Docker): not applicable only where neither runs.

@@ -151,6 +151,7 @@ std::string software_text(const SoftwareComponent& c);
 struct SoftwareStack {
   SoftwareComponent cudnn, nccl, pytorch, container_toolkit, container_runtime, kubernetes,
       device_plugin, gpu_feature_discovery, dcgm_exporter;
+  SoftwareComponent cuda_toolkit;  ///< the installed toolkit (/usr/local/cuda), not the driver's
   std::optional<std::string> pytorch_cuda;  ///< torch.version.cuda ("12.1"); null: none or CPU
   /// NCCL_IB_DISABLE and NCCL_SOCKET_IFNAME as the run's processes see them, "unset" when not set.
   std::map<std::string, std::string> nccl_env;
@@ -158,7 +159,7 @@ struct SoftwareStack {
 
 /// (name, software_text) of every component and the CUDA PyTorch was built for, in a fixed order:
 /// "cudnn", "nccl library", "pytorch", "pytorch cuda", "container toolkit", "container runtime",
-/// "kubernetes", "device plugin", "gpu feature discovery", "dcgm exporter".
+/// "kubernetes", "device plugin", "gpu feature discovery", "dcgm exporter", "cuda toolkit".
 std::vector<std::pair<std::string, std::string>> software_fields(const SoftwareStack& s);
 
 /// Status of the GPU stack on a node: decides waived vs failed for GPU cases.

@@ -69,6 +69,8 @@ const std::map<std::string, std::string>& env_units() {
       {"/software/pytorch/version", ""},
       {"/software/pytorch_cuda", ""},
       {"/software/container_toolkit/state", ""},
+      {"/software/cuda_toolkit/state", ""},
+      {"/software/cuda_toolkit/version", ""},
       {"/software/container_runtime/state", ""},
       {"/software/kubernetes/state", ""},
       {"/software/device_plugin/state", ""},

@@ -133,6 +133,26 @@ TEST_F(SoftwareRoot, TheToolkitIsJudgedWhereAContainerRuntimeRuns) {
   EXPECT_EQ(docker.container_toolkit.state, "absent") << docker.container_toolkit.detail;
 }
 
+// Issue 44, item 1: the installed CUDA toolkit, not the driver's CUDA API version: version.json
+// (CUDA 11.1 and later), else version.txt; absent when neither is there (a fixture root never
+// asks this host's nvcc).
+TEST_F(SoftwareRoot, TheInstalledCudaToolkit) {
+  SoftwareProbeOptions opt;
+  opt.fs_root = root_;
+  opt.dcgm_url = "http://127.0.0.1:1/metrics";
+  EXPECT_EQ(collect_software(opt).cuda_toolkit.state, "absent");
+  fs::create_directories(root_ + "/usr/local/cuda");
+  std::ofstream(root_ + "/usr/local/cuda/version.txt") << "CUDA Version 11.0.228\n";
+  SoftwareComponent c = collect_software(opt).cuda_toolkit;
+  EXPECT_EQ(c.state, "present");
+  EXPECT_EQ(c.version.value_or(""), "11.0.228");
+  std::ofstream(root_ + "/usr/local/cuda/version.json")
+      << R"({"cuda": {"name": "CUDA SDK", "version": "12.2.140"}, "cuda_cudart": {"version": "12.2.140"}})";
+  c = collect_software(opt).cuda_toolkit;
+  EXPECT_EQ(c.version.value_or(""), "12.2.140");
+  EXPECT_EQ(c.detail, root_ + "/usr/local/cuda/version.json");
+}
+
 TEST_F(SoftwareRoot, NoKubernetesMakesPluginAndToolkitNotApplicable) {
   SoftwareProbeOptions opt;
   opt.fs_root = root_;
@@ -199,7 +219,8 @@ TEST(Software, TextForTablesNeverAVersionZero) {
   EXPECT_EQ(software_text(s.cudnn), "9.1.0");
   EXPECT_EQ(software_text(s.nccl), "absent");
   auto f = software_fields(s);
-  ASSERT_EQ(f.size(), 10u);
+  ASSERT_EQ(f.size(), 11u);
+  EXPECT_EQ(f[10], (std::pair<std::string, std::string>{"cuda toolkit", "unknown"}));
   EXPECT_EQ(f[0], (std::pair<std::string, std::string>{"cudnn", "9.1.0"}));
   EXPECT_EQ(f[3], (std::pair<std::string, std::string>{"pytorch cuda", "unknown"}));
 }
