@@ -201,6 +201,7 @@ void merge_parent(Spec& spec, const Spec& p) {
       spec.families.push_back(f);
   }
   for (const auto& [dtype, tflops] : p.dense_peaks) spec.dense_peaks[dtype] = tflops;
+  if (p.nics_per_node) spec.nics_per_node = p.nics_per_node;
   if (!p.dense_peaks_source.empty()) spec.dense_peaks_source = p.dense_peaks_source;
   for (const auto& t : p.tiers) {
     auto it = std::find_if(spec.tiers.begin(), spec.tiers.end(),
@@ -260,6 +261,12 @@ Spec load_one(const std::string& path, std::set<std::string>& seen,
     merge_families(j, schema, path, spec);
     merge_tiers(j, schema, path, spec);
     merge_dense_peaks(j, schema, path, spec);
+    if (j.contains("nics_per_node")) {
+      const json& n = j.at("nics_per_node");
+      if (!n.is_number_integer() || n.get<long long>() < 1 || n.get<long long>() > 64)
+        throw InputError(path + ": field 'nics_per_node' must be an integer from 1 to 64");
+      spec.nics_per_node = n.get<int>();
+    }
   } catch (const InputError& e) {
     if (chain.empty()) throw;
     throw InputError(std::string(e.what()) + " (" + by + ")");
@@ -272,7 +279,17 @@ Spec load_one(const std::string& path, std::set<std::string>& seen,
 Spec load_spec(const std::string& path) {
   std::set<std::string> seen;
   std::vector<std::string> chain;
-  return load_one(path, seen, chain);
+  Spec spec = load_one(path, seen, chain);
+  // A threshold per NIC ({"per_nic": 12.5}) is the table's nics_per_node of it.
+  for (Requirement& q : spec.requirements) {
+    if (!q.value.is_object() || !q.value.contains("per_nic")) continue;
+    if (!spec.nics_per_node)
+      throw InputError(path + ": requirement '" + q.id +
+                       "': field 'value' is per NIC, but the table sets no nics_per_node");
+    q.per_nic = q.value.at("per_nic").get<double>();
+    q.value = *q.per_nic * *spec.nics_per_node;
+  }
+  return spec;
 }
 
 const std::vector<std::string>& spec_tier_names() {

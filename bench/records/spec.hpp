@@ -65,6 +65,9 @@ struct Requirement {
   std::string op = ">=";           ///< >= <= == != in matches
   json value;
   std::string unit;
+  /// A threshold per NIC (spec/5 `"value": {"per_nic": 12.5}`): `value` is it times the table's
+  /// nics_per_node, resolved by load_spec.
+  std::optional<double> per_nic;
   /// "typical" (record rows of scope link, gpu or node, unit "%"): each item's metric is judged
   /// as a percent of the typical item measured with the same params (a link: the median over
   /// hosts of each host's median link; else the median item), so that `value` 50 is "at least
@@ -184,6 +187,9 @@ struct Spec {
   std::map<std::string, double> dense_peaks;
   /// Where the peaks come from (spec/5 `dense_peaks_source`), "" when none is given.
   std::string dense_peaks_source;
+  /// The node's NICs (rails), one per GPU on an 8-GPU node: what a per-NIC threshold is
+  /// multiplied by. A child's replaces its parent's.
+  std::optional<int> nics_per_node;
 };
 
 /// A spec regex (op `matches`, `match.gpu_name`), compiled once by RE2: matching takes time

@@ -226,6 +226,12 @@ void parse_comparison(const json& r, const std::string& row, Requirement& q) {
   if (q.op == "matches" && !q.value.is_string())
     throw InputError(row + ": field 'value' must be a string (regex) for op 'matches'");
   if (q.op == "matches") check_regex(q.value.get<std::string>(), row + ": field 'value'");
+  if ((q.op == ">=" || q.op == "<=") && q.value.is_object()) {  // a threshold per NIC
+    if (q.value.size() != 1 || !q.value.contains("per_nic") || !q.value["per_nic"].is_number() ||
+        !(q.value["per_nic"].get<double>() > 0))
+      throw InputError(row + ": field 'value' must be a number, or {\"per_nic\": N} with N > 0");
+    return;
+  }
   if ((q.op == ">=" || q.op == "<=") && !q.value.is_number())
     throw InputError(row + ": field 'value' must be a number for op '" + q.op + "'");
 }

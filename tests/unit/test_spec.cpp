@@ -511,6 +511,39 @@ TEST(ValidateRow, EachBadFieldIsNamed) {
   EXPECT_NE(row_error("no_title", no_title).find("missing field 'title'"), std::string::npos);
 }
 
+// Issue 44, item 9: a threshold per NIC is the table's nics_per_node of it (the network alert:
+// 12.5 GB/s per 200 Gb/s NIC); without nics_per_node it cannot be known.
+TEST(ValidateRow, APerNicThresholdTimesTheTablesNics) {
+  json row = good_row();
+  row["value"] = {{"per_nic", 12.5}};
+  const std::string dir = temp_dir("per_nic");
+  auto table = [&](const json& extra) {
+    json doc = {{"schema", kSpecSchema}, {"name", "t"}, {"requirements", json::array({row})}};
+    doc.update(extra);
+    std::ofstream(dir + "/t.json") << doc.dump();
+    return dir + "/t.json";
+  };
+  Spec s = load_spec(table({{"nics_per_node", 4}}));
+  EXPECT_EQ(s.requirements[0].value, 50);
+  EXPECT_EQ(s.requirements[0].per_nic.value_or(0), 12.5);
+  EXPECT_EQ(*s.nics_per_node, 4);
+  EXPECT_NE(input_error([&] { load_spec(table(json::object())); }).find("sets no nics_per_node"),
+            std::string::npos);
+  EXPECT_NE(input_error([&] {
+              load_spec(table({{"nics_per_node", 0}}));
+            }).find("'nics_per_node' must be an integer from 1 to 64"),
+            std::string::npos);
+  row["value"] = {{"per_nic", -1}};
+  EXPECT_NE(input_error([&] {
+              load_spec(table({{"nics_per_node", 8}}));
+            }).find("{\"per_nic\": N} with N > 0"),
+            std::string::npos);
+  // The shipped alert row: 12.5 x 8 = 100 GB/s.
+  Spec h100 = load_spec(std::string(CB_SOURCE_DIR) + "/reports/specs/h100-sxm-80g-8x.json");
+  for (const auto& q : h100.requirements)
+    if (q.id == "collectives.network_busbw_alert") EXPECT_EQ(q.value, 100);
+}
+
 TEST(ValidateRow, OpsCheckTheirValues) {
   json in = good_row();
   in["op"] = "in";
