@@ -8,32 +8,13 @@
 # whose rows all PASS or WARN: re-judged by a table of the two p2p rows alone (the shipped one
 # fails this small machine's host rows), it holds exactly the link's two ends. A last run on 6
 # nodes shapes every link of one node to 50 Mbit/s: the report names that node, none of its
-# links alone, and drains that node only (its peers' links FAIL, but the localisation blames it). Budget: about 100 s; RUN_SERIAL (the hogs are the only load it allows).
+# links alone, and drains that node only (its peers' links FAIL, but the localisation blames
+# it). Budget: about 100 s; RUN_SERIAL (the hogs are the only load it allows).
 # Environment (from ctest): CB_BIN, CB_SOURCE_DIR, CB_HAVE_MPI. Exit 77 = skipped (and why).
-set -euo pipefail
-fail() {
-  echo "FAIL network_p2p_localise: $*" >&2
-  exit 1
-}
-: "${CB_BIN:?CB_BIN must name the clusterbench binary}"
-SRC=${CB_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}
-CLUSTER=$SRC/scripts/netns-cluster.sh
-[[ ${CB_HAVE_MPI:-1} =~ ^(1|ON|TRUE|true)$ ]] || { echo "SKIP: built without MPI"; exit 77; }
-[[ $(id -u) -eq 0 ]] || fail "needs root to create network namespaces"
-for tool in ip tc unshare mpirun python3; do command -v "$tool" >/dev/null || fail "'$tool' is not installed"; done
-
-export CB_NETNS_PREFIX=cbl$$n
-WORK=$(mktemp -d /tmp/network_p2p_localise.XXXXXX)
-export CB_NETNS_STATE=$WORK/cluster/state
+source "$(dirname "$0")/netns_test_lib.sh"
+netns_test network_p2p_localise cbl
 HOGS=()
-cleanup() {
-  local rc=$?
-  ((${#HOGS[@]})) && kill "${HOGS[@]}" 2>/dev/null
-  "$CLUSTER" down >/dev/null 2>&1 || "$CLUSTER" down || true
-  if ((rc == 0)); then rm -rf "$WORK"; else echo "network_p2p_localise: kept $WORK" >&2; fi
-  exit $rc
-}
-trap cleanup EXIT
+netns_extra_cleanup() { ((${#HOGS[@]} == 0)) || kill "${HOGS[@]}" 2>/dev/null || true; }
 
 # Two CPU hogs for the whole test: the loaded machine a link is measured on.
 for _ in 1 2; do

@@ -9,28 +9,8 @@
 # lasts as long as its slowest pair), and a pair's bandwidth in a concurrent round is within 10%
 # of its bandwidth alone (median over the 15 links). Budget: about 70 s.
 # Environment (from ctest): CB_BIN, CB_SOURCE_DIR, CB_HAVE_MPI. Exit 77 = skipped (and why).
-set -euo pipefail
-fail() {
-  echo "FAIL network_p2p_rails: $*" >&2
-  exit 1
-}
-: "${CB_BIN:?CB_BIN must name the clusterbench binary}"
-SRC=${CB_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}
-CLUSTER=$SRC/scripts/netns-cluster.sh
-[[ ${CB_HAVE_MPI:-1} =~ ^(1|ON|TRUE|true)$ ]] || { echo "SKIP: built without MPI"; exit 77; }
-[[ $(id -u) -eq 0 ]] || fail "needs root to create network namespaces"
-for tool in ip tc unshare mpirun python3; do command -v "$tool" >/dev/null || fail "'$tool' is not installed"; done
-
-export CB_NETNS_PREFIX=cbr$$n
-WORK=$(mktemp -d /tmp/network_p2p_rails.XXXXXX)
-export CB_NETNS_STATE=$WORK/cluster/state
-cleanup() {
-  local rc=$?
-  "$CLUSTER" down >/dev/null 2>&1 || "$CLUSTER" down || true
-  if ((rc == 0)); then rm -rf "$WORK"; else echo "network_p2p_rails: kept $WORK" >&2; fi
-  exit $rc
-}
-trap cleanup EXIT
+source "$(dirname "$0")/netns_test_lib.sh"
+netns_test network_p2p_rails cbr
 
 "$CLUSTER" up 6 --rails 2
 # A bucket of 1 ms at 200 Mbit/s (25 kB): a pair that waits for a slower pair of its round would
