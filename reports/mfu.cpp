@@ -12,15 +12,12 @@ MfuView model_flops_utilisation(const RunDir& run, const Spec& spec) {
   MfuView view;
   view.source = spec.dense_peaks_source;
   for (const ResultRecord& r : run.records.records) {
-    if (r.benchmark != "compute.training_step" || r.status != Status::ok) continue;
-    const Metric* m = nullptr;
+    if (r.status != Status::ok) continue;
+    const Metric* m = nullptr;  // a training step's model FLOP rate, whichever benchmark has one
     for (const auto& x : r.metrics)
       if (x.name == "model_tflops") m = &x;
+    if (!m) continue;
     const std::string item = scope_item(r.scope);
-    if (!m) {
-      view.unknown.push_back(item + ": the record has no model_tflops (written before it was)");
-      continue;
-    }
     if (m->unit != "TFLOP/s" || !std::isfinite(m->value) || m->value < 0) {
       view.unknown.push_back(item + ": model_tflops is " + format_number(m->value) + " " + m->unit +
                              ", not a rate in TFLOP/s");

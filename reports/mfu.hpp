@@ -30,8 +30,8 @@ struct MfuView {
   std::string source;  ///< the table's dense_peaks_source
 };
 
-/// The MFU of each ok compute.training_step record with a model_tflops metric (the last record
-/// of each case, as RunDir keeps them) whose params.dtype has a dense peak in `spec`. Records
+/// The MFU of each ok record with a model_tflops metric (the training step's; the last record of
+/// each case, as RunDir keeps them) whose params.dtype has a dense peak in `spec`. Records
 /// without one are listed in `unknown` with the reason: unknown is not zero.
 MfuView model_flops_utilisation(const RunDir& run, const Spec& spec);
 
