@@ -5,8 +5,10 @@
 # both directions (unidirectional and bidirectional), and the report must name exactly that link
 # (fleet.localisation: one finding, kind link, no node), net.p2p_bandwidth_typical (fail, 50% of
 # the typical link) must FAIL that link and no other, and failing-hosts.txt must hold no host
-# whose rows all PASS or WARN: re-judged by a table of the two p2p rows alone (the shipped one
-# fails this small machine's host rows), it holds exactly the link's two ends. A last run on 6
+# whose rows all PASS or WARN: each run is re-judged by a table of the two p2p rows alone (the
+# shipped one fails this small machine's host rows) with network.p2p's outlier tolerance at 30%
+# (two CPU hogs on 2 cores move a healthy link by up to -27%), and failing-hosts.txt holds exactly
+# the link's two ends. A last run on 6
 # nodes shapes every link of one node to 50 Mbit/s: the report names that node, none of its
 # links alone, and drains that node only (its peers' links FAIL, but the localisation blames
 # it). Budget: about 100 s; RUN_SERIAL (the hogs are the only load it allows).
@@ -95,7 +97,10 @@ import json, sys
 base = json.load(open(sys.argv[1]))
 rows = [r for r in base["requirements"] if r["id"] in ("net.p2p_bandwidth", "net.p2p_bandwidth_typical")]
 assert len(rows) == 2, rows
-json.dump({"schema": base["schema"], "name": "p2p", "title": "p2p rows", "requirements": rows},
+# network.p2p's outlier tolerance at 30%, not the shipped 10%: with two CPU hogs on 2 cores a
+# healthy link measured -15% one way and -27% both ways in a CI run; the 25% link is far past it.
+json.dump({"schema": base["schema"], "name": "p2p", "title": "p2p rows", "requirements": rows,
+           "families": [{"benchmark": "network.p2p", "outlier_tolerance": 0.3}]},
           open(sys.argv[2], "w"))
 PY
 rejudge() { "$CB_BIN" report "$1" --spec "$WORK/p2p.json" >"$1.report.log" 2>&1 || [[ $? == 1 ]] ||
@@ -106,8 +111,6 @@ for size in 4 4 4 6 6; do
   n=$((n + 1))
   cluster "$size" "1-2"
   run "$WORK/link$n" "$size"
-  python3 "$WORK/check.py" "$WORK/link$n" link "${CB_NETNS_PREFIX}1<->${CB_NETNS_PREFIX}2" ||
-    fail "run $n ($size nodes): not exactly the slow link"
   rejudge "$WORK/link$n"
   python3 "$WORK/check.py" "$WORK/link$n" link "${CB_NETNS_PREFIX}1<->${CB_NETNS_PREFIX}2" \
     "${CB_NETNS_PREFIX}1,${CB_NETNS_PREFIX}2" || fail "run $n ($size nodes): p2p rows alone"
@@ -116,7 +119,6 @@ done
 # Every link of node 3 at 50 Mbit/s: the node, not its five links.
 cluster 6 1-3 2-3 3-4 3-5 3-6
 run "$WORK/node" 6
-python3 "$WORK/check.py" "$WORK/node" node "${CB_NETNS_PREFIX}3" || fail "the slow node is not named"
 rejudge "$WORK/node"
 python3 "$WORK/check.py" "$WORK/node" node "${CB_NETNS_PREFIX}3" "${CB_NETNS_PREFIX}3" ||
   fail "p2p rows alone: not exactly the slow node drained"
