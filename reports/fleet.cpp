@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <unordered_map>
@@ -147,20 +148,26 @@ Outlier make_outlier(const ResultRecord& r, const Group& g, double v, double med
   return o;
 }
 
+/// Every repetition of the group's members that have kMinReps or more: what a member is tested
+/// against (without its own), sorted once for the group.
+RankPool fleet_pool(const Group& g) {
+  std::vector<double> all;
+  for (const Metric* m : g.metrics)
+    if (m->reps.size() >= static_cast<size_t>(kMinReps))
+      all.insert(all.end(), m->reps.begin(), m->reps.end());
+  return rank_pool(std::move(all));
+}
+
 /// Whether member `i`'s repetitions differ from the rest of the group's with significance (the
-/// two-sided Mann-Whitney U test compare uses, p < kAlpha), into `p`. Members with fewer than
-/// kMinReps repetitions, or a fleet without them, cannot be tested: true (their deviation alone
-/// judges, as a one-number metric's must), p = -1.
-bool differs_significantly(const Group& g, size_t i, double& p) {
+/// two-sided Mann-Whitney U test compare uses, p < kAlpha), into `p`; `pool` is fleet_pool(g).
+/// Members with fewer than kMinReps repetitions, or a fleet without them, cannot be tested: true
+/// (their deviation alone judges, as a one-number metric's must), p = -1.
+bool differs_significantly(const Group& g, size_t i, const RankPool& pool, double& p) {
   p = -1;
   const std::vector<double>& mine = g.metrics[i]->reps;
   if (mine.size() < static_cast<size_t>(kMinReps)) return true;
-  std::vector<double> rest;
-  for (size_t j = 0; j < g.metrics.size(); ++j)
-    if (j != i && g.metrics[j]->reps.size() >= static_cast<size_t>(kMinReps))
-      rest.insert(rest.end(), g.metrics[j]->reps.begin(), g.metrics[j]->reps.end());
-  if (rest.size() < static_cast<size_t>(kMinReps)) return true;
-  p = mann_whitney_p(mine, rest);
+  if (pool.sorted.size() < mine.size() + static_cast<size_t>(kMinReps)) return true;
+  p = mann_whitney_p(mine, pool, true);
   return p < kAlpha;
 }
 
@@ -183,11 +190,13 @@ std::vector<Outlier> find_outliers(const std::vector<ResultRecord>& records,
     const ResultRecord& first = *g.recs.front();
     double tol = outlier_tolerance(rules, families, first.benchmark, g.proto->name, g.proto->unit);
     size_t start = out.size();
+    std::optional<RankPool> pool;  // made at the group's first member past the tolerance
     for (size_t i = 0; i < g.values.size(); ++i) {
       double v = g.values[i];
       bool bad = g.proto->higher_is_better ? v < med * (1 - tol) : v > med * (1 + tol);
       double p = -1;
-      if (bad && differs_significantly(g, i, p)) {
+      if (bad && !pool) pool = fleet_pool(g);
+      if (bad && differs_significantly(g, i, *pool, p)) {
         out.push_back(make_outlier(*g.recs[i], g, v, med, tol, gpus));
         out.back().p_value = p;
       }

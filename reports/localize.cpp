@@ -41,11 +41,12 @@ struct Matrix {
     for (const auto& [pair, v] : value) links.push_back({pair.first, pair.second, v});
     reference = typical_link(links, higher_is_better);
     if (reference == 0 || std::isnan(reference)) return;
-    std::vector<double> typical;  // the repetitions of the links within `tol` of the reference
+    std::vector<double> within;  // the repetitions of the links within `tol` of the reference
     for (const auto& [pair, r] : reps)
       if (std::fabs(value.at(pair) - reference) <= tol * std::fabs(reference) &&
           r.size() >= static_cast<size_t>(kMinReps))
-        typical.insert(typical.end(), r.begin(), r.end());
+        within.insert(within.end(), r.begin(), r.end());
+    const RankPool typical = rank_pool(std::move(within));
     for (const auto& [pair, v] : value) {
       const double dev = (v - reference) / std::fabs(reference);
       if ((higher_is_better ? dev < -tol : dev > tol) && is_out_of_noise(pair, tol, typical))
@@ -56,11 +57,11 @@ struct Matrix {
   /// tolerance): they differ from the typical links' with significance (two-sided Mann-Whitney
   /// U, p < kAlpha, the test compare uses). Without them: even the link's best repetition is
   /// beyond `tol`.
-  bool is_out_of_noise(const Pair& pair, double tol, const std::vector<double>& typical) const {
+  bool is_out_of_noise(const Pair& pair, double tol, const RankPool& typical) const {
     auto mine = reps.find(pair);
     if (mine != reps.end() && mine->second.size() >= static_cast<size_t>(kMinReps) &&
-        typical.size() >= static_cast<size_t>(kMinReps))
-      return mann_whitney_p(mine->second, typical) < kAlpha;
+        typical.sorted.size() >= static_cast<size_t>(kMinReps))
+      return mann_whitney_p(mine->second, typical, false) < kAlpha;
     const double dev_best = (best.at(pair) - reference) / std::fabs(reference);
     if (std::isnan(dev_best)) return false;  // the noise is unknown: never judged low
     return higher_is_better ? dev_best < -tol : dev_best > tol;

@@ -49,6 +49,19 @@ double exact_u_cdf(int n1, int n2, double u) {
   return below / total;
 }
 
+/// t^3 - t: a group of t equal values' share of the tie term.
+double cubed_ties(double t) { return t * t * t - t; }
+
+/// The two-sided p of U (the smaller of U1 and n1 n2 - U1) by the normal approximation, with the
+/// tie term `ties` and a continuity correction of 0.5.
+double normal_u_p(double u, double n1, double n2, double ties) {
+  const double n = n1 + n2;
+  const double var = n1 * n2 / 12 * ((n + 1) - ties / (n * (n - 1)));
+  if (var <= 0) return 1;  // every value equal
+  const double z = (std::fabs(u - n1 * n2 / 2) - 0.5) / std::sqrt(var);
+  return std::min(1.0, std::erfc(std::max(z, 0.0) / std::sqrt(2.0)));
+}
+
 }  // namespace
 
 double mann_whitney_p(const std::vector<double>& a, const std::vector<double>& b) {
@@ -65,11 +78,54 @@ double mann_whitney_p(const std::vector<double>& a, const std::vector<double>& b
   if (ties == 0 && a.size() <= 20 && b.size() <= 20)
     return std::min(1.0,
                     2 * exact_u_cdf(static_cast<int>(a.size()), static_cast<int>(b.size()), u));
-  const double n = n1 + n2;
-  const double var = n1 * n2 / 12 * ((n + 1) - ties / (n * (n - 1)));
-  if (var <= 0) return 1;  // every value equal
-  const double z = (std::fabs(u - n1 * n2 / 2) - 0.5) / std::sqrt(var);
-  return std::min(1.0, std::erfc(std::max(z, 0.0) / std::sqrt(2.0)));
+  return normal_u_p(u, n1, n2, ties);
+}
+
+RankPool rank_pool(std::vector<double> values) {
+  RankPool pool;
+  std::sort(values.begin(), values.end());
+  for (size_t i = 0; i < values.size();) {
+    size_t j = i;
+    while (j < values.size() && values[j] == values[i]) ++j;
+    pool.ties += cubed_ties(static_cast<double>(j - i));
+    i = j;
+  }
+  pool.sorted = std::move(values);
+  return pool;
+}
+
+double mann_whitney_p(const std::vector<double>& a, const RankPool& pool, bool a_in_pool) {
+  const size_t n_rest = pool.sorted.size() - (a_in_pool ? a.size() : 0);
+  if (a.empty() || n_rest == 0) return 1;
+  if (n_rest <= 20) {  // the exact test may apply: the plain way
+    std::vector<double> rest = pool.sorted;
+    if (a_in_pool)
+      for (double x : a) rest.erase(std::lower_bound(rest.begin(), rest.end(), x));
+    return mann_whitney_p(a, rest);
+  }
+  // Ranks in the combined sample (rest and a): the pool when a is in it, else the pool plus a.
+  const auto& v = pool.sorted;
+  double r1 = 0, ties = pool.ties;
+  std::vector<double> seen;  // a's distinct values, for the tie term
+  for (double x : a) {
+    const auto range = std::equal_range(v.begin(), v.end(), x);
+    double less = static_cast<double>(range.first - v.begin());
+    double equal = static_cast<double>(range.second - range.first);
+    if (!a_in_pool) {
+      const auto a_less = std::count_if(a.begin(), a.end(), [x](double y) { return y < x; });
+      const auto a_equal = std::count(a.begin(), a.end(), x);
+      less += static_cast<double>(a_less);
+      if (std::find(seen.begin(), seen.end(), x) == seen.end()) {
+        seen.push_back(x);
+        ties += cubed_ties(equal + static_cast<double>(a_equal)) - cubed_ties(equal);
+      }
+      equal += static_cast<double>(a_equal);
+    }
+    r1 += less + (equal + 1) / 2;
+  }
+  const double n1 = static_cast<double>(a.size()), n2 = static_cast<double>(n_rest);
+  const double u1 = r1 - n1 * (n1 + 1) / 2;
+  return normal_u_p(std::min(u1, n1 * n2 - u1), n1, n2, ties);
 }
 
 namespace {
