@@ -143,6 +143,28 @@ Report make_report(std::shared_ptr<const RunDir> run_ptr, const Spec& spec) {
   return rep;
 }
 
+ExtraKeys report_extra_keys(const Spec* spec) {
+  // What the report reads (extra.find/value/contains in reports/, compare/ aside), failed
+  // records aside: they keep all of theirs; and what the shipped tables select on (a test keeps
+  // this true), so that a run judged against one of them is read once.
+  ExtraKeys keys{"busbw_is_wire", "nccl_algorithm", "refused", "scratch",   "scratch_device",
+                 "series",        "snapshot",       "tier",    "unmeasured"};
+  if (!spec) return keys;
+  auto add = [&keys](const std::string& text) {
+    static const std::string kExtra = "/extra/";
+    for (size_t at = text.find(kExtra); at != std::string::npos; at = text.find(kExtra, at + 1)) {
+      const size_t from = at + kExtra.size();
+      const size_t to = text.find_first_of("/}", from);
+      keys.insert(text.substr(from, to == std::string::npos ? to : to - from));
+    }
+  };
+  for (const auto& r : spec->requirements) {
+    for (const auto& [pointer, condition] : r.select.require.items()) add(pointer);
+    add(r.select.distinct), add(r.select.unmet), add(r.select.describe);
+  }
+  return keys;
+}
+
 Report make_report(const RunDir& run, const Spec& spec) {
   return make_report(std::make_shared<const RunDir>(run), spec);
 }

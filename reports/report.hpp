@@ -61,6 +61,13 @@ Report make_report(std::shared_ptr<const RunDir> run, const Spec& spec);
 /// The same over a copy of `run`.
 Report make_report(const RunDir& run, const Spec& spec);
 
+/// The keys of an ok record's `extra` that the report reads, and those `spec`'s rows
+/// select on or quote (a `{/extra/KEY...}` pointer in require, distinct, unmet, describe): what
+/// they read a run directory with (read_run_dir's `keep`). Every other key is evidence for a
+/// person (fio's own JSON, a link matrix), most of a large run's memory. `spec` nullptr: the
+/// reports' own keys and those the shipped tables select on.
+ExtraKeys report_extra_keys(const Spec* spec);
+
 /// docs/design.md "Exit codes", precedence 2 > 3 > 1 > 4 > 0, decided here alone: 2 when a case was
 /// refused (`refused`); else 3 when the run was aborted; else 1 when any row FAILs; else 4 when a
 /// fail-severity row is MISSING or WAIVED, or when --time-limit left planned cases not run

@@ -32,28 +32,32 @@ std::optional<Spec> compare_spec(const std::string& given, const RunDir& cur, co
 /// reads both run directories, writes compare.{md,json,junit.xml} into `out_dir` (default:
 /// CURRENT), prints the console summary. The compare tolerances come from `spec_path`, else from
 /// the table CURRENT's run.json names (BASELINE's when CURRENT names none or it is gone).
+/// `all_cases` (--all-cases): compare.json lists every unchanged case.
 /// Returns Comparison::exit_code (1 regressed, 4 inconclusive, 0). Throws InputError (exit 2) on
 /// an unreadable run directory, spec table, or a bad --tolerance.
 int compare_command(const std::string& baseline_dir, const std::string& current_dir,
                     const std::vector<std::string>& tolerances, const std::string& out_dir,
-                    const std::string& spec_path) {
+                    const std::string& spec_path, bool all_cases) {
   std::vector<ToleranceRule> rules;
   for (const auto& t : tolerances) rules.push_back(parse_tolerance(t));
   if (!out_dir.empty()) {  // before minutes of reading
     check_output_dir(out_dir, "--out");
     check_writable_dir(out_dir, "--out");
   }
-  // Both sides at once: reading is most of compare's time at 1,000 nodes (docs/report.md).
+  // Both sides at once: reading is most of compare's time at 1,000 nodes (docs/report.md). Of
+  // each record's `extra`, only what compare reads.
+  const ExtraKeys keys = compare_extra_keys();
   auto base_future =
-      std::async(std::launch::async, [&] { return read_run_dir(baseline_dir, false); });
+      std::async(std::launch::async, [&] { return read_run_dir(baseline_dir, false, &keys); });
   // Never freed: the process ends right after, and freeing two 1,000-node runs and their
   // comparison took over a second (docs/report.md "Scale").
-  const RunDir& cur = *new RunDir(read_run_dir(current_dir, false));
+  const RunDir& cur = *new RunDir(read_run_dir(current_dir, false, &keys));
   const RunDir& base = *new RunDir(base_future.get());
   const std::optional<Spec> spec = compare_spec(spec_path, cur, base);
   Comparison& c =
       *new Comparison(compare(base, cur, rules, spec ? spec->families : std::vector<SpecFamily>{}));
   if (spec) c.spec_path = spec->path;
+  c.list_all_cases = all_cases;
   // A key that names nothing was meant to name something (a typo, a unit's case): the user's
   // tolerance did not apply, so the verdict would not be the one asked for.
   if (!c.unused_rules.empty()) {
@@ -101,13 +105,17 @@ class CompareCommand : public Command {
     cmd->add_option("--spec", spec_,
                     "spec table whose compare tolerances apply (default: the one CURRENT's "
                     "run.json names)");
+    cmd->add_flag("--all-cases", all_,
+                  "list every unchanged case in compare.json/junit.xml (by default, beyond 1,000 "
+                  "they are counted per benchmark)");
     return cmd;
   }
-  int run(int, char**) override { return compare_command(base_, cur_, tol_, out_, spec_); }
+  int run(int, char**) override { return compare_command(base_, cur_, tol_, out_, spec_, all_); }
 
  private:
   std::string base_, cur_, out_, spec_;
   std::vector<std::string> tol_;
+  bool all_ = false;
 };
 
 }  // namespace

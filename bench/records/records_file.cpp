@@ -1,6 +1,7 @@
 // records.jsonl read fast: chunks of lines parsed on up to 4 threads with simdjson's on-demand
 // parser, each line that it cannot take read by the ordinary path (run_dir.hpp read_records).
 #include <simdjson.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -161,6 +162,48 @@ bool read_scope(od::value v, Scope& s) {
   });
 }
 
+/// What one thread reads lines with: simdjson's parsers (one for the line, one for an `extra`
+/// read key by key) and the `extra` keys to keep (nullptr: all).
+struct LineReader {
+  od::parser line, extra;
+  simdjson::dom::parser check;  ///< validates the `extra` values not kept
+  const ExtraKeys* keep = nullptr;
+};
+
+/// The raw JSON text of any value (an object, an array, a scalar); false when it does not parse.
+bool raw_value(od::value v, std::string_view& text) {
+  od::json_type type;
+  if (v.type().get(type)) return false;
+  if (type == od::json_type::object) return raw_object(v, text);
+  if (type == od::json_type::array) {
+    od::array a;
+    return !v.get_array().get(a) && !a.raw_json().get(text);
+  }
+  text = v.raw_json_token();
+  return true;
+}
+
+/// An ok record's `extra` (its raw text, `capacity` readable bytes from its start) with only the
+/// keys of `reader.keep`: the rest is evidence the reader never looks at (fio's own JSON, a link
+/// matrix: most of a large run's memory), validated by simdjson, never built. False when a value
+/// is not JSON (the ordinary path then says what is wrong).
+bool kept_extra(LineReader& reader, std::string_view text, size_t capacity, json& out) {
+  od::document doc;
+  od::object o;
+  if (reader.extra.iterate(text.data(), text.size(), capacity).get(doc) || doc.get_object().get(o))
+    return false;
+  out = json::object();
+  return each_field(o, [&](std::string_view key, od::value v) {
+    std::string_view raw;
+    if (!raw_value(v, raw)) return false;
+    if (reader.keep->find(key) != reader.keep->end())
+      out[std::string(key)] = parse_json_text(raw, "", 0);
+    else if (reader.check.parse(raw.data(), raw.size(), false).error())
+      return false;
+    return true;
+  });
+}
+
 /// The fast path of read_records: simdjson's On-Demand API fills a ResultRecord straight from
 /// the line, with no JSON document built first (parsing was most of `report` at 1,000 nodes,
 /// docs/report.md "Scale"). It knows only well-formed records: on anything it does not expect (a
@@ -169,11 +212,12 @@ bool read_scope(od::value v, Scope& s) {
 /// line with nlohmann/json, which accepts it or says what is wrong with it.
 /// `capacity` counts the readable bytes from `data` on; simdjson needs SIMDJSON_PADDING of them
 /// past the line.
-bool fast_record(od::parser& parser, const char* data, size_t len, size_t capacity,
+bool fast_record(LineReader& reader, const char* data, size_t len, size_t capacity,
                  RawObjectCache& params_cache, ResultRecord& r) {
   od::document doc;
   od::object top;
-  if (parser.iterate(data, len, capacity).get(doc) || doc.get_object().get(top)) return false;
+  if (reader.line.iterate(data, len, capacity).get(doc) || doc.get_object().get(top)) return false;
+  std::string_view extra;  // read once the status is known: a failed record keeps all of it
   bool has_schema = false, has_benchmark = false, has_status = false;
   std::string status;
   try {
@@ -191,8 +235,7 @@ bool fast_record(od::parser& parser, const char* data, size_t len, size_t capaci
       if (str) return get_string(x, *str);
       if (key == "duration_s") return get_double(x, r.duration_s);
       if (key == "params") return params_cache.get(x, r.params);
-      if (key == "extra")
-        return raw_object(x, text) && (r.extra = parse_json_text(text, "", 0), true);
+      if (key == "extra") return raw_object(x, extra);
       if (key == "error")
         return raw_object(x, text) &&
                (r.error = parse_json_text(text, "", 0).get<ErrorInfo>(), true);
@@ -216,8 +259,19 @@ bool fast_record(od::parser& parser, const char* data, size_t len, size_t capaci
   }
   // Every token used: text after the record's closing brace is the ordinary path's to reject.
   if (doc.current_location().error() != simdjson::OUT_OF_BOUNDS) return false;
-  return has_schema && has_benchmark && has_status && r.schema == kResultSchema &&
-         parse_status(status, r.status);
+  if (!(has_schema && has_benchmark && has_status && r.schema == kResultSchema &&
+        parse_status(status, r.status)))
+    return false;
+  if (extra.empty()) return true;
+  try {
+    if (!reader.keep || r.status != Status::ok) {
+      r.extra = parse_json_text(extra, "", 0);
+      return true;
+    }
+    return kept_extra(reader, extra, capacity - static_cast<size_t>(extra.data() - data), r.extra);
+  } catch (const std::exception&) {
+    return false;
+  }
 }
 
 /// One parsed batch of lines: the records, or the first line that failed and why.
@@ -230,7 +284,7 @@ struct ParsedBatch {
 /// Parses lines [begin, end) of `buf` (each a [offset, length) pair; `buf` holds
 /// SIMDJSON_PADDING bytes past its last line).
 void parse_lines(const std::string& buf, const std::vector<std::pair<size_t, size_t>>& lines,
-                 size_t begin, size_t end, od::parser& parser, ParsedBatch& out) {
+                 size_t begin, size_t end, LineReader& reader, ParsedBatch& out) {
   out.records.reserve(end - begin);
   RawObjectCache params_cache;
   for (size_t i = begin; i < end; ++i) {
@@ -239,7 +293,7 @@ void parse_lines(const std::string& buf, const std::vector<std::pair<size_t, siz
     if (line.find_first_not_of(" \t\r") == std::string_view::npos) continue;
     try {
       ResultRecord r;
-      if (!fast_record(parser, line.data(), len, buf.size() - off, params_cache, r))
+      if (!fast_record(reader, line.data(), len, buf.size() - off, params_cache, r))
         r = parse_json_text(line, "", 0).get<ResultRecord>();  // accepts it, or says what is wrong
       check_host_names(r.scope);
       out.records.push_back(std::move(r));
@@ -266,16 +320,16 @@ std::vector<std::pair<size_t, size_t>> split_lines(const std::string& buf, size_
   return lines;
 }
 
-/// Parses `lines` of `buf` (padded for simdjson) on up to parsers.size() threads, in order.
+/// Parses `lines` of `buf` (padded for simdjson) on up to readers.size() threads, in order.
 std::vector<ParsedBatch> parse_chunk(const std::string& buf,
                                      const std::vector<std::pair<size_t, size_t>>& lines,
-                                     std::vector<od::parser>& parsers) {
-  std::vector<ParsedBatch> parts(std::min(parsers.size(), lines.size()));
+                                     std::vector<LineReader>& readers) {
+  std::vector<ParsedBatch> parts(std::min(readers.size(), lines.size()));
   std::vector<std::thread> workers;
   const size_t per = (lines.size() + parts.size() - 1) / parts.size();
   auto range = [&](size_t t) {
     parse_lines(buf, lines, std::min(lines.size(), t * per), std::min(lines.size(), (t + 1) * per),
-                parsers[t], parts[t]);
+                readers[t], parts[t]);
   };
   for (size_t t = 1; t < parts.size(); ++t) workers.emplace_back(range, t);
   range(0);
@@ -312,16 +366,19 @@ void skip_garbage(std::ifstream& in, const std::string& path, int line_no, std::
 
 }  // namespace
 
-RecordsFile read_records(const std::string& path) {
+RecordsFile read_records(const std::string& path, const ExtraKeys* keep) {
   RecordsFile out;
   require_regular_file(path);  // a FIFO would block the read
   std::ifstream in(path, std::ios::binary);
   if (!in) throw InputError(path + ": cannot open (" + std::strerror(errno) + ")");
+  struct stat st {};
+  const double file_bytes = ::stat(path.c_str(), &st) == 0 ? static_cast<double>(st.st_size) : 0;
   // Line by line, in chunks whose lines the cores parse in parallel: a 1,000-node run holds
   // 790 MB of records (docs/report.md "Scale"), never held as one string.
   constexpr size_t kChunkBytes = 16 << 20;
   const size_t threads = std::clamp<size_t>(std::thread::hardware_concurrency(), 1, 4);
-  std::vector<od::parser> parsers(threads);
+  std::vector<LineReader> readers(threads);
+  for (auto& r : readers) r.keep = keep;
   std::string buf, carry;  // carry: the start of a line the previous chunk cut
   int first_line_no = 1;   // line number of the chunk's first line
   bool eof = false;
@@ -354,7 +411,10 @@ RecordsFile read_records(const std::string& path) {
     const bool last_unterminated = eof && buf.back() != '\n';
     const auto lines = split_lines(buf, end);
     buf.append(simdjson::SIMDJSON_PADDING, '\0');
-    for (auto& part : parse_chunk(buf, lines, parsers)) {
+    if (first_line_no == 1 && !eof)  // room for the whole file's records, from the first chunk's
+      out.records.reserve(static_cast<size_t>(static_cast<double>(lines.size()) * 1.05 *
+                                              file_bytes / static_cast<double>(end)));
+    for (auto& part : parse_chunk(buf, lines, readers)) {
       for (auto& r : part.records) out.records.push_back(std::move(r));
       if (part.failed_at == SIZE_MAX) continue;
       std::string where = path + ":" + std::to_string(first_line_no + part.failed_at);

@@ -3,6 +3,7 @@
 // read_run_dir is the one place that keeps the last record of a case; readers rely on it.
 #pragma once
 
+#include <set>
 #include <string>
 #include <vector>
 
@@ -17,9 +18,14 @@ struct RecordsFile {
   std::vector<std::string> warnings;  ///< e.g. a truncated last line
 };
 
+/// The top-level keys of a record's `extra` that a reader keeps (report_extra_keys()).
+using ExtraKeys = std::set<std::string, std::less<>>;
+
 /// Reads records.jsonl. A malformed line other than the last throws InputError naming
 /// file:line and the field; a truncated last line (no trailing newline) is a warning.
-RecordsFile read_records(const std::string& path);
+/// `keep`: an ok record's `extra` holds only these keys (the rest of it is checked for UTF-8 and
+/// structure, never built); failed and waived records keep all of theirs. nullptr: all.
+RecordsFile read_records(const std::string& path, const ExtraKeys* keep = nullptr);
 
 /// Keeps only the last record of each case key in `file` (in file order): a resumed run appends
 /// a case's new record after its failed one, a long case (the burn-in soak) its final record after
@@ -38,6 +44,7 @@ struct RunDir {
 /// Reads a run directory. Throws InputError when it is missing, empty or malformed.
 /// `with_plan` false leaves RunRecord::plan empty (compare has no use for it; it is most of a
 /// 1,000-node run.json).
-RunDir read_run_dir(const std::string& dir, bool with_plan = true);
+/// `keep`: as read_records's.
+RunDir read_run_dir(const std::string& dir, bool with_plan = true, const ExtraKeys* keep = nullptr);
 
 }  // namespace clusterbench

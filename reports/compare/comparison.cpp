@@ -86,6 +86,10 @@ std::vector<std::string> unused_rules(const std::vector<ToleranceRule>& rules,
 
 }  // namespace
 
+ExtraKeys compare_extra_keys() {
+  return {"disk_load", "host_probe", "little_law", "rounds", "snapshot", "unmeasured"};
+}
+
 Comparison compare(const RunDir& baseline, const RunDir& current,
                    const std::vector<ToleranceRule>& rules,
                    const std::vector<SpecFamily>& families) {

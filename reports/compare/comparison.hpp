@@ -36,7 +36,15 @@ struct Comparison {
   /// The --tolerance keys that named no metric of any case (a typo, or a unit's wrong case):
   /// warned of, as they changed nothing.
   std::vector<std::string> unused_rules;
+  /// --all-cases: compare.json and compare.junit.xml list every unchanged case, however many
+  /// (by default beyond kFullDetailUnchanged they are counted per benchmark).
+  bool list_all_cases = false;
 };
+
+/// The keys of an ok record's `extra` that compare reads (the host probe, the rounds, a
+/// snapshot's mark, fio's disk load and Little's law, why a metric is unmeasured): what it reads
+/// each run directory with (read_run_dir's `keep`).
+ExtraKeys compare_extra_keys();
 
 /// Compares two run directories. Case rules: baseline ok and current ok -> per metric (the
 /// worst verdict among its comparable metrics; not_comparable when none is); a baseline

@@ -74,7 +74,8 @@ std::vector<UnchangedGroup> unchanged_groups(const Comparison& c) {
 
 bool list_unchanged(const Comparison& c) {
   auto it = c.counts.find(kUnchanged);
-  return it == c.counts.end() || static_cast<size_t>(it->second) <= kFullDetailUnchanged;
+  return c.list_all_cases || it == c.counts.end() ||
+         static_cast<size_t>(it->second) <= kFullDetailUnchanged;
 }
 
 }  // namespace
