@@ -54,8 +54,8 @@ int compare_command(const std::string& baseline_dir, const std::string& current_
   const RunDir& cur = *new RunDir(read_run_dir(current_dir, false, &keys));
   const RunDir& base = *new RunDir(base_future.get());
   const std::optional<Spec> spec = compare_spec(spec_path, cur, base);
-  Comparison& c =
-      *new Comparison(compare(base, cur, rules, spec ? spec->families : std::vector<SpecFamily>{}));
+  Comparison& c = *new Comparison(
+      compare(base, cur, rules, spec ? spec->families : std::vector<SpecFamily>{}, all_cases));
   if (spec) c.spec_path = spec->path;
   c.list_all_cases = all_cases;
   // A key that names nothing was meant to name something (a typo, a unit's case): the user's

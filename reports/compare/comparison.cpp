@@ -59,6 +59,21 @@ void sort_by_verdict(std::vector<CaseChange>& cases) {
   cases = std::move(sorted);
 }
 
+/// Keeps of an unchanged case only its metric that moved most towards worse: what the outputs
+/// quote of the cases they count per benchmark.
+void keep_closest(CaseChange& cc) {
+  if (cc.metrics.size() <= 1) return;
+  auto worse = [](const MetricChange& m) {
+    return m.higher_is_better ? -m.change_pct : m.change_pct;
+  };
+  auto closest =
+      std::max_element(cc.metrics.begin(), cc.metrics.end(),
+                       [&](const auto& a, const auto& b) { return worse(a) < worse(b); });
+  std::vector<MetricChange> one{std::move(*closest)};
+  cc.metrics.swap(one);
+  cc.reduced = true;
+}
+
 /// True when no metric of any case was judged (regressed, improved or unchanged): a BASELINE with
 /// no records of CURRENT's cases, or runs of one repetition a case, answer nothing, and compare
 /// says so (exit 4) rather than "NO REGRESSION".
@@ -91,8 +106,8 @@ ExtraKeys compare_extra_keys() {
 }
 
 Comparison compare(const RunDir& baseline, const RunDir& current,
-                   const std::vector<ToleranceRule>& rules,
-                   const std::vector<SpecFamily>& families) {
+                   const std::vector<ToleranceRule>& rules, const std::vector<SpecFamily>& families,
+                   bool all_cases) {
   Comparison out;
   out.baseline_dir = baseline.dir;
   out.current_dir = current.dir;
@@ -111,12 +126,15 @@ Comparison compare(const RunDir& baseline, const RunDir& current,
   // BASELINE's cases in order, judged on two threads into their own slots.
   out.cases.resize(base.order.size());
   std::vector<char> matched(crecs.size(), 0);  // distinct cases match distinct records
+  // Few cases cannot leave more unchanged ones than are listed: nothing to reduce.
+  const bool reduce = !all_cases && out.cases.size() > kFullDetailUnchanged;
   auto judge = [&](size_t begin, size_t end) {
     for (size_t k = begin; k < end; ++k) {
       const std::string_view key = base.keys[base.order[k]];
       auto it = cur.last.find(key);
       const ResultRecord* c = it == cur.last.end() ? nullptr : &crecs[it->second];
       judge_case(brecs[base.last.at(key)], c, rules, families, current.run, out.cases[k]);
+      if (reduce && out.cases[k].verdict == kUnchanged) keep_closest(out.cases[k]);
       if (c) matched[it->second] = 1;
     }
   };
@@ -141,6 +159,17 @@ Comparison compare(const RunDir& baseline, const RunDir& current,
   sort_by_verdict(out.cases);
   for (const auto& v : verdict_order()) out.counts[v] = 0;
   for (const auto& c : out.cases) ++out.counts[c.verdict];
+  // The unchanged cases listed in full get their metrics back: all of them when they are few,
+  // else the ones compare.md lists.
+  const bool few = static_cast<size_t>(out.counts[kUnchanged]) <= kFullDetailUnchanged;
+  size_t unchanged = 0;
+  for (auto& cc : out.cases)
+    if (cc.verdict == kUnchanged && (few || unchanged++ < kMarkdownUnchanged) && cc.reduced) {
+      const ResultRecord& b = *cc.baseline;
+      const ResultRecord* c = cc.current;
+      cc = CaseChange{};
+      judge_case(b, c, rules, families, current.run, cc);
+    }
   EnvDiff env = diff_env(baseline, current);
   out.env_changes = std::move(env.changes);
   out.hosts_removed = std::move(env.hosts_removed);

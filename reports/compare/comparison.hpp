@@ -16,6 +16,13 @@
 
 namespace clusterbench::report {
 
+/// compare.json and compare.junit.xml list every unchanged case up to this many unchanged cases;
+/// beyond it (a 1,000-node run has 830,000 cases) unchanged cases are counted per benchmark, with
+/// the case closest to regressing, and every other verdict is still listed in full.
+inline constexpr size_t kFullDetailUnchanged = 1000;
+/// compare.md lists this many unchanged cases, each with its metrics.
+inline constexpr size_t kMarkdownUnchanged = 200;
+
 /// Two runs compared: every case with its verdict, what changed around them, and the exit code.
 struct Comparison {
   std::string baseline_dir, current_dir, baseline_run_id, current_run_id;
@@ -55,14 +62,17 @@ ExtraKeys compare_extra_keys();
 /// record -> regressed.
 /// `families` give the spec table's compare tolerances. The Comparison points into both RunDirs
 /// (CaseChange): they must outlive it, so temporaries are refused at compile time.
+/// Beyond kFullDetailUnchanged unchanged cases, those the outputs count rather than list keep
+/// only their metric closest to regressing (CaseChange::reduced); `all_cases` (--all-cases)
+/// keeps every metric of every case.
 Comparison compare(const RunDir& baseline, const RunDir& current,
                    const std::vector<ToleranceRule>& rules,
-                   const std::vector<SpecFamily>& families = {});
+                   const std::vector<SpecFamily>& families = {}, bool all_cases = false);
 Comparison compare(RunDir&&, const RunDir&, const std::vector<ToleranceRule>&,
-                   const std::vector<SpecFamily>& = {}) = delete;
+                   const std::vector<SpecFamily>& = {}, bool = false) = delete;
 Comparison compare(const RunDir&, RunDir&&, const std::vector<ToleranceRule>&,
-                   const std::vector<SpecFamily>& = {}) = delete;
+                   const std::vector<SpecFamily>& = {}, bool = false) = delete;
 Comparison compare(RunDir&&, RunDir&&, const std::vector<ToleranceRule>&,
-                   const std::vector<SpecFamily>& = {}) = delete;
+                   const std::vector<SpecFamily>& = {}, bool = false) = delete;
 
 }  // namespace clusterbench::report

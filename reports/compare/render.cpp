@@ -151,8 +151,9 @@ void md_unchanged(std::ostringstream& md, const Comparison& c) {
   int shown = 0;
   for (const auto& cc : c.cases) {
     if (cc.verdict != kUnchanged) continue;
-    if (shown++ == 200) {
-      md << "- ... and " << c.counts.at(kUnchanged) - 200 << " more ("
+    if (shown++ == static_cast<int>(kMarkdownUnchanged)) {
+      md << "- ... and " << c.counts.at(kUnchanged) - static_cast<int>(kMarkdownUnchanged)
+         << " more ("
          << (list_unchanged(c) ? "compare.json has all" : "compare.json counts them per benchmark")
          << ")\n";
       break;

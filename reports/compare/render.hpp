@@ -13,11 +13,6 @@ namespace clusterbench::report {
 /// current | change | spread b/c | tolerance | verdict |), environment changes, then unchanged.
 std::string render_compare_markdown(const Comparison& c);
 
-/// compare.json and compare.junit.xml list every unchanged case up to this many unchanged cases;
-/// beyond it (a 1,000-node run has 720,000 cases) unchanged cases are counted per benchmark, with
-/// the case closest to regressing, and every other verdict is still listed in full.
-inline constexpr size_t kFullDetailUnchanged = 1000;
-
 /// compare.json, schema clusterbench.compare/1 (docs/records.md). Beyond kFullDetailUnchanged
 /// unchanged cases, "cases" omits the unchanged ones and "unchanged_by_benchmark" [{benchmark,
 /// cases, closest: {case_key, item, metric, change_pct}}] counts them; "cases_listed" says
