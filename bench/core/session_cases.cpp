@@ -116,12 +116,13 @@ void RunSession::State::run_one(size_t index) {
     std::vector<ResultRecord> recs =
         records_to_write(p.bench->case_level(p.params), std::move(r.records), gathered);
     bool last = true;
-    if (p.in_rounds) recs = merge_round(index, std::move(recs), &last);
+    std::vector<ResultRecord> own;  // this round's records, for its console lines
+    if (p.in_rounds) {
+      own = recs;
+      recs = merge_round(index, std::move(recs), &last);
+    }
     write_case_records(p, recs);
-    if (last)
-      print_case_lines(index, recs, r.table_printed);
-    else if (heartbeat)
-      heartbeat->end_case();
+    print_case_lines(index, last ? recs : own, r.table_printed, !last);
     over = last && round < opt.rounds;  // waived or failed: its record is final now
   }
   // A case waived or failed in a round is not run again (rank 0 decides for all). Rank 0 has
@@ -149,7 +150,7 @@ std::vector<ResultRecord> RunSession::State::merge_round(size_t index,
 }
 
 void RunSession::State::print_case_lines(size_t index, const std::vector<ResultRecord>& recs,
-                                         bool table_printed) {
+                                         bool table_printed, bool round_only) {
   double left_s = 0;
   const std::string place = plan_place(index, &left_s);
   const double elapsed = std::chrono::duration<double>(Clock::now() - t0).count();
@@ -158,7 +159,8 @@ void RunSession::State::print_case_lines(size_t index, const std::vector<ResultR
     if (r.status == Status::ok && table_printed) continue;
     if (r.status == Status::waived && !waived_said.insert(r.benchmark + "\n" + r.message).second)
       continue;
-    std::cout << progress_prefix(place, elapsed, left_s) << " " << case_line(r) << "\n";
+    std::cout << progress_prefix(place, elapsed, left_s) << (round_only ? " this round: " : " ")
+              << case_line(r) << "\n";
   }
   std::cout << std::flush;
   if (heartbeat) heartbeat->printed(), heartbeat->end_case();

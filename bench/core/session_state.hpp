@@ -152,7 +152,10 @@ struct RunSession::State {
   /// Rank 0's console line per record of case `index` (case_line.hpp), with the run's progress;
   /// a waived reason is said once. `table_printed`: the case printed its own table
   /// (CaseRun::print_table, a collective's nccl-tests rows), which shows its ok records.
-  void print_case_lines(size_t index, const std::vector<ResultRecord>& recs, bool table_printed);
+  /// `round_only`: `recs` are what one round before the last measured (--rounds), each line
+  /// marked "this round:", so that a value shows in the first round, not only after the last.
+  void print_case_lines(size_t index, const std::vector<ResultRecord>& recs, bool table_printed,
+                        bool round_only = false);
   /// "5/19": case `index`'s place among the cases this run runs; `left_s`: the estimates of
   /// those after it.
   std::string plan_place(size_t index, double* left_s = nullptr) const;

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # run --rounds N (docs/compare.md "Rounds"): each STREAM case runs once per round, for min_time / N
 # each time; its final record holds one repetition per round (the median as its value), written
-# after snapshots that a later round replaces; run.json says N. A --time-limit that ends the
+# after snapshots that a later round replaces; run.json says N. Each round before the last prints
+# what it measured ("this round:"), the last the case's record. A --time-limit that ends the
 # rounds early leaves final records with the rounds that ran. A run killed between rounds is
 # completed by --resume, which redoes the cases whose last record is a snapshot and keeps N (a
 # different --rounds is refused). Bad values are exit 2. Budget: ~30 s on 2 shared cores.
@@ -47,11 +48,14 @@ assert len(recs) == 12, len(recs)
 assert sum(1 for r in recs if r['extra'].get('snapshot')) == 8, recs
 " "$TMP/a"
 expect_out "\[4/4 round 3/3, [0-9]+ s, about 0 s left\] compute.memory_bandwidth \{\"kernel\":\"triad\"\} .*\(3 reps"
-[ "$(grep -c 'compute.memory_bandwidth {"kernel":"copy"}' "$TMP/out")" = 1 ] ||
-  { cat "$TMP/out"; fail "the copy case is not printed once, after its last round"; }
+# Rounds 1 and 2 print what they measured ("this round:"), round 3 the case's record, once.
+expect_out "^\[1/4 round 1/3, [0-9]+ s, about [0-9]+ s left\] this round: compute.memory_bandwidth \{\"kernel\":\"copy\"\} [^ ]+: bandwidth [0-9.]+ GB/s"
+[ "$(grep -c 'compute.memory_bandwidth {"kernel":"copy"}' "$TMP/out")" = 3 ] &&
+  [ "$(grep 'compute.memory_bandwidth {"kernel":"copy"}' "$TMP/out" | grep -c '\] this round: ')" = 2 ] ||
+  { cat "$TMP/out"; fail "the copy case is not printed once a round, its record once after its last"; }
 expect_rc 0 "$CB_BIN" "${BASE[@]}" --rounds 3 --dry-run
 expect_out "compute.memory_bandwidth \{\"kernel\":\"copy\"\}"
-ok "--rounds 3: one repetition per round, snapshots replaced, printed once"
+ok "--rounds 3: one repetition per round, snapshots replaced, each round's value printed"
 
 # 2. A time limit that ends the rounds early: the records are final with the rounds that ran.
 #    Rounds of about 2 s (min_time 2 / 4 rounds = 0.5 s a case): half the estimate ends the run in
