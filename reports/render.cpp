@@ -1,6 +1,8 @@
 // Renderers: Markdown, JSON, JUnit XML, console. They format; every judgement is in make_report.
 #include "reports/render.hpp"
 
+#include "reports/alert_rules.hpp"
+
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -515,6 +517,7 @@ std::string output_magic(const std::string& option) {
   if (option == "--prometheus") return "# HELP ";
   if (option == "--pdf") return "%PDF-";
   if (option == "-o") return "\x1f\x8b";
+  if (option == "--alert-rules") return kAlertRulesMagic;
   return "";
 }
 

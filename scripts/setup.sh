@@ -17,7 +17,9 @@
 #   (archive --sign and verify of a signed archive).
 #   apt-get download: Slurm and munge (slurmctld, slurmd, slurm-client, munge and their plugins),
 #   unpacked into .deps/slurm for the one-node Slurm test; not installed, so no systemd unit of
-#   theirs is enabled beside a site's own Slurm.
+#   theirs is enabled beside a site's own Slurm. Likewise Debian's prometheus into .deps/prometheus
+#   for its promtool (the rules of `report --alert-rules` checked and run over made-up series); the
+#   server is never installed or started.
 #   pip, where nvcc is: the CUDA 12.2 wheels into .deps/cuda12 (the CUDA 12 host check).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -97,6 +99,21 @@ if ((TEST)) && [ ! -x "$SLURM_DIR/usr/sbin/slurmd" ]; then
   for d in slurmctld slurmd slurmstepd; do ln -s "$d-wlm" "$SLURM_DIR.part/usr/sbin/$d"; done
   rm -rf "$debs" "$SLURM_DIR"
   mv "$SLURM_DIR.part" "$SLURM_DIR"
+fi
+# promtool from Debian's prometheus package, unpacked likewise (tests/integration/alert_rules.sh).
+PROM_DIR=.deps/prometheus
+if ((TEST)) && [ ! -x "$PROM_DIR/usr/bin/promtool" ]; then
+  echo "setup: unpacking promtool (Debian's prometheus package) into $PROM_DIR"
+  debs=$(mktemp -d)
+  if ! (cd "$debs" && apt-get download -qq prometheus >/dev/null 2>&1); then
+    $SUDO apt-get update -qq
+    (cd "$debs" && apt-get download -qq prometheus >/dev/null 2>&1) ||
+      { echo "setup: apt-get download prometheus failed" >&2; exit 1; }
+  fi
+  rm -rf "$PROM_DIR.part" "$PROM_DIR"
+  dpkg-deb -x "$debs"/prometheus_*.deb "$PROM_DIR.part"
+  rm -rf "$debs"
+  mv "$PROM_DIR.part" "$PROM_DIR"
 fi
 if command -v nvcc >/dev/null 2>&1 || [ -x /usr/local/cuda/bin/nvcc ]; then
   :

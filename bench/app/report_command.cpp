@@ -7,7 +7,10 @@
 #include <optional>
 
 #include "app/command.hpp"
+#include "core/version.hpp"
+#include "records/sha256.hpp"
 #include "records/spec.hpp"
+#include "reports/alert_rules.hpp"
 #include "reports/html.hpp"
 #include "reports/prometheus.hpp"
 #include "reports/render.hpp"
@@ -49,6 +52,32 @@ Spec spec_of(const std::string& dir, const std::string& path, bool from_run) {
     throw InputError(dir + "/run.json: field 'spec.path': " + e.what() +
                      " (pass --spec FILE to judge the run against a table)");
   }
+}
+
+/// `report --alert-rules FILE`: the rules of the table given by --spec, else of the one
+/// run.json names; the run itself is not evaluated.
+int write_alert_rules(const std::string& dir, const std::string& spec_arg, const std::string& file,
+                      bool force) {
+  std::string path;
+  if (!spec_arg.empty()) {
+    path = resolve_spec_arg(spec_arg);
+  } else {
+    const json run = read_json_file(dir + "/run.json");
+    const json* p = run.contains("spec") && run.at("spec").is_object() ? &run.at("spec") : nullptr;
+    if (!p || !p->contains("path") || !p->at("path").is_string() ||
+        p->at("path").get<std::string>().empty())
+      throw InputError(dir + "/run.json: names no spec table; pass --spec FILE");
+    path = p->at("path").get<std::string>();
+  }
+  const Spec spec = spec_of(dir, path, spec_arg.empty());
+  refuse_spec_overwrite({{"--alert-rules", file}}, path);
+  report::check_output_file(file, "--alert-rules",
+                            std::filesystem::exists(dir + "/run.json") ? dir : "", force);
+  write_file_atomic(file,
+                    report::render_alert_rules(spec, sha256_file(path), clusterbench_version()));
+  std::cout << "alert rules: " << spec.alerts.size() << " from " << spec.name << " (" << path
+            << ") -> " << file << (spec.alerts.empty() ? " (the table defines none)" : "") << "\n";
+  return 0;
 }
 
 }  // namespace
@@ -123,7 +152,8 @@ RunHooks report_hooks() {
 
 namespace {
 
-/// `clusterbench report [DIR] [--spec F] [--html F] [--pdf F] [--prometheus F] [--force]`.
+/// `clusterbench report [DIR] [--spec F] [--html F] [--pdf F] [--prometheus F] [--force]`, or
+/// `clusterbench report [DIR] [--spec F] --alert-rules F [--force]`.
 class ReportCommand : public Command {
  public:
   CLI::App* add(CLI::App& app) override {
@@ -135,18 +165,30 @@ class ReportCommand : public Command {
     prom_opt_ =
         cmd_->add_option("--prometheus", prom_,
                          "write the headline metrics as a Prometheus textfile (node_exporter)");
-    cmd_->add_flag("--force", force_,
-                   "let --html/--pdf/--prometheus replace an existing file that is not an "
-                   "earlier output of theirs (never a run directory's own file)");
+    rules_opt_ = cmd_->add_option(
+        "--alert-rules", rules_,
+        "write Prometheus alerting rules from the spec table's thresholds to this file "
+        "(promtool check rules); the run is not evaluated");
+    cmd_->add_flag(
+        "--force", force_,
+        "let --html/--pdf/--prometheus/--alert-rules replace an existing file that is not an "
+        "earlier output of theirs (never a run directory's own file)");
     return cmd_;
   }
   int run(int, char**) override {
     // Checked before anything is rendered: never a run file, a directory or a device.
     if (!html_.empty()) report::check_output_file(html_, "--html", dir_, force_);
     if (!pdf_.empty()) report::check_output_file(pdf_, "--pdf", dir_, force_);
-    for (const auto* o : {pdf_opt_, html_opt_, prom_opt_})
+    for (const auto* o : {pdf_opt_, html_opt_, prom_opt_, rules_opt_})
       if (o && o->count() && o->as<std::string>().empty())
         throw InputError(o->get_name() + ": empty path; name a file");
+    if (!rules_.empty()) {
+      if (!html_.empty() || !pdf_.empty() || !prom_.empty())
+        throw InputError(
+            "--alert-rules writes the rules only; run report again for "
+            "--html, --pdf or --prometheus");
+      return write_alert_rules(dir_, spec_, rules_, force_);
+    }
     bool written = false;
     int code = report_command(dir_, spec_, false, prom_, &written,
                               {{"--html", html_}, {"--pdf", pdf_}}, force_);
@@ -171,9 +213,10 @@ class ReportCommand : public Command {
 
  private:
   CLI::App* cmd_ = nullptr;
-  std::string dir_ = "results/latest", spec_, html_, pdf_, prom_;
+  std::string dir_ = "results/latest", spec_, html_, pdf_, prom_, rules_;
   bool force_ = false;
-  CLI::Option *html_opt_ = nullptr, *pdf_opt_ = nullptr, *prom_opt_ = nullptr;
+  CLI::Option *html_opt_ = nullptr, *pdf_opt_ = nullptr, *prom_opt_ = nullptr,
+              *rules_opt_ = nullptr;
 };
 
 }  // namespace

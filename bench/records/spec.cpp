@@ -151,7 +151,7 @@ json read_table(const std::string& path, const std::string& by) {
       throw InputError(path + ": " + dup + " appears twice in one object (a reader keeps one)");
     check_keys(j,
                {"schema", "name", "title", "extends", "match", "requirements", "remove", "families",
-                "tiers", "nics_per_node", "dense_peaks", "dense_peaks_source"},
+                "tiers", "nics_per_node", "dense_peaks", "dense_peaks_source", "alerts"},
                path);
     const std::string schema = require_field<std::string>(j, "schema", path);
     if (schema != kSpecSchema && schema != kSpecSchemaV4 && schema != kSpecSchemaV3 &&
@@ -203,6 +203,14 @@ void merge_parent(Spec& spec, const Spec& p) {
   for (const auto& [dtype, tflops] : p.dense_peaks) spec.dense_peaks[dtype] = tflops;
   if (p.nics_per_node) spec.nics_per_node = p.nics_per_node;
   if (!p.dense_peaks_source.empty()) spec.dense_peaks_source = p.dense_peaks_source;
+  for (const auto& a : p.alerts) {
+    auto it = std::find_if(spec.alerts.begin(), spec.alerts.end(),
+                           [&](const SpecAlert& x) { return x.id == a.id; });
+    if (it != spec.alerts.end())
+      *it = a;
+    else
+      spec.alerts.push_back(a);
+  }
   for (const auto& t : p.tiers) {
     auto it = std::find_if(spec.tiers.begin(), spec.tiers.end(),
                            [&](const SpecTier& x) { return x.name == t.name; });
@@ -261,6 +269,7 @@ Spec load_one(const std::string& path, std::set<std::string>& seen,
     merge_families(j, schema, path, spec);
     merge_tiers(j, schema, path, spec);
     merge_dense_peaks(j, schema, path, spec);
+    merge_alerts(j, schema, path, spec);
     if (j.contains("nics_per_node")) {
       const json& n = j.at("nics_per_node");
       if (!n.is_number_integer() || n.get<long long>() < 1 || n.get<long long>() > 64)
@@ -289,6 +298,7 @@ Spec load_spec(const std::string& path) {
     q.per_nic = q.value.at("per_nic").get<double>();
     q.value = *q.per_nic * *spec.nics_per_node;
   }
+  resolve_alerts(spec, path);
   return spec;
 }
 

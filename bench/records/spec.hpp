@@ -168,6 +168,25 @@ json tiers_json(const std::vector<SpecTier>& tiers);
 /// True when `path` is an object-storage URL ("s3://bucket/prefix"): scheme "://" ...
 bool is_object_storage_url(const std::string& path);
 
+/// A Prometheus alerting rule of the table (spec/5 `alerts`, docs/specs.md "Alerts"): what a
+/// monitoring stack (the DCGM exporter, node_exporter) watches between runs. Its threshold is a
+/// row's (`row`: the row's value times `scale`, the row's op turned into the alert's condition),
+/// so a site's table that changes the row changes the alert; or its own (`op`, `value`) where
+/// no row measures the quantity (GPU utilisation).
+struct SpecAlert {
+  std::string id;  ///< the alert's name, [A-Za-z_][A-Za-z0-9_]* ("GpuTemperatureHigh")
+  std::string title, source;
+  std::string expr;  ///< PromQL of the watched quantity, without the comparison
+  std::string row;   ///< the row whose threshold it takes; "" when it has its own
+  /// The condition that fires it: < > <= >= == != (the row's op inverted when `row` is set).
+  std::string op;
+  double threshold = 0;  ///< in the expression's unit (the row's value x scale when `row`)
+  double scale = 1;      ///< the row's unit -> the expression's (GB/s -> bytes/s: 1e9)
+  std::string unit;      ///< the row's unit (checked against it), or the own threshold's
+  std::string for_;      ///< how long the condition holds before it fires ("5m", "1h"); ""
+  std::string severity;  ///< warning | critical (a row's: fail -> critical, warn -> warning)
+};
+
 struct Spec {
   std::string schema = kSpecSchema;  ///< the file's own schema (/1 to /5)
   std::string name, title, path;
@@ -190,6 +209,9 @@ struct Spec {
   /// The node's NICs (rails), one per GPU on an 8-GPU node: what a per-NIC threshold is
   /// multiplied by. A child's replaces its parent's.
   std::optional<int> nics_per_node;
+  /// Prometheus alerting rules (spec/5 `alerts`), parents' first; a child's alert of the same id
+  /// replaces its parent's, {"id": X, "remove": true} drops it. Resolved by load_spec.
+  std::vector<SpecAlert> alerts;
 };
 
 /// A spec regex (op `matches`, `match.gpu_name`), compiled once by RE2: matching takes time

@@ -39,6 +39,14 @@ Requirement parse_row(const json& r, const std::string& where, const std::string
 /// The table's `families` over its parent's (a family of the same benchmark glob overrides).
 void merge_families(const json& j, const std::string& schema, const std::string& path, Spec& spec);
 
+/// The table's `alerts` over its parent's (spec/5; an alert of the same id replaces, "remove"
+/// drops); each checked for known fields and types, its row resolved later (resolve_alerts).
+void merge_alerts(const json& j, const std::string& schema, const std::string& path, Spec& spec);
+
+/// Each alert's threshold and condition from its row (InputError naming `path` and the alert
+/// when the row is missing, not numeric, in another unit, or has an op with no inverse).
+void resolve_alerts(Spec& spec, const std::string& path);
+
 /// A child's family over its parent's of the same glob: each field the child sets replaces the
 /// parent's; the others are kept.
 void override_family(SpecFamily& parent, SpecFamily child);
