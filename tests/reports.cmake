@@ -40,5 +40,7 @@ cb_unit_test(test_extra_keys clusterbench_reports)
 cb_unit_test(test_compare_reduce clusterbench_reports)
 # Prometheus alerting rules from the tables (report --alert-rules): < 1 s.
 cb_unit_test(test_alert_rules clusterbench_reports)
+# The guide's memory type, CPU base clock and host:GPU memory rows (< 1 s).
+cb_unit_test(test_host_rows clusterbench_reports)
 cb_unit_test(test_select clusterbench_reports)
 cb_unit_test(test_storage_rows clusterbench_reports clusterbench_core cb_io)

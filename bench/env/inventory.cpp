@@ -121,6 +121,7 @@ EnvRecord collect_env(const InventoryOptions& opt) {
 
   std::vector<GpuInfo> on_pci;
   r.cpu = cpu_and_pci_gpus(root, on_pci, w);
+  collect_cpu_base_clock(root, r.cpu);
   r.memory = collect_memory(root, w);
   r.gpu_status.on_pci = static_cast<int>(on_pci.size());
   r.nics = collect_nics(root, w);
@@ -135,6 +136,7 @@ EnvRecord collect_env(const InventoryOptions& opt) {
   // root; its sockets and labels are read below the root (software.hpp).
   if (opt.probe_tools) r.software = collect_software({root, "", 20, 2});
   add_gpus(r, std::move(on_pci), opt.query_nvml);
+  set_gpu_memory_ratio(r);
   make_valid_utf8(r);
   return r;
 }

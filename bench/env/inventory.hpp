@@ -64,6 +64,19 @@ MemoryInfo collect_memory(const std::string& fs_root, std::vector<std::string>& 
 /// a structure too short or not of type 17.
 std::optional<std::uint64_t> dmi_memory_device_bytes(std::string_view raw);
 
+/// The memory type of one SMBIOS type 17 structure (DSP0134 7.18.2, the byte at 0x12): "DDR4",
+/// "DDR5", "LPDDR5", "HBM3", ...; "unknown" for another code or a structure too short.
+std::string dmi_memory_type(std::string_view raw);
+
+/// The processors' base clock in MHz (SMBIOS type 4 "Current Speed", the WORD at 0x16, of the
+/// populated sockets: the lowest), else /sys/devices/system/cpu/cpu0/cpufreq/base_frequency
+/// (kHz); null in `cpu.base_mhz` with the reason in cpu.unknown when neither is readable.
+void collect_cpu_base_clock(const std::string& fs_root, CpuInfo& cpu);
+
+/// Installed host memory over the GPUs' memory summed, into r.memory.gpu_memory_ratio (null with
+/// the reason when the node has no GPU or either side is unknown).
+void set_gpu_memory_ratio(EnvRecord& r);
+
 /// NVIDIA GPUs seen on the PCI bus (vendor 0x10de, class 0x0300xx VGA or 0x0302xx 3D), in bus
 /// order, from hwloc's PCI objects (I/O filter KEEP_IMPORTANT); /sys/bus/pci/devices is read
 /// directly when hwloc cannot load or sees no PCI device. source = "pci", name "NVIDIA <device

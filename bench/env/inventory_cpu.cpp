@@ -231,4 +231,33 @@ CpuInfo inventory::cpu_and_pci_gpus(const std::string& fs_root, std::vector<GpuI
   return cpu;
 }
 
+void collect_cpu_base_clock(const std::string& fs_root, CpuInfo& cpu) {
+  const std::string dir = under(fs_root, "/sys/firmware/dmi/entries");
+  std::optional<unsigned> lowest;
+  for (const auto& n : list_dir(dir)) {
+    if (n.rfind("4-", 0) != 0) continue;
+    auto raw = read_raw(dir + "/" + n + "/raw");
+    // Type 4, at least the SMBIOS 2.0 length (0x1A); Status (0x18) bit 6: socket populated.
+    if (!raw || raw->size() < 0x1A || (*raw)[0] != 4 ||
+        static_cast<unsigned char>((*raw)[1]) < 0x1A)
+      continue;
+    auto byte = [&](size_t off) { return static_cast<unsigned char>((*raw)[off]); };
+    if (!(byte(0x18) & 0x40)) continue;
+    const unsigned mhz = byte(0x16) | byte(0x17) << 8;
+    if (mhz > 0 && (!lowest || mhz < *lowest)) lowest = mhz;
+  }
+  if (lowest) {
+    cpu.base_mhz = *lowest;
+    return;
+  }
+  const std::string cpufreq = under(fs_root, "/sys/devices/system/cpu/cpu0/cpufreq/base_frequency");
+  if (auto khz = read_ll(cpufreq); khz && *khz > 0) {
+    cpu.base_mhz = static_cast<double>(*khz) / 1000.0;
+    return;
+  }
+  set_unknown(
+      cpu.base_mhz, cpu.unknown, "base_mhz",
+      "not read: no populated SMBIOS type 4 entry with a speed in " + dir + ", no " + cpufreq);
+}
+
 }  // namespace clusterbench

@@ -2,6 +2,8 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdint>
+#include <map>
+#include <set>
 #include <sstream>
 
 #include "env/inventory_parts.hpp"
@@ -17,9 +19,11 @@ struct DmiSum {
   int devices = 0, unknown = 0;
 };
 
-/// Sum of the type 17 entries; nullopt (with a warning) when there are none readable.
+/// Sum of the type 17 entries; nullopt (with a warning) when there are none readable. `types`:
+/// the memory types of the populated slots.
 std::optional<std::uint64_t> dmi_installed(const std::string& fs_root,
-                                           std::vector<std::string>& warnings) {
+                                           std::vector<std::string>& warnings,
+                                           std::set<std::string>& types) {
   std::string dir = under(fs_root, "/sys/firmware/dmi/entries");
   std::string why;
   auto names = list_dir(dir, &why);
@@ -35,6 +39,7 @@ std::optional<std::uint64_t> dmi_installed(const std::string& fs_root,
     }
     auto bytes = dmi_memory_device_bytes(*raw);
     ++sum.devices;
+    if (bytes && *bytes > 0) types.insert(dmi_memory_type(*raw));
     if (!bytes)
       ++sum.unknown;
     else
@@ -100,6 +105,19 @@ std::optional<std::uint64_t> mem_total(const std::string& fs_root,
 
 }  // namespace
 
+std::string dmi_memory_type(std::string_view raw) {
+  // DSP0134 7.18.2, Memory Device — Type: the DRAM generations a server carries.
+  static const std::map<unsigned, std::string> kTypes = {
+      {0x12, "DDR"},    {0x13, "DDR2"},   {0x18, "DDR3"},   {0x1A, "DDR4"}, {0x1B, "LPDDR"},
+      {0x1C, "LPDDR2"}, {0x1D, "LPDDR3"}, {0x1E, "LPDDR4"}, {0x20, "HBM"},  {0x21, "HBM2"},
+      {0x22, "DDR5"},   {0x23, "LPDDR5"}, {0x24, "HBM3"}};
+  if (raw.size() < 0x13 || static_cast<unsigned char>(raw[0]) != 17 ||
+      static_cast<unsigned char>(raw[1]) < 0x13)
+    return "unknown";
+  auto it = kTypes.find(static_cast<unsigned char>(raw[0x12]));
+  return it == kTypes.end() ? "unknown" : it->second;
+}
+
 std::optional<std::uint64_t> dmi_memory_device_bytes(std::string_view raw) {
   auto byte = [&](size_t off) { return static_cast<unsigned char>(raw[off]); };
   auto word = [&](size_t off) {
@@ -131,7 +149,21 @@ MemoryInfo collect_memory(const std::string& fs_root, std::vector<std::string>& 
     set_unknown(m.usable_gib, m.unknown, "usable_gib", warnings.back());
   // Every source that fails says why in a warning, so a reader sees why e.g. "memory_blocks"
   // was used instead of "dmi".
-  if (auto dmi = dmi_installed(fs_root, warnings)) {
+  std::set<std::string> types;
+  auto dmi = dmi_installed(fs_root, warnings, types);
+  types.erase("unknown");
+  if (types.size() == 1) {
+    m.type = *types.begin();
+  } else if (types.size() > 1) {
+    std::string mixed;
+    for (const auto& t : types) mixed += (mixed.empty() ? "mixed: " : ", ") + t;
+    m.type = mixed;
+  } else {
+    set_unknown(m.type, m.unknown, "type",
+                dmi ? "DMI type 17 names no memory type of a populated slot"
+                    : "not read: no readable DMI type 17 entry (" + warnings.back() + ")");
+  }
+  if (dmi) {
     m.installed_gib = static_cast<double>(*dmi) / kGiB;
     m.source = "dmi";
   } else if (auto blocks = memory_blocks_installed(fs_root, warnings)) {
@@ -147,6 +179,22 @@ MemoryInfo collect_memory(const std::string& fs_root, std::vector<std::string>& 
     set_unknown(m.installed_gib, m.unknown, "installed_gib", why);
   }
   return m;
+}
+
+void set_gpu_memory_ratio(EnvRecord& r) {
+  MemoryInfo& m = r.memory;
+  auto unknown = [&](const std::string& why) {
+    set_unknown(m.gpu_memory_ratio, m.unknown, "gpu_memory_ratio", why);
+  };
+  if (r.gpus.empty()) return unknown("no GPU on this node");
+  if (!m.installed_gib) return unknown("installed host memory not read");
+  double gpu_gib = 0;
+  for (const auto& g : r.gpus) {
+    if (!g.memory_gib) return unknown("GPU " + std::to_string(g.index) + "'s memory not read");
+    gpu_gib += *g.memory_gib;
+  }
+  if (gpu_gib <= 0) return unknown("the GPUs report no memory");
+  m.gpu_memory_ratio = *m.installed_gib / gpu_gib;
 }
 
 }  // namespace clusterbench

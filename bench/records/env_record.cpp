@@ -12,18 +12,20 @@ using namespace json_fields;
 
 void to_json(json& j, const CpuInfo& v) {
   CB_TO(model), CB_TO(sockets), CB_TO(physical_cores), CB_TO(threads), CB_TO(numa_nodes),
-      CB_TO(source);
+      CB_TO(source), CB_TO(base_mhz);
+  put_unknown(j, v.unknown);
 }
 void from_json(const json& j, CpuInfo& v) {
   CB_FROM(model), CB_FROM(sockets), CB_FROM(physical_cores), CB_FROM(threads), CB_FROM(numa_nodes),
-      CB_FROM(source);
+      CB_FROM(source), CB_FROM(base_mhz), CB_FROM(unknown);
 }
 void to_json(json& j, const MemoryInfo& v) {
-  CB_TO(installed_gib), CB_TO(usable_gib), CB_TO(source);
+  CB_TO(installed_gib), CB_TO(usable_gib), CB_TO(source), CB_TO(type), CB_TO(gpu_memory_ratio);
   put_unknown(j, v.unknown);
 }
 void from_json(const json& j, MemoryInfo& v) {
-  CB_FROM(installed_gib), CB_FROM(usable_gib), CB_FROM(source), CB_FROM(unknown);
+  CB_FROM(installed_gib), CB_FROM(usable_gib), CB_FROM(source), CB_FROM(type),
+      CB_FROM(gpu_memory_ratio), CB_FROM(unknown);
 }
 void to_json(json& j, const PcieLink& v) {
   CB_TO(gen_current), CB_TO(gen_max), CB_TO(width_current), CB_TO(width_max);

@@ -35,6 +35,10 @@ struct CpuInfo {
   int threads = 0;         ///< logical CPUs
   int numa_nodes = 0;
   std::string source;  ///< "hwloc"
+  /// The processors' base clock, MHz: SMBIOS type 4 "Current Speed" (the lowest of the populated
+  /// sockets), else cpufreq's base_frequency; null when neither was read.
+  std::optional<double> base_mhz;
+  UnknownFields unknown;  ///< why base_mhz is null
 };
 
 /// Installed and usable memory, with the source of the installed figure.
@@ -42,7 +46,13 @@ struct MemoryInfo {
   std::optional<double> installed_gib;  ///< GiB installed, from `source`; null: no source worked
   std::optional<double> usable_gib;     ///< GiB usable (MemTotal); null: MemTotal not read
   std::string source;                   ///< "dmi" (type 17), "memory_blocks", "meminfo" or ""
-  UnknownFields unknown;                ///< why installed_gib / usable_gib are null
+  /// The DIMMs' memory type from SMBIOS type 17 ("DDR5", "DDR4"; "mixed: DDR4, DDR5" when the
+  /// populated slots differ); null when DMI was not read.
+  std::optional<std::string> type;
+  /// Installed host memory over the GPUs' memory summed (1.0: as much host memory as GPU
+  /// memory); null on a node without GPUs or when either side was not read.
+  std::optional<double> gpu_memory_ratio;
+  UnknownFields unknown;  ///< why installed_gib / usable_gib / type / gpu_memory_ratio are null
 };
 
 /// A PCIe link's generation and width, current and maximum (0: unknown).

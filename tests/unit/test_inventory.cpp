@@ -187,7 +187,9 @@ TEST(InventoryMemory, LiveSystem) {
   ASSERT_TRUE(m.usable_gib && m.installed_gib);
   EXPECT_GT(*m.usable_gib, 0.0);
   EXPECT_GE(*m.installed_gib, *m.usable_gib * 0.9);
-  EXPECT_TRUE(m.unknown.empty());
+  // The memory type needs DMI (root, not a VM): known, or unknown saying why.
+  EXPECT_EQ(m.unknown.count("installed_gib") + m.unknown.count("usable_gib"), 0u);
+  EXPECT_TRUE(m.type.has_value() || m.unknown.count("type") == 1);
   EXPECT_FALSE(m.source.empty());
 }
 
@@ -398,13 +400,68 @@ TEST(InventoryEnv, TwoSocketRecord) {
   EXPECT_EQ(r.tuning.nr_hugepages, 8192);
   EXPECT_EQ(r.collected_at.size(), 20u);  // 2026-11-30T08:45:00Z
   EXPECT_TRUE(r.warnings.empty()) << joined(r.warnings);
+  // DDR5 DIMMs, sockets at 2100 and 2000 MHz: the lower; the GPU's memory is not read (PCI only).
+  EXPECT_EQ(r.memory.type.value_or("?"), "DDR5");
+  EXPECT_DOUBLE_EQ(r.cpu.base_mhz.value_or(-1), 2000.0);
+  EXPECT_FALSE(r.memory.gpu_memory_ratio.has_value());
+  EXPECT_EQ(r.memory.unknown.at("gpu_memory_ratio"), "GPU 0's memory not read");
 
   // The record survives its JSON form.
   json j = r;
   EnvRecord back = j.get<EnvRecord>();
+  EXPECT_EQ(back.memory.type.value_or("?"), "DDR5");
+  EXPECT_DOUBLE_EQ(back.cpu.base_mhz.value_or(-1), 2000.0);
   EXPECT_EQ(back.cpu.physical_cores, 8);
   EXPECT_EQ(back.gpus.at(0).pci_device_id, "0x2330");
   EXPECT_DOUBLE_EQ(back.block_devices.at(0).capacity_tb, 3.840755982336);
+}
+
+TEST(InventoryEnv, MemoryTypeBaseClockAndTheGpuMemoryRatio) {
+  std::vector<std::string> w;
+  // DDR4 DIMMs; one socket at 1800 MHz and an empty one (status 0: not counted).
+  MemoryInfo m = collect_memory(kRoot + "dmi-exceeds-memtotal", w);
+  EXPECT_EQ(m.type.value_or("?"), "DDR4");
+  CpuInfo c;
+  collect_cpu_base_clock(kRoot + "dmi-exceeds-memtotal", c);
+  EXPECT_DOUBLE_EQ(c.base_mhz.value_or(-1), 1800.0);
+  // No DMI, no cpufreq: unknown, with why.
+  MemoryInfo none = collect_memory(kRoot + "meminfo-only", w);
+  EXPECT_FALSE(none.type.has_value());
+  EXPECT_NE(none.unknown.at("type").find("no readable DMI type 17 entry"), std::string::npos);
+  CpuInfo c2;
+  collect_cpu_base_clock(kRoot + "meminfo-only", c2);
+  EXPECT_FALSE(c2.base_mhz.has_value());
+  EXPECT_NE(c2.unknown.at("base_mhz").find("no populated SMBIOS type 4 entry"), std::string::npos);
+  json j = c2;
+  EXPECT_TRUE(j.at("base_mhz").is_null());
+  // The memory type byte of a type 17 structure.
+  std::string raw(0x28, '\0');
+  raw[0] = 17, raw[1] = 0x28;
+  raw[0x12] = 0x1A;
+  EXPECT_EQ(dmi_memory_type(raw), "DDR4");
+  raw[0x12] = 0x22;
+  EXPECT_EQ(dmi_memory_type(raw), "DDR5");
+  raw[0x12] = 0x7F;
+  EXPECT_EQ(dmi_memory_type(raw), "unknown");
+  EXPECT_EQ(dmi_memory_type(raw.substr(0, 0x12)), "unknown");
+  // 8 x 140.4 GiB (H200) against 476.8 GiB: 0.42; a GPU whose memory is unknown: no ratio.
+  EnvRecord r;
+  r.memory.installed_gib = 476.8;
+  EXPECT_FALSE((set_gpu_memory_ratio(r), r.memory.gpu_memory_ratio.has_value()));
+  EXPECT_EQ(r.memory.unknown.at("gpu_memory_ratio"), "no GPU on this node");
+  r.memory.unknown.clear();
+  for (int i = 0; i < 8; ++i) {
+    GpuInfo g;
+    g.index = i;
+    g.memory_gib = 140.4;
+    r.gpus.push_back(g);
+  }
+  set_gpu_memory_ratio(r);
+  EXPECT_NEAR(r.memory.gpu_memory_ratio.value_or(-1), 476.8 / 1123.2, 1e-12);
+  r.gpus[5].memory_gib.reset();
+  set_gpu_memory_ratio(r);
+  EXPECT_FALSE(r.memory.gpu_memory_ratio.has_value());
+  EXPECT_EQ(r.memory.unknown.at("gpu_memory_ratio"), "GPU 5's memory not read");
 }
 
 TEST(InventoryEnv, HostOptionWinsAndNvmlFailureKeepsPciGpus) {
