@@ -119,6 +119,8 @@ std::string pointer_words(const std::string& pointer, const EnvRecord* env) {
   }
   if (parts.size() == 2)
     return "the " + (field.find(parts[0]) != std::string::npos ? field : parts[0] + " " + field);
+  if (parts.size() == 3 && parts[0] == "software" && (parts[2] == "version" || parts[2] == "state"))
+    return "the " + parts[2] + " of " + field_words(parts[1]) + " (" + pointer + ")";
   const bool name = std::any_of(field.begin(), field.end(), ::isupper);  // a variable's name
   return (name ? "" : "the ") + field + " (" + pointer + ")";
 }

@@ -150,6 +150,38 @@ SoftwareComponent pytorch(const SoftwareProbeOptions& opt, std::optional<std::st
                               std::string(cuda ? "" : ": torch.version.cuda is None (CPU build)"));
 }
 
+/// DeepSpeed's version from its distribution metadata (importlib.metadata: no import of the
+/// package, which would load torch and compile nothing but take seconds).
+SoftwareComponent deepspeed(const SoftwareProbeOptions& opt) {
+  std::string why;
+  const std::string out = command_output(
+      {"python3", "-c", "import importlib.metadata as m; print(m.version('deepspeed'))"},
+      opt.command_timeout_s, why);
+  const std::string version = version_token(out.substr(0, out.find('\n')));
+  if (version.empty())
+    return absent(why.empty() ? "python3: no deepspeed distribution ('" +
+                                    clip(valid_utf8(out.substr(0, out.find('\n')))) + "')"
+                              : why);
+  return present(version, "python3: importlib.metadata.version('deepspeed')");
+}
+
+/// The version of a component that runs as a container (`repo`: its image's repository name),
+/// from the images the runtime runs; the image is added to its detail, or why none says.
+void add_image_version(SoftwareComponent& c, const std::vector<std::string>& images,
+                       const std::string& repo, const std::string& fs_root) {
+  if (c.state != "present" && c.state != "up") return;
+  std::string image;
+  const std::string v = image_version(images, repo, image);
+  if (!v.empty()) {
+    c.version = v;
+    c.detail += "; image " + image;
+  } else {
+    c.unknown["version"] = "no running container of an image named " + repo +
+                           " in containerd's or CRI-O's state below " +
+                           (fs_root.empty() ? "/" : fs_root);
+  }
+}
+
 /// The installed CUDA toolkit (not the driver's CUDA API version): /usr/local/cuda/version.json
 /// ("cuda": {"version": "12.2.140"}, CUDA 11.1 and later), else its version.txt ("CUDA Version
 /// 11.0.228"), below fs_root; else `nvcc --version` ("release 12.2, V12.2.140") on PATH.
@@ -463,6 +495,27 @@ SoftwareStack collect_software(const SoftwareProbeOptions& opt) {
     for (SoftwareComponent* c : {&s.device_plugin, &s.gpu_feature_discovery, &s.container_toolkit})
       if (c->state != "present") *c = {"", std::nullopt, s.kubernetes.detail};
   s.dcgm_exporter = dcgm_exporter(opt);
+  s.deepspeed = deepspeed(opt);
+  s.os = os_release(opt.fs_root);
+  const std::vector<std::string> images = running_images(opt.fs_root);
+  add_image_version(s.device_plugin, images, "k8s-device-plugin", opt.fs_root);
+  add_image_version(s.gpu_feature_discovery, images, "gpu-feature-discovery", opt.fs_root);
+  add_image_version(s.dcgm_exporter, images, "dcgm-exporter", opt.fs_root);
+  // Why a version is null, where a row reads one (env rows: a reason "not applicable: ..." is
+  // a row that does not apply).
+  for (SoftwareComponent* c :
+       {&s.cudnn, &s.nccl, &s.pytorch, &s.container_toolkit, &s.container_runtime, &s.kubernetes,
+        &s.device_plugin, &s.gpu_feature_discovery, &s.dcgm_exporter, &s.cuda_toolkit,
+        &s.deepspeed})
+    if (!c->version && !c->unknown.count("version"))
+      c->unknown["version"] = c->state.empty() ? "not probed: " + c->detail
+                              : c->state == "present" || c->state == "up"
+                                  ? "not found: " + c->detail
+                                  : c->state + ": " + c->detail;
+  if (!s.pytorch_cuda)
+    s.unknown["pytorch_cuda"] = s.pytorch.state == "present"
+                                    ? "torch.version.cuda is None (a CPU build of PyTorch)"
+                                    : "PyTorch " + s.pytorch.unknown["version"];
   for (const char* v : {"NCCL_IB_DISABLE", "NCCL_SOCKET_IFNAME"}) {
     const char* e = std::getenv(v);
     s.nccl_env[v] = e ? valid_utf8(e) : "unset";

@@ -50,4 +50,20 @@ std::string first_version(const std::string& text);
 /// as a sample line (a line that starts with the metric's name, not a # HELP/# TYPE comment).
 bool exports_metric(const std::string& response, const std::string& metric, std::string& why);
 
+/// The operating system from os-release below `fs_root` (/etc/os-release, else
+/// /usr/lib/os-release): version "ID VERSION_ID" ("ubuntu 22.04"), detail the file and its
+/// PRETTY_NAME; state "" (unknown) when neither file is readable.
+SoftwareComponent os_release(const std::string& fs_root);
+
+/// The image references of the containers the runtime runs, from their OCI config.json's CRI
+/// annotation (io.kubernetes.cri.image-name; CRI-O's io.kubernetes.cri-o.ImageName) in
+/// containerd's k8s.io bundles and CRI-O's container state below `fs_root`; sorted, unique.
+std::vector<std::string> running_images(const std::string& fs_root);
+
+/// The version in the tag of the first of `images` whose repository path ends with `repo`
+/// ("k8s-device-plugin"): "v0.14.0" -> "0.14.0", "3.1.8-3.1.5-ubuntu20.04" -> "3.1.8-3.1.5" (the
+/// base image's suffix dropped); `image` the reference it came from. "" when none has one.
+std::string image_version(const std::vector<std::string>& images, const std::string& repo,
+                          std::string& image);
+
 }  // namespace clusterbench

@@ -117,23 +117,30 @@ std::vector<std::pair<std::string, std::string>> software_fields(const SoftwareS
           {"device plugin", software_text(s.device_plugin)},
           {"gpu feature discovery", software_text(s.gpu_feature_discovery)},
           {"dcgm exporter", software_text(s.dcgm_exporter)},
-          {"cuda toolkit", software_text(s.cuda_toolkit)}};
+          {"cuda toolkit", software_text(s.cuda_toolkit)},
+          {"deepspeed", software_text(s.deepspeed)},
+          {"os", software_text(s.os)}};
 }
 
-void to_json(json& j, const SoftwareComponent& v) { CB_TO(state), CB_TO(version), CB_TO(detail); }
+void to_json(json& j, const SoftwareComponent& v) {
+  CB_TO(state), CB_TO(version), CB_TO(detail);
+  put_unknown(j, v.unknown);
+}
 void from_json(const json& j, SoftwareComponent& v) {
-  CB_FROM(state), CB_FROM(version), CB_FROM(detail);
+  CB_FROM(state), CB_FROM(version), CB_FROM(detail), CB_FROM(unknown);
 }
 void to_json(json& j, const SoftwareStack& v) {
   CB_TO(cudnn), CB_TO(nccl), CB_TO(pytorch), CB_TO(pytorch_cuda), CB_TO(container_toolkit),
       CB_TO(container_runtime), CB_TO(kubernetes), CB_TO(device_plugin),
-      CB_TO(gpu_feature_discovery), CB_TO(dcgm_exporter), CB_TO(nccl_env), CB_TO(cuda_toolkit);
+      CB_TO(gpu_feature_discovery), CB_TO(dcgm_exporter), CB_TO(nccl_env), CB_TO(cuda_toolkit),
+      CB_TO(deepspeed), CB_TO(os);
+  put_unknown(j, v.unknown);
 }
 void from_json(const json& j, SoftwareStack& v) {
   CB_FROM(cudnn), CB_FROM(nccl), CB_FROM(pytorch), CB_FROM(pytorch_cuda),
       CB_FROM(container_toolkit), CB_FROM(container_runtime), CB_FROM(kubernetes),
       CB_FROM(device_plugin), CB_FROM(gpu_feature_discovery), CB_FROM(dcgm_exporter),
-      CB_FROM(nccl_env), CB_FROM(cuda_toolkit);
+      CB_FROM(nccl_env), CB_FROM(cuda_toolkit), CB_FROM(deepspeed), CB_FROM(os), CB_FROM(unknown);
 }
 void to_json(json& j, const GpuStatus& v) {
   CB_TO(on_pci), CB_TO(nvml), CB_TO(plugin), CB_TO(cuda_devices);

@@ -151,6 +151,9 @@ struct SoftwareComponent {
   std::string state;
   std::optional<std::string> version;  ///< null when absent or when it does not say
   std::string detail;                  ///< how it was found ("libcudnn.so.9"), or why not
+  /// Why `version` is null: "absent: ...", "not applicable: ..." (a row over it does not apply),
+  /// or why a present component's version was not found.
+  UnknownFields unknown;
 };
 
 /// One line for a component, for tables and diffs: its version where it has one, else its state
@@ -162,14 +165,20 @@ struct SoftwareStack {
   SoftwareComponent cudnn, nccl, pytorch, container_toolkit, container_runtime, kubernetes,
       device_plugin, gpu_feature_discovery, dcgm_exporter;
   SoftwareComponent cuda_toolkit;  ///< the installed toolkit (/usr/local/cuda), not the driver's
+  SoftwareComponent deepspeed;     ///< the Python package's version (its distribution metadata)
+  /// The operating system: version "ubuntu 22.04" (os-release ID and VERSION_ID, below fs_root),
+  /// detail its PRETTY_NAME.
+  SoftwareComponent os;
   std::optional<std::string> pytorch_cuda;  ///< torch.version.cuda ("12.1"); null: none or CPU
   /// NCCL_IB_DISABLE and NCCL_SOCKET_IFNAME as the run's processes see them, "unset" when not set.
   std::map<std::string, std::string> nccl_env;
+  UnknownFields unknown;  ///< why pytorch_cuda is null
 };
 
 /// (name, software_text) of every component and the CUDA PyTorch was built for, in a fixed order:
 /// "cudnn", "nccl library", "pytorch", "pytorch cuda", "container toolkit", "container runtime",
-/// "kubernetes", "device plugin", "gpu feature discovery", "dcgm exporter", "cuda toolkit".
+/// "kubernetes", "device plugin", "gpu feature discovery", "dcgm exporter", "cuda toolkit",
+/// "deepspeed", "os".
 std::vector<std::pair<std::string, std::string>> software_fields(const SoftwareStack& s);
 
 /// Status of the GPU stack on a node: decides waived vs failed for GPU cases.

@@ -150,6 +150,16 @@ class EnvRows : public RowEvaluator {
       r.message = item.name + ": unknown (empty) value at " + join(item.unknown, ", ");
       return r;
     }
+    // A value null because what it belongs to does not apply here (the device plugin's version
+    // on a node without Kubernetes): WAIVED with the reason, not MISSING.
+    if (item.values.empty() && item.undecided.empty() && !item.nulls.empty() &&
+        std::all_of(item.nulls.begin(), item.nulls.end(), [](const UnknownValue& u) {
+          return u.reason.rfind("not applicable", 0) == 0;
+        })) {
+      r.outcome = kWaived;
+      r.message = item.name + ": " + item.nulls.front().reason;
+      return r;
+    }
     if (req_.aggregate == "each")
       return unknowns ? unknown_missing(r, item) : judged(r, item.values, "");
     std::vector<double> xs;

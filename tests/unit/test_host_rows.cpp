@@ -1,6 +1,8 @@
 // The host rows of the guide's hardware table judged over EnvRecords (reports/specs/base.json
 // and gpu-node-base.json): the memory type (DDR4/DDR5), the CPU's base clock and host memory
-// against the GPUs' memory, each PASS, WARN for the right reason, or MISSING saying why.
+// against the GPUs' memory, each PASS, WARN for the right reason, or MISSING saying why; and the
+// versions of its software stack: the guide's and a newer one PASS, an older one WARNs, a
+// component that does not apply (no Kubernetes) is WAIVED.
 #include <gtest/gtest.h>
 
 #include "reports/report.hpp"
@@ -85,6 +87,69 @@ TEST(HostRows, UnreadValuesAreMissingWithTheReason) {
       << row(r, "host.memory_vs_gpu_memory").message;
   EXPECT_NE(row(r, "host.cpu_base_clock").message.find("no populated SMBIOS type 4"),
             std::string::npos);
+}
+
+namespace {
+
+SoftwareComponent at(const std::string& version) { return {"present", version, "test", {}}; }
+
+const std::vector<std::string> kVersionRows = {
+    "gpu.cudnn_version",         "gpu.nccl_version",
+    "gpu.pytorch_cuda",          "gpu.deepspeed",
+    "gpu.device_plugin_version", "gpu.feature_discovery_version",
+    "gpu.dcgm_exporter_version", "host.os_release"};
+
+/// The stack of (cudnn, nccl, torch's CUDA, plugin, gfd, dcgm exporter, os) on every node.
+Report with_stack(const std::vector<std::string>& v, bool deepspeed) {
+  return judged("h100-sxm-80g-8x.json", [&](EnvRecord& e) {
+    SoftwareStack& s = e.software;
+    s.cudnn = at(v[0]), s.nccl = at(v[1]), s.pytorch = at("2.1.2");
+    s.pytorch_cuda = v[2];
+    s.device_plugin = at(v[3]), s.gpu_feature_discovery = at(v[4]), s.dcgm_exporter = at(v[5]);
+    s.os = at(v[6]);
+    s.deepspeed = deepspeed ? at("0.10.0") : SoftwareComponent{"absent", std::nullopt, "no", {}};
+  });
+}
+
+}  // namespace
+
+TEST(SoftwareVersionRows, TheGuidesStackAndANewerOnePass) {
+  for (const auto& stack : {std::vector<std::string>{"8.9.2", "2.18.3", "12.1", "0.14.0", "0.8.0",
+                                                     "3.1.8-3.1.5", "ubuntu 22.04"},
+                            std::vector<std::string>{"9.1.0", "2.21.5", "12.4", "0.17.0", "0.16.2",
+                                                     "3.3.5-3.4.0", "ubuntu 24.04"}}) {
+    Report r = with_stack(stack, true);
+    for (const auto& id : kVersionRows)
+      EXPECT_EQ(row(r, id).outcome, kPass) << id << ": " << row(r, id).message;
+  }
+}
+
+TEST(SoftwareVersionRows, AnOlderStackWarnsRowByRow) {
+  Report r = with_stack(
+      {"7.6.5", "1.3.4", "11.8", "0.13.0", "0.7.0", "3.1.7-3.1.4", "ubuntu 20.04"}, false);
+  for (const auto& id : kVersionRows)
+    EXPECT_EQ(row(r, id).outcome, kWarn) << id << ": " << row(r, id).message;
+  EXPECT_NE(row(r, "gpu.dcgm_exporter_version").message.find("3.1.7-3.1.4"), std::string::npos);
+  EXPECT_NE(row(r, "host.os_release").message.find("ubuntu 20.04"), std::string::npos);
+  // Another distribution than the guide's WARNs too.
+  Report debian =
+      judged("h100-sxm-80g-8x.json", [](EnvRecord& e) { e.software.os = at("debian 12"); });
+  EXPECT_EQ(row(debian, "host.os_release").outcome, kWarn);
+}
+
+TEST(SoftwareVersionRows, WithoutKubernetesThePluginRowsDoNotApply) {
+  Report r = judged("h100-sxm-80g-8x.json", [](EnvRecord& e) {
+    for (SoftwareComponent* c : {&e.software.device_plugin, &e.software.gpu_feature_discovery})
+      *c = {"not applicable",
+            std::nullopt,
+            "no Kubernetes on this node",
+            {{"version", "not applicable: no Kubernetes on this node"}}};
+  });
+  for (const char* id : {"gpu.device_plugin_version", "gpu.feature_discovery_version"}) {
+    EXPECT_EQ(row(r, id).outcome, kWaived) << id << ": " << row(r, id).message;
+    EXPECT_NE(row(r, id).items.at(0).message.find("not applicable: no Kubernetes on this node"),
+              std::string::npos);
+  }
 }
 
 }  // namespace clusterbench::report

@@ -728,13 +728,17 @@ TEST(Unknown, PciOnlyGpusAndUnreadMemoryAreMissingWithTheReason) {
   EXPECT_TRUE(
       has("node01: /memory/installed_gib unknown: no source worked: memory: no DMI entries"))
       << w.dump(2);
-  // An env record written before the CUDA toolkit, the memory type, the base clock and the
-  // host:GPU memory ratio were recorded: they are not known.
-  for (const char* field : {"/software/cuda_toolkit/version", "/memory/type", "/cpu/base_mhz",
-                            "/memory/gpu_memory_ratio"})
+  // An env record written before the CUDA toolkit, the memory type, the base clock, the
+  // host:GPU memory ratio and the stack's versions were recorded: they are not known.
+  for (const char* field :
+       {"/software/cuda_toolkit/version", "/memory/type", "/cpu/base_mhz",
+        "/memory/gpu_memory_ratio", "/software/cudnn/version", "/software/nccl/version",
+        "/software/pytorch_cuda", "/software/device_plugin/version",
+        "/software/gpu_feature_discovery/version", "/software/dcgm_exporter/version",
+        "/software/os/version"})
     EXPECT_TRUE(has("node01: " + std::string(field) + " unknown: null in the env record"))
         << w.dump(2);
-  EXPECT_EQ(w.size(), 7u) << w.dump(2);
+  EXPECT_EQ(w.size(), 14u) << w.dump(2);
 }
 
 TEST(Unknown, AggregatesDecideOnKnownValuesOnlyWhenTheUnknownCannotChangeThem) {

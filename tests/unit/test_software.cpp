@@ -211,6 +211,92 @@ TEST_F(SoftwareRoot, KubeletPluginLabelsRuntimeAndExporterFound) {
       << s.container_runtime.detail;
 }
 
+namespace {
+
+/// A containerd bundle of Kubernetes' namespace running `image` (its CRI annotation).
+void run_container(const std::string& root, const std::string& id, const std::string& image) {
+  const std::string dir = root + "/run/containerd/io.containerd.runtime.v2.task/k8s.io/" + id;
+  fs::create_directories(dir);
+  std::ofstream(dir + "/config.json") << json{
+      {"ociVersion", "1.1.0"},
+      {"annotations",
+       {{"io.kubernetes.cri.container-type", "container"},
+        {"io.kubernetes.cri.image-name",
+         image}}}}.dump();
+}
+
+/// A Kubernetes node below `root` with NVIDIA's plugin, GFD labels and the three images.
+void k8s_node(const std::string& root, const std::string& plugin, const std::string& gfd,
+              const std::string& dcgm, const std::string& os_version) {
+  make_socket(root + "/var/lib/kubelet/device-plugins/kubelet.sock");
+  make_socket(root + "/var/lib/kubelet/device-plugins/nvidia-gpu.sock");
+  fs::create_directories(root + "/etc/kubernetes/node-feature-discovery/features.d");
+  std::ofstream(root + "/etc/kubernetes/node-feature-discovery/features.d/gfd") << "x=y\n";
+  run_container(root, "a1", "nvcr.io/nvidia/k8s-device-plugin:" + plugin);
+  run_container(root, "b2", "nvcr.io/nvidia/gpu-feature-discovery:" + gfd);
+  run_container(root, "c3", "nvcr.io/nvidia/k8s/dcgm-exporter:" + dcgm);
+  run_container(root, "d4", "registry.k8s.io/pause:3.9");
+  fs::create_directories(root + "/etc");
+  std::ofstream(root + "/etc/os-release")
+      << "PRETTY_NAME=\"Ubuntu " << os_version << " LTS\"\nNAME=\"Ubuntu\"\nVERSION_ID=\""
+      << os_version << "\"\nID=ubuntu\n";
+}
+
+}  // namespace
+
+// Issue 44, item 2: the versions of the guide's stack, from an inventory tree with its stack and
+// one with an older one.
+TEST_F(SoftwareRoot, TheGuidesStackVersionsFromTheTree) {
+  SoftwareProbeOptions opt;
+  opt.fs_root = root_;
+  opt.dcgm_url = "http://127.0.0.1:1/metrics";
+  k8s_node(root_, "v0.14.0", "v0.8.0", "3.1.8-3.1.5-ubuntu20.04", "22.04");
+  SoftwareStack s = collect_software(opt);
+  EXPECT_EQ(s.device_plugin.version.value_or("?"), "0.14.0");
+  EXPECT_NE(s.device_plugin.detail.find("; image nvcr.io/nvidia/k8s-device-plugin:v0.14.0"),
+            std::string::npos);
+  EXPECT_EQ(s.gpu_feature_discovery.version.value_or("?"), "0.8.0");
+  EXPECT_EQ(s.os.version.value_or("?"), "ubuntu 22.04");
+  EXPECT_EQ(s.os.detail, root_ + "/etc/os-release: Ubuntu 22.04 LTS");
+  // The exporter is down (no server): its image's version is not read from a down service.
+  EXPECT_EQ(s.dcgm_exporter.state, "down");
+  EXPECT_EQ(s.dcgm_exporter.unknown.at("version").rfind("down: ", 0), 0u);
+  const std::vector<std::string> images = running_images(root_);
+  ASSERT_EQ(images.size(), 4u);
+  std::string image;
+  EXPECT_EQ(image_version(images, "dcgm-exporter", image), "3.1.8-3.1.5");
+  EXPECT_EQ(image, "nvcr.io/nvidia/k8s/dcgm-exporter:3.1.8-3.1.5-ubuntu20.04");
+
+  fs::remove_all(root_);
+  fs::create_directories(root_);
+  k8s_node(root_, "v0.13.0-ubi8", "v0.7.0", "2.4.6-2.6.10-ubuntu20.04", "20.04");
+  s = collect_software(opt);
+  EXPECT_EQ(s.device_plugin.version.value_or("?"), "0.13.0");
+  EXPECT_EQ(s.gpu_feature_discovery.version.value_or("?"), "0.7.0");
+  EXPECT_EQ(s.os.version.value_or("?"), "ubuntu 20.04");
+  // A plugin without a running container of its image: present, its version unknown with why.
+  fs::remove_all(root_ + "/run/containerd");
+  s = collect_software(opt);
+  EXPECT_EQ(s.device_plugin.state, "present");
+  EXPECT_FALSE(s.device_plugin.version.has_value());
+  EXPECT_NE(s.device_plugin.unknown.at("version").find("no running container of an image named "
+                                                       "k8s-device-plugin"),
+            std::string::npos);
+}
+
+TEST(Software, ImageTagsAsVersions) {
+  std::string image;
+  const std::vector<std::string> images = {
+      "registry.local:5000/nvidia/k8s-device-plugin:v0.15.0@sha256:abc",
+      "docker.io/library/not-k8s-device-plugin:v9.9.9",
+      "nvcr.io/nvidia/gpu-feature-discovery:latest"};
+  EXPECT_EQ(image_version(images, "k8s-device-plugin", image), "0.15.0");
+  EXPECT_EQ(image, images[0]);
+  EXPECT_EQ(image_version(images, "gpu-feature-discovery", image), "");  // "latest" says nothing
+  EXPECT_EQ(image_version({"registry.local:5000/k8s-device-plugin"}, "k8s-device-plugin", image),
+            "");  // no tag: the port is not one
+}
+
 TEST(Software, TextForTablesNeverAVersionZero) {
   SoftwareStack s;
   EXPECT_EQ(software_text(s.cudnn), "unknown");  // not probed (an older record)
@@ -219,8 +305,9 @@ TEST(Software, TextForTablesNeverAVersionZero) {
   EXPECT_EQ(software_text(s.cudnn), "9.1.0");
   EXPECT_EQ(software_text(s.nccl), "absent");
   auto f = software_fields(s);
-  ASSERT_EQ(f.size(), 11u);
+  ASSERT_EQ(f.size(), 13u);
   EXPECT_EQ(f[10], (std::pair<std::string, std::string>{"cuda toolkit", "unknown"}));
+  EXPECT_EQ(f[12], (std::pair<std::string, std::string>{"os", "unknown"}));
   EXPECT_EQ(f[0], (std::pair<std::string, std::string>{"cudnn", "9.1.0"}));
   EXPECT_EQ(f[3], (std::pair<std::string, std::string>{"pytorch cuda", "unknown"}));
 }
