@@ -65,18 +65,24 @@ void adam(float* p, const float* g, float* m, float* v, long long n, int t) {
   }
 }
 
-/// Adam's host state over a shard of n parameters: parameters, gradient, m and v in fp32.
+/// Adam's host state over a shard of n parameters: parameters, gradient, m and v in fp32; with
+/// fp16's dynamic loss scale (`scaled`), the gradients checked and unscaled first (a skipped
+/// step updates nothing).
 struct HostAdam {
-  explicit HostAdam(long long n)
+  explicit HostAdam(long long n, bool scaled = false)
       : p(static_cast<size_t>(n), 0.01f),
         g(static_cast<size_t>(n), 0.0f),
         m(static_cast<size_t>(n), 0.0f),
-        v(static_cast<size_t>(n), 0.0f) {}
+        v(static_cast<size_t>(n), 0.0f),
+        scaled(scaled) {}
   void step() {
+    if (scaled && !scaler.unscale(g.data(), static_cast<long long>(g.size()))) return;
     adam(p.data(), g.data(), m.data(), v.data(), static_cast<long long>(p.size()), ++t);
   }
   std::vector<float> p, g, m, v;
   int t = 0;
+  bool scaled = false;
+  LossScaler scaler;
 };
 
 /// The CPU engine: OpenBLAS sgemm on the calling thread, MPI collectives on host buffers (quiet
@@ -146,7 +152,7 @@ class GpuEngine : public Engine {
     if (be_) grads_ = be_->alloc(grad_bytes), params_ = be_->alloc(grad_bytes);
     const long long n = shard();
     if (c.offload) {
-      adam_ = HostAdam(n);
+      adam_ = HostAdam(n, c.loss_scale);
       // ZeRO-Offload's two pinned host buffers in the GPU dtype: the gradient shard comes down
       // into one, the updated parameters go up from the other. Each operation pins only the
       // buffer its copies touch, so no range is registered twice.

@@ -2,6 +2,7 @@
 #include "compute/training_model.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <stdexcept>
 
 namespace clusterbench::compute {
@@ -11,8 +12,8 @@ TrainingConfig training_preset(const std::string& name) {
   c.preset = name;
   if (name == "7b") {
     c.layers = 32, c.hidden = 4096, c.ffn = 16384, c.heads = 32, c.seq = 2048;
-    c.micro_batch = 8, c.accum = 4, c.dtype = "bf16", c.zero = 2, c.offload = true;
-    c.bucket_bytes = 25LL << 20, c.workers = 8, c.prefetch = 2;
+    c.micro_batch = 32, c.accum = 4, c.dtype = "fp16", c.zero = 2, c.offload = true;
+    c.bucket_bytes = 25LL << 20, c.workers = 8, c.prefetch = 2, c.loss_scale = true;
   } else if (name == "ci") {
     c.layers = 4, c.hidden = 256, c.ffn = 1024, c.heads = 4, c.seq = 256;
     c.micro_batch = 8, c.accum = 1, c.dtype = "fp32", c.zero = 0, c.offload = false;
@@ -48,7 +49,23 @@ std::string training_config_error(const TrainingConfig& c) {
   } catch (const std::invalid_argument& e) {
     return e.what();
   }
+  if (c.loss_scale && (c.dtype != "fp16" || !c.offload))
+    return "loss_scale dynamic needs dtype fp16 and offload (the host optimizer checks and "
+           "unscales the gradients)";
   return "";
+}
+
+bool LossScaler::unscale(float* g, long long n) {
+  bool finite = true;
+  for (long long i = 0; i < n; ++i) finite &= std::isfinite(g[i]);
+  if (!finite) {
+    scale = std::max(1.0, scale / 2), clean = 0, ++skipped;
+    return false;
+  }
+  const float inv = static_cast<float>(1.0 / scale);
+  for (long long i = 0; i < n; ++i) g[i] *= inv;
+  if (++clean >= kLossScaleWindow) scale *= 2, clean = 0;
+  return true;
 }
 
 long long tokens_per_micro_step(const TrainingConfig& c) {
@@ -178,7 +195,8 @@ nlohmann::json config_params(const TrainingConfig& c) {
           {"offload", c.offload},
           {"bucket", c.bucket_bytes},
           {"workers", c.workers},
-          {"prefetch", c.prefetch}};
+          {"prefetch", c.prefetch},
+          {"loss_scale", c.loss_scale ? "dynamic" : "none"}};
 }
 TrainingConfig config_of(const nlohmann::json& p) {
   TrainingConfig c = training_preset(p.at("preset").get<std::string>());
@@ -187,6 +205,7 @@ TrainingConfig config_of(const nlohmann::json& p) {
   c.accum = p.at("accum"), c.dtype = p.at("dtype"), c.zero = p.at("zero");
   c.offload = p.at("offload"), c.bucket_bytes = p.at("bucket"), c.workers = p.at("workers");
   c.prefetch = p.at("prefetch");
+  c.loss_scale = p.value("loss_scale", "none") == "dynamic";  // none in records before it
   return c;
 }
 

@@ -24,11 +24,31 @@ struct TrainingConfig {
   bool offload = false;           ///< ZeRO-2's optimizer on the host (D2H, host Adam, H2D)
   long long bucket_bytes = 0;     ///< gradient bucket size (DDP's bucket_cap_mb)
   int workers = 1, prefetch = 2;  ///< the loader's (PyTorch num_workers, prefetch_factor)
+  /// fp16's dynamic loss scale (DeepSpeed's: initial 2^16, doubled after kLossScaleWindow steps
+  /// without overflow, halved and the step skipped on one): the host optimizer checks the
+  /// gradient shard for inf/NaN and unscales it before Adam. Needs fp16 and offload.
+  bool loss_scale = false;
 };
 
-/// The presets: "7b" (32 layers, hidden 4096, FFN 16384, 32 heads, seq 2048, micro-batch 8,
-/// accumulation 4, bf16, ZeRO-2 with offload, 25 MiB buckets, 8 workers, prefetch 2: a
-/// GPT-style 6.4B-parameter body, the seed's DeepSpeed and DataLoader settings) and "ci" (4
+/// The dynamic loss scale's initial value and growth window (the guide's fp16 settings).
+inline constexpr double kLossScaleInitial = 65536;
+inline constexpr int kLossScaleWindow = 1000;
+
+/// fp16's dynamic loss scale over the gradients Adam reads: `unscale` checks them for inf/NaN
+/// (one read pass) and, when all are finite, multiplies them by 1 / scale (one read-write pass);
+/// an overflow skips the step and halves the scale, kLossScaleWindow clean steps double it.
+struct LossScaler {
+  double scale = kLossScaleInitial;
+  int clean = 0;          ///< steps since the last overflow or growth
+  long long skipped = 0;  ///< steps skipped on an overflow
+  /// Checks and unscales g[0..n); false when the step must be skipped (an inf or NaN).
+  bool unscale(float* g, long long n);
+};
+
+/// The presets: "7b" (32 layers, hidden 4096, FFN 16384, 32 heads, seq 2048, micro-batch 32,
+/// accumulation 4, fp16 with the dynamic loss scale, ZeRO-2 with offload, 25 MiB buckets, 8
+/// workers, prefetch 2: a GPT-style 6.4B-parameter body, the guide's training loop, DeepSpeed and
+/// DataLoader settings; bf16 is the dtype knob, without a loss scale) and "ci" (4
 /// layers, hidden 256, FFN 1024, 4 heads, seq 256, micro-batch 8, accumulation 1, fp32, ZeRO-0,
 /// one layer per bucket, 1 worker). Throws std::invalid_argument for another name.
 TrainingConfig training_preset(const std::string& name);

@@ -557,6 +557,9 @@ class TrainingStep : public Benchmark {
     set(workers_, c.workers, "workers"), set(prefetch_, c.prefetch, "prefetch");
     if (dtype_.given(s)) c.dtype = dtype_(s);
     if (offload_.given(s)) c.offload = offload_(s) == "true";
+    // The preset's loss scale is fp16's with offload: --set dtype=bf16 or offload=false drops it.
+    c.loss_scale = loss_scale_.given(s) ? loss_scale_(s) == "dynamic"
+                                        : c.loss_scale && c.dtype == "fp16" && c.offload;
     json p = config_params(c);
     p["engine"] = gpu ? "gpu" : "cpu";
     return p;
@@ -628,7 +631,7 @@ class TrainingStep : public Benchmark {
 
   Knob<std::string> preset_ =
       knobs_.text("preset", "",
-                  "7b (GPT-style 6.4B body, the seed's DeepSpeed and loader settings) or ci "
+                  "7b (GPT-style 6.4B body, the guide's loop, DeepSpeed and loader settings) or ci "
                   "(a small model for CPUs); default: 7b on GPU nodes, ci elsewhere");
   Knob<long long> layers_ = knobs_.integer("layers", "", "count", "transformer layers");
   Knob<long long> hidden_ = knobs_.integer("hidden", "", "count", "hidden size h");
@@ -639,7 +642,9 @@ class TrainingStep : public Benchmark {
       knobs_.integer("micro_batch", "", "count", "sequences per micro-step (one loader batch)");
   Knob<long long> accum_ =
       knobs_.integer("accum", "", "count", "gradient-accumulation steps per optimizer step");
-  Knob<std::string> dtype_ = knobs_.text("dtype", "", "GEMM dtype: fp32 (CPU), bf16 (GPU)");
+  Knob<std::string> dtype_ = knobs_.text("dtype", "", "GEMM dtype: fp32 (CPU), fp16 or bf16 (GPU)");
+  Knob<std::string> loss_scale_ = knobs_.choice(
+      "loss_scale", {"dynamic", "none"}, "fp16's dynamic loss scale (2^16, window 1000): offload");
   Knob<long long> zero_ = knobs_.integer("zero", "", "stage", "ZeRO stage: 0 or 2");
   Knob<std::string> offload_ =
       knobs_.choice("offload", {"false", "true"}, "ZeRO-2: optimizer on the host");

@@ -74,8 +74,9 @@ sim() {
 # judge; host copies of 64 MiB, pinned, h2d and d2h (the rows judge those at any size; pageable
 # and bidir copies are real memcpy of 8 ranks on 2 cores, three quarters of the copies' minute);
 # the 7b training step with 1 of its 32 layers (its host Adam, real CPU work, scales with the
-# layers). Timed loops short: a simulated NCCL operation of a few microseconds costs the 8
-# processes a real rendezvous (docs/simulated-gpu.md), so loops of 0.5 s would be thousands.
+# layers) at micro-batch 8 (the preset's 32 is 4x the simulated GEMMs and 2 minutes more here),
+# fp16 with its loss scale. Timed loops short: a simulated NCCL operation of a few microseconds
+# costs the 8 processes a real rendezvous (docs/simulated-gpu.md), so loops of 0.5 s would be thousands.
 QUICK=(run --suite quick
        --only 'compute.gemm,compute.gpu_memory_bandwidth,compute.host_device_copy,collectives.*,compute.training_step'
        --set compute.gemm.backends=cublaslt --set collectives.backends=nccl
@@ -84,7 +85,8 @@ QUICK=(run --suite quick
        --set collectives.min_time=0.0005
        --set compute.host_device_copy.bytes=64M --set compute.host_device_copy.memory=pinned
        --set compute.host_device_copy.directions=h2d,d2h
-       --set compute.training_step.layers=1 --set compute.training_step.min_time=0.05
+       --set compute.training_step.layers=1 --set compute.training_step.micro_batch=8
+       --set compute.training_step.min_time=0.05
        --set compute.training_step.rounds=1)
 
 # rows OUT: "ID OUTCOME" for every row of OUT's report.json.
@@ -117,6 +119,7 @@ steps = [r for r in recs if r['benchmark'] == 'compute.training_step' and r['sco
 assert steps and all(r['status'] == 'ok' for r in steps), [(r['status'], r.get('message')) for r in steps]
 p = steps[0]['params']
 assert p['preset'] == '7b' and p['offload'] and p['zero'] == 2, p
+assert p['dtype'] == 'fp16' and p['loss_scale'] == 'dynamic' and p['accum'] == 4, p
 failed = [(r['benchmark'], r['params'], r.get('message', '')[:200]) for r in recs if r['status'] == 'failed']
 assert not failed, failed
 # MFU: the cluster step's model TFLOP/s over the table's dense peak for its dtype.

@@ -3,6 +3,7 @@
 // numbers worked by hand in the comments.
 #include <gtest/gtest.h>
 
+#include <limits>
 #include <stdexcept>
 
 #include "compute/training_model.hpp"
@@ -31,11 +32,51 @@ TEST(TrainingModel, SevenBPresetCounts) {
   EXPECT_EQ(training_config_error(c), "");
   EXPECT_EQ(layer_params(c), 201326592);      // 4 x 4096^2 + 2 x 4096 x 16384
   EXPECT_EQ(model_params(c), 6442450944LL);   // x 32 layers: 6.44 B
-  EXPECT_EQ(layer_grad_bytes(c), 402653184);  // bf16: 384 MiB, more than a 25 MiB bucket
+  EXPECT_EQ(layer_grad_bytes(c), 402653184);  // fp16: 384 MiB, more than a 25 MiB bucket
   EXPECT_EQ(bucket_layers(c).size(), 32u);
-  EXPECT_EQ(tokens_per_micro_step(c) * c.accum, 65536);  // 8 x 2048 x 4
-  // Forward per layer: 2 x 16384 x 201,326,592 + 4 x 8 x 2048^2 x 4096 = 6.597e12 + 0.550e12.
-  EXPECT_DOUBLE_EQ(gemms_flop(forward_gemms(c)), 6597069766656.0 + 549755813888.0);
+  // The guide's loop: micro-batch 32, accumulation 4, fp16 with the dynamic loss scale.
+  EXPECT_EQ(c.micro_batch, 32);
+  EXPECT_EQ(c.accum, 4);
+  EXPECT_EQ(c.dtype, "fp16");
+  EXPECT_TRUE(c.loss_scale);
+  EXPECT_EQ(tokens_per_micro_step(c) * c.accum, 262144);  // 32 x 2048 x 4
+  // Forward per layer: 2 x 65536 x 201,326,592 + 4 x 32 x 2048^2 x 4096 = 26.388e12 + 2.199e12.
+  EXPECT_DOUBLE_EQ(gemms_flop(forward_gemms(c)), 26388279066624.0 + 2199023255552.0);
+  EXPECT_EQ(config_params(c).at("loss_scale"), "dynamic");
+  EXPECT_TRUE(config_of(config_params(c)).loss_scale);
+  nlohmann::json old = config_params(c);
+  old.erase("loss_scale");  // a record written before the loss scale: none
+  EXPECT_FALSE(config_of(old).loss_scale);
+}
+
+TEST(TrainingModel, DynamicLossScale) {
+  LossScaler s;
+  std::vector<float> g = {65536.0f, -32768.0f, 0.0f};
+  EXPECT_TRUE(s.unscale(g.data(), 3));  // unscaled by 1 / 2^16
+  EXPECT_EQ(g, (std::vector<float>{1.0f, -0.5f, 0.0f}));
+  EXPECT_EQ(s.clean, 1);
+  std::vector<float> bad = {1.0f, std::numeric_limits<float>::infinity(), 2.0f};
+  EXPECT_FALSE(s.unscale(bad.data(), 3));  // skipped, the scale halved, nothing unscaled
+  EXPECT_EQ(bad[0], 1.0f);
+  EXPECT_EQ(s.scale, 32768.0);
+  EXPECT_EQ(s.skipped, 1);
+  std::vector<float> nan = {std::numeric_limits<float>::quiet_NaN()};
+  EXPECT_FALSE(s.unscale(nan.data(), 1));
+  EXPECT_EQ(s.scale, 16384.0);
+  // kLossScaleWindow clean steps double it.
+  std::vector<float> one = {1.0f};
+  for (int i = 0; i < kLossScaleWindow - 1; ++i) EXPECT_TRUE(s.unscale(one.data(), 1));
+  EXPECT_EQ(s.scale, 16384.0);
+  EXPECT_TRUE(s.unscale(one.data(), 1));
+  EXPECT_EQ(s.scale, 32768.0);
+  EXPECT_EQ(s.clean, 0);
+  // The loss scale is fp16's, on the host optimizer.
+  TrainingConfig c = training_preset("7b");
+  c.dtype = "bf16";
+  EXPECT_NE(training_config_error(c).find("loss_scale dynamic needs dtype fp16 and offload"),
+            std::string::npos);
+  c.loss_scale = false;
+  EXPECT_EQ(training_config_error(c), "");
 }
 
 TEST(TrainingModel, WeightGradientsCoverTheLayer) {
