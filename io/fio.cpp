@@ -529,6 +529,9 @@ class Fio : public Benchmark {
     t.work_dir = work.path();
     t.capture_dir = capture.path();
     execute(run, job, t);
+    // The files go with `work` (seconds for gigabytes on a busy disk, at most 2 minutes on a
+    // hung one): the console's still-running line says so, not "fio run k of n".
+    run.note_progress("removing the scratch directory " + work.path());
   }
 
  private:

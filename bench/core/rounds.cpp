@@ -170,4 +170,23 @@ json snapshot_rounds(const std::string& path, const std::string& case_key) {
   return found;
 }
 
+double time_left(const std::vector<CaseCost>& plan, size_t index, int round, int rounds) {
+  double measured = 0, estimated = 0;
+  for (const auto& c : plan)
+    if (c.to_run && c.measured_s >= 0 && c.estimate_s > 0)
+      measured += c.measured_s, estimated += c.estimate_s;
+  const double scale = estimated > 0 ? std::clamp(measured / estimated, 0.25, 8.0) : 1.0;
+  auto cost = [&](const CaseCost& c) {
+    return c.measured_s >= 0 ? c.measured_s : c.estimate_s * scale;
+  };
+  double left = 0, per_round = 0;
+  for (size_t i = 0; i < plan.size(); ++i) {
+    const CaseCost& c = plan[i];
+    if (!c.to_run) continue;
+    if (c.in_rounds) per_round += cost(c);
+    if (i > index && (round == 1 || c.in_rounds)) left += cost(c);
+  }
+  return left + std::max(0, rounds - std::min(round, rounds)) * per_round;
+}
+
 }  // namespace clusterbench

@@ -34,4 +34,20 @@ std::vector<ResultRecord> merge_rounds(const std::vector<std::vector<ResultRecor
 /// that are not records (a torn last line) are skipped.
 json snapshot_rounds(const std::string& path, const std::string& case_key);
 
+/// What the time left of a run is made of, per planned case (rank 0's plan).
+struct CaseCost {
+  bool to_run = true;
+  bool in_rounds = false;  ///< run once per round
+  double estimate_s = 0;   ///< the benchmark's estimate: the case's (one-shot) or one round's
+  double measured_s = -1;  ///< what the case took when it last ran (one round), -1 not yet
+};
+
+/// Seconds left once case `index` of round `round` (1-based) of `rounds` has ended: the cases
+/// after it in this round (in round 1 every case, later only the round cases), then `rounds` -
+/// `round` more rounds of the round cases. A case that ran already counts what it took; one that
+/// has not, its estimate times how far the measured cases ran over or under theirs (their
+/// measured sum over their estimated sum, within 0.25..8): a loaded machine's first round moves
+/// every estimate after it.
+double time_left(const std::vector<CaseCost>& plan, size_t index, int round, int rounds);
+
 }  // namespace clusterbench

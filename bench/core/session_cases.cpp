@@ -96,7 +96,9 @@ void RunSession::State::run_one(size_t index) {
   test_stop_point("case:" + p.bench->id(), ctx.world_rank());
   CaseEnv ce = case_env(settings_for(p));
   if (p.in_rounds) ce.rounds = opt.rounds;
+  const auto case_t0 = Clock::now();
   CaseResult r = run_case(*p.bench, p.params, ce);
+  plan[index].measured_s = std::chrono::duration<double>(Clock::now() - case_t0).count();
   refused = refused || r.refused;
   // Records cross ranks as JSON lines; rank 0 keeps its own as they are.
   std::vector<std::string> gathered = ctx.gather(ctx.is_root() ? "" : records_text(r.records));

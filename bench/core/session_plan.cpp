@@ -141,19 +141,18 @@ void RunSession::State::apply_resume() {
 
 std::string RunSession::State::plan_place(size_t index, double* left_s) const {
   size_t total = 0, done = 0;
-  double left = 0, per_round = 0;  // per_round: one round of the round cases (--rounds)
+  std::vector<CaseCost> costs;
+  costs.reserve(plan.size());
   for (size_t i = 0; i < plan.size(); ++i) {
     const PlannedEntry& p = plan[i];
+    costs.push_back(
+        {p.to_run, p.in_rounds, p.in_rounds ? p.round_estimate_s : p.estimate_s, p.measured_s});
     if (!p.to_run) continue;
     ++total;
-    per_round += p.in_rounds ? p.round_estimate_s : 0;
-    if (i <= index)
-      ++done;
-    else if (round == 1 || p.in_rounds)
-      left += p.in_rounds ? p.round_estimate_s : p.estimate_s;
+    if (i <= index) ++done;
   }
   const int r = std::min(round, opt.rounds);  // end_rounds: the rounds the case ran
-  if (left_s) *left_s = rounds_ended ? 0 : left + (opt.rounds - r) * per_round;
+  if (left_s) *left_s = rounds_ended ? 0 : time_left(costs, index, round, opt.rounds);
   const bool any = std::any_of(plan.begin(), plan.end(), [](const auto& e) { return e.in_rounds; });
   if (opt.rounds == 1 || !any) return std::to_string(done) + "/" + std::to_string(total);
   return std::to_string(done) + "/" + std::to_string(total) + " round " + std::to_string(r) + "/" +

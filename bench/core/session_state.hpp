@@ -43,6 +43,7 @@ struct PlannedEntry {
   bool in_rounds = false;              ///< run once per round (--rounds > 1, Benchmark::in_rounds)
   bool rounds_over = false;            ///< a round case whose record is final early (not ok)
   double round_estimate_s = 0;         ///< rank 0 only: one round's, for a round case
+  double measured_s = -1;              ///< rank 0 only: what it took when it last ran (a round)
 };
 
 /// Everything a RunSession holds between its steps; each step's work is a member function defined

@@ -326,3 +326,27 @@ TEST(GpuDisposition, WaivedWithoutGpuFailedWhenNvmlFails) {
     EXPECT_EQ(d.reason, "NVIDIA GPUs on the PCI bus but NVML failed: nvmlInit: Driver Not Loaded");
   }
 }
+
+// The console's "about N s left" (issue 45, item 5): cases that ran count what they took, the
+// others their estimates scaled by how far the measured ones ran over theirs.
+TEST(TimeLeft, MeasuredRoundsMoveTheEstimate) {
+  // Three cases: a one-shot (10 s) and two round cases (20 s and 30 s a round), 5 rounds.
+  std::vector<CaseCost> plan = {{true, false, 10, -1}, {true, true, 20, -1}, {true, true, 30, -1}};
+  // Nothing measured: after case 0 of round 1, 20 + 30 this round and 4 more rounds of 50.
+  EXPECT_DOUBLE_EQ(time_left(plan, 0, 1, 5), 50 + 4 * 50);
+  // Case 0 took 30 s (3x its estimate): the estimates of the rest are 3x too.
+  plan[0].measured_s = 30;
+  EXPECT_DOUBLE_EQ(time_left(plan, 0, 1, 5), 150 + 4 * 150);
+  // Both round cases measured in round 1 (40 and 30 s): rounds 2..5 cost 70 s each.
+  plan[1].measured_s = 40, plan[2].measured_s = 30;
+  EXPECT_DOUBLE_EQ(time_left(plan, 2, 1, 5), 4 * 70);
+  // In round 3 after case 1: case 2 of this round (30 s) and two more rounds.
+  EXPECT_DOUBLE_EQ(time_left(plan, 1, 3, 5), 30 + 2 * 70);
+  // The last round's last case: nothing left; a case resumed from an earlier run counts nothing.
+  EXPECT_DOUBLE_EQ(time_left(plan, 2, 5, 5), 0);
+  plan[2].to_run = false;
+  EXPECT_DOUBLE_EQ(time_left(plan, 1, 4, 5), 40);
+  // The scale stays within 0.25..8: a case 100x over its estimate moves the others 8x.
+  std::vector<CaseCost> slow = {{true, false, 1, 100}, {true, false, 10, -1}};
+  EXPECT_DOUBLE_EQ(time_left(slow, 0, 1, 1), 80);
+}
