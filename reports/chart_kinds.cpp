@@ -19,6 +19,31 @@ namespace clusterbench::report {
 
 namespace {
 
+/// The lowest and highest repetition of `m` (its value twice when it has fewer than two).
+std::pair<double, double> rep_range(const Metric& m) {
+  if (m.reps.size() < 2) return {m.value, m.value};
+  const auto [lo, hi] = std::minmax_element(m.reps.begin(), m.reps.end());
+  return {*lo, *hi};
+}
+
+/// The series' points in x order, their ranges with them.
+void sort_points(Series& s) {
+  std::vector<size_t> order(s.points.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return s.points[a] < s.points[b]; });
+  Series sorted{s.name, {}, {}};
+  for (size_t i : order) {
+    sorted.points.push_back(s.points[i]);
+    if (i < s.ranges.size()) sorted.ranges.push_back(s.ranges[i]);
+  }
+  s = std::move(sorted);
+}
+
+}  // namespace
+
+namespace {
+
 bool digit(char c) { return std::isdigit(static_cast<unsigned char>(c)) != 0; }
 
 /// The digits of a number without leading zeros ("007" -> "7", "0" -> "0").
@@ -350,12 +375,13 @@ Chart lines_chart(const SpecFamily& family, const std::vector<const ResultRecord
         continue;
       series[name].name = name;
       series[name].points.push_back({r->params[spec.x].get<double>(), m.value});
+      series[name].ranges.push_back(rep_range(m));
       ++c.records;
       if (done.insert(r->benchmark + "|" + m.name).second)
         add_spec_lines(c, report, r->benchmark, m.name, split_params);
     }
   for (auto& [n, s] : series) {
-    std::sort(s.points.begin(), s.points.end());
+    sort_points(s);
     c.series.push_back(std::move(s));
   }
   std::sort(c.series.begin(), c.series.end(),
@@ -436,20 +462,23 @@ Chart groups_chart(const SpecFamily& family, const std::vector<const ResultRecor
   for (const auto* r : recs) {
     const size_t g = group_at[group_label(*r, spec, keys)];
     double value = 0;
-    bool any = false;
+    int taken = 0;
+    std::pair<double, double> range;
     for (const auto& m : r->metrics) {
       const bool take = judged_metric[g].empty()
                             ? metric_drawn(spec, m) && (unit.empty() || m.unit == unit)
                             : m.name == judged_metric[g];
       if (!take) continue;
       if (unit.empty()) unit = m.unit;
-      value += m.value, any = true;
+      value += m.value, range = rep_range(m), ++taken;
       done.insert(r->benchmark + "|" + m.name);
     }
-    if (!any) continue;
+    if (!taken) continue;
     Series& s = by_item[short_item(r->scope)];
     s.name = short_item(r->scope);
     s.points.push_back({static_cast<double>(g), value});
+    // A sum of metrics (read + write) has no one range: its bar has none.
+    s.ranges.push_back(taken == 1 ? range : std::make_pair(value, value));
     ++c.records;
   }
   for (auto& [n, s] : by_item) c.series.push_back(std::move(s));
@@ -457,7 +486,7 @@ Chart groups_chart(const SpecFamily& family, const std::vector<const ResultRecor
             [](const Series& a, const Series& b) { return natural_less(a.name, b.name); });
   c.kind = c.series.size() <= kMaxGroupBars ? "groups" : "group-points";
   if (c.kind == "group-points") {
-    Series all{"each node", {}};
+    Series all{"each node", {}, {}};
     for (const auto& s : c.series)
       all.points.insert(all.points.end(), s.points.begin(), s.points.end());
     c.series = {std::move(all)};
@@ -508,18 +537,24 @@ Chart row_bars(const RowResult& row) {
   const Requirement& r = row.req;
   Chart c;
   c.title = r.id + ": " + r.title;
-  Series s{r.select.metric, {}};
+  Series s{r.select.metric, {}, {}};
   double lo = INFINITY, hi = 0;
   for (const auto& it : row.items) {
     if (!judged(it) || !std::isfinite(it.value.get<double>())) continue;
     const double v = it.value.get<double>();
     s.points.push_back({static_cast<double>(c.labels.size()), v});
+    // The item's repetitions, where the row saw them (ItemResult::noise's range).
+    const bool ranged = it.noise.is_object() && it.noise.contains("range");
+    s.ranges.push_back(ranged ? std::make_pair(it.noise["range"][0].get<double>(),
+                                               it.noise["range"][1].get<double>())
+                              : std::make_pair(v, v));
     c.labels.push_back(it.item);
     lo = std::min(lo, v), hi = std::max(hi, v);
   }
   std::string unit;
   const double k = latency_scale(r.unit, std::max(hi, r.value.get<double>()), unit);
   for (auto& p : s.points) p.second *= k;
+  for (auto& r : s.ranges) r.first *= k, r.second *= k;
   c.records = static_cast<int>(s.points.size());
   c.series.push_back(std::move(s));
   const double t = k * r.value.get<double>();

@@ -17,6 +17,18 @@ std::string gp_quote(const std::string& s);
 /// A tic label: gp_quote() with each '%' doubled (gnuplot reads a tic label as a format).
 std::string gp_tic(const std::string& s);
 
+/// Whether `s` has a range per point and one of them is not a single value.
+bool has_ranges(const Series& s);
+
+/// The gnuplot datablock `name` of `s`: "x y" per point, "x y lo hi" when it has ranges.
+std::string datablock(const Series& s, const std::string& name);
+
+/// An error bar plot per series with ranges (min-max of the repetitions), after the data
+/// series and without a legend entry: at the point (`x` "1", lines) or at the middle of the
+/// series' bar in its group (`x` "", bars and groups).
+void add_range_plots(const Chart& c, const std::string& block, const std::string& x,
+                     std::vector<std::string>& plots);
+
 /// Whether any point of the chart is below zero (the y axis then does not start at 0).
 bool has_negative(const Chart& chart);
 

@@ -39,6 +39,38 @@ std::string gp_num(double v) {
   return buf;
 }
 
+bool has_ranges(const Series& s) {
+  if (s.ranges.size() != s.points.size()) return false;
+  return std::any_of(s.ranges.begin(), s.ranges.end(),
+                     [](const auto& r) { return r.first < r.second; });
+}
+
+std::string datablock(const Series& s, const std::string& name) {
+  std::ostringstream g;
+  g << name << " << EOD\n";
+  const bool ranged = has_ranges(s);
+  for (size_t i = 0; i < s.points.size(); ++i) {
+    g << gp_num(s.points[i].first) << " " << gp_num(s.points[i].second);
+    if (ranged) g << " " << gp_num(s.ranges[i].first) << " " << gp_num(s.ranges[i].second);
+    g << "\n";
+  }
+  g << "EOD\n";
+  return g.str();
+}
+
+void add_range_plots(const Chart& c, const std::string& block, const std::string& x,
+                     std::vector<std::string>& plots) {
+  const double w = 0.8 / std::max<size_t>(1, c.series.size());
+  for (size_t s = 0; s < c.series.size(); ++s) {
+    if (!has_ranges(c.series[s])) continue;
+    // Bars: at the middle of the series' bar in its group; lines: at the point. After the data
+    // series (the legend keeps one entry per series): the lowest and highest repetition.
+    const std::string at = x.empty() ? "($1+" + gp_num(-0.4 + w * (s + 0.5)) + ")" : x;
+    plots.push_back(block + std::to_string(s) + " using " + at +
+                    ":2:3:4 with yerrorbars ps 0 lw 1.5 lc rgb '#333333' notitle");
+  }
+}
+
 namespace {
 
 /// `set xtics (...)` or `set ytics (...)` naming each index by its label.
@@ -141,9 +173,7 @@ std::string groups_script(const Chart& c, const std::string& block) {
   const double w = 0.8 / std::max<size_t>(1, c.series.size());
   g << "set style fill solid 0.8 border -1\nset boxwidth " << gp_num(w) << " absolute\n";
   for (size_t s = 0; s < c.series.size(); ++s) {
-    g << block << s << " << EOD\n";
-    for (const auto& [x, y] : c.series[s].points) g << gp_num(x) << " " << gp_num(y) << "\n";
-    g << "EOD\n";
+    g << datablock(c.series[s], block + std::to_string(s));
     if (c.kind == "groups")
       plots.push_back(block + std::to_string(s) + " using ($1+" + gp_num(-0.4 + w * (s + 0.5)) +
                       "):2 with boxes title " + gp_quote(c.series[s].name));
@@ -151,6 +181,7 @@ std::string groups_script(const Chart& c, const std::string& block) {
       plots.push_back(block + std::to_string(s) + " using 1:2 with points pt 7 ps 0.5 title " +
                       gp_quote(c.series[s].name));
   }
+  if (c.kind == "groups") add_range_plots(c, block, "", plots);
   if (!c.group_lines.empty()) {
     g << block << "t << EOD\n";
     for (const auto& l : c.group_lines)

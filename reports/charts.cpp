@@ -60,6 +60,7 @@ void thin(Chart& c) {
       if (mm.second != mm.first) kept.push_back(s.points[mm.second]);
     }
     s.points = std::move(kept);
+    s.ranges.clear();  // a points chart draws no ranges
     marks += s.points.size();
   }
   c.note = std::to_string(marks) + " marks: the lowest and highest of each of " +
@@ -108,6 +109,7 @@ std::vector<std::string> xy_plots(const Chart& c, const std::string& block, std:
     for (size_t s = 0; s < c.series.size(); ++s)
       plots.push_back(block + std::to_string(s) + " using 1:2 with linespoints pt 7 ps 0.8 title " +
                       gp_quote(c.series[s].name));
+    add_range_plots(c, block, "1", plots);
     if (c.mark_x)
       g << "set arrow from " << gp_num(*c.mark_x) << ", graph 0 to " << gp_num(*c.mark_x)
         << ", graph 1 nohead dt 3 lw 2 lc rgb '#555555'\nset label "
@@ -126,6 +128,7 @@ std::vector<std::string> xy_plots(const Chart& c, const std::string& block, std:
     for (size_t s = 0; s < c.series.size(); ++s)
       plots.push_back(block + std::to_string(s) + " using ($1+" + gp_num(-0.4 + w * (s + 0.5)) +
                       "):2 with boxes title " + gp_quote(c.series[s].name));
+    add_range_plots(c, block, "", plots);
   } else {
     g << "set xtics out\n";
     for (size_t s = 0; s < c.series.size(); ++s)
@@ -158,13 +161,12 @@ std::string gnuplot_script(const Chart& c, const std::string& output) {
     g << (c.logy            ? "set logscale y 10\n"
           : has_negative(c) ? ""
                             : "set yrange [0:*]\n")
-      << (c.mark_x ? "set offsets 0, graph 0.05, graph 0.1, 0\n"
-                   : "set offsets 0, 0, graph 0.1, 0\n");
-    for (size_t s = 0; s < c.series.size(); ++s) {
-      g << block << s << " << EOD\n";
-      for (const auto& [x, y] : c.series[s].points) g << gp_num(x) << " " << gp_num(y) << "\n";
-      g << "EOD\n";
-    }
+      // Lines keep their end points off the frame, where their range bars would be cut.
+      << (c.mark_x            ? "set offsets graph 0.02, graph 0.05, graph 0.1, 0\n"
+          : c.kind == "lines" ? "set offsets graph 0.02, graph 0.02, graph 0.1, 0\n"
+                              : "set offsets 0, 0, graph 0.1, 0\n");
+    for (size_t s = 0; s < c.series.size(); ++s)
+      g << datablock(c.series[s], block + std::to_string(s));
     std::vector<std::string> plots = xy_plots(c, block, g);
     for (const auto& l : c.spec_lines)
       plots.push_back(gp_num(l.value) + " with lines dt 2 lw 2 lc rgb 'red' title " +

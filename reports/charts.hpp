@@ -17,6 +17,9 @@ struct Report;
 struct Series {
   std::string name;
   std::vector<std::pair<double, double>> points;
+  /// Per point, the lowest and highest of the repetitions behind its median (drawn as an error
+  /// bar); empty when none of the points has repetitions. A point without them has lo = hi.
+  std::vector<std::pair<double, double>> ranges;
 };
 
 /// A horizontal requirement line: a spec row's threshold.

@@ -167,9 +167,24 @@ window.addEventListener('load', () => {
     if (r.height > 0 && r.top < window.innerHeight && r.bottom > 0) first.push(n.textContent);
   }
   const res = performance.getEntriesByType('resource').map(e => e.name);
+  // Text drawn over other text in a chart (a tic label under the legend, a label on a label).
+  const overlaps = [];
+  for (const f of document.querySelectorAll('figure.chart')) {
+    const boxes = [...f.querySelectorAll('svg text')].map(t => [t.textContent.trim(),
+      t.getBoundingClientRect()]).filter(b => b[0] && b[1].width > 0 && b[1].height > 0);
+    for (let i = 0; i < boxes.length; ++i)
+      for (let j = i + 1; j < boxes.length; ++j) {
+        const a = boxes[i][1], b = boxes[j][1];
+        const w = Math.min(a.right, b.right) - Math.max(a.left, b.left);
+        const h = Math.min(a.bottom, b.bottom) - Math.max(a.top, b.top);
+        if (w > 2 && h > 2) overlaps.push([f.id, boxes[i][0], boxes[j][0]]);
+      }
+  }
   const out = document.createElement('pre'); out.id = 'probe';
   out.textContent = JSON.stringify({errors: window.__errors, charts: charts, resources: res,
-                                    first: first.join(' '), height: window.innerHeight});
+                                    first: first.join(' '), height: window.innerHeight,
+                                    width: window.innerWidth, overlaps: overlaps,
+                                    scroll_width: document.documentElement.scrollWidth});
   document.body.appendChild(out);
 });
 </script>"""
@@ -199,6 +214,9 @@ for fid, w, h, shapes in p["charts"]:
     assert w > 100 and h > 50 and shapes >= 10, (fid, w, h, shapes)
 first = " ".join(p["first"].split())
 assert p["height"] >= 600, p["height"]  # the viewport Chromium gives a 1280x900 window
+# The page fits the window: nothing scrolls sideways at 1,280 px; no chart text on other text.
+assert p["scroll_width"] <= p["width"] <= 1280, (p["scroll_width"], p["width"])
+assert p["overlaps"] == [], p["overlaps"][:20]
 assert "Verdict: FAIL" in first, first
 assert "Cluster acceptance report" not in first, first  # the cover is for print only
 for want in ("node02 GPU3", "00000000:61:00.0", "560 TFLOP/s"):
@@ -206,7 +224,7 @@ for want in ("node02 GPU3", "00000000:61:00.0", "560 TFLOP/s"):
 err = open(sys.argv[2]).read()
 assert "Uncaught" not in err and "CONSOLE" not in err, err[-2000:]
 ' "$TMP/dom.html" "$TMP/chrome.err"
-ok "headless Chromium: no errors or loads, 5 chart pictures, the first screen shows the verdict and node02 GPU3 (00000000:61:00.0); screenshots: $SHOTS/first-screen.png, $SHOTS/whole-report.png"
+ok "headless Chromium: no errors or loads, 5 chart pictures, the page fits 1,280 px, no chart text over other text, the first screen shows the verdict and node02 GPU3 (00000000:61:00.0); screenshots: $SHOTS/first-screen.png, $SHOTS/whole-report.png"
 
 expect_rc 0 "$CB_BIN" report "$RUN" --spec "$RUN/spec.json" --pdf "$TMP/r.pdf"
 head -c 5 "$TMP/r.pdf" | grep -q '%PDF-' || fail "--pdf did not write a PDF"

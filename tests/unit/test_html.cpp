@@ -458,3 +458,55 @@ TEST(Html, PdfWithoutChromiumSaysSo) {
             "--pdf needs Chromium: none of chromium, chromium-browser, google-chrome is on PATH "
             "(Debian: apt-get install chromium)");
 }
+
+// Issue 45, item 7: each median drawn with the lowest and highest of its repetitions: the
+// datablock carries them, one error bar plot per series follows the data without a legend
+// entry, and gnuplot draws them.
+TEST(Charts, MediansWithTheirMinMaxRange) {
+  RunDir run = fx().run;
+  for (auto& r : run.records.records)
+    if (r.benchmark == "collectives.all_reduce")
+      for (auto& m : r.metrics)
+        if (m.name == "busbw") m.reps = {m.value * 0.9, m.value, m.value * 1.2};
+  Report rep =
+      make_report(run, load_spec(std::string(CB_FIXTURES) + "/results/fleet-4x8/spec.json"));
+  auto charts = build_charts(rep);
+  auto it = std::find_if(charts.begin(), charts.end(),
+                         [](const Chart& c) { return c.title.rfind("Collectives", 0) == 0; });
+  ASSERT_NE(it, charts.end());
+  ASSERT_EQ(it->series.size(), 1u);
+  const Series& s = it->series[0];
+  ASSERT_EQ(s.ranges.size(), s.points.size());
+  for (size_t i = 0; i < s.points.size(); ++i) {
+    EXPECT_DOUBLE_EQ(s.ranges[i].first, s.points[i].second * 0.9);
+    EXPECT_DOUBLE_EQ(s.ranges[i].second, s.points[i].second * 1.2);
+  }
+  const std::string script = gnuplot_script(*it);
+  EXPECT_EQ(count(script, "with yerrorbars"), 1u) << script;
+  EXPECT_NE(script.find(gp_num(s.points[0].first) + " " + gp_num(s.points[0].second) + " " +
+                        gp_num(s.ranges[0].first) + " " + gp_num(s.ranges[0].second) + "\n"),
+            std::string::npos)
+      << script;
+  // Without repetitions (the fixture's own records): no error bars.
+  auto plain = build_charts(fx().report);
+  for (const auto& c : plain) EXPECT_EQ(gnuplot_script(c).find("yerrorbars"), std::string::npos);
+  const std::string gnuplot = find_gnuplot();
+  ASSERT_FALSE(gnuplot.empty()) << "gnuplot is not installed (scripts/setup.sh installs it)";
+  std::string err;
+  auto svg = render_svg(*it, gnuplot, &err);
+  ASSERT_TRUE(svg) << err;
+  // One error bar per point: gnuplot draws each as a path in the range plot's group (plot 2).
+  const auto at = svg->find("<g id=\"gnuplot_plot_2\"");
+  ASSERT_NE(at, std::string::npos);
+  const auto end = svg->find("<g id=\"gnuplot_plot_3\"", at);
+  const std::string group = svg->substr(at, end == std::string::npos ? end : end - at);
+  // Each bar is three strokes (the range and its two caps), each a move "M" in gnuplot's paths;
+  // a median of 0 has a range of 0 (nothing to draw).
+  const size_t ranged = std::count_if(s.ranges.begin(), s.ranges.end(),
+                                      [](const auto& r) { return r.first < r.second; });
+  EXPECT_GE(ranged, 3u);
+  const auto d = group.find("d='");
+  ASSERT_NE(d, std::string::npos) << group.substr(0, 3000);
+  EXPECT_EQ(count(group.substr(d, group.find('\'', d + 3) - d), "M"), 3 * ranged)
+      << group.substr(0, 3000);
+}
