@@ -164,7 +164,9 @@ for attempt in 1 2; do
   echo "pair $attempt: the slowdown not confirmed (compare exit $rc); measuring the pair again"
 done
 ok "STREAM and the dataloader slowed 5x: regressed, each with its p-value"
-# The report.md of a 2-rank ci run (docs/report.md "First page"): under 200 lines; it opens with
+# The report.md of a 2-rank ci run (docs/report.md "First page"): under 210 lines (200 until the
+# base table gained the memory-type and CPU-clock rows, each a table line and, without DMI on this
+# machine, a "not judged" line and a warning); it opens with
 # the verdict, then every FAIL row in words with its node and the spec's remedy, the WARN rows, and
 # what could not be judged (each MISSING row, the WAIVED rows one line per reason), before the
 # table; the records are summarised (a sweep on one line, waived cases per benchmark and reason).
@@ -177,7 +179,7 @@ base = json.load(open(sys.argv[2] + '/reports/specs/base.json'))
 for r in base['requirements']:
     spec[r['id']] = r
 lines = md.count(chr(10))
-assert lines < 200, lines
+assert lines < 210, lines
 first = md.split('## Requirements')[0]
 assert first.startswith('# clusterbench report: ') and '**Verdict: ' in first.splitlines()[2], first[:300]
 rows = rep['rows']
