@@ -180,18 +180,24 @@ std::vector<std::string> parents_of(const json& j, const std::string& path) {
   return out;
 }
 
+/// Each of `items` over `into`: it replaces the entry whose `key` is its own, or is appended.
+template <class T>
+void replace_or_add(std::vector<T>& into, const std::vector<T>& items, std::string T::*key) {
+  for (const auto& item : items) {
+    auto it =
+        std::find_if(into.begin(), into.end(), [&](const T& x) { return x.*key == item.*key; });
+    if (it != into.end())
+      *it = item;
+    else
+      into.push_back(item);
+  }
+}
+
 /// A later parent of `extends` over the earlier ones: its rows, families and tiers replace
 /// theirs by id, benchmark and name, or are added; title and match stay the first's that has
 /// them.
 void merge_parent(Spec& spec, const Spec& p) {
-  for (const auto& q : p.requirements) {
-    auto it = std::find_if(spec.requirements.begin(), spec.requirements.end(),
-                           [&](const Requirement& r) { return r.id == q.id; });
-    if (it != spec.requirements.end())
-      *it = q;
-    else
-      spec.requirements.push_back(q);
-  }
+  replace_or_add(spec.requirements, p.requirements, &Requirement::id);
   for (const auto& f : p.families) {
     auto it = std::find_if(spec.families.begin(), spec.families.end(),
                            [&](const SpecFamily& x) { return x.benchmark == f.benchmark; });
@@ -203,22 +209,8 @@ void merge_parent(Spec& spec, const Spec& p) {
   for (const auto& [dtype, tflops] : p.dense_peaks) spec.dense_peaks[dtype] = tflops;
   if (p.nics_per_node) spec.nics_per_node = p.nics_per_node;
   if (!p.dense_peaks_source.empty()) spec.dense_peaks_source = p.dense_peaks_source;
-  for (const auto& a : p.alerts) {
-    auto it = std::find_if(spec.alerts.begin(), spec.alerts.end(),
-                           [&](const SpecAlert& x) { return x.id == a.id; });
-    if (it != spec.alerts.end())
-      *it = a;
-    else
-      spec.alerts.push_back(a);
-  }
-  for (const auto& t : p.tiers) {
-    auto it = std::find_if(spec.tiers.begin(), spec.tiers.end(),
-                           [&](const SpecTier& x) { return x.name == t.name; });
-    if (it != spec.tiers.end())
-      *it = t;
-    else
-      spec.tiers.push_back(t);
-  }
+  replace_or_add(spec.alerts, p.alerts, &SpecAlert::id);
+  replace_or_add(spec.tiers, p.tiers, &SpecTier::name);
   if (spec.title.empty()) spec.title = p.title;
   if (!spec.has_match && p.has_match) spec.match = p.match, spec.has_match = true;
   for (const auto& f : p.extends_chain)
