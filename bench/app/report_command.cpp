@@ -70,7 +70,8 @@ int write_alert_rules(const std::string& dir, const std::string& spec_arg, const
     path = p->at("path").get<std::string>();
   }
   const Spec spec = spec_of(dir, path, spec_arg.empty());
-  refuse_spec_overwrite({{"--alert-rules", file}}, path);
+  for (const auto& table : spec.extends_chain)  // the table and every table it extends
+    refuse_spec_overwrite({{"--alert-rules", file}}, table);
   report::check_output_file(file, "--alert-rules",
                             std::filesystem::exists(dir + "/run.json") ? dir : "", force);
   write_file_atomic(file,

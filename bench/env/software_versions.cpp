@@ -61,7 +61,8 @@ SoftwareComponent os_release(const std::string& fs_root) {
       if (auto eq = line.find('='); eq != std::string::npos && line[0] != '#')
         kv[line.substr(0, eq)] = os_release_value(line.substr(eq + 1));
     const std::string id = kv["ID"], version = kv["VERSION_ID"];
-    SoftwareComponent c{"present", std::nullopt, path + ": " + kv["PRETTY_NAME"], {}};
+    const std::string pretty = kv["PRETTY_NAME"].empty() ? id + " " + version : kv["PRETTY_NAME"];
+    SoftwareComponent c{"present", std::nullopt, path + ": " + pretty, {}};
     if (id.empty() || version.empty())
       c.unknown["version"] = path + " has no ID or VERSION_ID";
     else

@@ -59,7 +59,7 @@ SpecAlert parse_alert(const json& a, const std::string& where) {
   out.row = optional_string(a, "row", at);
   out.unit = optional_string(a, "unit", at);
   out.for_ = optional_string(a, "for", at);
-  if (!out.for_.empty() && !is_duration(out.for_))
+  if (a.contains("for") && !is_duration(out.for_))
     throw InputError(at + ": field 'for' is '" + printable_key(out.for_) +
                      "', not a Prometheus duration (5m, 1h, 1h30m)");
   out.severity = optional_string(a, "severity", at);
@@ -105,7 +105,9 @@ void merge_alerts(const json& j, const std::string& schema, const std::string& p
     };
     if (a.is_object() && a.contains("remove")) {
       const std::string id = require_field<std::string>(a, "id", where);
-      check_keys(a, kAlertKeys, where + ": alert '" + printable_key(id) + "'");
+      const std::string at = where + ": alert '" + printable_key(id) + "'";
+      if (!require_field<bool>(a, "remove", at) || a.size() != 2)
+        throw InputError(at + ": a removal is {\"id\": ID, \"remove\": true} and nothing else");
       auto it = same(id);
       if (it == spec.alerts.end())
         throw InputError(where + ": alert '" + printable_key(id) +
@@ -130,7 +132,8 @@ void resolve_alerts(Spec& spec, const std::string& path) {
     auto row = std::find_if(spec.requirements.begin(), spec.requirements.end(),
                             [&](const Requirement& q) { return q.id == a.row; });
     if (row == spec.requirements.end())
-      throw InputError(at + " is not in the table (a removed row needs its alert removed too)");
+      throw InputError(at + " is not in the table (where a table removes that row, it must " +
+                       "remove the alert too)");
     auto inverse = kInverse.find(row->op);
     if (inverse == kInverse.end() || !row->value.is_number())
       throw InputError(at + " has op '" + row->op +
@@ -140,6 +143,8 @@ void resolve_alerts(Spec& spec, const std::string& path) {
     a.unit = row->unit;
     a.op = inverse->second;
     a.threshold = row->value.get<double>() * a.scale;
+    if (!std::isfinite(a.threshold))
+      throw InputError(at + "'s value x scale is not a finite number");
     if (a.severity.empty()) a.severity = row->severity == "fail" ? "critical" : "warning";
   }
 }

@@ -121,6 +121,13 @@ expect_rc 2 "$CB_BIN" report --spec h100-sxm-80g-8x --alert-rules "$TMP/notes.ym
 expect_out "--alert-rules $TMP/notes.yml: exists and is not an earlier --alert-rules output"
 [ "$(cat "$TMP/notes.yml")" = "my notes" ] || fail "--alert-rules replaced a user's file"
 expect_rc 0 "$CB_BIN" report --spec h100-sxm-80g-8x --alert-rules "$TMP/h100-sxm-80g-8x.yml"
+# Never over a table the one read extends, even with --force.
+cp -r reports/specs "$TMP/specs"
+expect_rc 2 "$CB_BIN" report --spec "$TMP/specs/h100-sxm-80g-8x.json" \
+  --alert-rules "$TMP/specs/gpu-node-base.json" --force
+expect_out "is the spec table .*gpu-node-base.json"
+cmp -s "$TMP/specs/gpu-node-base.json" reports/specs/gpu-node-base.json ||
+  fail "--alert-rules replaced a parent table"
 expect_rc 2 "$CB_BIN" report --spec h100-sxm-80g-8x --alert-rules ""
 expect_out "--alert-rules: empty value"
 expect_rc 2 "$CB_BIN" report "$TMP/run" --alert-rules "$TMP/run/rules.yml"
@@ -134,5 +141,5 @@ PY
 expect_rc 2 "$CB_BIN" report --spec "$TMP/site.json" --alert-rules "$TMP/bad.yml"
 expect_out "site.json: alert 'Hot': row 'gpu.gemm_temp' is not in the table"
 [ ! -e "$TMP/bad.yml" ] || fail "a refused table left a rules file"
-ok "refusals: with --html, over a user's file, an empty path, inside a run directory, an alert on a missing row (exit 2)"
+ok "refusals: with --html, over a user's file, over a table the one read extends (--force too), an empty path, inside a run directory, an alert on a missing row (exit 2)"
 echo "PASS: $PASSES checks"

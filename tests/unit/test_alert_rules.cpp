@@ -157,6 +157,18 @@ TEST(AlertRules, RemoveAndReplaceByIdAndTheRefusals) {
   bad = own, bad["severity"] = "page";
   EXPECT_NE(err("sev", bad).find("field 'severity' must be warning or critical"),
             std::string::npos);
+  bad = own, bad["for"] = "";
+  EXPECT_NE(err("emptyfor", bad).find("not a Prometheus duration"), std::string::npos);
+  bad = {{"id", "GpuTemperatureHigh"}, {"remove", false}};
+  EXPECT_NE(err("rmfalse", bad).find("a removal is"), std::string::npos);
+  bad = {{"id", "GpuTemperatureHigh"}, {"remove", true}, {"expr", "x"}};
+  EXPECT_NE(err("rmextra", bad).find("a removal is"), std::string::npos);
+  bad = {{"id", "X"},
+         {"title", "t"},
+         {"expr", "up"},
+         {"row", "gpu.gemm_temperature"},
+         {"scale", 1e308}};
+  EXPECT_NE(err("inf", bad).find("not a finite number"), std::string::npos);
   bad = own, bad["exprs"] = "up";
   EXPECT_NE(err("key", bad).find("unknown field 'exprs'"), std::string::npos);
   // Removing the row an alert reads without removing the alert.
