@@ -16,7 +16,10 @@ if(TARGET clusterbench_gpu)
   set_target_properties(clusterbench_gpu PROPERTIES INSTALL_RPATH "${CUDAToolkit_LIBRARY_DIR}")
   install(TARGETS clusterbench_gpu LIBRARY DESTINATION lib/clusterbench)
   install(FILES $<TARGET_FILE:clusterbench_gpu>.cuda DESTINATION lib/clusterbench)
-  if(CLUSTERBENCH_CUDA12_ROOT)
+  if(TARGET clusterbench_gpu_cuda12 AND NOT CLUSTERBENCH_CUDA12_ROOT)  # from the wheels
+    install(TARGETS clusterbench_gpu_cuda12 LIBRARY DESTINATION lib/clusterbench)
+    install(FILES $<TARGET_FILE:clusterbench_gpu_cuda12>.cuda DESTINATION lib/clusterbench)
+  elseif(CLUSTERBENCH_CUDA12_ROOT)
     install(FILES ${CMAKE_BINARY_DIR}/libclusterbench_gpu_cuda12.so
                   ${CMAKE_BINARY_DIR}/libclusterbench_gpu_cuda12.so.cuda
             DESTINATION lib/clusterbench)
@@ -70,6 +73,9 @@ if(TARGET clusterbench_gpu)
   endif()
   if(CLUSTERBENCH_CUDA12_ROOT)
     list(APPEND _cb_private_dirs ${CLUSTERBENCH_CUDA12_ROOT}/lib64 ${CLUSTERBENCH_CUDA12_ROOT}/lib)
+  elseif(TARGET clusterbench_gpu_cuda12)  # the wheels it was built from
+    list(APPEND _cb_private_dirs ${CB_CUDA12_WHEELS}/cuda_runtime/lib ${CB_CUDA12_WHEELS}/cublas/lib
+         ${CB_CUDA12_WHEELS}/nccl/lib)
   endif()
 endif()
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS_PRIVATE_DIRS ${_cb_private_dirs})

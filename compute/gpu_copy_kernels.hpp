@@ -1,9 +1,12 @@
-// Plugin-internal: device-copy kernels of compute.gpu_memory_bandwidth (gpu_copy_kernels.cu).
+// Plugin-internal: device-copy kernels of compute.gpu_memory_bandwidth (gpu_copy_kernels.cu; CUDA 12: ptx_kernels.cpp).
 #pragma once
 
 #include <cuda_runtime.h>
 
 namespace clusterbench::compute::gpu {
+
+/// The pattern fill's launch shape: a grid-stride loop of 4,096 blocks of 256 threads.
+inline constexpr unsigned kCopyFillBlocks = 4096, kCopyFillThreads = 256;
 
 /// Fills `words` 16-byte words at `dst` with copy_pattern(i). Asynchronous on `stream`.
 cudaError_t fill_copy_pattern(uint4* dst, long long words, cudaStream_t stream);

@@ -50,10 +50,10 @@ elif [ "$runs_535" -eq 0 ]; then
 package: ======================================================================================
 package: this package's GPU plugin needs driver >= 580 (CUDA 13). On a node with an older driver
 package: (the cluster architecture guide specifies 535 with CUDA 12.2) every GPU run stops with exit 2,
-package: naming the driver and the plugins present. For driver 535, make the package on a machine with a
-package: CUDA 12 toolkit as well (cmake -DCLUSTERBENCH_CUDA12_ROOT=/usr/local/cuda-12.2: both
-package: plugins are packaged and the binary picks the one the driver runs), or use the container
-package: image built on CUDA 12.2 (Containerfile). docs/install.md "Which driver the package needs".
+package: naming the driver and the plugins present. For driver 535, make the package with "make
+package: package", which fetches the CUDA 12.2 wheels and builds the CUDA 12 plugin from them (both plugins
+package: are packaged and the binary picks the one the driver runs), or use the container image
+package: built on CUDA 12.2 (Containerfile). docs/install.md "Which driver the package needs".
 package: ======================================================================================
 MSG
 else

@@ -20,11 +20,14 @@
 #   theirs is enabled beside a site's own Slurm. Likewise Debian's prometheus into .deps/prometheus
 #   for its promtool (the rules of `report --alert-rules` checked and run over made-up series); the
 #   server is never installed or started.
-#   pip, where nvcc is: the CUDA 12.2 wheels into .deps/cuda12 (the CUDA 12 host check).
+#   pip, where nvcc is: the CUDA 12.2 wheels into .deps/cuda12 (the CUDA 12 plugin).
+# --package: what `make run` needs, and the CUDA 12.2 wheels that `make package` builds the CUDA 12
+#   plugin with (cmake/gpu_plugin_cuda12.cmake).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-TEST=0
-[ "${1:-}" = "--test" ] && TEST=1
+TEST=0 CUDA12=0
+[ "${1:-}" = "--test" ] && TEST=1 CUDA12=1
+[ "${1:-}" = "--package" ] && CUDA12=1
 
 APT_PACKAGES=(
   build-essential g++ cmake make pkg-config git python3 python3-pip dpkg-dev
@@ -63,22 +66,24 @@ if [ -z "$(find "$NVML_DIR" -name nvml.h -path "*include*" 2>/dev/null | head -n
          "(GPUs are still inventoried from the PCI bus)"
   fi
 fi
-# CUDA 12.2 runtime, cuBLAS, NCCL and the nvcc wheel's crt headers, for the CUDA 12 host check
-# (tests/compute.cmake). PyPI has no CUDA 12 nvcc (nvidia-cuda-nvcc-cu12 ships ptxas only), so the
-# CUDA 12 plugin itself needs a full toolkit: cmake -DCLUSTERBENCH_CUDA12_ROOT=/usr/local/cuda-12.x.
-# About 950 MB unpacked; `make test` only; CB_SETUP_CUDA12=0 skips it.
+# CUDA 12.2 runtime, cuBLAS, NCCL, NVRTC and the nvcc wheel's crt headers and ptxas: the CUDA 12
+# plugin is built from them (cmake/gpu_plugin_cuda12.cmake: PyPI has no CUDA 12 nvcc, so its kernels
+# are compiled to PTX by NVRTC 12.2). About 1 GB unpacked; `make test` and `make package` only;
+# CB_SETUP_CUDA12=0 skips it (no CUDA 12 plugin then).
 CUDA12_DIR=.deps/cuda12
 CUDA12_WHEELS=(nvidia-cuda-nvcc-cu12==12.2.140 nvidia-cuda-runtime-cu12==12.2.140
-               nvidia-cublas-cu12==12.2.5.6 nvidia-nccl-cu12==2.18.3)
-if ((TEST)) && [ "${CB_SETUP_CUDA12:-1}" != "0" ] && [ -x /usr/local/cuda/bin/nvcc ] &&
+               nvidia-cuda-nvrtc-cu12==12.2.140 nvidia-cublas-cu12==12.2.5.6 nvidia-nccl-cu12==2.18.3)
+if ((CUDA12)) && [ "${CB_SETUP_CUDA12:-1}" != "0" ] && [ -x /usr/local/cuda/bin/nvcc ] &&
    ! { [ -f "$CUDA12_DIR/nvidia/cuda_runtime/lib/libcudart.so.12" ] &&
        [ -f "$CUDA12_DIR/nvidia/cublas/lib/libcublasLt.so.12" ] &&
        [ -f "$CUDA12_DIR/nvidia/nccl/lib/libnccl.so.2" ] &&
+       [ -f "$CUDA12_DIR/nvidia/cuda_nvrtc/lib/libnvrtc.so.12" ] &&
        [ -f "$CUDA12_DIR/nvidia/cuda_nvcc/include/crt/host_config.h" ]; }; then
-  echo "setup: fetching CUDA 12.2 runtime, cuBLAS 12.2 and NCCL 2.18 (pip) for the CUDA 12 host check"
+  echo "setup: fetching CUDA 12.2 runtime, NVRTC, cuBLAS 12.2 and NCCL 2.18 (pip) for the CUDA 12 plugin"
   if ! python3 -m pip install --quiet --disable-pip-version-check --no-deps --upgrade \
       --target "$CUDA12_DIR" "${CUDA12_WHEELS[@]}" >/dev/null 2>&1; then
-    echo "setup: the CUDA 12 wheels could not be installed: the CUDA 12 host check is skipped"
+    echo "setup: the CUDA 12 wheels could not be installed" >&2
+    exit 1
   fi
 fi
 # Slurm and munge for tests/integration/reports_slurm.sh: Debian's packages unpacked (dpkg-deb -x:

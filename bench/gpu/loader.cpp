@@ -126,7 +126,7 @@ GpuPluginChoice choose_gpu_plugin(int driver_cuda, const std::string& driver_ver
     choice.reason += " (>= " + std::to_string(branch) + ")";
   choice.reason += ", or add a plugin built with CUDA <= " + cuda_version_string(driver_cuda);
   if (driver_cuda / 1000 == 12)
-    choice.reason += " (libclusterbench_gpu_cuda12.so, cmake -DCLUSTERBENCH_CUDA12_ROOT=...)";
+    choice.reason += " (libclusterbench_gpu_cuda12.so: make package builds it)";
   return choice;
 }
 
@@ -240,10 +240,16 @@ GpuPlugin open_gpu_plugin(const std::vector<std::string>& files, int driver_cuda
   plugin.driver_insufficient = choice.driver_insufficient;
   // Load and initialise one at a time, in order of preference; a plugin whose CUDA start says
   // the driver is too old is unloaded and gives way to the next one.
+  std::vector<std::string> unloadable;  // "path: why" of each that did not load
   for (size_t k = 0; k < choice.order.size(); ++k) {
     GpuPlugin attempt = plugin;
     void* h = start_plugin(candidates[choice.order[k]], attempt);
+    if (!h)  // dlopen's text names the file when the file itself is bad
+      unloadable.push_back(attempt.error.rfind(attempt.path, 0) == 0
+                               ? attempt.error
+                               : attempt.path + ": " + attempt.error);
     if (!h && plugin.loaded) continue;  // a plugin that loaded stays the answer
+    if (!h && k > 0) continue;          // none loaded: the preferred one is named, below
     plugin = attempt;
     if (!h) continue;
     if (plugin.driver_insufficient && k + 1 < choice.order.size()) {
@@ -252,6 +258,10 @@ GpuPlugin open_gpu_plugin(const std::vector<std::string>& files, int driver_cuda
     }
     plugin.handle = h;
     break;
+  }
+  if (!plugin.loaded && unloadable.size() > 1) {  // the first one's error, then the others'
+    unloadable.erase(unloadable.begin());
+    plugin.error += "; " + join(unloadable, "; ");
   }
   if (choice.order.empty() && candidates.size() > 1) {  // none chosen: name them all
     const std::string& first = candidates.front().path;

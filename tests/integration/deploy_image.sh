@@ -14,8 +14,9 @@
 #  - the MPIJob's worker: the image has no SSH host key; `mpijob-entry.sh worker` makes them and
 #    runs sshd, which lets root in with a key and runs `clusterbench --version` and finds `orted`
 #    (what mpirun runs over ssh); sshd and ssh default to port 2222.
-# What it does not check: the GPU plugin with CUDA's libraries (no GPU and no CUDA in this base;
-# deploy_package checks that the installed binary looks for it in /usr/lib/clusterbench).
+#  - the packaged CUDA 12 plugin, with the CUDA 12.2 wheels (.deps/cuda12) mounted and on
+#    LD_LIBRARY_PATH, has every library and symbol it needs (`ldd -r`); without them it names
+#    libcudart.so.12 missing. (No GPU here: gpu_plugin_cuda12 loads it through the binary.)
 # Prints the image size. Needs the package_deb fixture and the network (apt). Budget: ~3 min.
 source "$(dirname "$0")/lib.sh"
 : "${CB_BINARY_DIR:?}"
@@ -97,6 +98,24 @@ expect_out "libmlx5-rdmav[0-9]+\.so"
 expect_out "^# Version [0-9]+\.[0-9]+"
 expect_out "Transport: (posix|tcp|self)"
 ok "ibv_devinfo runs (no HCA here: $(grep -m1 -E 'No IB|Failed to get IB' "$TMP/out")), verbs providers (mlx5) installed, UCX $(sed -n 's/^# Version \([0-9.]*\).*/\1/p' "$TMP/out" | head -1) with $(grep -ci 'transport:' "$TMP/out") transports"
+
+# The CUDA 12 plugin where the CUDA 12.2 wheels are mounted (pip's layout, as on a node that
+# installs them in the image or mounts them): ldd -r loads it and binds every symbol.
+WHEELS=$CB_SOURCE_DIR/.deps/cuda12/nvidia
+[ -f "$WHEELS/cuda_runtime/lib/libcudart.so.12" ] || fail "no CUDA 12.2 wheels in $WHEELS (scripts/setup.sh --test)"
+P12=/usr/lib/clusterbench/libclusterbench_gpu_cuda12.so
+W=/opt/nvidia-cu12
+buildah run --isolation chroot -v "$WHEELS:$W:ro" "$CTR" -- sh -c "
+  LD_LIBRARY_PATH=$W/cuda_runtime/lib:$W/cublas/lib:$W/nccl/lib ldd -r $P12; echo rc=\$?
+  echo without; ldd $P12 | grep 'not found'" >"$TMP/out" 2>&1
+expect_out "libcudart\.so\.12 => $W/cuda_runtime/lib/libcudart\.so\.12"
+expect_out "libcublasLt\.so\.12 => $W/cublas/lib/libcublasLt\.so\.12"
+expect_out "libnccl\.so\.2 => $W/nccl/lib/libnccl\.so\.2"
+expect_out "^rc=0$"
+! grep -q "undefined symbol" "$TMP/out" || { cat "$TMP/out" >&2; fail "the CUDA 12 plugin has undefined symbols"; }
+sed -n '/^without$/,$p' "$TMP/out" | grep -q "libcudart.so.12 => not found" ||
+  { cat "$TMP/out" >&2; fail "without the wheels the plugin should lack libcudart.so.12"; }
+ok "the packaged CUDA 12 plugin: with the CUDA 12.2 wheels mounted every library and symbol binds (ldd -r); without them libcudart.so.12 is missing"
 
 buildah run --isolation chroot "$CTR" -- sh -c 'clusterbench inventory' >"$TMP/inv.json" 2>"$TMP/out"
 rc=$?

@@ -4,7 +4,8 @@
 # from the Debian mirror, then
 #  - `clusterbench run --suite ci` completes with its report, exit 0, 1 or 4, judged by the
 #    installed spec table and running the installed fio profiles (no source tree there);
-#  - the GPU plugin is looked for in /usr/lib/clusterbench (a GPU on the fake PCI bus);
+#  - the GPU plugin is looked for in /usr/lib/clusterbench (a GPU on the fake PCI bus, driver 535:
+#    the CUDA 12 plugin);
 #  - --specs-dir and CLUSTERBENCH_SPECS_DIR choose another directory of spec tables.
 # Needs the package_deb fixture and the network (apt). Budget: about 1.5 min.
 source "$(dirname "$0")/lib.sh"
@@ -49,8 +50,10 @@ in_root "cd /root && CLUSTERBENCH_NVML_LIB=/root/fx/libnvidia-ml.so FAKE_NVML_JS
   --set compute.gemm.dtypes=fp16 --spec /usr/share/clusterbench/specs/gpu-node-base.json \
   --fs-root /root/fx/two-socket --out /root/gpu" >"$TMP/out" 2>&1
 grep -o '"message":"[^"]*"' "$R/root/gpu/records.jsonl" >>"$TMP/out" 2>/dev/null
-expect_out "/usr/lib/clusterbench/libclusterbench_gpu.so"
-ok "the GPU plugin is looked for in /usr/lib/clusterbench: $(grep -o 'GPU plugin [^"]*' "$TMP/out" | head -1 | cut -c1-160)"
+# The fake NVML says driver 535 (CUDA 12.2): the packaged CUDA 12 plugin is chosen, and with no
+# CUDA installed here it names the CUDA 12 runtime it needs.
+expect_out "GPU plugin /usr/lib/clusterbench/libclusterbench_gpu_cuda12.so: libcudart.so.12: cannot open"
+ok "driver 535: the packaged CUDA 12 plugin is chosen from /usr/lib/clusterbench: $(grep -o 'GPU plugin [^"]*' "$TMP/out" | head -1 | cut -c1-160)"
 
 # --specs-dir and CLUSTERBENCH_SPECS_DIR: a copy of the tables elsewhere is the one chosen from.
 in_root "mkdir -p /root/myspecs /root/env && cp /usr/share/clusterbench/specs/*.json /root/myspecs/ &&

@@ -9,8 +9,8 @@
 #    release 0.1.0 and no-git builds' 0.1.0~git0.unknown on either side), the changelog's;
 #  - Depends: the Debian libraries the binary and plugin link (dpkg-shlibdeps) and the programs it
 #    runs (openmpi-bin, fio); never a CUDA library (those come from the CUDA installation);
-#  - what package.sh says about drivers: one line per plugin (CUDA 13: driver >= 580) and, when
-#    no plugin runs on driver 535, the framed warning; the description lists the same.
+#  - what package.sh says about drivers: one line per plugin (CUDA 13: driver >= 580); both plugins (CUDA 13 and the CUDA 12 one built from the wheels) packaged with their side
+#    files, and the line saying driver 535 runs it; the description lists the same.
 # Budget: < 30 s.
 source "$(dirname "$0")/lib.sh"
 : "${CB_BINARY_DIR:?}"
@@ -77,11 +77,22 @@ if [ -f "$CB_BINARY_DIR/libclusterbench_gpu.so.cuda" ]; then
   expect_line "^package: GPU plugin libclusterbench_gpu.so: CUDA $major.$minor, needs NVIDIA driver >= $drv$"
   grep -q "libclusterbench_gpu.so: CUDA $major.$minor, NVIDIA driver >= $drv." <<<"$desc" ||
     fail "the description does not name the plugin's driver: $desc"
-  if [ "$drv" = 580 ] && [ ! -f "$CB_BINARY_DIR/libclusterbench_gpu_cuda12.so.cuda" ]; then
-    expect_line "^package: this package's GPU plugin needs driver >= 580 \(CUDA 13\)"
-    expect_line "For driver 535, make the package on a machine with a"
-  fi
-  ok "package.sh: the plugin's CUDA $major.$minor and driver >= $drv, in its output and the package's description"
+  # The CUDA 12 plugin from the CUDA 12.2 wheels (scripts/setup.sh --test fetches them): packaged
+  # beside the CUDA 13 one, so a driver-535 node runs the package.
+  [ -f "$CB_BINARY_DIR/libclusterbench_gpu_cuda12.so.cuda" ] ||
+    fail "no CUDA 12 plugin in $CB_BINARY_DIR (built from .deps/cuda12: scripts/setup.sh --test)"
+  expect_line "^package: GPU plugin libclusterbench_gpu_cuda12.so: CUDA 12.2, needs NVIDIA driver >= 525$"
+  expect_line "^package: a node with driver 535 \(CUDA 12.2\) runs this package's GPU cases$"
+  grep -q "libclusterbench_gpu_cuda12.so: CUDA 12.2, NVIDIA driver >= 525." <<<"$desc" ||
+    fail "the description does not name the CUDA 12 plugin: $desc"
+  files=$(dpkg-deb -c "$DEB" | awk '{print $NF}')
+  for f in libclusterbench_gpu.so libclusterbench_gpu.so.cuda libclusterbench_gpu_cuda12.so \
+           libclusterbench_gpu_cuda12.so.cuda; do
+    grep -qx "./usr/lib/clusterbench/$f" <<<"$files" || fail "the package lacks usr/lib/clusterbench/$f"
+  done
+  side=$(dpkg-deb --fsys-tarfile "$DEB" | tar -xOf - ./usr/lib/clusterbench/libclusterbench_gpu_cuda12.so.cuda)
+  [[ $side == *" cuda=12020" ]] || fail "the packaged CUDA 12 plugin's side file: $side"
+  ok "package.sh: both plugins packaged (CUDA $major.$minor, driver >= $drv; CUDA 12.2, driver >= 525), in its output and the package's description"
 else
   expect_line "^package: this package has NO GPU plugin"
   ok "package.sh: no GPU plugin in this build, said loudly"

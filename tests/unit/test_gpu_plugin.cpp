@@ -101,7 +101,7 @@ TEST(ChooseGpuPlugin, NoneFitsIsADeploymentError) {
       "CUDA driver version is insufficient: the driver (535.161.08) supports CUDA 12.2, and no "
       "GPU plugin present fits it: libclusterbench_gpu.so (CUDA 13.0, driver >= 580). Install "
       "a driver for CUDA 13.0 or newer (>= 580), or add a plugin built with CUDA <= 12.2 "
-      "(libclusterbench_gpu_cuda12.so, cmake -DCLUSTERBENCH_CUDA12_ROOT=...)");
+      "(libclusterbench_gpu_cuda12.so: make package builds it)");
 }
 
 TEST(ChooseGpuPlugin, NoneFitsNamesEveryPluginPresentAndTheOldestNeed) {
@@ -216,6 +216,28 @@ TEST_F(OpenGpuPlugin, MissingFilesGiveDlopensText) {
   GpuPlugin q = open_gpu_plugin({"/nonexistent/libclusterbench_gpu.so", kFake12}, 12020, "");
   EXPECT_EQ(q.path, kFake12);
   EXPECT_EQ(q.present[0], "libclusterbench_gpu.so (cannot load)");
+}
+
+// Neither plugin loads (a node without CUDA's libraries): the preferred one is named, and the
+// other's reason follows, so the operator sees both libraries missing.
+TEST_F(OpenGpuPlugin, NoneLoadsNamesThePreferredThenTheOthers) {
+  const std::string dir = ::testing::TempDir() + "/cb-unloadable";
+  ::mkdir(dir.c_str(), 0755);
+  const std::string p13 = dir + "/libclusterbench_gpu.so",
+                    p12 = dir + "/libclusterbench_gpu_cuda12.so";
+  for (auto [path, cuda] : {std::pair{p13, 13000}, std::pair{p12, 12020}}) {
+    std::ofstream(path) << "not an ELF file";
+    std::ofstream(path + ".cuda") << "clusterbench-gpu-plugin abi=" << CB_GPU_ABI_VERSION
+                                  << " cuda=" << cuda << "\n";
+  }
+  GpuPlugin p = open_gpu_plugin({p12, p13}, 0, "");
+  EXPECT_FALSE(p.loaded);
+  EXPECT_EQ(p.path, p13);  // the newest fits first
+  const auto first = p.error.find("file too short"), other = p.error.find("; " + p12 + ": ");
+  EXPECT_NE(first, std::string::npos) << p.error;
+  ASSERT_NE(other, std::string::npos) << p.error;
+  EXPECT_LT(first, other);
+  EXPECT_NE(p.error.find("file too short", other), std::string::npos) << p.error;
 }
 
 // Issue 18 item 5: each fake plugin links its own stand-in libnccl.so.2 (one SONAME, two

@@ -1,43 +1,18 @@
-// The comparison kernel of compare.hpp: a grid-stride pass counting differing elements into the
-// call's scratch counter, then one thread folding it into the running counts.
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
-
+// The comparison of compare.hpp on the GPU (the kernels: compare_kernels.cuh).
 #include "gpu/plugin/compare.hpp"
+#include "gpu/plugin/compare_kernels.cuh"
+#include "gpu/plugin/grid.hpp"
 
 namespace clusterbench::gpu {
 
 namespace {
 
-__device__ float widen(float v) { return v; }
-__device__ float widen(__half v) { return __half2float(v); }
-__device__ float widen(__nv_bfloat16 v) { return __bfloat162float(v); }
-
-template <class T>
-__global__ void count_differing(const T* a, const T* ref, long long count, double tol,
-                                unsigned long long* counters) {
-  unsigned long long mine = 0;
-  const long long stride = static_cast<long long>(gridDim.x) * blockDim.x;
-  for (long long i = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; i < count;
-       i += stride) {
-    const double x = widen(a[i]), r = widen(ref[i]);
-    if (!(fabs(x - r) <= tol * fabs(r))) ++mine;  // NaN compares false: counted
-  }
-  if (mine) atomicAdd(&counters[2], mine);
-}
-
-__global__ void fold(unsigned long long* counters) {
-  if (counters[2]) counters[0] += counters[2], counters[1] += 1, counters[2] = 0;
-}
-
 template <class T>
 cudaError_t launch(const void* a, const void* ref, long long count, double tol,
                    unsigned long long* counters, cudaStream_t s) {
-  const long long blocks = (count + 255) / 256;
-  const unsigned grid = static_cast<unsigned>(blocks < 4096 ? (blocks > 0 ? blocks : 1) : 4096);
-  count_differing<T><<<grid, 256, 0, s>>>(static_cast<const T*>(a), static_cast<const T*>(ref),
-                                          count, tol, counters);
-  fold<<<1, 1, 0, s>>>(counters);
+  kernels::count_differing<T><<<grid_blocks(count, kCompareMaxBlocks), kBlockThreads, 0, s>>>(
+      static_cast<const T*>(a), static_cast<const T*>(ref), count, tol, counters);
+  kernels::fold<<<1, 1, 0, s>>>(counters);
   return cudaGetLastError();
 }
 
