@@ -5,7 +5,7 @@ BUILD ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?= -DCMAKE_BUILD_TYPE=Release
 
-.PHONY: all setup setup-test setup-package build build-all run test report package clean
+.PHONY: all setup setup-test setup-package build build-binary build-all run test report package clean
 
 all: build-all
 
@@ -15,11 +15,14 @@ setup:
 setup-test:
 	@bash scripts/setup.sh --test
 
-# What `make run` needs: the binary and its GPU plugin; no test binaries, no test-only downloads.
 setup-package:
 	@bash scripts/setup.sh --package
 
+# What `make run` needs: the binary and its GPU plugin; no test binaries, no test-only downloads.
 build: setup
+	@$(MAKE) --no-print-directory build-binary
+
+build-binary:
 	@cmake -S . -B $(BUILD) $(CMAKE_FLAGS) -DCLUSTERBENCH_TESTS=OFF >/dev/null
 	@cmake --build $(BUILD) -j$(JOBS) --target clusterbench -- --no-print-directory
 
@@ -33,8 +36,10 @@ run: build
 test: build-all
 	@cd $(BUILD) && ctest --output-on-failure -j$(JOBS) --timeout 900
 
-# The package carries both GPU plugins: the CUDA 12 one is built from the CUDA 12.2 wheels.
-package: setup-package build
+# The package carries both GPU plugins: the CUDA 12 one is built from the CUDA 12.2 wheels, so
+# they are fetched before CMake configures (one recipe: in order under make -j too).
+package: setup-package
+	@$(MAKE) --no-print-directory build-binary
 	@bash scripts/package.sh $(BUILD)
 
 report: build

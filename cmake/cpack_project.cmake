@@ -1,7 +1,8 @@
 # CPACK_PROJECT_CONFIG_FILE: read by cpack when it makes the package (cmake/install.cmake sets
 # CPACK_CB_SOURCE_DIR and CPACK_CB_BINARY_DIR). Sets the package version from git
 # (cmake/package_version.cmake) and says in the package's description which NVIDIA driver its GPU
-# plugin(s) need, from their .cuda side files (CUDA 13.x: >= 580; 12.x: >= 525, 535 for 12.2).
+# plugin(s) need, from their .cuda side files (CUDA 13.x: >= 580; 12.x: >= 525; PTX kernels: the
+# side file's driver, 535 for 12.2).
 include(${CPACK_CB_SOURCE_DIR}/cmake/package_version.cmake)
 cb_package_version(_cb_version ${CPACK_CB_SOURCE_DIR} ${CPACK_PACKAGE_VERSION})
 set(CPACK_DEBIAN_PACKAGE_VERSION ${_cb_version})
@@ -17,6 +18,9 @@ foreach(_f IN LISTS _cb_side_files)
       set(_driver 580)
     else()
       set(_driver 525)
+    endif()
+    if(_side MATCHES "kernels=ptx driver=([0-9]+)")  # PTX kernels: its own CUDA's driver
+      set(_driver ${CMAKE_MATCH_1})
     endif()
     get_filename_component(_name ${_f} NAME_WLE)
     string(APPEND _cb_plugins "\n${_name}: CUDA ${_major}.${_minor}, NVIDIA driver >= ${_driver}.")

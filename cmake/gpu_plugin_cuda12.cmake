@@ -28,7 +28,8 @@ target_link_libraries(cb_ptxgen PRIVATE ${CB_CUDA12_WHEELS}/cuda_nvrtc/lib/libnv
 set_target_properties(cb_ptxgen PROPERTIES BUILD_RPATH ${CB_CUDA12_WHEELS}/cuda_nvrtc/lib)
 
 set(_list ${CMAKE_SOURCE_DIR}/bench/gpu/plugin/ptx_kernels.txt)
-file(GLOB _kernel_headers ${CMAKE_SOURCE_DIR}/compute/*.cuh ${CMAKE_SOURCE_DIR}/bench/gpu/plugin/*.cuh)
+file(GLOB _kernel_headers CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/compute/*.cuh
+     ${CMAKE_SOURCE_DIR}/bench/gpu/plugin/*.cuh)
 set(_ptx_cpp ${CMAKE_BINARY_DIR}/gpu-cuda12/ptx_kernels_gen.cpp)
 add_custom_command(OUTPUT ${_ptx_cpp}
   COMMAND ${CMAKE_COMMAND} -E make_directory ${CMAKE_BINARY_DIR}/gpu-cuda12
@@ -36,6 +37,10 @@ add_custom_command(OUTPUT ${_ptx_cpp}
           -I${CMAKE_SOURCE_DIR}/bench -I${CB_CUDA12_WHEELS}/cuda_runtime/include
   DEPENDS cb_ptxgen ${_list} ${_kernel_headers}
   COMMENT "clusterbench: the CUDA 12 plugin's kernels as PTX (NVRTC 12.2)")
+# A target of its own: the plugin and the unit test of its launchers (tests/compute.cmake) both
+# compile the generated source, so both wait for it.
+add_custom_target(clusterbench_gpu_cuda12_ptx DEPENDS ${_ptx_cpp})
+set(CB_CUDA12_PTX_SOURCE ${_ptx_cpp})
 
 get_target_property(_gpu_sources clusterbench_gpu SOURCES)
 get_target_property(_gpu_dir clusterbench_gpu SOURCE_DIR)
@@ -52,6 +57,7 @@ foreach(_s IN LISTS _gpu_sources)
   endif()
 endforeach()
 add_library(clusterbench_gpu_cuda12 SHARED ${_sources})
+add_dependencies(clusterbench_gpu_cuda12 clusterbench_gpu_cuda12_ptx)
 get_target_property(_gpu_includes clusterbench_gpu INCLUDE_DIRECTORIES)
 get_target_property(_gpu_defs clusterbench_gpu COMPILE_DEFINITIONS)
 if(NOT _gpu_defs)
@@ -62,7 +68,7 @@ target_include_directories(clusterbench_gpu_cuda12 PRIVATE ${_gpu_includes}
   ${CB_CUDA12_WHEELS}/cuda_runtime/include ${CB_CUDA12_WHEELS}/cuda_nvcc/include
   ${CB_CUDA12_WHEELS}/cublas/include ${CB_CUDA12_WHEELS}/nccl/include)
 target_compile_definitions(clusterbench_gpu_cuda12 PRIVATE ${_gpu_defs}
-                           CLUSTERBENCH_HAVE_NCCL=${_have_nccl})
+                           CLUSTERBENCH_HAVE_NCCL=${_have_nccl} CLUSTERBENCH_PTX_KERNELS=1)
 target_link_libraries(clusterbench_gpu_cuda12 PRIVATE nlohmann_json::nlohmann_json
   ${CB_CUDA12_WHEELS}/cuda_runtime/lib/libcudart.so.12
   ${CB_CUDA12_WHEELS}/cublas/lib/libcublasLt.so.12
@@ -79,7 +85,7 @@ include(${CMAKE_SOURCE_DIR}/cmake/gpu_plugin_side_file.cmake)
 file(STRINGS ${CB_CUDA12_WHEELS}/cuda_runtime/include/cuda_runtime_api.h _cudart
      REGEX "^#define CUDART_VERSION +[0-9]+")
 string(REGEX REPLACE ".* ([0-9]+).*" "\\1" _cudart "${_cudart}")
-cb_gpu_plugin_side_file(clusterbench_gpu_cuda12 ${_cudart})
+cb_gpu_plugin_side_file(clusterbench_gpu_cuda12 ${_cudart} ptx)
 add_dependencies(clusterbench clusterbench_gpu_cuda12)
 set(CLUSTERBENCH_CUDA12_PLUGIN ON)
 message(STATUS "clusterbench: CUDA 12 plugin from the CUDA 12 wheels (CUDART_VERSION ${_cudart}, kernels as PTX)")

@@ -4,7 +4,8 @@
 # Runs `cpack -G DEB` (its log in BUILD/cpack.log, printed when it fails: exit 2), then reads the
 # GPU plugins' .cuda side files inside the package it made and says, on one line each, the
 # driver every plugin needs (CUDA 13.x: >= 580; CUDA 12.x: >= 525, which covers 535 and CUDA
-# 12.2; NVIDIA's CUDA compatibility guide). When no plugin runs on driver 535 it says so loudly,
+# 12.2; NVIDIA's CUDA compatibility guide; a plugin with PTX kernels: its side file's driver, 535
+# for CUDA 12.2). When no plugin runs on driver 535 it says so loudly,
 # and what to do instead (docs/install.md "Which driver the package needs").
 set -uo pipefail
 BUILD=${1:-build}
@@ -24,7 +25,8 @@ DEB=${debs[0]}
 echo "package: $DEB"
 echo "package: version $(dpkg-deb -f "$DEB" Version)"
 
-# The side files say "clusterbench-gpu-plugin abi=N cuda=13000" (CUDART_VERSION).
+# The side files say "clusterbench-gpu-plugin abi=N cuda=13000" (CUDART_VERSION), and a plugin
+# whose kernels are PTX the driver compiles adds "kernels=ptx driver=535": the driver it needs.
 runs_535=0 plugins=0
 while read -r member; do
   [ -n "$member" ] || continue
@@ -33,6 +35,8 @@ while read -r member; do
   [ -n "$cuda" ] || continue
   major=$((cuda / 1000)) minor=$(((cuda % 1000) / 10))
   if [ "$major" -ge 13 ]; then driver=580; else driver=525; fi
+  ptx=$(sed -n 's/.*kernels=ptx driver=\([0-9]*\).*/\1/p' <<<"$side")
+  [ -n "$ptx" ] && driver=$ptx
   [ "$driver" -le 535 ] && runs_535=1
   plugins=$((plugins + 1))
   echo "package: GPU plugin $(basename "${member%.cuda}"): CUDA $major.$minor, needs NVIDIA driver >= $driver"
@@ -50,10 +54,11 @@ elif [ "$runs_535" -eq 0 ]; then
 package: ======================================================================================
 package: this package's GPU plugin needs driver >= 580 (CUDA 13). On a node with an older driver
 package: (the cluster architecture guide specifies 535 with CUDA 12.2) every GPU run stops with exit 2,
-package: naming the driver and the plugins present. For driver 535, make the package with "make
-package: package", which fetches the CUDA 12.2 wheels and builds the CUDA 12 plugin from them (both plugins
-package: are packaged and the binary picks the one the driver runs), or use the container image
-package: built on CUDA 12.2 (Containerfile). docs/install.md "Which driver the package needs".
+package: naming the driver and the plugins present. For driver 535, make the package with
+package: "make package" (without CB_SETUP_CUDA12=0): it fetches the CUDA 12.2 wheels and builds the
+package: CUDA 12 plugin from them (both plugins are packaged and the binary picks the one the driver
+package: runs), or use the container image built on CUDA 12.2 (Containerfile). docs/install.md
+package: "Which driver the package needs".
 package: ======================================================================================
 MSG
 else

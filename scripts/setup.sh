@@ -73,7 +73,8 @@ fi
 CUDA12_DIR=.deps/cuda12
 CUDA12_WHEELS=(nvidia-cuda-nvcc-cu12==12.2.140 nvidia-cuda-runtime-cu12==12.2.140
                nvidia-cuda-nvrtc-cu12==12.2.140 nvidia-cublas-cu12==12.2.5.6 nvidia-nccl-cu12==2.18.3)
-if ((CUDA12)) && [ "${CB_SETUP_CUDA12:-1}" != "0" ] && [ -x /usr/local/cuda/bin/nvcc ] &&
+have_nvcc() { command -v nvcc >/dev/null 2>&1 || [ -x /usr/local/cuda/bin/nvcc ]; }
+if ((CUDA12)) && [ "${CB_SETUP_CUDA12:-1}" != "0" ] && have_nvcc &&
    ! { [ -f "$CUDA12_DIR/nvidia/cuda_runtime/lib/libcudart.so.12" ] &&
        [ -f "$CUDA12_DIR/nvidia/cublas/lib/libcublasLt.so.12" ] &&
        [ -f "$CUDA12_DIR/nvidia/nccl/lib/libnccl.so.2" ] &&
@@ -81,8 +82,10 @@ if ((CUDA12)) && [ "${CB_SETUP_CUDA12:-1}" != "0" ] && [ -x /usr/local/cuda/bin/
        [ -f "$CUDA12_DIR/nvidia/cuda_nvcc/include/crt/host_config.h" ]; }; then
   echo "setup: fetching CUDA 12.2 runtime, NVRTC, cuBLAS 12.2 and NCCL 2.18 (pip) for the CUDA 12 plugin"
   if ! python3 -m pip install --quiet --disable-pip-version-check --no-deps --upgrade \
-      --target "$CUDA12_DIR" "${CUDA12_WHEELS[@]}" >/dev/null 2>&1; then
-    echo "setup: the CUDA 12 wheels could not be installed" >&2
+      --target "$CUDA12_DIR" "${CUDA12_WHEELS[@]}" >"$CUDA12_DIR.log" 2>&1; then
+    tail -n 20 "$CUDA12_DIR.log" >&2
+    echo "setup: the CUDA 12 wheels could not be installed (pip's output above, all of it in" \
+         "$CUDA12_DIR.log); CB_SETUP_CUDA12=0 builds without the CUDA 12 plugin" >&2
     exit 1
   fi
 fi
@@ -120,7 +123,7 @@ if ((TEST)) && [ ! -x "$PROM_DIR/usr/bin/promtool" ]; then
   rm -rf "$debs"
   mv "$PROM_DIR.part" "$PROM_DIR"
 fi
-if command -v nvcc >/dev/null 2>&1 || [ -x /usr/local/cuda/bin/nvcc ]; then
+if have_nvcc; then
   :
 else
   echo "setup: nvcc not found: the GPU plugin will not be built (GPU cases are waived)"

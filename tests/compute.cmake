@@ -68,7 +68,9 @@ if(TARGET clusterbench_gpu)
   if(TARGET clusterbench_gpu_cuda12)
     cb_unit_test(test_ptx_kernels)
     if(TARGET test_ptx_kernels)
-      target_sources(test_ptx_kernels PRIVATE ${CMAKE_BINARY_DIR}/gpu-cuda12/ptx_kernels_gen.cpp
+      add_dependencies(test_ptx_kernels clusterbench_gpu_cuda12_ptx)
+      set_source_files_properties(${CB_CUDA12_PTX_SOURCE} PROPERTIES GENERATED TRUE)
+      target_sources(test_ptx_kernels PRIVATE ${CB_CUDA12_PTX_SOURCE}
         ${CMAKE_SOURCE_DIR}/bench/gpu/plugin/ptx_module.cpp
         ${CMAKE_SOURCE_DIR}/bench/gpu/plugin/ptx_kernels.cpp)
       target_include_directories(test_ptx_kernels BEFORE PRIVATE ${CMAKE_SOURCE_DIR} ${CMAKE_SOURCE_DIR}/bench

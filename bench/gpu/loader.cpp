@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <mutex>
+#include <string_view>
 
 #include "env/nvml.hpp"
 #include "env/paths.hpp"
@@ -26,8 +27,8 @@ std::string describe(const GpuPluginCandidate& c) {
   if (!c.error.empty()) return d + "cannot load)";
   if (c.built_cuda <= 0) return d + "CUDA version not stated)";
   d += "CUDA " + cuda_version_string(c.built_cuda);
-  if (int branch = min_driver_branch(c.built_cuda)) d += ", driver >= " + std::to_string(branch);
-  return d + ")";
+  if (int branch = min_driver_branch(c)) d += ", driver >= " + std::to_string(branch);
+  return d + (c.ptx ? ", PTX kernels)" : ")");
 }
 
 std::string join(const std::vector<std::string>& parts, const std::string& sep) {
@@ -81,6 +82,18 @@ int min_driver_branch(int cuda) {
   }
 }
 
+int min_driver_branch(const GpuPluginCandidate& c) {
+  if (!c.ptx) return min_driver_branch(c.built_cuda);
+  // The first driver branch of each CUDA release (NVIDIA's CUDA Toolkit release notes, table 3).
+  static const std::pair<int, int> kFirst[] = {
+      {12000, 525}, {12010, 530}, {12020, 535}, {12030, 545}, {12040, 550},
+      {12050, 555}, {12060, 560}, {12080, 570}, {12090, 575}, {13000, 580}};
+  int branch = min_driver_branch(c.built_cuda);
+  for (const auto& [cuda, first] : kFirst)
+    if (cuda <= c.built_cuda && c.built_cuda / 1000 == cuda / 1000) branch = first;
+  return branch;
+}
+
 GpuPluginChoice choose_gpu_plugin(int driver_cuda, const std::string& driver_version,
                                   const std::vector<GpuPluginCandidate>& candidates) {
   GpuPluginChoice choice;
@@ -92,7 +105,7 @@ GpuPluginChoice choose_gpu_plugin(int driver_cuda, const std::string& driver_ver
       unstated.push_back(i);
     else if (driver_cuda <= 0 || c.built_cuda <= driver_cuda)
       fits.push_back(i);
-    else if (c.built_cuda / 1000 == driver_cuda / 1000)
+    else if (c.built_cuda / 1000 == driver_cuda / 1000 && !c.ptx)
       minor_compatible.push_back(i);
     else
       too_new.push_back(i);
@@ -114,15 +127,17 @@ GpuPluginChoice choose_gpu_plugin(int driver_cuda, const std::string& driver_ver
     return choice;
   }
   // Loaded, but each was built for a newer CUDA major than the driver supports.
-  int oldest = built(too_new.front());
-  for (int i : too_new) oldest = std::min(oldest, built(i));
+  int first = too_new.front();
+  for (int i : too_new)
+    if (built(i) < built(first)) first = i;
+  const int oldest = built(first);
   choice.driver_insufficient = true;
   choice.reason = "CUDA driver version is insufficient: the driver" +
                   (driver_version.empty() ? std::string() : " (" + driver_version + ")") +
                   " supports CUDA " + cuda_version_string(driver_cuda) +
                   ", and no GPU plugin present fits it: " + join(present, ", ") +
                   ". Install a driver for CUDA " + cuda_version_string(oldest) + " or newer";
-  if (int branch = min_driver_branch(oldest))
+  if (int branch = min_driver_branch(candidates[first]))
     choice.reason += " (>= " + std::to_string(branch) + ")";
   choice.reason += ", or add a plugin built with CUDA <= " + cuda_version_string(driver_cuda);
   if (driver_cuda / 1000 == 12)
@@ -185,10 +200,13 @@ std::pair<GpuPluginCandidate, void*> dlopen_plugin(const std::string& file) {
 GpuPluginCandidate probe_plugin(const std::string& file) {
   if (FILE* f = std::fopen((file + ".cuda").c_str(), "r")) {
     int abi = 0, cuda = 0;
-    const bool read = std::fscanf(f, "clusterbench-gpu-plugin abi=%d cuda=%d", &abi, &cuda) == 2;
+    char rest[64] = "";  // " kernels=ptx driver=535", or nothing
+    const bool read =
+        std::fscanf(f, "clusterbench-gpu-plugin abi=%d cuda=%d%63[^\n]", &abi, &cuda, rest) >= 2;
     std::fclose(f);
     if (read && access(file.c_str(), R_OK) == 0) {
       GpuPluginCandidate c{file, cuda, ""};
+      c.ptx = std::string_view(rest).rfind(" kernels=ptx", 0) == 0;
       if (abi != CB_GPU_ABI_VERSION)
         c.error = file + ": not a clusterbench GPU plugin of ABI version " +
                   std::to_string(CB_GPU_ABI_VERSION) + " (it has version " + std::to_string(abi) +
@@ -222,6 +240,27 @@ void* start_plugin(const GpuPluginCandidate& c, GpuPlugin& plugin) {
   return h;
 }
 
+/// "path: error", unless dlopen's text already starts with the path (a bad file).
+std::string with_path(const std::string& path, const std::string& error) {
+  return error.rfind(path + ": ", 0) == 0 ? error : path + ": " + error;
+}
+
+/// None of the chosen plugins loaded: `plugin` (the preferred one) says its own reason, then every
+/// other plugin's ("path: why", the unusable ones too), and where a library was missing, where
+/// CUDA's libraries must be.
+void explain_unloaded(GpuPlugin& plugin, const std::vector<GpuPluginCandidate>& candidates,
+                      std::vector<std::string> unloadable) {
+  for (const auto& c : candidates)
+    if (!c.error.empty()) unloadable.push_back(with_path(c.path, c.error));
+  const std::string own = plugin.path + ": ";
+  plugin.error = unloadable.front().substr(unloadable.front().rfind(own, 0) == 0 ? own.size() : 0);
+  for (size_t i = 1; i < unloadable.size(); ++i) plugin.error += "; " + unloadable[i];
+  if (plugin.error.find("cannot open shared object file") != std::string::npos)
+    plugin.error +=
+        " (the plugins need CUDA's libraries on the library path: docs/install.md \"Which "
+        "driver the package needs\")";
+}
+
 }  // namespace
 
 GpuPlugin open_gpu_plugin(const std::vector<std::string>& files, int driver_cuda,
@@ -244,10 +283,7 @@ GpuPlugin open_gpu_plugin(const std::vector<std::string>& files, int driver_cuda
   for (size_t k = 0; k < choice.order.size(); ++k) {
     GpuPlugin attempt = plugin;
     void* h = start_plugin(candidates[choice.order[k]], attempt);
-    if (!h)  // dlopen's text names the file when the file itself is bad
-      unloadable.push_back(attempt.error.rfind(attempt.path, 0) == 0
-                               ? attempt.error
-                               : attempt.path + ": " + attempt.error);
+    if (!h) unloadable.push_back(with_path(attempt.path, attempt.error));
     if (!h && plugin.loaded) continue;  // a plugin that loaded stays the answer
     if (!h && k > 0) continue;          // none loaded: the preferred one is named, below
     plugin = attempt;
@@ -259,10 +295,7 @@ GpuPlugin open_gpu_plugin(const std::vector<std::string>& files, int driver_cuda
     plugin.handle = h;
     break;
   }
-  if (!plugin.loaded && unloadable.size() > 1) {  // the first one's error, then the others'
-    unloadable.erase(unloadable.begin());
-    plugin.error += "; " + join(unloadable, "; ");
-  }
+  if (!plugin.loaded && !unloadable.empty()) explain_unloaded(plugin, candidates, unloadable);
   if (choice.order.empty() && candidates.size() > 1) {  // none chosen: name them all
     const std::string& first = candidates.front().path;
     plugin.path = first.substr(0, first.rfind('/') + 1) + "libclusterbench_gpu*.so";

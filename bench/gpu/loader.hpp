@@ -39,6 +39,9 @@ struct GpuPluginCandidate {
   std::string path;
   int built_cuda = 0;  ///< cb_gpu_built_cuda_version(), e.g. 12020; 0: the plugin does not say
   std::string error;   ///< why it cannot be used (dlopen's text, wrong ABI); "" when it loaded
+  /// Its kernels are PTX that the driver compiles (side file "kernels=ptx"): a driver older than
+  /// its CUDA cannot read them, so CUDA minor-version compatibility does not apply.
+  bool ptx = false;
 };
 
 /// The plugins to try, best first, for a driver that supports CUDA `driver_cuda` (0: unknown).
@@ -51,7 +54,8 @@ struct GpuPluginChoice {
 /// Chooses among `candidates` (pure; the loader and the tests call it):
 ///  1. loadable plugins built for a CUDA <= the driver's, newest first;
 ///  2. then those of the driver's CUDA major built for a newer minor (CUDA minor-version
-///     compatibility: a CUDA 12.x build runs on any driver >= 525), oldest first;
+///     compatibility: a CUDA 12.x build runs on any driver >= 525), oldest first, except a plugin
+///     whose kernels are PTX (it needs its own CUDA's driver);
 ///  3. then those that do not say their CUDA version (cb_gpu_init decides).
 /// With the driver's version unknown every loadable plugin is tried, newest first. When plugins
 /// load but none fits, `driver_insufficient` is set (exit 2) and `reason` names the driver's CUDA
@@ -64,6 +68,10 @@ GpuPluginChoice choose_gpu_plugin(int driver_cuda, const std::string& driver_ver
 /// Compatibility guide's minor-version table: CUDA 13.x >= 580, 12.x >= 525, 11.x >= 450; 0 for
 /// other majors. (The 12.2 GA driver was 535; the seed's clusters run 535.)
 int min_driver_branch(int cuda);
+
+/// The oldest driver branch candidate `c` runs on: min_driver_branch of its CUDA, or for PTX
+/// kernels the first branch of its exact CUDA version (12.2: 535; 13.0: 580).
+int min_driver_branch(const GpuPluginCandidate& c);
 
 /// Loads and initialises one plugin out of `files`, as load_gpu_plugin() does but without caching
 /// (the tests call it). Each candidate is described by its side file FILE.cuda ("clusterbench-gpu-

@@ -7,7 +7,7 @@
 #  3. the binary, with both real plugins in its plugin folder and the (fake) driver 535, loads the
 #     CUDA 12 one with the wheels on the library path: its real libcudart.so.12 starts and finds no
 #     driver here; without the wheels the case names the library missing; with driver 580 the
-#     CUDA 13 plugin is chosen.
+#     CUDA 13 plugin is chosen; with driver 525 neither (exit 2: the PTX needs driver >= 535).
 # Budget: < 30 s.
 source "$(dirname "$0")/lib.sh"
 : "${CB_TESTBIN:?}" "${CB_BINARY_DIR:?}"
@@ -31,7 +31,7 @@ assert not [n for n in needed if n.endswith(".so.13")], f"a CUDA 13 library is n
 cudart = int(re.search(r"#define CUDART_VERSION\s+(\d+)",
                        open(f"{wheels}/cuda_runtime/include/cuda_runtime_api.h").read()).group(1))
 side = open(lib + ".cuda").read().strip()
-assert side.endswith(f" cuda={cudart}") and 12020 <= cudart < 13000, (side, cudart)
+assert side.endswith(f" cuda={cudart} kernels=ptx driver=535") and cudart == 12020, (side, cudart)
 print("NEEDED:", " ".join(needed), "|", side)
 
 defined = set()
@@ -69,12 +69,15 @@ mkdir -p "$TMP/plugins"
 for f in libclusterbench_gpu.so libclusterbench_gpu_cuda12.so; do
   ln -s "$CB_BINARY_DIR/$f" "$CB_BINARY_DIR/$f.cuda" "$TMP/plugins/"
 done
-python3 - "$CB_FIXTURES/nvml/h100x8.json" "$TMP/nvml-580.json" <<'P'
+for d in "580 13000 580.65.06" "525 12000 525.60.13"; do
+  set -- $d
+  python3 - "$CB_FIXTURES/nvml/h100x8.json" "$TMP/nvml-$1.json" "$2" "$3" <<'P'
 import json, sys
 doc = json.load(open(sys.argv[1]))
-doc["cuda_driver_version"], doc["driver_version"] = 13000, "580.65.06"
+doc["cuda_driver_version"], doc["driver_version"] = int(sys.argv[3]), sys.argv[4]
 json.dump(doc, open(sys.argv[2], "w"))
 P
+done
 # probe LIBPATH NVML_JSON OUT: the GPU probe with both plugins; prints the failed case's message.
 probe() {
   env -u CLUSTERBENCH_GPU_PLUGIN LD_LIBRARY_PATH="$1" CLUSTERBENCH_NVML_LIB="$FAKE_NVML" \
@@ -100,4 +103,15 @@ ok "driver 535, no CUDA 12 runtime: the case names libcudart.so.12"
 msg=$(probe "$LIBS" "$TMP/nvml-580.json" "$TMP/r3") || fail "driver 580: no failed probe record"
 [[ "$msg" == "GPU plugin $TMP/plugins/libclusterbench_gpu.so: "* ]] || fail "driver 580: $msg"
 ok "driver 580: the CUDA 13 plugin"
+# Driver 525 (CUDA 12.0): the runtime 12.2 would start (minor-version compatibility), but the
+# PTX 8.2 kernels need driver 535: exit 2 before any case, naming both plugins' drivers.
+env -u CLUSTERBENCH_GPU_PLUGIN LD_LIBRARY_PATH="$LIBS" CLUSTERBENCH_NVML_LIB="$FAKE_NVML" \
+  FAKE_NVML_JSON="$TMP/nvml-525.json" CLUSTERBENCH_GPU_PLUGIN_DIR="$TMP/plugins" \
+  "$CB_TESTBIN" run --suite ci --only test.gpu_probe --spec "$CB_FIXTURES/specs/gpu-probe.json" \
+  --fs-root "$CB_FIXTURES/fsroot/two-socket" --out "$TMP/r4" >"$TMP/out" 2>&1
+rc=$?
+[ "$rc" = 2 ] || { cat "$TMP/out" >&2; fail "driver 525: exit $rc, expected 2"; }
+expect_out "libclusterbench_gpu_cuda12\.so \(CUDA 12\.2, driver >= 535, PTX kernels\)"
+expect_out "Install a driver for CUDA 12\.2 or newer \(>= 535\)"
+ok "driver 525: exit 2, the CUDA 12 plugin's PTX kernels need driver >= 535"
 echo "$PASSES passed, 0 failed"

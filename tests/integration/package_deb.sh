@@ -81,9 +81,11 @@ if [ -f "$CB_BINARY_DIR/libclusterbench_gpu.so.cuda" ]; then
   # beside the CUDA 13 one, so a driver-535 node runs the package.
   [ -f "$CB_BINARY_DIR/libclusterbench_gpu_cuda12.so.cuda" ] ||
     fail "no CUDA 12 plugin in $CB_BINARY_DIR (built from .deps/cuda12: scripts/setup.sh --test)"
-  expect_line "^package: GPU plugin libclusterbench_gpu_cuda12.so: CUDA 12.2, needs NVIDIA driver >= 525$"
+  # Its kernels are PTX 8.2: driver 535 (CUDA 12.2) at least, not the 525 of minor-version
+  # compatibility.
+  expect_line "^package: GPU plugin libclusterbench_gpu_cuda12.so: CUDA 12.2, needs NVIDIA driver >= 535$"
   expect_line "^package: a node with driver 535 \(CUDA 12.2\) runs this package's GPU cases$"
-  grep -q "libclusterbench_gpu_cuda12.so: CUDA 12.2, NVIDIA driver >= 525." <<<"$desc" ||
+  grep -q "libclusterbench_gpu_cuda12.so: CUDA 12.2, NVIDIA driver >= 535." <<<"$desc" ||
     fail "the description does not name the CUDA 12 plugin: $desc"
   files=$(dpkg-deb -c "$DEB" | awk '{print $NF}')
   for f in libclusterbench_gpu.so libclusterbench_gpu.so.cuda libclusterbench_gpu_cuda12.so \
@@ -91,8 +93,8 @@ if [ -f "$CB_BINARY_DIR/libclusterbench_gpu.so.cuda" ]; then
     grep -qx "./usr/lib/clusterbench/$f" <<<"$files" || fail "the package lacks usr/lib/clusterbench/$f"
   done
   side=$(dpkg-deb --fsys-tarfile "$DEB" | tar -xOf - ./usr/lib/clusterbench/libclusterbench_gpu_cuda12.so.cuda)
-  [[ $side == *" cuda=12020" ]] || fail "the packaged CUDA 12 plugin's side file: $side"
-  ok "package.sh: both plugins packaged (CUDA $major.$minor, driver >= $drv; CUDA 12.2, driver >= 525), in its output and the package's description"
+  [[ $side == *" cuda=12020 kernels=ptx driver=535" ]] || fail "the packaged CUDA 12 plugin's side file: $side"
+  ok "package.sh: both plugins packaged (CUDA $major.$minor, driver >= $drv; CUDA 12.2 with PTX kernels, driver >= 535), in its output and the package's description"
 else
   expect_line "^package: this package has NO GPU plugin"
   ok "package.sh: no GPU plugin in this build, said loudly"

@@ -59,6 +59,37 @@ TEST(GpuPluginVersions, MinimumDriverBranch) {
   EXPECT_EQ(min_driver_branch(10020), 0);
 }
 
+// A plugin whose kernels are PTX needs the first driver of its own CUDA: PTX of a newer ISA than
+// the driver's cannot be compiled, whatever the runtime's minor-version compatibility.
+TEST(GpuPluginVersions, PtxKernelsNeedTheirOwnCudasDriver) {
+  GpuPluginCandidate ptx = loaded("libclusterbench_gpu_cuda12.so", 12020);
+  ptx.ptx = true;
+  EXPECT_EQ(min_driver_branch(ptx), 535);
+  ptx.built_cuda = 12080;
+  EXPECT_EQ(min_driver_branch(ptx), 570);
+  ptx.built_cuda = 13000;
+  EXPECT_EQ(min_driver_branch(ptx), 580);
+  ptx.ptx = false;
+  ptx.built_cuda = 12020;
+  EXPECT_EQ(min_driver_branch(ptx), 525);
+}
+
+TEST(ChooseGpuPlugin, PtxPluginIsNotTriedOnAnOlderDriverOfItsMajor) {
+  std::vector<GpuPluginCandidate> c = {loaded("libclusterbench_gpu.so", 13000),
+                                       loaded("libclusterbench_gpu_cuda12.so", 12020)};
+  c[1].ptx = true;
+  EXPECT_EQ(choose_gpu_plugin(12020, "535.161.08", c).order, Ints({1}));  // its own driver
+  EXPECT_EQ(choose_gpu_plugin(12080, "570.86.10", c).order, Ints({1}));   // a newer one
+  GpuPluginChoice ch = choose_gpu_plugin(12000, "525.60.13", c);          // driver 525
+  EXPECT_TRUE(ch.order.empty());
+  EXPECT_TRUE(ch.driver_insufficient);
+  EXPECT_NE(ch.reason.find("libclusterbench_gpu_cuda12.so (CUDA 12.2, driver >= 535, PTX kernels)"),
+            std::string::npos)
+      << ch.reason;
+  EXPECT_NE(ch.reason.find("Install a driver for CUDA 12.2 or newer (>= 535)"), std::string::npos)
+      << ch.reason;
+}
+
 // The seed's clusters: driver 535 = CUDA 12.2, an install with both plugins.
 TEST(ChooseGpuPlugin, Driver535PicksTheCuda12Plugin) {
   std::vector<GpuPluginCandidate> c = {loaded("libclusterbench_gpu.so", 13000),

@@ -12,6 +12,8 @@
 #include <regex>
 #include <sstream>
 #include <string>
+#include <thread>
+#include <tuple>
 #include <vector>
 
 #include "compute/gemm_gpu.hpp"
@@ -49,8 +51,8 @@ struct Module {
   std::map<std::string, Entry> entries;
 };
 
-int g_current = -1;  ///< cudaSetDevice's device (the primary context made current); -1: none
-int g_device = 0;    ///< what cudaGetDevice answers
+thread_local int g_current = -1;  ///< this thread's current context (cudaSetDevice); -1: none
+int g_device = 0;                 ///< what cudaGetDevice answers
 std::map<int, Device> g_devices;
 std::vector<Module*> g_modules;
 std::vector<Launch> g_launches;
@@ -156,6 +158,12 @@ extern "C" cudaError_t cudaSetDevice(int dev) {
   g_current = dev;
   return cudaSuccess;
 }
+cudaError_t g_pending = cudaSuccess;  ///< the runtime's pending error (cudaGetLastError)
+extern "C" cudaError_t cudaGetLastError() {
+  cudaError_t e = g_pending;
+  g_pending = cudaSuccess;
+  return e;
+}
 
 namespace {
 
@@ -228,30 +236,46 @@ TEST_F(PtxKernels, FillLaunchesEachTypesKernelWithItsParameters) {
 
 TEST_F(PtxKernels, RowChecksumsLaunchTheThreeKernelsOnTheirRows) {
   use(0);
-  double scratch[14], rows[12];
+  double scratch[2 * 700], rows[4 * 300];
   const void *a = reinterpret_cast<void*>(0xa000), *b = reinterpret_cast<void*>(0xb000),
              *d = reinterpret_cast<void*>(0xd000);
-  ASSERT_EQ(compute::gpu::gemm_row_checksums(a, b, d, compute::gpu::FillType::tf32,
-                                             compute::gpu::FillType::bf16, 3, 5, 7, scratch, rows,
-                                             nullptr),
-            cudaSuccess);
-  ASSERT_EQ(g_launches.size(), 3u);
-  EXPECT_EQ(g_launches[0].entry, lowered(kRowSums + "float>"));
-  EXPECT_EQ(g_launches[0].params,
-            (std::vector<unsigned long long>{bits(b), 7, 5, bits(scratch), bits(scratch + 7), 1}));
-  EXPECT_EQ(g_launches[1].entry, lowered(kGemv + "float>"));
-  EXPECT_EQ(g_launches[1].grid, 3u);  // one block per row of A^T
-  EXPECT_EQ(g_launches[1].params, (std::vector<unsigned long long>{bits(a), 7, bits(scratch),
-                                                                   bits(scratch + 7), bits(rows)}));
-  EXPECT_EQ(g_launches[2].entry, lowered(kRowSums + "__nv_bfloat16>"));
-  EXPECT_EQ(g_launches[2].params,
-            (std::vector<unsigned long long>{bits(d), 3, 5, bits(rows), bits(rows + 1), 4}));
+  using compute::gpu::FillType;
+  // m = 300 rows of D, n = 5, k = 700 rows of B: B's row sums take ceil(700 / 256) = 3 blocks,
+  // A^T's GEMV one block per row of D, D's row sums ceil(300 / 256) = 2 blocks, 256 threads each.
+  const std::tuple<FillType, FillType, const char*, const char*> cases[] = {
+      {FillType::tf32, FillType::bf16, "float>", "__nv_bfloat16>"},
+      {FillType::f32, FillType::f32, "float>", "float>"},
+      {FillType::f16, FillType::f16, "__half>", "__half>"},
+      {FillType::bf16, FillType::bf16, "__nv_bfloat16>", "__nv_bfloat16>"},
+      {FillType::fp8_e4m3, FillType::f16, "__nv_fp8_e4m3>", "__half>"}};
+  for (auto [in, out, tin, tout] : cases) {
+    g_launches.clear();
+    ASSERT_EQ(
+        compute::gpu::gemm_row_checksums(a, b, d, in, out, 300, 5, 700, scratch, rows, nullptr),
+        cudaSuccess)
+        << tin;
+    ASSERT_EQ(g_launches.size(), 3u);
+    const Launch &bsum = g_launches[0], &gemv = g_launches[1], &dsum = g_launches[2];
+    EXPECT_EQ(bsum.entry, lowered(kRowSums + tin));
+    EXPECT_EQ(bsum.grid, 3u);
+    EXPECT_EQ(bsum.params, (std::vector<unsigned long long>{bits(b), 700, 5, bits(scratch),
+                                                            bits(scratch + 700), 1}));
+    EXPECT_EQ(gemv.entry, lowered(kGemv + tin));
+    EXPECT_EQ(gemv.grid, 300u);
+    EXPECT_EQ(gemv.params, (std::vector<unsigned long long>{bits(a), 700, bits(scratch),
+                                                            bits(scratch + 700), bits(rows)}));
+    EXPECT_EQ(dsum.entry, lowered(kRowSums + tout));
+    EXPECT_EQ(dsum.grid, 2u);
+    EXPECT_EQ(dsum.params,
+              (std::vector<unsigned long long>{bits(d), 300, 5, bits(rows), bits(rows + 1), 4}));
+    for (const Launch& l : g_launches) EXPECT_EQ(l.block, 256u);
+  }
   // fp8 is an input type only.
-  EXPECT_EQ(compute::gpu::gemm_row_checksums(a, b, d, compute::gpu::FillType::fp8_e4m3,
-                                             compute::gpu::FillType::fp8_e4m3, 3, 5, 7, scratch,
-                                             rows, nullptr),
+  g_launches.clear();
+  EXPECT_EQ(compute::gpu::gemm_row_checksums(a, b, d, FillType::fp8_e4m3, FillType::fp8_e4m3, 3, 5,
+                                             7, scratch, rows, nullptr),
             cudaErrorInvalidValue);
-  EXPECT_EQ(g_launches.size(), 3u);
+  EXPECT_TRUE(g_launches.empty());
 }
 
 TEST_F(PtxKernels, CopyAndCompareKernels) {
@@ -264,6 +288,7 @@ TEST_F(PtxKernels, CopyAndCompareKernels) {
   ASSERT_EQ(gpu::compare_elements(dst, src, gpu::CompareType::f16, 100000, 0.01, counters, nullptr),
             cudaSuccess);
   ASSERT_EQ(g_launches.size(), 4u);
+  for (size_t i = 0; i < 3; ++i) EXPECT_EQ(g_launches[i].block, i == 1 ? 512u : 256u);
   EXPECT_EQ(g_launches[0].entry, lowered("clusterbench::compute::gpu::kernels::copy_fill"));
   EXPECT_EQ(g_launches[0].grid, 4096u);
   EXPECT_EQ(g_launches[0].params, (std::vector<unsigned long long>{bits(dst), 1 << 20}));
@@ -279,6 +304,43 @@ TEST_F(PtxKernels, CopyAndCompareKernels) {
   EXPECT_EQ(g_launches[3].grid, 1u);
   EXPECT_EQ(g_launches[3].block, 1u);
   EXPECT_EQ(g_launches[3].params, (std::vector<unsigned long long>{bits(counters)}));
+  // The other element types; more than 4,096 blocks' worth: a grid-stride loop over 4,096.
+  for (auto [type, name] : {std::pair{gpu::CompareType::f32, "float"},
+                            std::pair{gpu::CompareType::bf16, "__nv_bfloat16"}}) {
+    g_launches.clear();
+    ASSERT_EQ(gpu::compare_elements(dst, src, type, 1LL << 30, 0, counters, nullptr), cudaSuccess);
+    ASSERT_EQ(g_launches.size(), 2u);
+    EXPECT_EQ(g_launches[0].entry,
+              lowered(std::string("clusterbench::gpu::kernels::count_differing<") + name + ">"));
+    EXPECT_EQ(g_launches[0].grid, 4096u);
+  }
+}
+
+TEST_F(PtxKernels, AnotherThreadLaunchesInItsOwnCurrentContext) {
+  use(0);
+  ASSERT_EQ(compute::gpu::fill_copy_pattern(nullptr, 16, nullptr), cudaSuccess);
+  cudaError_t there = cudaErrorUnknown;
+  std::thread([&] { there = compute::gpu::fill_copy_pattern(nullptr, 16, nullptr); }).join();
+  EXPECT_EQ(there, cudaSuccess);  // the fake refuses a launch with no current context
+  EXPECT_EQ(g_launches.size(), 2u);
+}
+
+TEST_F(PtxKernels, ALaunchReportsAndClearsThePendingError) {
+  use(0);
+  g_pending = cudaErrorIllegalAddress;  // an earlier kernel's fault, not yet read
+  EXPECT_EQ(compute::gpu::fill_copy_pattern(nullptr, 16, nullptr), cudaErrorIllegalAddress);
+  EXPECT_EQ(compute::gpu::fill_copy_pattern(nullptr, 16, nullptr), cudaSuccess);
+}
+
+TEST_F(PtxKernels, LoadingAheadCompilesOncePerDevice) {
+  use(9);
+  const int before = g_loads;
+  EXPECT_EQ(gpu::ptx_load_module(9), cudaSuccess);
+  EXPECT_EQ(gpu::ptx_load_module(9), cudaSuccess);
+  ASSERT_EQ(compute::gpu::fill_copy_pattern(nullptr, 16, nullptr), cudaSuccess);
+  EXPECT_EQ(g_loads, before + 1);
+  g_devices[10] = Device{80, 90};  // driver 525
+  EXPECT_EQ(gpu::ptx_load_module(10), cudaErrorUnsupportedPtxVersion);
 }
 
 TEST_F(PtxKernels, TheModuleLoadsOncePerDevice) {

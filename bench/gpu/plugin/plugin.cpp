@@ -10,6 +10,9 @@
 #include <string>
 
 #include "gpu/plugin_abi.h"
+#if CLUSTERBENCH_PTX_KERNELS
+#include "gpu/plugin/ptx_module.hpp"
+#endif
 #if CLUSTERBENCH_HAVE_NCCL
 #include <nccl.h>
 #endif
@@ -45,6 +48,15 @@ void init(cb_gpu_info* info) {
   cudaError_t e = cudaGetDeviceCount(&info->device_count);
   if (e == cudaErrorInsufficientDriver && info->driver_version > 0)
     throw driver_insufficient(info->driver_version);
+#if CLUSTERBENCH_PTX_KERNELS
+  // The runtime starts on an older driver of its major (minor-version compatibility), but the
+  // kernels are PTX of this CUDA's ISA, which only a driver for this CUDA or newer compiles.
+  if (e == cudaSuccess && info->driver_version > 0 && info->driver_version < CUDART_VERSION) {
+    Fail f = driver_insufficient(info->driver_version);
+    f.text += " (this plugin's kernels are PTX, which an older driver cannot compile)";
+    throw f;
+  }
+#endif
   if (e != cudaSuccess) throw Fail{CB_GPU_ERROR, cuda_error_text("cudaGetDeviceCount", e)};
 }
 
@@ -118,6 +130,13 @@ extern "C" int cb_gpu_set_device(int device, char* err, size_t errlen) {
     if (e != cudaSuccess)
       throw clusterbench::gpu::Fail{CB_GPU_ERROR,
                                     clusterbench::gpu::cuda_error_text("cudaSetDevice", e)};
+#if CLUSTERBENCH_PTX_KERNELS
+    // The driver compiles the PTX kernels here, before any timing, rather than at a first launch.
+    e = clusterbench::gpu::ptx_load_module(device);
+    if (e != cudaSuccess)
+      throw clusterbench::gpu::Fail{
+          CB_GPU_ERROR, clusterbench::gpu::cuda_error_text("loading the PTX kernels", e)};
+#endif
   });
 }
 

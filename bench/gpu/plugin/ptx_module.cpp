@@ -1,5 +1,6 @@
 // The CUDA 12 plugin's kernel launches (ptx_module.hpp): the driver's module API reached through
-// the runtime (cudaGetDriverEntryPoint), so the plugin links only libcudart.so.12 as before.
+// the runtime (cudaGetDriverEntryPoint), so the plugin links only libcudart.so.12 as before. A
+// driver error is returned as the runtime error of the same number: CUDA 12 numbers them alike.
 #include "gpu/plugin/ptx_module.hpp"
 
 #include <cuda.h>
@@ -54,53 +55,81 @@ const char* lowered_name(const char* name) {
   return nullptr;
 }
 
-/// The kernels resolved so far, per device: the module lives in the device's primary context,
-/// which the runtime keeps for the process's lifetime (the module is never unloaded).
+/// The modules and kernels resolved so far, per device: a module lives in the device's primary
+/// context, which the runtime keeps for the process's lifetime (it is never unloaded).
 struct Loaded {
   std::mutex mutex;
   std::map<int, CUmodule> modules;
   std::map<std::pair<int, std::string>, CUfunction> functions;
 };
 
-/// The kernel `name` on device `dev`, loading the module there first; a driver error otherwise.
-cudaError_t function_of(const char* name, int dev, CUfunction& out) {
-  static Loaded loaded;
+Loaded& loaded() {
+  static Loaded l;
+  return l;
+}
+
+/// The module on device `dev`, loaded there first (caller holds the lock).
+cudaError_t module_of(int dev, CUmodule& out) {
   const Driver& d = driver();
   if (!d.load) return d.error;
-  std::lock_guard<std::mutex> lock(loaded.mutex);
+  auto mod = loaded().modules.find(dev);
+  if (mod == loaded().modules.end()) {
+    // The device's primary context, current on this thread, before the module goes into it.
+    if (cudaError_t e = cudaSetDevice(dev)) return e;
+    CUmodule m = nullptr;
+    if (CUresult r = d.load(&m, kPtxText)) return static_cast<cudaError_t>(r);
+    mod = loaded().modules.emplace(dev, m).first;
+  }
+  out = mod->second;
+  return cudaSuccess;
+}
+
+/// The kernel `name` on device `dev`, loading the module there first; a driver error otherwise.
+cudaError_t function_of(const char* name, int dev, CUfunction& out) {
+  std::lock_guard<std::mutex> lock(loaded().mutex);
   auto key = std::make_pair(dev, std::string(name));
-  if (auto it = loaded.functions.find(key); it != loaded.functions.end()) {
+  if (auto it = loaded().functions.find(key); it != loaded().functions.end()) {
     out = it->second;
     return cudaSuccess;
   }
   const char* lowered = lowered_name(name);
   if (!lowered) return cudaErrorSymbolNotFound;
-  auto mod = loaded.modules.find(dev);
-  if (mod == loaded.modules.end()) {
-    // The device's primary context, current on this thread, before the module goes into it.
-    if (cudaError_t e = cudaSetDevice(dev)) return e;
-    CUmodule m = nullptr;
-    if (CUresult r = d.load(&m, kPtxText)) return static_cast<cudaError_t>(r);
-    mod = loaded.modules.emplace(dev, m).first;
-  }
-  if (CUresult r = d.get(&out, mod->second, lowered)) return static_cast<cudaError_t>(r);
-  loaded.functions.emplace(key, out);
+  CUmodule m = nullptr;
+  if (cudaError_t e = module_of(dev, m)) return e;
+  if (CUresult r = driver().get(&out, m, lowered)) return static_cast<cudaError_t>(r);
+  loaded().functions.emplace(key, out);
   return cudaSuccess;
 }
 
 }  // namespace
 
+cudaError_t ptx_load_module(int dev) {
+  std::lock_guard<std::mutex> lock(loaded().mutex);
+  CUmodule m = nullptr;
+  return module_of(dev, m);
+}
+
 cudaError_t ptx_launch(const char* name, unsigned grid, unsigned block, cudaStream_t stream,
                        const PtxParams& params) {
   int dev = 0;
   if (cudaError_t e = cudaGetDevice(&dev)) return e;
+  // The driver launches in the thread's current context: the runtime makes the device's primary
+  // context current on a thread at its first runtime call that needs it, which a launch through
+  // the driver is not. Once per thread and device.
+  thread_local int bound = -1;
+  if (bound != dev) {
+    if (cudaError_t e = cudaSetDevice(dev)) return e;
+    bound = dev;
+  }
   CUfunction f = nullptr;
   if (cudaError_t e = function_of(name, dev, f)) return e;
   size_t size = params.size();
   void* extra[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, const_cast<unsigned char*>(params.data()),
                    CU_LAUNCH_PARAM_BUFFER_SIZE, &size, CU_LAUNCH_PARAM_END};
-  return static_cast<cudaError_t>(driver().launch(
-      f, grid, 1, 1, block, 1, 1, 0, reinterpret_cast<CUstream>(stream), nullptr, extra));
+  if (CUresult r = driver().launch(f, grid, 1, 1, block, 1, 1, 0,
+                                   reinterpret_cast<CUstream>(stream), nullptr, extra))
+    return static_cast<cudaError_t>(r);
+  return cudaGetLastError();
 }
 
 }  // namespace clusterbench::gpu

@@ -7,6 +7,7 @@
 #include <cuda_runtime.h>
 
 #include <cstddef>
+#include <cstdlib>
 #include <cstring>
 
 namespace clusterbench::gpu {
@@ -29,7 +30,9 @@ class PtxParams {
   /// Appends one argument (a pointer, an integer, a double).
   template <class T>
   PtxParams& add(T value) {
+    static_assert(sizeof(T) <= 8, "a kernel argument is a pointer, an integer or a double");
     size_ = (size_ + alignof(T) - 1) / alignof(T) * alignof(T);
+    if (size_ + sizeof(T) > sizeof buf_) std::abort();  // no kernel of the plugin takes 128 bytes
     std::memcpy(buf_ + size_, &value, sizeof(T));
     size_ += sizeof(T);
     return *this;
@@ -43,10 +46,16 @@ class PtxParams {
   size_t size_ = 0;
 };
 
+/// Loads the embedded module into device `dev`'s primary context (the driver compiles the PTX
+/// for the GPU there), once per device; cudaSuccess when it is loaded. ptx_launch loads it too.
+cudaError_t ptx_load_module(int dev);
+
 /// Launches the embedded kernel `name` (a name expression of kPtxKernels) on the current device:
 /// `grid` x `block` threads, no dynamic shared memory, on `stream`. The module is loaded into the
-/// device's primary context on first use. Returns cudaSuccess, or the driver's error as the
-/// runtime's code (cudaErrorUnsupportedPtxVersion: the driver is older than the PTX).
+/// device's primary context on first use, which is made current on each calling thread. Returns
+/// the driver's error as the runtime's code (cudaErrorUnsupportedPtxVersion: the driver is older
+/// than the PTX), else, as a `<<<>>>` launch followed by cudaGetLastError, the runtime's pending
+/// error (and clears it).
 cudaError_t ptx_launch(const char* name, unsigned grid, unsigned block, cudaStream_t stream,
                        const PtxParams& params);
 
