@@ -64,6 +64,7 @@ RunDir read_run_dir(const std::string& dir, bool with_plan, const ExtraKeys* kee
   // Every error names the file: "DIR/run.json: schema ..." (compare reads two of them).
   auto read_run = [&run_path](bool plan) {
     try {
+      if (auto fast = read_run_json_fast(run_path, plan)) return std::move(*fast);
       if (plan) return read_json_file(run_path).get<RunRecord>();
       // The plan is most of a large run.json: skipped while parsing, never built.
       require_regular_file(run_path);  // a FIFO would block the read

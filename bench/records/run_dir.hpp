@@ -3,6 +3,7 @@
 // read_run_dir is the one place that keeps the last record of a case; readers rely on it.
 #pragma once
 
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -46,5 +47,11 @@ struct RunDir {
 /// 1,000-node run.json).
 /// `keep`: as read_records's.
 RunDir read_run_dir(const std::string& dir, bool with_plan = true, const ExtraKeys* keep = nullptr);
+
+/// run.json at `path` read in one pass with simdjson (the plan built when `with_plan`, else
+/// checked and dropped), every other field as from_json reads it. std::nullopt when the file is
+/// anything but a well-formed run.json of the expected shape: the caller reads it the ordinary
+/// way, which accepts it or says what is wrong (run_json_fast.cpp).
+std::optional<RunRecord> read_run_json_fast(const std::string& path, bool with_plan);
 
 }  // namespace clusterbench

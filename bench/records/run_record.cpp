@@ -17,9 +17,6 @@ using namespace json_fields;
 void to_json(json& j, const PlannedCase& v) {
   CB_TO(benchmark), CB_TO(params), CB_TO(level), CB_TO(case_keys);
 }
-namespace {
-/// Throws FieldError unless the GPU index of a case key's item ("host/gpu3[uuid]") fits an int:
-/// the reports parse it back (reports/rows/row_base.cpp parse_item).
 void check_gpu_index(const std::string& case_key) {
   const size_t bar = case_key.rfind('|');
   const size_t g = case_key.rfind("/gpu");
@@ -33,7 +30,6 @@ void check_gpu_index(const std::string& case_key) {
     throw FieldError("", "'" + case_key + "' has a GPU index out of range (0 to " +
                              std::to_string(INT_MAX) + ")");
 }
-}  // namespace
 
 void from_json(const json& j, PlannedCase& v) {
   CB_FROM(benchmark), CB_FROM(params), CB_FROM(level), CB_FROM(case_keys);

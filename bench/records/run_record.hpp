@@ -64,6 +64,10 @@ struct RunRecord {
   int rounds = 1;
 };
 
+/// Throws FieldError unless the GPU index of a case key's item ("host/gpu3[uuid]") fits an int:
+/// the reports parse it back (reports/rows/row_base.cpp parse_item).
+void check_gpu_index(const std::string& case_key);
+
 /// Current UTC time, ISO 8601 with seconds ("2026-11-30T08:45:00Z").
 std::string utc_now_iso();
 

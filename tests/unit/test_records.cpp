@@ -600,6 +600,44 @@ TEST(ReadRecords, LinesAcrossChunksAndTheirNumbers) {
   EXPECT_EQ(f.records.back().extra["pad"].get<std::string>().size(), 3000u);
 }
 
+// run.json's one-pass reader gives what from_json gives, on every fixture run (plan or not), and
+// gives up (the ordinary reader then decides) on what it does not expect.
+TEST(ReadRunJsonFast, SameAsTheOrdinaryReader) {
+  int compared = 0;
+  for (const auto& e : std::filesystem::directory_iterator(kResults)) {
+    const std::string path = e.path().string() + "/run.json";
+    if (!std::filesystem::exists(path)) continue;
+    const json full = read_json_file(path);
+    for (bool plan : {true, false}) {
+      std::optional<RunRecord> fast = read_run_json_fast(path, plan);
+      ASSERT_TRUE(fast.has_value()) << path;
+      RunRecord want = full.get<RunRecord>();
+      if (!plan) want.plan.clear();
+      EXPECT_EQ(json(*fast).dump(), json(want).dump()) << path;
+      ++compared;
+    }
+  }
+  EXPECT_GE(compared, 16);  // 9 fixture runs today
+  const std::string dir = temp_dir("fast-run-json");
+  const std::string base = R"({"schema": "clusterbench.run/1", "run_id": "r", "plan": )";
+  for (const std::string plan :
+       {R"([{"benchmark": "a", "case_keys": ["a|{}|n1/gpu99999999999[x]"]}])",  // index too big
+        R"([{"benchmark": "a", "surprise": 1}])", R"([{"benchmark": 7}])", R"({})"}) {
+    std::ofstream(dir + "/run.json") << base << plan << "}";
+    EXPECT_FALSE(read_run_json_fast(dir + "/run.json", true).has_value()) << plan;
+    EXPECT_FALSE(read_run_json_fast(dir + "/run.json", false).has_value()) << plan;
+  }
+  std::ofstream(dir + "/run.json") << base << "[]} trailing";
+  EXPECT_FALSE(read_run_json_fast(dir + "/run.json", true).has_value());
+  std::ofstream(dir + "/run.json") << base << R"([], "run_id": "again"})";  // a repeated key
+  EXPECT_FALSE(read_run_json_fast(dir + "/run.json", true).has_value());
+  // The out-of-range GPU index is named by the ordinary reader, the plan read or not.
+  std::ofstream(dir + "/run.json")
+      << base << R"([{"benchmark": "a", "case_keys": ["a|{}|n1/gpu99999999999[x]"]}]})";
+  std::string m = input_error([&] { read_run_dir(dir, true); });
+  EXPECT_NE(m.find("GPU index out of range"), std::string::npos) << m;
+}
+
 TEST(ReadRunDir, FixtureAndErrors) {
   RunDir rd = read_run_dir(kResults + "cpu-pass");
   EXPECT_EQ(rd.run.run_id, "20261130T084500Z-node01");
