@@ -45,7 +45,7 @@ set(CB_CUDA12_PTX_SOURCE ${_ptx_cpp})
 get_target_property(_gpu_sources clusterbench_gpu SOURCES)
 get_target_property(_gpu_dir clusterbench_gpu SOURCE_DIR)
 set(_sources ${_ptx_cpp} ${CMAKE_SOURCE_DIR}/bench/gpu/plugin/ptx_module.cpp
-    ${CMAKE_SOURCE_DIR}/bench/gpu/plugin/ptx_kernels.cpp)
+    ${CMAKE_SOURCE_DIR}/bench/gpu/plugin/ptx_compare.cpp ${CMAKE_SOURCE_DIR}/compute/gpu_kernels_ptx.cpp)
 set(_have_nccl 0)
 if(EXISTS ${CB_CUDA12_WHEELS}/nccl/include/nccl.h AND EXISTS ${CB_CUDA12_WHEELS}/nccl/lib/libnccl.so.2)
   set(_have_nccl 1)

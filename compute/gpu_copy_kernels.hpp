@@ -1,4 +1,4 @@
-// Plugin-internal: device-copy kernels of compute.gpu_memory_bandwidth (gpu_copy_kernels.cu; CUDA 12: ptx_kernels.cpp).
+// Plugin-internal: device-copy kernels of compute.gpu_memory_bandwidth (gpu_copy_kernels.cu; CUDA 12: gpu_kernels_ptx.cpp).
 #pragma once
 
 #include <cuda_runtime.h>

@@ -72,7 +72,8 @@ if(TARGET clusterbench_gpu)
       set_source_files_properties(${CB_CUDA12_PTX_SOURCE} PROPERTIES GENERATED TRUE)
       target_sources(test_ptx_kernels PRIVATE ${CB_CUDA12_PTX_SOURCE}
         ${CMAKE_SOURCE_DIR}/bench/gpu/plugin/ptx_module.cpp
-        ${CMAKE_SOURCE_DIR}/bench/gpu/plugin/ptx_kernels.cpp)
+        ${CMAKE_SOURCE_DIR}/bench/gpu/plugin/ptx_compare.cpp
+        ${CMAKE_SOURCE_DIR}/compute/gpu_kernels_ptx.cpp)
       target_include_directories(test_ptx_kernels BEFORE PRIVATE ${CMAKE_SOURCE_DIR} ${CMAKE_SOURCE_DIR}/bench
         ${CB_CUDA12_WHEELS}/cuda_runtime/include ${CB_CUDA12_WHEELS}/cuda_nvcc/include)
       target_compile_definitions(test_ptx_kernels PRIVATE

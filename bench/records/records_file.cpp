@@ -82,22 +82,65 @@ bool raw_object(od::value v, std::string_view& text) {
   return !v.get_object().get(o) && !o.raw_json().get(text);
 }
 
-/// An object value as nlohmann json, from its raw text; consecutive records of one case carry the
-/// same params, so the last parse is kept and copied when the text repeats.
-struct RawObjectCache {
-  std::string raw;
-  json value;
-  bool get(od::value v, json& out) {
-    std::string_view text;
-    if (!raw_object(v, text)) return false;
-    if (text != raw) {
-      value = parse_json_text(text, "", 0);
-      raw.assign(text);
+/// Builds nlohmann json from a simdjson value as nlohmann's own parser would (a non-negative
+/// integer unsigned, a negative one signed, any other number a double, a repeated key's last
+/// value), with no second pass over the text. `depth`: the value's depth in its line (the line's
+/// object is 1). False where the two could differ or the value is not JSON (a big integer, the
+/// integer -0, nesting deeper than kMaxJsonDepth): the ordinary path decides.
+bool to_json_value(od::value v, json& out, int depth = 1) {
+  od::json_type type;
+  if (depth > kMaxJsonDepth || v.type().get(type)) return false;
+  switch (type) {
+    case od::json_type::object:
+      out = json::object();
+      return each_field(v, [&](std::string_view key, od::value x) {
+        return to_json_value(x, out[std::string(key)], depth + 1);
+      });
+    case od::json_type::array: {
+      od::array a;
+      if (v.get_array().get(a)) return false;
+      out = json::array();
+      for (auto e : a) {
+        od::value x;
+        if (std::move(e).get(x) || !to_json_value(x, out.emplace_back(), depth + 1)) return false;
+      }
+      return true;
     }
-    out = value;
-    return true;
+    case od::json_type::string: {
+      std::string_view s;
+      if (v.get_string().get(s)) return false;
+      out = std::string(s);
+      return true;
+    }
+    case od::json_type::boolean: {
+      bool b = false;
+      if (v.get_bool().get(b)) return false;
+      out = b;
+      return true;
+    }
+    case od::json_type::null: {
+      bool null = false;
+      out = nullptr;
+      return !v.is_null().get(null) && null;
+    }
+    case od::json_type::number: {
+      od::number n;
+      if (v.get_number().get(n)) return false;
+      if (n.is_double()) {
+        out = n.get_double();
+      } else if (n.is_uint64()) {
+        out = n.get_uint64();
+      } else if (n.get_int64() >= 0) {
+        if (n.get_int64() == 0 && v.raw_json_token().front() == '-') return false;  // -0
+        out = static_cast<std::uint64_t>(n.get_int64());
+      } else {
+        out = n.get_int64();
+      }
+      return true;
+    }
   }
-};
+  return false;
+}
 
 bool read_metric(od::value v, Metric& m) {
   bool has_value = false;
@@ -183,24 +226,22 @@ bool raw_value(od::value v, std::string_view& text) {
   return true;
 }
 
-/// An ok record's `extra` (its raw text, `capacity` readable bytes from its start) with only the
-/// keys of `reader.keep`: the rest is evidence the reader never looks at (fio's own JSON, a link
-/// matrix: most of a large run's memory), validated by simdjson, never built. False when a value
-/// is not JSON (the ordinary path then says what is wrong).
-bool kept_extra(LineReader& reader, std::string_view text, size_t capacity, json& out) {
+/// A record's `extra` (its raw text, `capacity` readable bytes from its start): every key when
+/// `all`, else only the keys of `reader.keep`: the rest is evidence the reader never looks at
+/// (fio's own JSON, a link matrix: most of a large run's memory), validated by simdjson, never
+/// built. False when a value is not JSON or could read differently (the ordinary path then
+/// decides).
+bool kept_extra(LineReader& reader, std::string_view text, size_t capacity, bool all, json& out) {
   od::document doc;
   od::object o;
   if (reader.extra.iterate(text.data(), text.size(), capacity).get(doc) || doc.get_object().get(o))
     return false;
   out = json::object();
   return each_field(o, [&](std::string_view key, od::value v) {
+    if (all || reader.keep->find(key) != reader.keep->end())
+      return to_json_value(v, out[std::string(key)], 3);  // the line, extra, this value
     std::string_view raw;
-    if (!raw_value(v, raw)) return false;
-    if (reader.keep->find(key) != reader.keep->end())
-      out[std::string(key)] = parse_json_text(raw, "", 0);
-    else if (reader.check.parse(raw.data(), raw.size(), false).error())
-      return false;
-    return true;
+    return raw_value(v, raw) && !reader.check.parse(raw.data(), raw.size(), false).error();
   });
 }
 
@@ -213,7 +254,7 @@ bool kept_extra(LineReader& reader, std::string_view text, size_t capacity, json
 /// `capacity` counts the readable bytes from `data` on; simdjson needs SIMDJSON_PADDING of them
 /// past the line.
 bool fast_record(LineReader& reader, const char* data, size_t len, size_t capacity,
-                 RawObjectCache& params_cache, ResultRecord& r) {
+                 ResultRecord& r) {
   od::document doc;
   od::object top;
   if (reader.line.iterate(data, len, capacity).get(doc) || doc.get_object().get(top)) return false;
@@ -234,7 +275,10 @@ bool fast_record(LineReader& reader, const char* data, size_t len, size_t capaci
       std::string_view text;
       if (str) return get_string(x, *str);
       if (key == "duration_s") return get_double(x, r.duration_s);
-      if (key == "params") return params_cache.get(x, r.params);
+      if (key == "params") {  // an object at depth 2 of the line
+        od::json_type t;
+        return !x.type().get(t) && t == od::json_type::object && to_json_value(x, r.params, 2);
+      }
       if (key == "extra") return raw_object(x, extra);
       if (key == "error")
         return raw_object(x, text) &&
@@ -264,11 +308,8 @@ bool fast_record(LineReader& reader, const char* data, size_t len, size_t capaci
     return false;
   if (extra.empty()) return true;
   try {
-    if (!reader.keep || r.status != Status::ok) {
-      r.extra = parse_json_text(extra, "", 0);
-      return true;
-    }
-    return kept_extra(reader, extra, capacity - static_cast<size_t>(extra.data() - data), r.extra);
+    return kept_extra(reader, extra, capacity - static_cast<size_t>(extra.data() - data),
+                      !reader.keep || r.status != Status::ok, r.extra);
   } catch (const std::exception&) {
     return false;
   }
@@ -286,14 +327,13 @@ struct ParsedBatch {
 void parse_lines(const std::string& buf, const std::vector<std::pair<size_t, size_t>>& lines,
                  size_t begin, size_t end, LineReader& reader, ParsedBatch& out) {
   out.records.reserve(end - begin);
-  RawObjectCache params_cache;
   for (size_t i = begin; i < end; ++i) {
     const auto [off, len] = lines[i];
     std::string_view line(buf.data() + off, len);
     if (line.find_first_not_of(" \t\r") == std::string_view::npos) continue;
     try {
       ResultRecord r;
-      if (!fast_record(reader, line.data(), len, buf.size() - off, params_cache, r))
+      if (!fast_record(reader, line.data(), len, buf.size() - off, r))
         r = parse_json_text(line, "", 0).get<ResultRecord>();  // accepts it, or says what is wrong
       check_host_names(r.scope);
       out.records.push_back(std::move(r));
@@ -320,11 +360,12 @@ std::vector<std::pair<size_t, size_t>> split_lines(const std::string& buf, size_
   return lines;
 }
 
-/// Parses `lines` of `buf` (padded for simdjson) on up to readers.size() threads, in order.
-std::vector<ParsedBatch> parse_chunk(const std::string& buf,
-                                     const std::vector<std::pair<size_t, size_t>>& lines,
-                                     std::vector<LineReader>& readers) {
-  std::vector<ParsedBatch> parts(std::min(readers.size(), lines.size()));
+/// Parses `lines` of `buf` (padded for simdjson) on up to readers.size() threads, in order, into
+/// `parts` (one batch per thread; their arrays' memory reused).
+void parse_chunk(const std::string& buf, const std::vector<std::pair<size_t, size_t>>& lines,
+                 std::vector<LineReader>& readers, std::vector<ParsedBatch>& parts) {
+  parts.resize(std::min(readers.size(), lines.size()));
+  for (auto& p : parts) p.records.clear(), p.failed_at = SIZE_MAX, p.error.clear();
   std::vector<std::thread> workers;
   const size_t per = (lines.size() + parts.size() - 1) / parts.size();
   auto range = [&](size_t t) {
@@ -334,7 +375,6 @@ std::vector<ParsedBatch> parse_chunk(const std::string& buf,
   for (size_t t = 1; t < parts.size(); ++t) workers.emplace_back(range, t);
   range(0);
   for (auto& w : workers) w.join();
-  return parts;
 }
 
 /// A line longer than a chunk that cannot be a record (it starts with a byte no JSON object
@@ -366,8 +406,9 @@ void skip_garbage(std::ifstream& in, const std::string& path, int line_no, std::
 
 }  // namespace
 
-RecordsFile read_records(const std::string& path, const ExtraKeys* keep) {
+RecordsFile read_records(const std::string& path, const ExtraKeys* keep, bool last_of_each_case) {
   RecordsFile out;
+  LastOfEachCase last;
   require_regular_file(path);  // a FIFO would block the read
   std::ifstream in(path, std::ios::binary);
   if (!in) throw InputError(path + ": cannot open (" + std::strerror(errno) + ")");
@@ -379,11 +420,16 @@ RecordsFile read_records(const std::string& path, const ExtraKeys* keep) {
   const size_t threads = std::clamp<size_t>(std::thread::hardware_concurrency(), 1, 4);
   std::vector<LineReader> readers(threads);
   for (auto& r : readers) r.keep = keep;
-  std::string buf, carry;  // carry: the start of a line the previous chunk cut
-  int first_line_no = 1;   // line number of the chunk's first line
+  // carry: the start of a line the previous chunk cut. Both buffers and the parsed batches keep
+  // their memory from chunk to chunk: allocated anew, a 16 MB chunk's pages were faulted in again
+  // each time (a third of reading's system time at 1,000 nodes).
+  std::string buf, carry;
+  buf.reserve(kChunkBytes + (1 << 16) + simdjson::SIMDJSON_PADDING);
+  std::vector<ParsedBatch> parts;
+  int first_line_no = 1;  // line number of the chunk's first line
   bool eof = false;
   while (!eof) {
-    buf = std::move(carry);
+    buf.assign(carry);
     carry.clear();
     const size_t had = buf.size();
     buf.resize(had + kChunkBytes);
@@ -414,8 +460,12 @@ RecordsFile read_records(const std::string& path, const ExtraKeys* keep) {
     if (first_line_no == 1 && !eof)  // room for the whole file's records, from the first chunk's
       out.records.reserve(static_cast<size_t>(static_cast<double>(lines.size()) * 1.05 *
                                               file_bytes / static_cast<double>(end)));
-    for (auto& part : parse_chunk(buf, lines, readers)) {
-      for (auto& r : part.records) out.records.push_back(std::move(r));
+    parse_chunk(buf, lines, readers, parts);
+    for (auto& part : parts) {
+      for (auto& r : part.records) {
+        out.records.push_back(std::move(r));
+        if (last_of_each_case) last.add(out.records, out.records.size() - 1);
+      }
       if (part.failed_at == SIZE_MAX) continue;
       std::string where = path + ":" + std::to_string(first_line_no + part.failed_at);
       // Cut off by a crash: an unterminated last line that is not whole JSON. Whole JSON that is
@@ -430,6 +480,7 @@ RecordsFile read_records(const std::string& path, const ExtraKeys* keep) {
     }
     first_line_no += static_cast<int>(lines.size());
   }
+  if (last_of_each_case) last.finish(out, path);
   return out;
 }
 

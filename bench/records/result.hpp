@@ -2,6 +2,7 @@
 // scope and case key, and their JSON (docs/records.md "records.jsonl").
 #pragma once
 
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -71,6 +72,41 @@ struct ErrorInfo {
   int rank = -1;
 };
 
+/// An optional value kept on the heap: one pointer in the object that holds it when absent, for a
+/// value that is large and rare (a record's ErrorInfo: 176 bytes inline as a std::optional, in
+/// each of a million records of a fleet's run, docs/report.md "Scale"). Copies copy the value.
+template <class T>
+class HeapOptional {
+ public:
+  HeapOptional() = default;
+  HeapOptional(const HeapOptional& o) : p_(o.p_ ? std::make_unique<T>(*o.p_) : nullptr) {}
+  HeapOptional(HeapOptional&&) noexcept = default;
+  HeapOptional& operator=(const HeapOptional& o) {
+    p_ = o.p_ ? std::make_unique<T>(*o.p_) : nullptr;
+    return *this;
+  }
+  HeapOptional& operator=(HeapOptional&&) noexcept = default;
+  HeapOptional& operator=(const T& v) {
+    p_ = std::make_unique<T>(v);
+    return *this;
+  }
+  HeapOptional& operator=(const std::optional<T>& v) {
+    p_ = v ? std::make_unique<T>(*v) : nullptr;
+    return *this;
+  }
+  /// Whether it holds a value.
+  bool has_value() const { return p_ != nullptr; }
+  explicit operator bool() const { return has_value(); }
+  /// The value; has_value() must be true.
+  const T& operator*() const { return *p_; }
+  T& operator*() { return *p_; }
+  const T* operator->() const { return p_.get(); }
+  T* operator->() { return p_.get(); }
+
+ private:
+  std::unique_ptr<T> p_;
+};
+
 /// What a case did on its scope item: it measured (ok), it could not run here for a stated reason
 /// (waived), or it failed (the message says why).
 enum class Status { ok, failed, waived };
@@ -89,7 +125,7 @@ struct ResultRecord {
   std::string case_key;
   Status status = Status::ok;
   std::string message;
-  std::optional<ErrorInfo> error;
+  HeapOptional<ErrorInfo> error;
   std::vector<Metric> metrics;
   TimeStats time;
   Scope scope;

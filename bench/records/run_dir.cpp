@@ -14,40 +14,66 @@
 
 namespace clusterbench {
 
-void keep_last_of_each_case(RecordsFile& file, const std::string& rec_path) {
-  auto& recs = file.records;
-  auto key_of = [](const ResultRecord& r) {
-    return r.case_key.empty() ? make_case_key(r.benchmark, r.params, r.scope) : r.case_key;
-  };
-  // Hashed views of the keys: 720,000 records at 1,000 nodes (docs/report.md "Scale").
-  std::vector<std::string> made(recs.size());
-  std::vector<std::string_view> keys(recs.size());
-  for (size_t i = 0; i < recs.size(); ++i)
-    keys[i] = recs[i].case_key.empty() ? std::string_view(made[i] = key_of(recs[i]))
-                                       : std::string_view(recs[i].case_key);
-  std::unordered_map<std::string_view, size_t> last;
-  last.reserve(recs.size());
-  for (size_t i = 0; i < recs.size(); ++i) last[keys[i]] = i;
-  if (last.size() < recs.size()) {
-    std::vector<char> kept(recs.size());  // decided before any record moves: keys view them
-    size_t replaced = 0;  // a long case's snapshots (extra.snapshot) are meant to be replaced
-    for (size_t i = 0; i < recs.size(); ++i) {
-      kept[i] = last[keys[i]] == i;
-      if (!kept[i] && !(recs[i].extra.is_object() && recs[i].extra.value("snapshot", false)))
-        ++replaced;
-    }
-    if (replaced > 0)
-      file.warnings.push_back(rec_path + ": " + std::to_string(replaced) +
-                              " record(s) superseded by a later record of the same case "
-                              "(a resumed run); the last one counts");
-    size_t to = 0;  // in place: a second array of a million records was a GiB at 1,000 nodes
-    for (size_t i = 0; i < recs.size(); ++i)
-      if (kept[i]) {
-        if (to != i) recs[to] = std::move(recs[i]);
-        ++to;
-      }
-    recs.erase(recs.begin() + static_cast<long>(to), recs.end());
+namespace {
+
+/// The case key a record is matched on (made from its fields when the line had none).
+std::string key_of(const ResultRecord& r) {
+  return r.case_key.empty() ? make_case_key(r.benchmark, r.params, r.scope) : r.case_key;
+}
+
+/// Frees what a superseded record holds (it is dropped at LastOfEachCase::finish).
+void empty_record(ResultRecord& r) {
+  r.params = json(), r.extra = json(), r.error = HeapOptional<ErrorInfo>();
+  std::vector<Metric>().swap(r.metrics);
+  for (std::string* s : {&r.run_id, &r.case_key, &r.message, &r.started_at, &r.scope.host,
+                         &r.scope.uuid, &r.scope.pci_bus_id})
+    std::string().swap(*s);
+  std::vector<std::string>().swap(r.scope.hosts);
+}
+
+}  // namespace
+
+void LastOfEachCase::add(std::vector<ResultRecord>& recs, size_t i) {
+  if (dead_.size() < recs.size()) dead_.resize(recs.size());
+  const std::string made = recs[i].case_key.empty() ? key_of(recs[i]) : std::string();
+  const std::string_view key = made.empty() ? std::string_view(recs[i].case_key) : made;
+  const size_t h = std::hash<std::string_view>()(key);
+  auto [first, last] = seen_.equal_range(h);
+  for (auto it = first; it != last; ++it) {
+    const size_t j = it->second;
+    const ResultRecord& earlier = recs[j];
+    if ((earlier.case_key.empty() ? key_of(earlier) : earlier.case_key) != key) continue;
+    // A long case's snapshots (extra.snapshot) are meant to be replaced; anything else is a
+    // resumed run's earlier try.
+    if (!(earlier.extra.is_object() && earlier.extra.value("snapshot", false))) ++replaced_;
+    empty_record(recs[j]);
+    dead_[j] = 1, ++dropped_;
+    it->second = i;
+    return;
   }
+  seen_.emplace(h, i);
+}
+
+void LastOfEachCase::finish(RecordsFile& file, const std::string& where) {
+  if (replaced_ > 0)
+    file.warnings.push_back(where + ": " + std::to_string(replaced_) +
+                            " record(s) superseded by a later record of the same case "
+                            "(a resumed run); the last one counts");
+  if (dropped_ == 0) return;
+  auto& recs = file.records;
+  size_t to = 0;  // in place: a second array of a million records was a GiB at 1,000 nodes
+  for (size_t i = 0; i < recs.size(); ++i)
+    if (!(i < dead_.size() && dead_[i])) {
+      if (to != i) recs[to] = std::move(recs[i]);
+      ++to;
+    }
+  recs.erase(recs.begin() + static_cast<long>(to), recs.end());
+}
+
+void keep_last_of_each_case(RecordsFile& file, const std::string& rec_path) {
+  LastOfEachCase last;
+  for (size_t i = 0; i < file.records.size(); ++i) last.add(file.records, i);
+  last.finish(file, rec_path);
 }
 
 RunDir read_run_dir(const std::string& dir, bool with_plan, const ExtraKeys* keep) {
@@ -91,7 +117,7 @@ RunDir read_run_dir(const std::string& dir, bool with_plan, const ExtraKeys* kee
   const bool have_records = ::stat(rec_path.c_str(), &st) == 0;
   std::exception_ptr records_error;
   try {
-    if (have_records) rd.records = read_records(rec_path, keep);
+    if (have_records) rd.records = read_records(rec_path, keep, true);
   } catch (...) {
     records_error = std::current_exception();
   }
@@ -100,7 +126,7 @@ RunDir read_run_dir(const std::string& dir, bool with_plan, const ExtraKeys* kee
   // No records: whether the plan was empty decides below, so it is read after all (rare).
   if (!have_records && !with_plan) rd.run = read_run(true);
   if (have_records) {
-    keep_last_of_each_case(rd.records, rec_path);
+    // read_records kept the last record of each case as it read
   } else if (rd.run.plan.empty()) {
     throw InputError(dir + ": empty results directory (no records.jsonl and an empty plan)");
   } else {

@@ -6,6 +6,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "records/result.hpp"
@@ -26,13 +27,32 @@ using ExtraKeys = std::set<std::string, std::less<>>;
 /// file:line and the field; a truncated last line (no trailing newline) is a warning.
 /// `keep`: an ok record's `extra` holds only these keys (the rest of it is checked for UTF-8 and
 /// structure, never built); failed and waived records keep all of theirs. nullptr: all.
-RecordsFile read_records(const std::string& path, const ExtraKeys* keep = nullptr);
+/// `last_of_each_case`: as keep_last_of_each_case, done while reading (a superseded record's
+/// memory is freed as soon as its successor is read: a long run's snapshots).
+RecordsFile read_records(const std::string& path, const ExtraKeys* keep = nullptr,
+                         bool last_of_each_case = false);
 
 /// Keeps only the last record of each case key in `file` (in file order): a resumed run appends
 /// a case's new record after its failed one, a long case (the burn-in soak) its final record after
 /// its snapshots. Warns, naming `where`, when a superseded record was not a snapshot
 /// (extra.snapshot). read_run_dir calls it; so does whoever makes a RunDir by hand.
 void keep_last_of_each_case(RecordsFile& file, const std::string& where);
+
+/// keep_last_of_each_case as the records arrive: add() each record in file order (an earlier
+/// record of its case is emptied at once), then finish() drops the emptied ones and warns.
+class LastOfEachCase {
+ public:
+  /// Record `i` of `recs` arrived (every earlier index was added before).
+  void add(std::vector<ResultRecord>& recs, size_t i);
+  /// Drops the superseded records from `file` (order kept); warns, naming `where`, when one was
+  /// not a snapshot.
+  void finish(RecordsFile& file, const std::string& where);
+
+ private:
+  std::unordered_multimap<size_t, size_t> seen_;  ///< hash of a case key -> its last record
+  std::vector<char> dead_;                        ///< superseded, by index
+  size_t replaced_ = 0, dropped_ = 0;
+};
 
 /// A whole run directory: run.json plus records.jsonl. Its records hold one record per case key
 /// (keep_last_of_each_case): every reader counts on it and none computes it again.

@@ -1,9 +1,10 @@
-// The CUDA 12 plugin's kernel launchers (bench/gpu/plugin/ptx_kernels.cpp, ptx_module.cpp) against
-// a strict fake of the driver's module API, reached as the plugin reaches it (the runtime's
-// cudaGetDriverEntryPoint). The fake reads the embedded PTX as a driver does: it refuses a PTX
-// ISA newer than the driver's (8.2 for driver 535), a target newer than the device, a kernel the
-// module does not define, and a parameter buffer whose size is not the entry's parameter space;
-// each launch's parameters are decoded at the offsets the PTX gives them.
+// The CUDA 12 plugin's kernel launchers (compute/gpu_kernels_ptx.cpp,
+// bench/gpu/plugin/ptx_compare.cpp, ptx_module.cpp) against a strict fake of the driver's module
+// API, reached as the plugin reaches it (the runtime's cudaGetDriverEntryPoint). The fake reads
+// the embedded PTX as a driver does: it refuses a PTX ISA newer than the driver's (8.2 for driver
+// 535), a target newer than the device, a kernel the module does not define, a parameter buffer
+// whose size is not the entry's parameter space, and a launch on a thread without the module's
+// context; each launch's parameters are decoded at the offsets the PTX gives them.
 #include <cuda.h>
 #include <gtest/gtest.h>
 

@@ -528,6 +528,19 @@ TEST(ReadRecords, FastPathReadsLikeTheOrdinaryParser) {
   dup.pop_back();
   dup += R"(,"scope":{"kind":"gpu","host":"node02","gpu_index":3},"time":{"n":7}})";
   lines.push_back(dup);
+  // Numbers of every kind in params and extra, built without a second parse: each must come out
+  // as nlohmann's parser types it (a non-negative integer unsigned, a negative one signed, a big
+  // integer a double), compared as text so that 1 and 1.0 differ.
+  json base = gemm_record();
+  std::string nums = base.dump();  // its params and extra are given again: the last ones count
+  nums.pop_back();
+  nums += R"(,"params":{"n":-3,"m":7,"z":0,"f":-0.0,"e":1e3,"big":18446744073709551616,)"
+          R"("u":18446744073709551615,"k\u00e9y":[1,-1,[2.5,{"a":null,"b":true}]]},)"
+          R"("extra":{"host_probe":{"cpu_mops":-0.5,"n":[0,-7,1e-300,123456789012345678]},)"
+          R"("other":{"x":-2}}})";
+  lines.push_back(nums);
+  // The same without the big integer (which only the ordinary path reads, extra and all).
+  lines.push_back(nums.replace(nums.find(R"("big")"), 27, ""));
   std::string path = temp_dir("fastpath") + "/records.jsonl";
   {
     std::ofstream out(path);
@@ -535,9 +548,19 @@ TEST(ReadRecords, FastPathReadsLikeTheOrdinaryParser) {
   }
   RecordsFile f = read_records(path);
   ASSERT_EQ(f.records.size(), lines.size());
+  auto text = [](const ResultRecord& r) {
+    json j = r;
+    return j.dump();
+  };
   for (size_t i = 0; i < lines.size(); ++i)
-    EXPECT_EQ(json(f.records[i]), json(json::parse(lines[i]).get<ResultRecord>()))
+    EXPECT_EQ(text(f.records[i]), text(json::parse(lines[i]).get<ResultRecord>()))
         << "line " << i + 1;
+  // The kept keys of `extra` alone, as the ordinary parser reads them.
+  const ExtraKeys keep = {"host_probe"};
+  RecordsFile k = read_records(path, &keep);
+  json want = json::object();
+  want["host_probe"] = json::parse(lines.back())["extra"]["host_probe"];
+  EXPECT_EQ(k.records.back().extra.dump(), want.dump());
   EXPECT_EQ(f.records[0].message, "tab\there \"quoted\" \u00e9 \\ back");
   ASSERT_TRUE(f.records[0].error.has_value());
   EXPECT_EQ(f.records[0].error->rank, 3);

@@ -1,5 +1,6 @@
 // Plugin-internal: the launch shape of the plugin's grid-stride kernels, shared by their nvcc
-// launchers (the .cu files) and the CUDA 12 plugin's PTX launchers (ptx_kernels.cpp).
+// launchers (the .cu files) and the CUDA 12 plugin's PTX launchers (compute/gpu_kernels_ptx.cpp,
+// ptx_compare.cpp).
 #pragma once
 
 namespace clusterbench::gpu {

@@ -1,11 +1,11 @@
-// The CUDA 12 plugin's kernel launchers: the functions that gemm_fill.cu, gpu_copy_kernels.cu and
-// compare.cu define with nvcc in the CUDA 13 plugin, here launching the same kernels (the .cuh
-// files) from the embedded PTX (ptx_module.hpp), with the same launch shapes (grid.hpp).
+// The CUDA 12 plugin's launchers of compute's kernels: the functions that gemm_fill.cu and
+// gpu_copy_kernels.cu define with nvcc in the CUDA 13 plugin, here launching the same kernels
+// (the .cuh files) from the embedded PTX (gpu/plugin/ptx_module.hpp), with the same launch shapes
+// (gpu/plugin/grid.hpp). The comparison kernel's launcher: bench/gpu/plugin/ptx_compare.cpp.
 #include <string>
 
 #include "compute/gemm_gpu.hpp"
 #include "compute/gpu_copy_kernels.hpp"
-#include "gpu/plugin/compare.hpp"
 #include "gpu/plugin/grid.hpp"
 #include "gpu/plugin/ptx_module.hpp"
 
@@ -85,23 +85,3 @@ cudaError_t copy_words(uint4* dst, const uint4* src, long long words, int blocks
 }
 
 }  // namespace clusterbench::compute::gpu
-
-namespace clusterbench::gpu {
-
-cudaError_t compare_elements(const void* a, const void* ref, CompareType type, long long count,
-                             double rel_tolerance, unsigned long long* counters,
-                             cudaStream_t stream) {
-  const char* t = type == CompareType::f32    ? "float"
-                  : type == CompareType::f16  ? "__half"
-                  : type == CompareType::bf16 ? "__nv_bfloat16"
-                                              : nullptr;
-  if (!t) return cudaErrorInvalidValue;
-  const std::string name = std::string("clusterbench::gpu::kernels::count_differing<") + t + ">";
-  if (cudaError_t e =
-          ptx_launch(name.c_str(), grid_blocks(count, kCompareMaxBlocks), kBlockThreads, stream,
-                     PtxParams().add(a).add(ref).add(count).add(rel_tolerance).add(counters)))
-    return e;
-  return ptx_launch("clusterbench::gpu::kernels::fold", 1, 1, stream, PtxParams().add(counters));
-}
-
-}  // namespace clusterbench::gpu
