@@ -13,6 +13,7 @@
 #include <future>
 #include <thread>
 
+#include "records/ondemand.hpp"
 #include "records/run_dir.hpp"
 #include "records/utf8.hpp"
 
@@ -21,14 +22,9 @@ namespace clusterbench {
 namespace {
 
 namespace od = simdjson::ondemand;
-
-/// Copies a JSON string into `out`; false when the value is not a string (null included).
-bool get_string(od::value v, std::string& out) {
-  std::string_view s;
-  if (v.get_string().get(s)) return false;
-  out.assign(s);
-  return true;
-}
+using ondemand::get_string;
+using ondemand::raw_object;
+using ondemand::raw_value;
 
 /// Reads a JSON number as a double; false for anything else, and for a negative zero (nlohmann
 /// reads the integer -0 as 0, simdjson as -0.0: the ordinary path decides).
@@ -74,12 +70,6 @@ template <class Each>
 bool each_field(od::value v, Each each) {
   od::object o;
   return !v.get_object().get(o) && each_field(o, each);
-}
-
-/// The JSON text of an object value; false when `v` is not an object.
-bool raw_object(od::value v, std::string_view& text) {
-  od::object o;
-  return !v.get_object().get(o) && !o.raw_json().get(text);
 }
 
 /// Builds nlohmann json from a simdjson value as nlohmann's own parser would (a non-negative
@@ -212,19 +202,6 @@ struct LineReader {
   simdjson::dom::parser check;  ///< validates the `extra` values not kept
   const ExtraKeys* keep = nullptr;
 };
-
-/// The raw JSON text of any value (an object, an array, a scalar); false when it does not parse.
-bool raw_value(od::value v, std::string_view& text) {
-  od::json_type type;
-  if (v.type().get(type)) return false;
-  if (type == od::json_type::object) return raw_object(v, text);
-  if (type == od::json_type::array) {
-    od::array a;
-    return !v.get_array().get(a) && !a.raw_json().get(text);
-  }
-  text = v.raw_json_token();
-  return true;
-}
 
 /// A record's `extra` (its raw text, `capacity` readable bytes from its start): every key when
 /// `all`, else only the keys of `reader.keep`: the rest is evidence the reader never looks at

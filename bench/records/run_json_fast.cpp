@@ -9,6 +9,7 @@
 #include <string>
 #include <string_view>
 
+#include "records/ondemand.hpp"
 #include "records/run_dir.hpp"
 #include "records/run_record.hpp"
 
@@ -17,30 +18,8 @@ namespace clusterbench {
 namespace {
 
 namespace od = simdjson::ondemand;
-
-/// Reads a JSON string into `out`; false for anything else.
-bool string_of(od::value v, std::string& out) {
-  std::string_view s;
-  if (v.get_string().get(s)) return false;
-  out.assign(s);
-  return true;
-}
-
-/// The raw text of any JSON value; false when it does not parse.
-bool raw_of(od::value v, std::string_view& text) {
-  od::json_type type;
-  if (v.type().get(type)) return false;
-  if (type == od::json_type::object) {
-    od::object o;
-    return !v.get_object().get(o) && !o.raw_json().get(text);
-  }
-  if (type == od::json_type::array) {
-    od::array a;
-    return !v.get_array().get(a) && !a.raw_json().get(text);
-  }
-  text = v.raw_json_token();
-  return true;
-}
+using ondemand::get_string;
+using ondemand::raw_value;
 
 /// One planned case, field by field; false on anything unexpected (a FieldError from a case key
 /// whose GPU index does not fit an int).
@@ -54,10 +33,10 @@ bool planned_case(od::value v, PlannedCase& c) {
     if (std::move(f).get(field) || field.unescaped_key().get(key) || !seen.insert(key).second)
       return false;
     od::value x = field.value();
-    if (key == "benchmark" && string_of(x, c.benchmark)) continue;
-    if (key == "level" && string_of(x, c.level)) continue;
+    if (key == "benchmark" && get_string(x, c.benchmark)) continue;
+    if (key == "level" && get_string(x, c.level)) continue;
     std::string_view raw;
-    if (key == "params" && raw_of(x, raw) && raw.front() == '{') {
+    if (key == "params" && raw_value(x, raw) && raw.front() == '{') {
       c.params = parse_json_text(raw, "", 0);
       continue;
     }
@@ -67,7 +46,7 @@ bool planned_case(od::value v, PlannedCase& c) {
     for (auto k : keys) {
       od::value kv;
       if (n == c.case_keys.size()) c.case_keys.emplace_back();
-      if (std::move(k).get(kv) || !string_of(kv, c.case_keys[n++])) return false;
+      if (std::move(k).get(kv) || !get_string(kv, c.case_keys[n++])) return false;
       check_gpu_index(c.case_keys[n - 1]);  // throws: the ordinary reader names the key
     }
     c.case_keys.resize(n);
@@ -95,7 +74,7 @@ std::optional<RunRecord> read_run_json_fast(const std::string& path, bool with_p
       if (std::move(f).get(field) || field.unescaped_key().get(key) || !seen.emplace(key).second)
         return std::nullopt;
       if (key != "plan") {
-        if (!raw_of(field.value(), raw)) return std::nullopt;
+        if (!raw_value(field.value(), raw)) return std::nullopt;
         rest += (rest.size() > 1 ? "," : "") + json(std::string(key)).dump() + ":";
         rest += raw;
         continue;
