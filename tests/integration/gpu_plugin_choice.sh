@@ -20,15 +20,8 @@ mkdir -p "$TMP/both" "$TMP/only13" "$TMP/only12"
 ln -s "$P13" "$TMP/both/"; ln -s "$P12" "$TMP/both/"
 ln -s "$P13" "$TMP/only13/"; ln -s "$P12" "$TMP/only12/"
 # NVML descriptions: h100x8.json is driver 535.161.08 = CUDA 12.2; the same GPUs on 580 and 525.
-for d in "13000 580.65.06" "12000 525.60.13"; do
-  set -- $d
-  python3 - "$CB_FIXTURES/nvml/h100x8.json" "$TMP/nvml-$1.json" "$1" "$2" <<'P'
-import json, sys
-doc = json.load(open(sys.argv[1]))
-doc["cuda_driver_version"], doc["driver_version"] = int(sys.argv[3]), sys.argv[4]
-json.dump(doc, open(sys.argv[2], "w"))
-P
-done
+nvml_driver 13000 580.65.06 "$TMP/nvml-13000.json"
+nvml_driver 12000 525.60.13 "$TMP/nvml-12000.json"
 
 # run DIR NVML_JSON OUT: the GPU probe with the plugins of DIR.
 run() {

@@ -69,15 +69,8 @@ mkdir -p "$TMP/plugins"
 for f in libclusterbench_gpu.so libclusterbench_gpu_cuda12.so; do
   ln -s "$CB_BINARY_DIR/$f" "$CB_BINARY_DIR/$f.cuda" "$TMP/plugins/"
 done
-for d in "580 13000 580.65.06" "525 12000 525.60.13"; do
-  set -- $d
-  python3 - "$CB_FIXTURES/nvml/h100x8.json" "$TMP/nvml-$1.json" "$2" "$3" <<'P'
-import json, sys
-doc = json.load(open(sys.argv[1]))
-doc["cuda_driver_version"], doc["driver_version"] = int(sys.argv[3]), sys.argv[4]
-json.dump(doc, open(sys.argv[2], "w"))
-P
-done
+nvml_driver 13000 580.65.06 "$TMP/nvml-580.json"
+nvml_driver 12000 525.60.13 "$TMP/nvml-525.json"
 # probe LIBPATH NVML_JSON OUT: the GPU probe with both plugins; prints the failed case's message.
 probe() {
   env -u CLUSTERBENCH_GPU_PLUGIN LD_LIBRARY_PATH="$1" CLUSTERBENCH_NVML_LIB="$FAKE_NVML" \

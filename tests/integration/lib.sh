@@ -24,6 +24,16 @@ expect_rc() {
 }
 # expect_out REGEX: the last command's output matches.
 expect_out() { grep -Eq -- "$1" "$TMP/out" || { cat "$TMP/out" >&2; fail "output lacks /$1/"; }; }
+# nvml_driver CUDA VERSION OUT: the fake NVML's description of h100x8.json (driver 535.161.08,
+# CUDA 12.2) with another driver: its CUDA version (13000) and version text (580.65.06).
+nvml_driver() {
+  python3 - "$CB_FIXTURES/nvml/h100x8.json" "$3" "$1" "$2" <<'P'
+import json, sys
+doc = json.load(open(sys.argv[1]))
+doc["cuda_driver_version"], doc["driver_version"] = int(sys.argv[3]), sys.argv[4]
+json.dump(doc, open(sys.argv[2], "w"))
+P
+}
 
 # stream_spec FILE [THRESHOLD [NAME]]: a spec table with one fail row per STREAM kernel
 # (bw.copy ... bw.triad), bandwidth >= THRESHOLD GB/s (default 0.001: any machine meets it).
